@@ -1,0 +1,43 @@
+# The two commands of the README:
+#   make report   - the main job: every notebook over every bundle in sample_data/, HTML in reports/
+#   make test     - the whole test suite (unit, real-broker, notebooks via nbval, Chromium render)
+# Each creates or reuses the local virtualenv .venv by itself.
+
+PYTHON ?= python3
+VENV   := .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.installed-stamp
+OUT    ?= reports
+
+.PHONY: report test venv chromium bench clean
+
+report: $(STAMP)
+	$(BIN)/kitlib report sample_data --out $(OUT)
+
+test: $(STAMP) chromium
+	$(BIN)/python -m pytest tests notebooks --nbval --nbval-sanitize-with notebooks/sanitize.cfg -p no:cacheprovider
+
+venv: $(STAMP)
+
+$(STAMP): pyproject.toml
+	@$(PYTHON) -c 'import sys; assert sys.version_info >= (3, 11), "Python 3.11+ is needed, found " + sys.version.split()[0]'
+	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	@$(BIN)/python -m pip install -q --disable-pip-version-check uv >/dev/null 2>&1 || true
+	@if [ -x $(BIN)/uv ]; then $(BIN)/uv pip install -q --python $(BIN)/python -e '.[test]'; \
+	 else $(BIN)/python -m pip install -q --disable-pip-version-check -e '.[test]'; fi
+	@touch $(STAMP)
+
+# Reports are checked in Debian's chromium. Install it when missing and we may (root + apt).
+chromium:
+	@command -v chromium >/dev/null 2>&1 || { \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	    echo "installing Debian's chromium for the report render tests"; \
+	    (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null) \
+	      || echo "could not install chromium: the render tests will fail"; \
+	  else echo "chromium not found: install Debian's 'chromium' package for the render tests"; fi; }
+
+bench: $(STAMP)
+	$(BIN)/python bench/ingest_bench.py --size-mb 1024
+
+clean:
+	rm -rf $(VENV) $(OUT) lab/.work

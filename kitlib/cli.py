@@ -1,0 +1,139 @@
+"""The ``kitlib`` command: a thin layer over the library. Every subcommand has ``--help``.
+
+Subcommands live next to the code they call: a module in :data:`COMMAND_MODULES` exposes
+``register_cli(subparsers)`` which adds its parser(s) and sets ``func`` on them.
+
+Example:
+    $ kitlib ingest sample_data/down-conversion --out /tmp/dc.kit
+    $ kitlib summary /tmp/dc.kit
+"""
+from __future__ import annotations
+
+import argparse
+import importlib
+import json
+import sys
+
+COMMAND_MODULES = [
+    "kitlib.cli",        # ingest, summary, tables, formats
+    "kitlib.triage",     # triage
+    "kitlib.report",     # report
+    "kitlib.lab",        # lab start|stop|status|jmx
+    "kitlib.capture",    # capture, probe
+]
+
+
+def register_cli(sub) -> None:
+    p = sub.add_parser("ingest", help="parse a bundle into Parquet tables + summary.json",
+                       description="Parse every file of BUNDLE (a folder or one file) and write one Parquet "
+                                   "file per table plus summary.json into OUT. Input files are never modified.")
+    p.add_argument("bundle", help="bundle folder (or a single log file)")
+    p.add_argument("--out", required=True, help="output folder (created; must not be inside the bundle)")
+    p.add_argument("--tz", default=None, help="timezone the logs were written in (default: manifest, else UTC)")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    p.set_defaults(func=_cmd_ingest)
+
+    p = sub.add_parser("summary", help="load a bundle (or ingest output) and print what it holds",
+                       description="Print files, formats, hosts, time span, rows per table and unparsed lines.")
+    p.add_argument("bundle", nargs="+", help="bundle folder(s) or ingest output folder(s)")
+    p.add_argument("--tz", default=None, help="timezone the logs were written in (default UTC)")
+    p.add_argument("--json", action="store_true", help="print JSON")
+    p.set_defaults(func=_cmd_summary)
+
+    p = sub.add_parser("tables", help="print the documented schema of every table",
+                       description="Print every table kitlib produces with its columns, as Markdown.")
+    p.set_defaults(func=_cmd_tables)
+
+    p = sub.add_parser("formats", help="list the input formats kitlib recognises",
+                       description="List every registered input format and the tables it fills.")
+    p.set_defaults(func=_cmd_formats)
+
+
+def _cmd_ingest(args) -> int:
+    from kitlib.bundle import ingest
+    s = ingest(args.bundle, args.out, tz=args.tz, progress=False if args.no_progress else None)
+    print(_summary_text(s))
+    print(f"tables written to {args.out}")
+    return 1 if s["errors"] and not s["rows"] else 0
+
+
+def _cmd_summary(args) -> int:
+    from kitlib.bundle import load_bundle
+    for path in args.bundle:
+        b = load_bundle(path, tz=args.tz)
+        print(json.dumps(b.summary, indent=2, default=str) if args.json else _summary_text(b.summary))
+    return 0
+
+
+def _cmd_tables(args) -> int:
+    import kitlib.analysis  # noqa: F401
+    from kitlib import extract, formats, tables
+    formats._load_all()
+    extract.load_all()
+    print(tables.markdown(), end="")
+    return 0
+
+
+def _cmd_formats(args) -> int:
+    from kitlib import formats
+    formats._load_all()
+    for f in sorted(formats.FORMATS.values(), key=lambda f: (f.priority, f.name)):
+        print(f"{f.name:12} -> {', '.join(f.tables):30} {f.doc}")
+    return 0
+
+
+def _summary_text(s: dict) -> str:
+    lines = [f"bundle   {s['bundle']}",
+             f"files    {s['files']} ({s['bytes']:,} bytes) in {s['seconds']:.2f} s",
+             f"formats  " + ", ".join(f"{k}: {v}" for k, v in s["formats"].items()),
+             f"hosts    " + ", ".join(s["hosts"]),
+             f"span     " + (" -> ".join(s["time_span"]) if s.get("time_span") else "-"),
+             "rows     " + ", ".join(f"{k}: {v:,}" for k, v in s["rows"].items() if k != "unparsed"),
+             f"unparsed {s['unparsed_lines']:,} lines"]
+    if s.get("unknown_files"):
+        lines.append("unknown  " + ", ".join(s["unknown_files"]))
+    for e in s.get("errors", []):
+        lines.append(f"error    {e}")
+    return "\n".join(lines)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="kitlib",
+        description="Kafka incident kit: turn a bundle of broker/Connect logs and JMX dumps into tables, "
+                    "findings and offline reports.")
+    parser.add_argument("--version", action="version", version="kitlib " + _version())
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for name in COMMAND_MODULES:
+        try:
+            mod = importlib.import_module(name)
+        except ModuleNotFoundError as e:
+            if e.name == name:
+                continue
+            raise
+        mod.register_cli(sub)
+    return parser
+
+
+def _version() -> str:
+    from kitlib import __version__
+    return __version__
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not getattr(args, "func", None):
+        parser.print_help()
+        return 2
+    try:
+        return int(args.func(args) or 0)
+    except (FileNotFoundError, ValueError) as e:
+        print(f"kitlib {args.command}: error: {e}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

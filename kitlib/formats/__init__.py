@@ -1,0 +1,175 @@
+"""The format registry: every input format declares a detection signature and a parser.
+
+A format module calls :func:`register` with
+- ``detect(head: bytes, src) -> bool``: does this file look like the format? ``head`` is the
+  first 64 KiB of the (decompressed) content. Detection is by content; the file name may be
+  used only as a tie-breaker.
+- ``parse(src, ctx) -> iterator of (table name, pyarrow.Table | pandas.DataFrame)``: the rows it
+  found, in chunks. It must account for every line of the file: add the lines it turned into
+  rows (or consumed as headers/structure) to ``ctx.parsed`` and yield the others as rows of
+  the ``unparsed`` table (see :func:`unparsed_frame`), so that
+  ``ctx.parsed + unparsed rows == ctx.lines``.
+
+Formats are tried in ``priority`` order (lower first); the first whose ``detect`` says yes wins.
+
+Example:
+    >>> from kitlib import formats
+    >>> formats.detect(b"[2024-05-22 00:32:03,023] INFO hi (x.Y)\\n").name
+    'log4j'
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable, Iterator
+
+import pandas as pd
+
+from kitlib import tables
+from kitlib.sources import SourceError, SourceFile, read_chunks
+
+tables.declare("unparsed", "Input lines no parser could turn into a row, kept verbatim (invalid "
+               "bytes shown as \\x escapes) so nothing is lost silently.", [
+                   ("file", "category", "path of the source file relative to the bundle root"),
+                   ("line", "int", "1-based line number"),
+                   ("host", "category", "host the file came from"),
+                   ("text", "str", "the line's text"),
+                   ("reason", "category", "why it was not parsed"),
+               ])
+
+
+@dataclass
+class Format:
+    name: str
+    detect: Callable[[bytes, SourceFile], bool]
+    parse: Callable
+    tables: tuple[str, ...]
+    priority: int = 50
+    doc: str = ""
+
+
+FORMATS: dict[str, Format] = {}
+
+
+def register(name: str, *, detect, parse, tables: tuple[str, ...], priority: int = 50, doc: str = "") -> Format:
+    """Register a format (see the module doc)."""
+    f = Format(name, detect, parse, tuple(tables), priority, doc)
+    FORMATS[name] = f
+    return f
+
+
+def detect(head: bytes, src: SourceFile | None = None) -> Format | None:
+    """The first registered format whose signature matches ``head``; None when unknown."""
+    _load_all()
+    if src is None:
+        src = SourceFile(path=None, rel="", host="")  # type: ignore[arg-type]
+    for f in sorted(FORMATS.values(), key=lambda f: (f.priority, f.name)):
+        try:
+            if f.detect(head, src):
+                return f
+        except Exception:
+            continue
+    return None
+
+
+def _load_all():
+    """Import every module of this package; importing one registers its format."""
+    import importlib
+    import pkgutil
+    for m in pkgutil.iter_modules(__path__):
+        importlib.import_module(f"{__name__}.{m.name}")
+
+
+@dataclass
+class Context:
+    """Per-file bookkeeping a parser fills in."""
+    src: SourceFile
+    lines: int = 0          # physical lines seen
+    parsed: int = 0         # lines that became rows or were consumed as structure
+    error: str = ""         # first error (file and line named)
+    error_line: int | None = None
+    notes: list[str] = field(default_factory=list)
+
+    def fail(self, message: str, line: int | None = None):
+        if not self.error:
+            self.error, self.error_line = message, line
+
+
+def unparsed_frame(src: SourceFile, lines: list[int], texts: list[str], reason: str) -> pd.DataFrame:
+    """Rows for the ``unparsed`` table."""
+    return pd.DataFrame({"file": src.rel, "line": lines, "host": src.host, "text": texts, "reason": reason})
+
+
+def decode_line(raw: bytes) -> tuple[str, bool]:
+    """Decode one line; returns (text, ok). Invalid UTF-8 and NUL bytes make ok False and the
+    text shows the bad bytes as ``\\xNN`` escapes."""
+    try:
+        t = raw.decode("utf-8")
+        return t, "\x00" not in t
+    except UnicodeDecodeError:
+        return raw.decode("utf-8", errors="backslashreplace"), False
+
+
+def iter_lines(src: SourceFile, ctx: Context) -> Iterator[tuple[int, bytes]]:
+    """Yield (1-based line number, raw line without the newline) for every line of the file,
+    counting them in ``ctx.lines``. A read error (truncated gzip...) is recorded in ``ctx``
+    after the last readable line; the partial last line is still yielded."""
+    carry = b""
+    n = 0
+    try:
+        for chunk in read_chunks(src):
+            data = carry + chunk
+            parts = data.split(b"\n")
+            carry = parts.pop()
+            for p in parts:
+                n += 1
+                ctx.lines = n
+                yield n, p[:-1] if p.endswith(b"\r") else p
+    except SourceError as e:
+        ctx.fail(f"{e}; last complete line {n}", n + 1)
+    if carry:
+        n += 1
+        ctx.lines = n
+        yield n, carry
+
+
+def line_parser(parse_line, table: str, chunk_rows: int = 200_000):
+    """Build a ``parse`` function for a line-oriented format from ``parse_line(text, lineno,
+    state) -> dict | list[dict] | True | None``: a dict (or list of dicts) is a row (or rows),
+    ``True`` means the line was structure (a header, a comment) and counts as parsed, ``None``
+    sends it to ``unparsed``. ``state`` is a dict private to one file.
+
+    Example:
+        >>> def one(text, n, state):
+        ...     return {"value": int(text)} if text.isdigit() else None
+        >>> parse = line_parser(one, "demo")
+    """
+    def parse(src: SourceFile, ctx: Context):
+        rows, bad_n, bad_t, state = [], [], [], {}
+        for n, raw in iter_lines(src, ctx):
+            text, ok = decode_line(raw)
+            res = parse_line(text, n, state) if ok else None
+            if res is None:
+                bad_n.append(n)
+                bad_t.append(text)
+                continue
+            ctx.parsed += 1
+            if res is True:
+                continue
+            for r in (res if isinstance(res, list) else [res]):
+                r.setdefault("line", n)
+                rows.append(r)
+            if len(rows) >= chunk_rows:
+                yield table, _with_prov(pd.DataFrame(rows), src)
+                rows = []
+        if rows:
+            yield table, _with_prov(pd.DataFrame(rows), src)
+        if bad_n:
+            yield "unparsed", unparsed_frame(src, bad_n, bad_t, f"not {table} data")
+    return parse
+
+
+def _with_prov(df: pd.DataFrame, src: SourceFile) -> pd.DataFrame:
+    if "host" not in df.columns:
+        df["host"] = src.host
+    df["file"] = src.rel
+    return df

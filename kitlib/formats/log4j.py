@@ -1,0 +1,423 @@
+"""Kafka's log4j records -> the ``events`` table.
+
+Covers the broker layout ``[%d] %p %m (%c)%n`` (server.log, controller.log, state-change.log,
+log-cleaner.log, kafka-request.log, 2.x-4.x) and Connect's ``[%d] %p %X{connector.context}%m
+(%c:%L)%n`` (the ``:line`` suffix is dropped from ``logger``; the connector context stays at the
+start of ``message``).
+
+A record is a header line plus every following line up to the next header: stack traces,
+the log cleaner's statistics block and ``... Config values:`` dumps stay one record whose
+``message`` holds the full text. The logger is the last `` (...)`` group of the header line,
+or a line of its own `` (logger)`` ending a multi-line message.
+
+How it is fast: the timestamp and level sit at fixed offsets, so a block of 16 MiB is checked
+with numpy on whole columns of bytes (no regex per line); the message and logger bytes are
+cut out of the block with one boolean mask and handed to Arrow without copying per line.
+Lines that are not valid UTF-8 or hold NUL bytes go to ``unparsed`` and the file's error
+names the first of them.
+
+Example:
+    >>> from kitlib.formats.log4j import parse_bytes
+    >>> ev, un = parse_bytes(b"[2024-05-22 00:32:03,023] INFO Hello (kafka.Foo)\\n")
+    >>> ev.loc[0, ["level", "logger", "message", "line"]].tolist()
+    ['INFO', 'kafka.Foo', 'Hello', 1]
+"""
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from kitlib import tables
+from kitlib.formats import Context, register, unparsed_frame
+from kitlib.sources import SourceError, SourceFile, read_chunks
+
+LEVELS = ["TRACE", "DEBUG", "INFO", "WARN", "ERROR", "FATAL"]
+HEADER = re.compile(rb"\[\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2},\d{3}\] (?:TRACE|DEBUG|INFO|WARN|ERROR|FATAL)(?: |$)")
+MAX_CARRY = 128 * 1024 * 1024
+_LOGGER_OK = re.compile(r"^[A-Za-z_$][\w$.\-]*$")
+
+tables.declare("events", "One row per log4j record (multi-line records are one row).", [
+    ("ts", "ts", "record time, converted to UTC from the file's timezone"),
+    ("level", "category", "TRACE, DEBUG, INFO, WARN, ERROR or FATAL"),
+    ("logger", "category", "logger name (Connect's ':line' suffix removed); empty when the layout has none"),
+    ("message", "str", "message text; continuation lines (stack traces, blocks) joined with newlines"),
+    ("host", "category", "host the file came from"),
+    ("file", "category", "path of the source file relative to the bundle root"),
+    ("line", "int", "1-based line number of the record's first line"),
+    ("nlines", "int", "physical lines the record spans"),
+])
+
+EVENTS_SCHEMA = pa.schema([
+    ("ts", pa.timestamp("ms", tz="UTC")),
+    ("level", pa.dictionary(pa.int8(), pa.string())),
+    ("logger", pa.dictionary(pa.int32(), pa.string())),
+    ("message", pa.large_string()),
+    ("host", pa.dictionary(pa.int32(), pa.string())),
+    ("file", pa.dictionary(pa.int32(), pa.string())),
+    ("line", pa.int64()),
+    ("nlines", pa.int32()),
+])
+
+
+def detect(head: bytes, src) -> bool:
+    """A log4j file: one of its first 50 lines is a ``[yyyy-mm-dd hh:mm:ss,SSS] LEVEL`` header."""
+    for ln in head.split(b"\n", 50)[:50]:
+        if HEADER.match(ln):
+            return True
+    return False
+
+
+def parse(src: SourceFile, ctx: Context, block_size: int | None = None):
+    """Stream a file as (table, chunk) pairs: 'events' as Arrow tables, 'unparsed' as frames."""
+    carry = b""
+    lines_before = 0
+    first = True
+    chunks = read_chunks(src, block_size) if block_size else read_chunks(src)
+    try:
+        for chunk in chunks:
+            buf = carry + chunk if carry else chunk
+            cut = _last_header_start(buf)
+            forced = False
+            if cut <= 0:
+                if len(buf) < MAX_CARRY or buf.rfind(b"\n") < 0:
+                    carry = buf
+                    continue
+                cut, forced = buf.rfind(b"\n") + 1, True
+            block, carry = buf[:cut], buf[cut:]
+            yield from _emit(block, lines_before, src, ctx, first)
+            lines_before += block.count(b"\n")
+            first = forced  # after a forced cut the next block's leading lines are orphans
+    except SourceError as e:
+        if carry:
+            yield from _emit(carry, lines_before, src, ctx, first)
+            lines_before += carry.count(b"\n") + (0 if carry.endswith(b"\n") else 1)
+            carry = b""
+        ctx.fail(f"{e}; content up to line {lines_before} was read", lines_before + 1)
+    if carry:
+        yield from _emit(carry, lines_before, src, ctx, first)
+
+
+def _last_header_start(buf: bytes) -> int:
+    """Offset of the last line in ``buf`` that is a record header (so a block can end just
+    before it), or -1. A line starting with '[' that is not a full header does not count."""
+    end = len(buf)
+    while True:
+        p = buf.rfind(b"\n[", 0, end)
+        if p < 0:
+            return -1
+        if HEADER.match(buf, p + 1, p + 1 + 40):
+            return p + 1
+        end = p
+
+
+def _emit(block: bytes, lines_before: int, src: SourceFile, ctx: Context, first: bool):
+    ev, un, nrec_lines, nlines = parse_block(block, lines_before, src, first)
+    ctx.lines += nlines
+    ctx.parsed += nrec_lines
+    if len(un):
+        bad = un[un["reason"] != "no record header before this line"]
+        if len(bad):
+            ctx.fail(f"{src.rel} line {int(bad['line'].iloc[0])}: {bad['reason'].iloc[0]}", int(bad["line"].iloc[0]))
+        yield "unparsed", un
+    if ev.num_rows:
+        yield "events", ev
+
+
+def parse_block(block: bytes, lines_before: int, src: SourceFile, first: bool = True):
+    """Parse one block of whole lines. Returns (events Arrow table, unparsed frame, lines in
+    records, lines in block)."""
+    a = np.frombuffer(block, dtype=np.uint8)
+    n = len(a)
+    if n == 0:
+        return _empty_events(), unparsed_frame(src, [], [], ""), 0, 0
+    nl = np.flatnonzero(a == 10)
+    starts = np.empty(len(nl) + 1, np.int64)
+    starts[0] = 0
+    starts[1:] = nl + 1
+    ends = np.empty(len(nl) + 1, np.int64)
+    ends[:-1] = nl
+    ends[-1] = n
+    if block.endswith(b"\n"):
+        starts, ends = starts[:-1], ends[:-1]
+    nlines = len(starts)
+    eff = ends - ((ends > starts) & (a[np.maximum(ends - 1, 0)] == 13))  # drop '\r'
+
+    # --- header check on fixed offsets -------------------------------------------------
+    lens = eff - starts
+    cand = np.flatnonzero(lens >= 30)
+    s = starts[cand]
+    M = a[np.minimum(s[:, None] + np.arange(32), n - 1)]
+    if len(M):
+        M = M.copy()
+        M[(s[:, None] + np.arange(32)) >= eff[cand][:, None]] = 0  # bytes past the line end
+    ok = np.ones(len(cand), bool)
+    for k, ch in ((0, b"["), (5, b"-"), (8, b"-"), (11, b" "), (14, b":"), (17, b":"), (20, b","), (24, b"]"), (25, b" ")):
+        ok &= M[:, k] == ch[0]
+    dpos = [1, 2, 3, 4, 6, 7, 9, 10, 12, 13, 15, 16, 18, 19, 21, 22, 23]
+    D = M[:, dpos].astype(np.int32) - 48
+    ok &= ((D >= 0) & (D <= 9)).all(axis=1)
+    lvl = np.full(len(cand), -1, np.int8)
+    lvl_len = np.zeros(len(cand), np.int64)
+    for i, w in enumerate(LEVELS):
+        wb = np.frombuffer(w.encode(), np.uint8)
+        L = len(wb)
+        m = (M[:, 26:26 + L] == wb).all(axis=1) & ((M[:, 26 + L] == 32) | (M[:, 26 + L] == 0))
+        lvl[m] = i
+        lvl_len[m] = L
+    ok &= lvl >= 0
+    year = D[:, 0] * 1000 + D[:, 1] * 100 + D[:, 2] * 10 + D[:, 3]
+    mon = D[:, 4] * 10 + D[:, 5]
+    day = D[:, 6] * 10 + D[:, 7]
+    hh = D[:, 8] * 10 + D[:, 9]
+    mi = D[:, 10] * 10 + D[:, 11]
+    ss = D[:, 12] * 10 + D[:, 13]
+    ms = D[:, 14] * 100 + D[:, 15] * 10 + D[:, 16]
+    ok &= (mon >= 1) & (mon <= 12) & (day >= 1) & (day <= 31) & (hh < 24) & (mi < 60) & (ss < 61)
+    is_h = np.zeros(nlines, bool)
+    is_h[cand[ok]] = True
+
+    # --- junk lines: NUL bytes or invalid UTF-8 -----------------------------------------
+    is_j = np.zeros(nlines, bool)
+    junk_reason = {}
+    zeros = np.flatnonzero(a == 0)
+    if len(zeros):
+        zl = np.unique(np.searchsorted(starts, zeros, side="right") - 1)
+        is_j[zl] = True
+        for i in zl[:1000000]:
+            junk_reason[int(i)] = "binary data (NUL bytes)"
+    if not _utf8_ok(block):
+        for i in range(nlines):
+            if is_j[i]:
+                continue
+            try:
+                block[starts[i]:ends[i]].decode("utf-8")
+            except UnicodeDecodeError:
+                is_j[i] = True
+                junk_reason[i] = "invalid UTF-8"
+    is_h &= ~is_j
+
+    # --- group lines into records --------------------------------------------------------
+    anchors = np.flatnonzero(is_h | is_j)
+    next_anchor = np.empty(len(anchors), np.int64)
+    next_anchor[:-1] = anchors[1:]
+    if len(anchors):
+        next_anchor[-1] = nlines
+    a_is_h = is_h[anchors]
+    H = anchors[a_is_h]
+    last = next_anchor[a_is_h] - 1
+    span = (last - H + 1).astype(np.int32)
+
+    # unparsed: lines before the first anchor + junk lines + lines following junk
+    un_idx = []
+    lead = anchors[0] if len(anchors) else nlines
+    un_idx.append(np.arange(lead))
+    for j0, j1 in zip(anchors[~a_is_h], next_anchor[~a_is_h]):
+        un_idx.append(np.arange(j0, j1))
+    un_idx = np.concatenate(un_idx) if un_idx else np.zeros(0, np.int64)
+    un_lines, un_text, un_reason = [], [], []
+    for i in un_idx.tolist():
+        raw = block[starts[i]:eff[i]]
+        try:
+            t = raw.decode("utf-8")
+        except UnicodeDecodeError:
+            t = raw.decode("utf-8", errors="backslashreplace")
+        un_lines.append(lines_before + i + 1)
+        un_text.append(t.replace("\x00", "\\x00"))
+        if i in junk_reason:
+            un_reason.append(junk_reason[i])
+        elif i < lead:
+            un_reason.append("no record header before this line" if first else "continuation cut off at a block boundary")
+        else:
+            un_reason.append("follows an unreadable line")
+    un = unparsed_frame(src, un_lines, un_text, "")
+    un["reason"] = un_reason
+
+    nrec = len(H)
+    if nrec == 0:
+        return _empty_events(), un, 0, nlines
+
+    # --- timestamps ----------------------------------------------------------------------
+    pos = np.searchsorted(cand, H)
+    wall_ms = _epoch_ms(year[pos], mon[pos], day[pos], hh[pos], mi[pos], ss[pos], ms[pos])
+    ts = _to_utc(wall_ms, src.tz)
+
+    # --- message / logger ranges ---------------------------------------------------------
+    msg_start = starts[H] + 26 + lvl_len[pos] + 1
+    hend = _trim_end(a, starts[H], eff[H])              # header line end without trailing blanks
+    msg_start = np.minimum(msg_start, hend)
+    parens = np.flatnonzero(a == 40)
+    if len(parens):
+        k = np.searchsorted(parens, hend - 1, side="left") - 1
+        po = np.where(k >= 0, parens[np.maximum(k, 0)], -1)
+    else:
+        po = np.full(nrec, -1, np.int64)
+    hdr_logger = (a[np.maximum(hend - 1, 0)] == 41) & (po >= msg_start) & (
+        (po == msg_start) | (a[np.maximum(po - 1, 0)] == 32))
+
+    multi = span > 1
+    Ls = starts[last]
+    Le = _trim_end(a, Ls, eff[last])
+    tail_logger = multi & (Le - Ls >= 4) & (a[np.minimum(Ls, n - 1)] == 32) & (a[np.minimum(Ls + 1, n - 1)] == 40) & (
+        a[np.maximum(Le - 1, 0)] == 41)
+
+    r1s = msg_start.copy()
+    r1e = hend.copy()
+    r2s = np.zeros(nrec, np.int64)
+    r2e = np.zeros(nrec, np.int64)
+    ls = np.zeros(nrec, np.int64)
+    le = np.zeros(nrec, np.int64)
+    # header logger: message stops before " (", continuation (if any) follows after a newline
+    hl = hdr_logger & ~tail_logger
+    r1e[hl] = np.maximum(po[hl] - 1, msg_start[hl])
+    ls[hl], le[hl] = po[hl] + 1, hend[hl] - 1
+    m2 = multi & ~tail_logger
+    r2s[m2], r2e[m2] = ends[H][m2], eff[last][m2]
+    # logger on its own last line: message runs to the end of the line before it
+    tl = tail_logger
+    prev_end = eff[np.maximum(last - 1, 0)]
+    r1e[tl] = np.maximum(_trim_end(a, starts[np.maximum(last - 1, 0)][tl], prev_end[tl]) if tl.any() else prev_end[tl], r1s[tl])
+    ls[tl], le[tl] = Ls[tl] + 2, Le[tl] - 1
+
+    logger = _gather(a, [(ls, le)], nrec)
+    logger, bad = _clean_loggers(logger)
+    if bad.any():  # a '(...)' that is not a logger name: keep it in the message
+        r1e[bad] = np.where(tail_logger[bad], r1e[bad], hend[bad])
+        if tail_logger[bad].any():
+            tb = bad & tail_logger
+            r1e[tb] = eff[last][tb]
+    message = _gather(a, [(r1s, r1e), (r2s, r2e)], nrec)
+    lines = lines_before + H + 1
+    host = pa.DictionaryArray.from_arrays(pa.array(np.zeros(nrec, np.int32)), pa.array([src.host]))
+    file = pa.DictionaryArray.from_arrays(pa.array(np.zeros(nrec, np.int32)), pa.array([src.rel]))
+    level = pa.DictionaryArray.from_arrays(pa.array(lvl[pos]), pa.array(LEVELS))
+    t = pa.Table.from_arrays(
+        [pa.array(ts, pa.timestamp("ms", tz="UTC")), level, logger, message, host, file,
+         pa.array(lines.astype(np.int64)), pa.array(span)],
+        schema=EVENTS_SCHEMA)
+    return t, un, int(span.sum()), nlines
+
+
+def _utf8_ok(block: bytes) -> bool:
+    if block.isascii():
+        return True
+    try:
+        block.decode("utf-8")
+        return True
+    except UnicodeDecodeError:
+        return False
+
+
+def _trim_end(a: np.ndarray, s: np.ndarray, e: np.ndarray) -> np.ndarray:
+    """Line ends with trailing spaces/tabs removed (slow path only for lines that have them)."""
+    e = e.copy()
+    last = a[np.maximum(e - 1, 0)]
+    todo = np.flatnonzero(((last == 32) | (last == 9)) & (e > s))
+    for i in todo.tolist():
+        j = e[i]
+        while j > s[i] and a[j - 1] in (32, 9):
+            j -= 1
+        e[i] = j
+    return e
+
+
+def _gather(a: np.ndarray, ranges: list[tuple[np.ndarray, np.ndarray]], nrec: int) -> pa.LargeStringArray:
+    """Concatenate, per record, the byte ranges [s, e) of ``a`` into one string each."""
+    lens = np.zeros(nrec, np.int64)
+    all_s, all_e = [], []
+    for s, e in ranges:
+        e = np.maximum(e, s)
+        lens += e - s
+        all_s.append(s)
+        all_e.append(e)
+    S = np.stack(all_s, axis=1).ravel()
+    E = np.stack(all_e, axis=1).ravel()
+    keep = E > S
+    S, E = S[keep], E[keep]
+    marks = np.zeros(len(a) + 1, np.int8)
+    marks[S] += 1
+    marks[E] -= 1
+    mask = np.cumsum(marks[:-1], dtype=np.int8).view(bool)
+    data = a[mask]
+    offsets = np.zeros(nrec + 1, np.int64)
+    np.cumsum(lens, out=offsets[1:])
+    return pa.Array.from_buffers(pa.large_string(), nrec, [None, pa.py_buffer(offsets), pa.py_buffer(data)])
+
+
+def _clean_loggers(arr: pa.LargeStringArray) -> tuple[pa.DictionaryArray, np.ndarray]:
+    """Dictionary-encode logger names, dropping Connect's ':line' suffix. Returns the array and
+    a mask of records whose '(...)' was not a logger name (those get an empty logger)."""
+    d = arr.dictionary_encode()
+    vals = d.dictionary.to_pylist()
+    idx = d.indices.to_numpy(zero_copy_only=False)
+    clean, bad_val = [], []
+    for v in vals:
+        c = re.sub(r":\d+$", "", v)
+        okv = v == "" or bool(_LOGGER_OK.match(c))
+        bad_val.append(not okv)
+        clean.append(c if okv else "")
+    uniq = {}
+    remap = np.array([uniq.setdefault(c, len(uniq)) for c in clean], np.int32)
+    new_idx = remap[idx] if len(idx) else idx.astype(np.int32)
+    bad = np.array(bad_val, bool)[idx] if len(idx) else np.zeros(0, bool)
+    out = pa.DictionaryArray.from_arrays(pa.array(new_idx, pa.int32()), pa.array(list(uniq), pa.string()))
+    return out, bad
+
+
+def _epoch_ms(y, m, d, hh, mi, ss, ms):
+    y = y.astype(np.int64) - (m <= 2)
+    era = y // 400
+    yoe = y - era * 400
+    mp = (m.astype(np.int64) + 9) % 12
+    doy = (153 * mp + 2) // 5 + d - 1
+    doe = yoe * 365 + yoe // 4 - yoe // 100 + doy
+    days = era * 146097 + doe - 719468
+    return (((days * 24 + hh) * 60 + mi) * 60 + ss) * 1000 + ms
+
+
+def _to_utc(wall_ms: np.ndarray, tz: str) -> np.ndarray:
+    if tz in ("UTC", "Etc/UTC", "utc", "Z", None, ""):
+        return wall_ms
+    idx = pd.DatetimeIndex(wall_ms.astype("datetime64[ms]"))
+    loc = idx.tz_localize(tz, ambiguous=np.zeros(len(idx), bool), nonexistent="shift_forward")
+    return loc.tz_convert("UTC").as_unit("ms").asi8
+
+
+def _empty_events() -> pa.Table:
+    return EVENTS_SCHEMA.empty_table()
+
+
+def to_pandas(t: pa.Table) -> pd.DataFrame:
+    """Events Arrow table -> DataFrame with the declared dtypes (strings stay Arrow-backed)."""
+    df = t.to_pandas(types_mapper={pa.large_string(): pd.StringDtype("pyarrow"),
+                                   pa.string(): pd.StringDtype("pyarrow")}.get)
+    df["ts"] = df["ts"].astype("datetime64[ns, UTC]")
+    df["line"] = df["line"].astype("Int64")
+    df["nlines"] = df["nlines"].astype("Int64")
+    return df
+
+
+def parse_bytes(data: bytes, host: str = "test", rel: str = "test.log", tz: str = "UTC"):
+    """Parse log4j text held in memory; returns (events frame, unparsed frame). For tests and
+    quick looks; bundles go through :func:`kitlib.load_bundle`."""
+    import tempfile
+    from pathlib import Path
+    with tempfile.TemporaryDirectory() as d:
+        p = Path(d) / "x.log"
+        p.write_bytes(data)
+        src = SourceFile(p, rel, host, tz)
+        ctx = Context(src)
+        evs, uns = [], []
+        for name, chunk in parse(src, ctx):
+            (evs if name == "events" else uns).append(chunk)
+    ev = to_pandas(pa.concat_tables(evs)) if evs else to_pandas(_empty_events())
+    un = pd.concat(uns, ignore_index=True) if uns else unparsed_frame(src, [], [], "")
+    return ev, un
+
+
+register("log4j", detect=detect, parse=parse, tables=("events", "unparsed"), priority=10,
+         doc="Kafka broker/Connect log4j records: server.log, controller.log, state-change.log, "
+             "log-cleaner.log, kafka-request.log, connect.log")

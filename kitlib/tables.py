@@ -1,0 +1,139 @@
+"""Table schemas: the one place where every table the kit produces is declared.
+
+Each producer module declares its table once with :func:`declare`; everything else
+(empty tables, column order, dtypes, the docs in TABLES.md) comes from here.
+
+Example:
+    >>> from kitlib import tables
+    >>> list(tables.empty("unparsed").columns)
+    ['file', 'line', 'host', 'text', 'reason']
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import pandas as pd
+
+# dtype labels used in schemas and what pandas dtype they become
+DTYPES = {
+    "ts": "datetime64[ns, UTC]",
+    "str": "string",
+    "category": "category",
+    "int": "Int64",
+    "float": "float64",
+    "bool": "boolean",
+    "object": "object",
+}
+
+
+@dataclass(frozen=True)
+class Column:
+    name: str
+    dtype: str
+    doc: str
+
+
+@dataclass
+class Table:
+    name: str
+    doc: str
+    columns: list[Column] = field(default_factory=list)
+
+    @property
+    def names(self) -> list[str]:
+        return [c.name for c in self.columns]
+
+
+SCHEMAS: dict[str, Table] = {}
+
+# Every table carries these provenance columns so findings can cite evidence.
+PROVENANCE = [
+    Column("host", "category", "host the file came from (folder name or bundle manifest)"),
+    Column("file", "category", "path of the source file relative to the bundle root"),
+    Column("line", "int", "1-based line number of the row's first line in that file"),
+]
+
+
+def declare(name: str, doc: str, columns: list[tuple[str, str, str]], provenance: bool = True) -> Table:
+    """Declare a table schema; returns it. Columns are (name, dtype label, doc).
+
+    Example:
+        >>> t = declare("demo_table", "a demo", [("x", "int", "a number")])
+        >>> t.names
+        ['x', 'host', 'file', 'line']
+    """
+    cols = [Column(*c) for c in columns]
+    if provenance:
+        have = {c.name for c in cols}
+        cols += [c for c in PROVENANCE if c.name not in have]
+    for c in cols:
+        if c.dtype not in DTYPES:
+            raise ValueError(f"{name}.{c.name}: unknown dtype label {c.dtype!r}")
+    t = Table(name, doc, cols)
+    SCHEMAS[name] = t
+    return t
+
+
+def empty(name: str) -> pd.DataFrame:
+    """An empty DataFrame with the declared columns and dtypes of table ``name``."""
+    return conform(name, pd.DataFrame())
+
+
+def conform(name: str, df: pd.DataFrame) -> pd.DataFrame:
+    """Return ``df`` with exactly the declared columns of ``name``, in order, with their dtypes.
+
+    Missing columns are added as NA; extra columns are dropped.
+
+    Example:
+        >>> conform("unparsed", pd.DataFrame({"file": ["a.log"], "line": [3], "text": ["x"]})).line.dtype
+        Int64Dtype()
+    """
+    spec = SCHEMAS[name]
+    out = {}
+    n = len(df)
+    for c in spec.columns:
+        target = DTYPES[c.dtype]
+        if c.name in df.columns:
+            s = df[c.name]
+        else:
+            s = pd.Series([pd.NA] * n, index=df.index, dtype="object")
+        out[c.name] = _cast(s, c.dtype, target)
+    res = pd.DataFrame(out, index=df.index)
+    return res.reset_index(drop=True)
+
+
+def _cast(s: pd.Series, label: str, target: str) -> pd.Series:
+    if label == "ts":
+        if isinstance(s.dtype, pd.DatetimeTZDtype):
+            return s.dt.tz_convert("UTC").astype(target)
+        if pd.api.types.is_datetime64_any_dtype(s.dtype):
+            return s.dt.tz_localize("UTC").astype(target)
+        return pd.to_datetime(s, utc=True, errors="coerce").astype(target)
+    if label == "category":
+        return s if isinstance(s.dtype, pd.CategoricalDtype) else s.astype("string").astype("category")
+    if label == "str":
+        return s if str(s.dtype) == "string" else s.astype("string")
+    if label == "int":
+        return pd.to_numeric(s, errors="coerce").astype("Int64") if str(s.dtype) != "Int64" else s
+    if label == "float":
+        return pd.to_numeric(s, errors="coerce").astype("float64")
+    if label == "bool":
+        return s.astype("boolean")
+    return s.astype("object")
+
+
+def markdown() -> str:
+    """All declared schemas as Markdown (this is what TABLES.md holds)."""
+    out = ["# Tables\n", "Every table `kitlib` produces, with its columns. Generated from "
+           "`kitlib.tables.SCHEMAS` (`python -m kitlib.tables > TABLES.md`).\n"]
+    for name in sorted(SCHEMAS):
+        t = SCHEMAS[name]
+        out.append(f"\n## `{name}`\n\n{t.doc}\n\n| column | type | meaning |\n|---|---|---|")
+        for c in t.columns:
+            out.append(f"| `{c.name}` | {c.dtype} | {c.doc} |")
+    return "\n".join(out) + "\n"
+
+
+if __name__ == "__main__":  # pragma: no cover
+    import kitlib  # noqa: F401  (imports every producer so all tables are declared)
+    print(markdown(), end="")
