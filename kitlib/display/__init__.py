@@ -1,0 +1,83 @@
+"""Display helpers shared by every notebook: offline chart rendering and findings as HTML.
+
+Charts render as static SVG through vl-convert (altair's ``svg`` renderer): no JavaScript,
+nothing fetched from a CDN, identical output on every run (so nbval can compare it strictly),
+and no notebook trust needed in JupyterLab. Per-investigation chart functions live in the
+sibling modules (``kitlib.display.throughput`` ...).
+
+Example:
+    >>> from kitlib import display
+    >>> display.setup()                       # doctest: +SKIP
+    >>> display.findings_html([])             # doctest: +SKIP
+"""
+from __future__ import annotations
+
+import html
+
+import pandas as pd
+
+MAX_CHART_ROWS = 5000
+
+
+def setup() -> None:
+    """Call once at the top of a notebook: offline SVG charts, compact pandas output."""
+    import altair as alt
+    alt.renderers.enable("svg")
+    alt.data_transformers.enable("default", max_rows=MAX_CHART_ROWS)
+    pd.set_option("display.max_colwidth", 160)
+    pd.set_option("display.max_rows", 60)
+
+
+def esc(text) -> str:
+    """HTML-escape any value (log text is never trusted)."""
+    return html.escape("" if text is None else str(text), quote=True)
+
+
+class HTML:
+    """Minimal rich-display object (text/html + a plain-text fallback)."""
+
+    def __init__(self, html_text: str, text: str = ""):
+        self.html, self.text = html_text, text
+
+    def _repr_html_(self):
+        return self.html
+
+    def __repr__(self):
+        return self.text or "<html output>"
+
+
+def findings_html(findings, title: str = "Findings") -> HTML:
+    """Findings as an HTML block: severity, id, summary, numbers, recommendation, evidence
+    (file:line and the quoted log text, escaped)."""
+    if not findings:
+        return HTML(f"<p><b>{esc(title)}:</b> nothing found.</p>", f"{title}: nothing found.")
+    parts = [f"<h4>{esc(title)} ({len(findings)})</h4>"]
+    text = []
+    for f in findings:
+        nums = "".join(f"<li><code>{esc(k)}</code> = {esc(_fmt(v))}</li>" for k, v in f.numbers.items())
+        ev = "".join(
+            f"<tr><td><code>{esc(e.get('file'))}:{esc(e.get('line'))}</code></td><td>{esc(e.get('host'))}</td>"
+            f"<td><pre style='white-space:pre-wrap;margin:0'>{esc(e.get('text'))}</pre></td></tr>"
+            for e in f.evidence[:10])
+        parts.append(
+            f"<div class='kit-finding' data-id='{esc(f.id)}' style='border-left:4px solid {_color(f.severity)};"
+            f"padding:4px 10px;margin:8px 0'>"
+            f"<b>[{esc(f.severity)}] {esc(f.id)}</b>: {esc(f.summary)}"
+            f"<ul>{nums}</ul><p><b>Recommended change:</b> {esc(f.recommendation)}</p>"
+            + (f"<p><b>Open next:</b> <code>{esc(f.notebook)}</code></p>" if f.notebook else "")
+            + (f"<details><summary>evidence ({len(f.evidence)} rows)</summary><table>{ev}</table></details>" if ev else "")
+            + "</div>")
+        text.append(f"[{f.severity}] {f.id}: {f.summary}")
+    return HTML("\n".join(parts), "\n".join(text))
+
+
+def _fmt(v) -> str:
+    if isinstance(v, float):
+        return f"{v:,.3g}" if abs(v) < 1000 else f"{v:,.0f}"
+    if isinstance(v, int):
+        return f"{v:,}"
+    return str(v)
+
+
+def _color(sev: str) -> str:
+    return {"critical": "#b00020", "high": "#d9480f", "medium": "#f59f00", "low": "#1c7ed6"}.get(sev, "#868e96")
