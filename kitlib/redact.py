@@ -48,3 +48,26 @@ def redact_text(text: str) -> str:
     for rx, rep in _INLINE:
         text = rx.sub(rep, text)
     return text
+
+
+# a message that may hold a secret (checked on whole columns of log messages at ingest)
+SUSPECT = r"(?i)passw|secret|jaas|token|credential|api.?key|private.?key|://[^/\s:@]+:[^@/\s]+@"
+_KV_LINE = re.compile(r"^(\s*)([A-Za-z0-9_.\-]+)( = )(.*)$")
+
+
+def redact_message(text: str) -> str:
+    """Redact a log message: ``key = value`` lines (config dumps) by key, everything else by
+    the embedded-credential patterns.
+
+    Example:
+        >>> redact_message("ConnectorConfig values: \\n\\tdatabase.password = hunter2\\n\\ttasks.max = 1")
+        'ConnectorConfig values: \\n\\tdatabase.password = [redacted]\\n\\ttasks.max = 1'
+    """
+    out = []
+    for ln in text.split("\n"):
+        m = _KV_LINE.match(ln)
+        if m:
+            out.append(m.group(1) + m.group(2) + m.group(3) + redact_value(m.group(2), m.group(4)))
+        else:
+            out.append(redact_text(ln))
+    return "\n".join(out)

@@ -95,8 +95,10 @@ class Context:
 
 
 def unparsed_frame(src: SourceFile, lines: list[int], texts: list[str], reason: str) -> pd.DataFrame:
-    """Rows for the ``unparsed`` table."""
-    return pd.DataFrame({"file": src.rel, "line": lines, "host": src.host, "text": texts, "reason": reason})
+    """Rows for the ``unparsed`` table (text passes through secret redaction)."""
+    from kitlib.redact import redact_message
+    return pd.DataFrame({"file": src.rel, "line": lines, "host": src.host,
+                         "text": [redact_message(t) for t in texts], "reason": reason})
 
 
 def decode_line(raw: bytes) -> tuple[str, bool]:

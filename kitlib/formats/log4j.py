@@ -24,7 +24,10 @@ Example:
 """
 from __future__ import annotations
 
+import os
 import re
+from collections import deque
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 import pandas as pd
@@ -33,11 +36,13 @@ import pyarrow.compute as pc
 
 from kitlib import tables
 from kitlib.formats import Context, register, unparsed_frame
+from kitlib.redact import SUSPECT, redact_message
 from kitlib.sources import SourceError, SourceFile, read_chunks
 
 LEVELS = ["TRACE", "DEBUG", "INFO", "WARN", "ERROR", "FATAL"]
 HEADER = re.compile(rb"\[\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2},\d{3}\] (?:TRACE|DEBUG|INFO|WARN|ERROR|FATAL)(?: |$)")
 MAX_CARRY = 128 * 1024 * 1024
+THREADS = min(2, os.cpu_count() or 1)
 _LOGGER_OK = re.compile(r"^[A-Za-z_$][\w$.\-]*$")
 
 tables.declare("events", "One row per log4j record (multi-line records are one row).", [
@@ -71,34 +76,58 @@ def detect(head: bytes, src) -> bool:
     return False
 
 
-def parse(src: SourceFile, ctx: Context, block_size: int | None = None):
-    """Stream a file as (table, chunk) pairs: 'events' as Arrow tables, 'unparsed' as frames."""
+def parse(src: SourceFile, ctx: Context, block_size: int | None = None, threads: int = THREADS):
+    """Stream a file as (table, chunk) pairs: 'events' as Arrow tables, 'unparsed' as frames.
+
+    Blocks are cut just before a record header and parsed on ``threads`` threads (numpy and
+    Arrow release the GIL); at most ``threads + 1`` blocks are in flight, so memory stays
+    bounded whatever the file size. Results come out in file order."""
+    pool = ThreadPoolExecutor(threads) if threads > 1 else None
+    pending: deque = deque()
+
+    def submit(block, lines_before, first):
+        if pool is None:
+            pending.append((None, parse_block(block, lines_before, src, first)))
+        else:
+            pending.append((pool.submit(parse_block, block, lines_before, src, first), None))
+
+    def drain(keep: int):
+        while len(pending) > keep:
+            fut, res = pending.popleft()
+            yield from _emit(fut.result() if fut is not None else res, src, ctx)
+
     carry = b""
     lines_before = 0
     first = True
     chunks = read_chunks(src, block_size) if block_size else read_chunks(src)
     try:
-        for chunk in chunks:
-            buf = carry + chunk if carry else chunk
-            cut = _last_header_start(buf)
-            forced = False
-            if cut <= 0:
-                if len(buf) < MAX_CARRY or buf.rfind(b"\n") < 0:
-                    carry = buf
-                    continue
-                cut, forced = buf.rfind(b"\n") + 1, True
-            block, carry = buf[:cut], buf[cut:]
-            yield from _emit(block, lines_before, src, ctx, first)
-            lines_before += block.count(b"\n")
-            first = forced  # after a forced cut the next block's leading lines are orphans
-    except SourceError as e:
+        try:
+            for chunk in chunks:
+                buf = carry + chunk if carry else chunk
+                cut = _last_header_start(buf)
+                forced = False
+                if cut <= 0:
+                    if len(buf) < MAX_CARRY or buf.rfind(b"\n") < 0:
+                        carry = buf
+                        continue
+                    cut, forced = buf.rfind(b"\n") + 1, True
+                block, carry = buf[:cut], buf[cut:]
+                submit(block, lines_before, first)
+                lines_before += block.count(b"\n")
+                first = forced  # after a forced cut the next block's leading lines are orphans
+                yield from drain(threads)
+        except SourceError as e:
+            if carry:
+                submit(carry, lines_before, first)
+                lines_before += carry.count(b"\n") + (0 if carry.endswith(b"\n") else 1)
+                carry = b""
+            ctx.fail(f"{e}; content up to line {lines_before} was read", lines_before + 1)
         if carry:
-            yield from _emit(carry, lines_before, src, ctx, first)
-            lines_before += carry.count(b"\n") + (0 if carry.endswith(b"\n") else 1)
-            carry = b""
-        ctx.fail(f"{e}; content up to line {lines_before} was read", lines_before + 1)
-    if carry:
-        yield from _emit(carry, lines_before, src, ctx, first)
+            submit(carry, lines_before, first)
+        yield from drain(0)
+    finally:
+        if pool is not None:
+            pool.shutdown(wait=True, cancel_futures=True)
 
 
 def _last_header_start(buf: bytes) -> int:
@@ -114,8 +143,8 @@ def _last_header_start(buf: bytes) -> int:
         end = p
 
 
-def _emit(block: bytes, lines_before: int, src: SourceFile, ctx: Context, first: bool):
-    ev, un, nrec_lines, nlines = parse_block(block, lines_before, src, first)
+def _emit(result, src: SourceFile, ctx: Context):
+    ev, un, nrec_lines, nlines = result
     ctx.lines += nlines
     ctx.parsed += nrec_lines
     if len(un):
@@ -150,24 +179,26 @@ def parse_block(block: bytes, lines_before: int, src: SourceFile, first: bool = 
     lens = eff - starts
     cand = np.flatnonzero(lens >= 30)
     s = starts[cand]
-    M = a[np.minimum(s[:, None] + np.arange(32), n - 1)]
-    if len(M):
-        M = M.copy()
-        M[(s[:, None] + np.arange(32)) >= eff[cand][:, None]] = 0  # bytes past the line end
+    M = _window(a, s, 32)
+    M[np.arange(32)[None, :] >= lens[cand][:, None]] = 0  # bytes past the line end
     ok = np.ones(len(cand), bool)
     for k, ch in ((0, b"["), (5, b"-"), (8, b"-"), (11, b" "), (14, b":"), (17, b":"), (20, b","), (24, b"]"), (25, b" ")):
         ok &= M[:, k] == ch[0]
     dpos = [1, 2, 3, 4, 6, 7, 9, 10, 12, 13, 15, 16, 18, 19, 21, 22, 23]
     D = M[:, dpos].astype(np.int32) - 48
     ok &= ((D >= 0) & (D <= 9)).all(axis=1)
+    # level: bytes 24..31 as one little-endian uint64 compared with "] LEVEL " patterns
+    W = np.ascontiguousarray(M[:, 24:32]).view(np.uint64).ravel()
     lvl = np.full(len(cand), -1, np.int8)
     lvl_len = np.zeros(len(cand), np.int64)
     for i, w in enumerate(LEVELS):
-        wb = np.frombuffer(w.encode(), np.uint8)
-        L = len(wb)
-        m = (M[:, 26:26 + L] == wb).all(axis=1) & ((M[:, 26 + L] == 32) | (M[:, 26 + L] == 0))
-        lvl[m] = i
-        lvl_len[m] = L
+        for tail in (b" ", b"\0"):
+            pat = (b"] " + w.encode() + tail)[:8]
+            mask = (1 << (8 * len(pat))) - 1
+            val = int.from_bytes(pat, "little")
+            m = (W & np.uint64(mask)) == np.uint64(val)
+            lvl[m] = i
+            lvl_len[m] = len(w)
     ok &= lvl >= 0
     year = D[:, 0] * 1000 + D[:, 1] * 100 + D[:, 2] * 10 + D[:, 3]
     mon = D[:, 4] * 10 + D[:, 5]
@@ -282,14 +313,14 @@ def parse_block(block: bytes, lines_before: int, src: SourceFile, first: bool = 
     r1e[tl] = np.maximum(_trim_end(a, starts[np.maximum(last - 1, 0)][tl], prev_end[tl]) if tl.any() else prev_end[tl], r1s[tl])
     ls[tl], le[tl] = Ls[tl] + 2, Le[tl] - 1
 
-    logger = _gather(a, [(ls, le)], nrec)
+    logger = _gather(a, block, [(ls, le)], nrec)
     logger, bad = _clean_loggers(logger)
     if bad.any():  # a '(...)' that is not a logger name: keep it in the message
         r1e[bad] = np.where(tail_logger[bad], r1e[bad], hend[bad])
         if tail_logger[bad].any():
             tb = bad & tail_logger
             r1e[tb] = eff[last][tb]
-    message = _gather(a, [(r1s, r1e), (r2s, r2e)], nrec)
+    message = _redact(_gather(a, block, [(r1s, r1e), (r2s, r2e)], nrec))
     lines = lines_before + H + 1
     host = pa.DictionaryArray.from_arrays(pa.array(np.zeros(nrec, np.int32)), pa.array([src.host]))
     file = pa.DictionaryArray.from_arrays(pa.array(np.zeros(nrec, np.int32)), pa.array([src.rel]))
@@ -299,6 +330,17 @@ def parse_block(block: bytes, lines_before: int, src: SourceFile, first: bool = 
          pa.array(lines.astype(np.int64)), pa.array(span)],
         schema=EVENTS_SCHEMA)
     return t, un, int(span.sum()), nlines
+
+
+def _redact(message: pa.LargeStringArray) -> pa.LargeStringArray:
+    """Secrets never reach the events table: messages that may hold one (config dumps,
+    JAAS strings, URLs with credentials) are rewritten by :func:`kitlib.redact.redact_message`."""
+    hit = pc.match_substring_regex(message, SUSPECT)
+    if not pc.any(hit).as_py():
+        return message
+    idx = np.flatnonzero(hit.to_numpy(zero_copy_only=False))
+    fixed = [redact_message(m) for m in message.take(pa.array(idx)).to_pylist()]
+    return pc.replace_with_mask(message, hit, pa.array(fixed, pa.large_string()))
 
 
 def _utf8_ok(block: bytes) -> bool:
@@ -324,27 +366,55 @@ def _trim_end(a: np.ndarray, s: np.ndarray, e: np.ndarray) -> np.ndarray:
     return e
 
 
-def _gather(a: np.ndarray, ranges: list[tuple[np.ndarray, np.ndarray]], nrec: int) -> pa.LargeStringArray:
-    """Concatenate, per record, the byte ranges [s, e) of ``a`` into one string each."""
-    lens = np.zeros(nrec, np.int64)
-    all_s, all_e = [], []
-    for s, e in ranges:
-        e = np.maximum(e, s)
-        lens += e - s
-        all_s.append(s)
-        all_e.append(e)
-    S = np.stack(all_s, axis=1).ravel()
-    E = np.stack(all_e, axis=1).ravel()
-    keep = E > S
-    S, E = S[keep], E[keep]
-    marks = np.zeros(len(a) + 1, np.int8)
-    marks[S] += 1
-    marks[E] -= 1
-    mask = np.cumsum(marks[:-1], dtype=np.int8).view(bool)
-    data = a[mask]
-    offsets = np.zeros(nrec + 1, np.int64)
-    np.cumsum(lens, out=offsets[1:])
-    return pa.Array.from_buffers(pa.large_string(), nrec, [None, pa.py_buffer(offsets), pa.py_buffer(data)])
+def _gather(a: np.ndarray, block: bytes, ranges: list[tuple[np.ndarray, np.ndarray]], nrec: int) -> pa.LargeStringArray:
+    """Per record, the bytes of ``block`` in its ranges [s, e) concatenated, as one string.
+
+    Built as an Arrow string_view array pointing into ``block`` (no per-line copies); the
+    rare records made of two ranges (a message around a logger, then a stack trace) are
+    joined in Python into a second buffer. The result is cast to large_string (one C++ copy)."""
+    s1, e1 = ranges[0][0], np.maximum(ranges[0][1], ranges[0][0])
+    lens = e1 - s1
+    starts = s1.copy()
+    bufidx = np.zeros(nrec, np.int32)
+    extra = b""
+    if len(ranges) > 1:
+        s2, e2 = ranges[1][0], np.maximum(ranges[1][1], ranges[1][0])
+        two = np.flatnonzero(e2 > s2)
+        if len(two):
+            pieces, off = [], 0
+            for i in two.tolist():
+                piece = block[s1[i]:e1[i]] + block[s2[i]:e2[i]]
+                pieces.append(piece)
+                starts[i], lens[i], bufidx[i] = off, len(piece), 1
+                off += len(piece)
+            extra = b"".join(pieces)
+    views = np.zeros((nrec, 16), np.uint8)
+    v32 = views.view(np.int32).reshape(nrec, 4)
+    v32[:, 0] = lens
+    inline = lens <= 12
+    src = np.frombuffer(extra, np.uint8) if extra else a
+    # prefix / inline bytes (from the block, or from the extra buffer for joined records)
+    pre = _window(a, np.where(bufidx == 0, starts, 0), 12)
+    if extra:
+        j = np.flatnonzero(bufidx == 1)
+        pre[j] = _window(src, starts[j], 12)
+    keep = np.arange(12)[None, :] < lens[:, None]
+    views[:, 4:16] = np.where(keep, pre, 0)
+    big = ~inline
+    v32[big, 2] = bufidx[big]
+    v32[big, 3] = starts[big]
+    bufs = [None, pa.py_buffer(views), pa.py_buffer(block)] + ([pa.py_buffer(extra)] if extra else [])
+    arr = pa.Array.from_buffers(pa.string_view(), nrec, bufs)
+    return arr.cast(pa.large_string())
+
+
+def _window(a: np.ndarray, starts: np.ndarray, width: int) -> np.ndarray:
+    """The ``width`` bytes from each start (zero past the end of ``a``), as an (n, width) array."""
+    n = len(a)
+    idx = starts[:, None] + np.arange(width)
+    out = a[np.minimum(idx, max(n - 1, 0))] if n else np.zeros(idx.shape, np.uint8)
+    out[idx >= n] = 0
+    return out
 
 
 def _clean_loggers(arr: pa.LargeStringArray) -> tuple[pa.DictionaryArray, np.ndarray]:
