@@ -1,0 +1,146 @@
+"""Loading whole bundles: discovery, rotation, gzip, bad files, the line-count invariant,
+ingest to Parquet and reading it back."""
+import gzip
+import hashlib
+import json
+import os
+
+import pandas as pd
+import pytest
+
+import kitlib
+from kitlib.sources import discover
+
+L1 = "[2024-05-22 00:{m:02d}:03,023] INFO [ReplicaFetcher replicaId=1, leaderId=2, fetcherId=0] Truncating partition orders-{m} with TruncationState(offset=42, completed=true) (kafka.server.ReplicaFetcherThread)\n"
+WARN = "[2024-05-22 01:00:00,000] WARN [SocketServer listenerType=BROKER, nodeId=1] Unexpected error from /10.0.0.7; closing connection (kafka.network.Processor)\n"
+TRACE = ("[2024-05-22 01:00:01,000] ERROR [ReplicaManager broker=1] Error processing append operation on partition orders-0 (kafka.server.ReplicaManager)\n"
+         "org.apache.kafka.common.errors.NotLeaderOrFollowerException: not the leader\n"
+         "\tat kafka.server.ReplicaManager.appendToLocalLog(ReplicaManager.scala:1296)\n")
+
+
+def lines(n, start=0):
+    return "".join(L1.format(m=(start + i) % 60) for i in range(n))
+
+
+@pytest.fixture
+def messy(tmp_path):
+    """A bundle as people really hand them over: per-host folders, rotated and gzipped files,
+    a truncated gzip, a junk file, an unknown file, a manifest renaming one host."""
+    b = tmp_path / "bundle"
+    (b / "broker-1").mkdir(parents=True)
+    (b / "broker-2" / "logs").mkdir(parents=True)
+    (b / "broker-1" / "server.log.2024-05-22-00").write_text(lines(30))
+    (b / "broker-1" / "server.log.2024-05-22-01.gz").write_bytes(gzip.compress((lines(20) + TRACE).encode()))
+    (b / "broker-1" / "server.log").write_text(lines(5) + WARN)
+    whole = gzip.compress((lines(400)).encode())
+    (b / "broker-2" / "logs" / "server.log.2024-05-22-02.gz").write_bytes(whole[: len(whole) // 2])
+    (b / "broker-2" / "controller.log").write_text(lines(3))
+    (b / "broker-2" / "core.bin").write_bytes(os.urandom(4096))
+    (b / "broker-2" / "notes.txt").write_text("asked the on-call to restart broker 2 at 01:10\n")
+    (b / "bundle.yaml").write_text("hosts:\n  broker-2: {name: kafka-b2, tz: Europe/Berlin}\n")
+    return b
+
+
+def _digest(folder):
+    return {p: hashlib.sha256(p.read_bytes()).hexdigest() for p in folder.rglob("*") if p.is_file()}
+
+
+def test_discovery_order_hosts_and_rotation(messy):
+    files = discover(messy)
+    rels = [f.rel for f in files]
+    assert rels.index("broker-1/server.log.2024-05-22-00") < rels.index("broker-1/server.log.2024-05-22-01.gz") < rels.index("broker-1/server.log")
+    hosts = {f.rel: f.host for f in files}
+    assert hosts["broker-1/server.log"] == "broker-1"
+    assert hosts["broker-2/controller.log"] == "kafka-b2"  # renamed by the manifest
+    assert {f.rel: f.tz for f in files}["broker-2/controller.log"] == "Europe/Berlin"
+    assert "bundle.yaml" not in rels
+
+
+def test_messy_bundle_loads_and_every_line_is_accounted_for(messy):
+    before = _digest(messy)
+    b = kitlib.load_bundle(messy)
+    files = b.files.set_index("file")
+    parsed = files[files["format"] != "unknown"]
+    # records + unparsed == lines, file by file
+    ev_lines = b.events.groupby("file", observed=True)["nlines"].sum()
+    un_lines = b.unparsed.groupby("file", observed=True).size()
+    for f, row in parsed.iterrows():
+        assert row["lines"] == row["parsed"] + row["unparsed"], f
+        assert ev_lines.get(f, 0) + un_lines.get(f, 0) == row["lines"], f
+    # the gzipped rotated file counts its decompressed lines
+    assert files.loc["broker-1/server.log.2024-05-22-01.gz", "lines"] == 23
+    # the truncated gzip: what could be read is kept, the error names file and line
+    trunc = files.loc["broker-2/logs/server.log.2024-05-22-02.gz"]
+    assert 0 < trunc["lines"] < 400
+    assert "broker-2/logs/server.log.2024-05-22-02.gz" in trunc["error"] and "truncated gzip" in trunc["error"]
+    assert trunc["error_line"] == trunc["lines"] + 1 or trunc["error_line"] == trunc["lines"]
+    # unknown files are listed, not parsed
+    assert set(files.index[files["format"] == "unknown"]) == {"broker-2/core.bin", "broker-2/notes.txt"}
+    assert b.summary["unknown_files"] == ["broker-2/core.bin", "broker-2/notes.txt"]
+    # the rest of the bundle still loads
+    assert set(b.events["host"].unique()) == {"broker-1", "kafka-b2"}
+    assert (b.events["level"] == "ERROR").sum() == 1
+    # input files are never written to
+    assert _digest(messy) == before
+
+
+def test_timezone_per_host_from_manifest(messy):
+    b = kitlib.load_bundle(messy)
+    ev = b.events
+    c = ev[ev["file"] == "broker-2/controller.log"].iloc[0]
+    # 00:00:03 in Berlin (CEST, UTC+2) is 22:00:03 UTC the day before
+    assert c["ts"] == pd.Timestamp("2024-05-21 22:00:03.023", tz="UTC")
+    s = ev[ev["file"] == "broker-1/server.log"].iloc[0]
+    assert s["ts"] == pd.Timestamp("2024-05-22 00:00:03.023", tz="UTC")
+
+
+def test_junk_log_file_reports_first_bad_line(tmp_path):
+    b = tmp_path / "b"
+    (b / "broker-1").mkdir(parents=True)
+    data = lines(3).encode() + b"\x00\x01\x02\xff\xfe\n" * 2 + lines(2, 10).encode()
+    (b / "broker-1" / "server.log").write_bytes(data)
+    bundle = kitlib.load_bundle(b)
+    f = bundle.files.iloc[0]
+    assert f["error_line"] == 4 and "server.log line 4" in f["error"]
+    assert f["lines"] == 7 and f["parsed"] == 5 and f["unparsed"] == 2
+    assert bundle.unparsed["line"].tolist() == [4, 5]
+
+
+def test_single_file_bundle(tmp_path):
+    p = tmp_path / "server.log"
+    p.write_text(lines(4) + WARN)
+    b = kitlib.load_bundle(p)
+    assert len(b.events) == 5
+    assert b.events["file"].unique().tolist() == ["server.log"]
+
+
+def test_ingest_writes_parquet_and_summary_and_loads_back(messy, tmp_path):
+    out = tmp_path / "out.kit"
+    s = kitlib.ingest(messy, out, progress=False)
+    assert (out / "events.parquet").is_file() and (out / "unparsed.parquet").exists() or s["unparsed_lines"] == 0
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["rows"]["events"] == s["rows"]["events"] > 0
+    assert summary["files"] == 7 and summary["bytes"] > 0 and summary["seconds"] >= 0
+    back = kitlib.load(out)
+    mem = kitlib.load_bundle(messy)
+    pd.testing.assert_frame_equal(back.events.reset_index(drop=True), mem.events.reset_index(drop=True), check_categorical=False)
+    assert list(back.files.columns) == list(mem.files.columns)
+    # load_bundle recognises an ingest folder and does not parse again
+    assert kitlib.load_bundle(out).summary == summary
+
+
+def test_ingest_refuses_to_write_inside_the_bundle(messy):
+    with pytest.raises(ValueError):
+        kitlib.ingest(messy, messy / "out")
+
+
+def test_missing_bundle_is_a_clear_error(tmp_path):
+    with pytest.raises(FileNotFoundError, match="bundle not found"):
+        kitlib.load_bundle(tmp_path / "nope")
+
+
+def test_absent_tables_are_empty_with_schema(messy):
+    b = kitlib.load_bundle(messy)
+    assert list(b.unparsed.columns) == ["file", "line", "host", "text", "reason"]
+    with pytest.raises(AttributeError):
+        b.table("no_such_table")
