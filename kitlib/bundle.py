@@ -12,6 +12,7 @@ import json
 import os
 import sys
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -93,6 +94,10 @@ class _Sink:
         self.selected: dict[str, list[pa.Table]] = {}
         self.writers: dict[str, pq.ParquetWriter] = {}
         self.rows: dict[str, int] = {}
+        # Parquet writes run on their own thread (one in flight, in order) so that reading
+        # and parsing the next blocks overlaps with compressing this one
+        self._pool = ThreadPoolExecutor(1) if out is not None else None
+        self._last = None
 
     def add(self, name: str, chunk) -> int:
         n = chunk.num_rows if isinstance(chunk, pa.Table) else len(chunk)
@@ -106,14 +111,22 @@ class _Sink:
             at = chunk if isinstance(chunk, pa.Table) else _arrow(name, chunk)
             w = self.writers.get(name)
             if w is None:
-                w = self.writers[name] = pq.ParquetWriter(self.out / f"{name}.parquet", at.schema, compression="zstd")
-            w.write_table(at.cast(w.schema) if at.schema != w.schema else at)
+                w = self.writers[name] = pq.ParquetWriter(
+                    self.out / f"{name}.parquet", at.schema, compression="zstd",
+                    use_dictionary=[f.name for f in at.schema if pa.types.is_dictionary(f.type)])
+            if self._last is not None:
+                self._last.result()
+            self._last = self._pool.submit(w.write_table, at.cast(w.schema) if at.schema != w.schema else at)
         else:
             self.parts.setdefault(name, []).append(chunk)
         return n
 
     def finish(self) -> tuple[dict[str, pd.DataFrame], dict[str, str]]:
         from kitlib.formats.log4j import to_pandas
+        if self._last is not None:
+            self._last.result()
+        if self._pool is not None:
+            self._pool.shutdown()
         for w in self.writers.values():
             w.close()
         out: dict[str, pd.DataFrame] = {}
