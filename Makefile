@@ -9,7 +9,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-stamp
 OUT    ?= reports
 
-.PHONY: report test venv chromium bench clean
+.PHONY: report test venv chromium bench notebooks clean
 
 report: $(STAMP)
 	$(BIN)/kitlib report sample_data --out $(OUT)
@@ -35,6 +35,11 @@ chromium:
 	    (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null) \
 	      || echo "could not install chromium: the render tests will fail"; \
 	  else echo "chromium not found: install Debian's 'chromium' package for the render tests"; fi; }
+
+# Re-execute every notebook in place on its default (sample) bundle, refreshing the stored
+# outputs that nbval compares against. Run after changing kitlib, a notebook or sample data.
+notebooks: $(STAMP)
+	cd notebooks && for nb in *.ipynb; do ../$(BIN)/papermill -k python3 --cwd . "$$nb" "$$nb" || exit 1; done
 
 bench: $(STAMP)
 	$(BIN)/python bench/ingest_bench.py --size-mb 1024

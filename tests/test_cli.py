@@ -1,0 +1,40 @@
+"""The kitlib command on a small bundle: ingest writes Parquet + summary, summary reads it back."""
+import json
+import subprocess
+import sys
+
+LOG = ("[2024-05-22 00:00:0{i},000] INFO [GroupCoordinator 1]: Stabilized group g{i} generation 3 "
+       "(__consumer_offsets-7) with 2 members (kafka.coordinator.group.GroupCoordinator)\n")
+
+
+def kit(*args):
+    return subprocess.run([sys.executable, "-m", "kitlib.cli", *map(str, args)], capture_output=True, text=True)
+
+
+def test_ingest_then_summary(tmp_path):
+    b = tmp_path / "bundle" / "broker-1"
+    b.mkdir(parents=True)
+    (b / "server.log").write_text("stray line before any record\n" + "".join(LOG.format(i=i) for i in range(5)))
+    out = tmp_path / "out.kit"
+    r = kit("ingest", tmp_path / "bundle", "--out", out, "--no-progress")
+    assert r.returncode == 0, r.stderr
+    assert "events: 5" in r.stdout and "unparsed 1 lines" in r.stdout
+    assert (out / "events.parquet").is_file() and (out / "files.parquet").is_file()
+    s = json.loads((out / "summary.json").read_text())
+    assert s["rows"]["events"] == 5 and s["unparsed_lines"] == 1 and s["hosts"] == ["broker-1"]
+    r = kit("summary", out, "--json")
+    assert r.returncode == 0 and json.loads(r.stdout)["rows"]["events"] == 5
+
+
+def test_errors_are_one_clear_line(tmp_path):
+    r = kit("ingest", tmp_path / "missing", "--out", tmp_path / "o")
+    assert r.returncode == 2
+    assert r.stderr.strip().startswith("kitlib ingest: error: bundle not found")
+
+
+def test_progress_bar_on_big_ingests(tmp_path):
+    from kitlib.bundle import _progress
+    assert _progress(None, 10, "x") is None or sys.stderr.isatty()
+    bar = _progress(True, 10, "x")
+    assert bar is not None and bar.total == 10
+    bar.close()
