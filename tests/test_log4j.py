@@ -166,3 +166,41 @@ def test_detection_by_content():
     assert detect(b"java.lang.Foo\n\tat x\n" + CONNECT).name == "log4j"
     assert detect(b"hello world\nno logs here\n") is None
     assert detect(gzip.compress(SERVER)) is None  # detection sees decompressed content only
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_random_damage_never_loses_a_line(seed, tmp_path):
+    """Truncate, splice junk and shuffle real lines at random: the parser never raises and
+    records + unparsed always add up to the lines in the file."""
+    import random
+    from kitlib.formats import Context
+    from kitlib.formats.log4j import parse
+    from kitlib.sources import SourceFile
+    rnd = random.Random(seed)
+    lines = (SERVER + CLEANER + CONNECT).split(b"\n")
+    out = []
+    for _ in range(400):
+        ln = rnd.choice(lines)
+        r = rnd.random()
+        if r < 0.05:
+            ln = ln[: rnd.randrange(len(ln) + 1)]                    # cut short
+        elif r < 0.08:
+            ln = bytes(rnd.randrange(256) for _ in range(rnd.randrange(1, 60)))  # junk
+        elif r < 0.10:
+            ln = b"[" + ln                                          # looks like a header, is not
+        out.append(ln)
+    data = b"\n".join(out) + (b"\n" if seed % 2 else b"")
+    p = tmp_path / "server.log"
+    p.write_bytes(data)
+    src = SourceFile(p, "server.log", "b1")
+    ctx = Context(src)
+    n_un = n_rec_lines = 0
+    for name, chunk in parse(src, ctx, block_size=rnd.choice([97, 1024, 1 << 20])):
+        if name == "unparsed":
+            n_un += len(chunk)
+        else:
+            n_rec_lines += int(chunk.column("nlines").to_numpy().sum())
+    expected = data.count(b"\n") + (0 if data.endswith(b"\n") else 1)
+    assert ctx.lines == expected
+    assert n_rec_lines + n_un == expected
+    assert ctx.parsed == n_rec_lines
