@@ -204,3 +204,17 @@ def test_random_damage_never_loses_a_line(seed, tmp_path):
     assert ctx.lines == expected
     assert n_rec_lines + n_un == expected
     assert ctx.parsed == n_rec_lines
+
+
+def test_docker_compose_prefixes_are_stripped():
+    data = (b"kafka-1  | [2024-10-18 16:15:57,159] INFO Starting the log cleaner (kafka.log.LogCleaner)\n"
+            b"kafka-1  | [2024-10-18 16:15:58,000] ERROR boom (kafka.server.KafkaApis)\n"
+            b"kafka-1  | java.lang.IllegalStateException: x\n"
+            b"kafka-1  | \tat kafka.server.KafkaApis.handle(KafkaApis.scala:1)\n"
+            b"2025-04-06T22:35:14.123456789Z [2025-04-06 22:35:14,120] WARN late (a.B)\n")
+    assert detect(data).name == "log4j"
+    ev, un = parse_bytes(data)
+    assert len(un) == 0
+    assert ev["logger"].tolist() == ["kafka.log.LogCleaner", "kafka.server.KafkaApis", "a.B"]
+    assert ev.loc[1, "message"] == "boom\njava.lang.IllegalStateException: x\n\tat kafka.server.KafkaApis.handle(KafkaApis.scala:1)"
+    assert ev["line"].tolist() == [1, 2, 5]

@@ -68,12 +68,45 @@ EVENTS_SCHEMA = pa.schema([
 ])
 
 
+# what container tooling puts before every line: `kafka-1  | ` (docker compose) and/or an
+# RFC 3339 stamp (`docker logs -t`)
+_WRAP = rb"^(?:[\w.-]+ +\| ?)?(?:\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d+)?(?:Z|[+-]\d{2}:?\d{2}) )?"
+WRAPPER = re.compile(_WRAP + rb"(?=\[)", re.M)
+STRIP = re.compile(_WRAP, re.M)
+
+
 def detect(head: bytes, src) -> bool:
-    """A log4j file: one of its first 50 lines is a ``[yyyy-mm-dd hh:mm:ss,SSS] LEVEL`` header."""
+    """A log4j file: one of its first 50 lines is a ``[yyyy-mm-dd hh:mm:ss,SSS] LEVEL`` header
+    (possibly behind a container prefix such as ``kafka-1  | ``)."""
+    return _wrapped(head) is not None
+
+
+def _wrapped(head: bytes) -> bool | None:
+    """None: not log4j; False: plain log4j; True: every line carries a container prefix."""
+    plain = wrapped = 0
     for ln in head.split(b"\n", 50)[:50]:
         if HEADER.match(ln):
-            return True
-    return False
+            plain += 1
+            continue
+        m = WRAPPER.match(ln)
+        if m and m.end() > 0 and HEADER.match(ln, m.end()):
+            wrapped += 1
+    if not plain and not wrapped:
+        return None
+    return wrapped > plain
+
+
+def _unwrap(chunks):
+    """Strip container prefixes from whole lines (line numbers are unchanged)."""
+    tail = b""
+    for chunk in chunks:
+        data = tail + chunk
+        cut = data.rfind(b"\n") + 1
+        tail = data[cut:]
+        if cut:
+            yield STRIP.sub(b"", data[:cut])
+    if tail:
+        yield STRIP.sub(b"", tail)
 
 
 def parse(src: SourceFile, ctx: Context, block_size: int | None = None, threads: int = THREADS):
@@ -100,6 +133,9 @@ def parse(src: SourceFile, ctx: Context, block_size: int | None = None, threads:
     lines_before = 0
     first = True
     chunks = read_chunks(src, block_size) if block_size else read_chunks(src)
+    from kitlib.sources import head as _head
+    if _wrapped(_head(src)):
+        chunks = _unwrap(chunks)
     try:
         try:
             for chunk in chunks:
