@@ -283,3 +283,37 @@ def load(out: str | os.PathLike) -> Bundle:
         df = to_pandas(t) if name == "events" else t.to_pandas()
         result[name] = tables.conform(name, df) if name in tables.SCHEMAS else df
     return Bundle(summary.get("bundle", str(out)), result, summary)
+
+
+def window(bundle: Bundle, start=None, end=None, hosts=None) -> Bundle:
+    """The same bundle with every table cut to ``start <= ts < end`` (ISO strings or
+    Timestamps, naive means UTC) and to ``hosts`` (a list) where given. Tables without a
+    ``ts`` column are kept whole (host-filtered if they have ``host``).
+
+    Example:
+        >>> b = window(load_bundle("sample_data/healthy"), "2026-11-23T03:00", None)  # doctest: +SKIP
+    """
+    if start is None and end is None and not hosts:
+        return bundle
+    lo = _utc(start) if start is not None else None
+    hi = _utc(end) if end is not None else None
+    out = {}
+    for name, df in bundle.tables.items():
+        if not isinstance(df, pd.DataFrame):
+            out[name] = df
+            continue
+        keep = pd.Series(True, index=df.index)
+        if "ts" in df.columns and pd.api.types.is_datetime64_any_dtype(df["ts"]) and name != "files":
+            if lo is not None:
+                keep &= df["ts"] >= lo
+            if hi is not None:
+                keep &= df["ts"] < hi
+        if hosts and "host" in df.columns:
+            keep &= df["host"].astype("string").isin([str(h) for h in hosts])
+        out[name] = df[keep.fillna(False)].reset_index(drop=True)
+    return Bundle(bundle.root, out, dict(bundle.summary, window=[str(start), str(end)], hosts_filter=hosts))
+
+
+def _utc(t) -> pd.Timestamp:
+    ts = pd.Timestamp(t)
+    return ts.tz_localize("UTC") if ts.tzinfo is None else ts.tz_convert("UTC")

@@ -1,0 +1,129 @@
+"""Charts and tables for the triage notebook: what a bundle holds, WARN/ERROR over time, where to
+look next.
+
+Example:
+    >>> from kitlib.display import triage as t
+    >>> t.inventory(bundle)            # doctest: +SKIP
+    >>> t.problems_timeline(bundle)    # doctest: +SKIP
+"""
+from __future__ import annotations
+
+import altair as alt
+import pandas as pd
+
+from kitlib.display import HTML, esc
+
+NOTEBOOK_PURPOSE = {
+    "notebooks/throughput.ipynb": "consumer/broker throughput, message down-conversion, request API versions",
+    "notebooks/compression.ipynb": "codec ratio and speed on your own payloads",
+    "notebooks/connect_offsets.ipynb": "Kafka Connect offset commits, producer batching, drain-time model",
+    "notebooks/compaction.ipynb": "log cleaner runs, dedupe buffer passes, reserve storage planner",
+    "notebooks/tiered_storage.ipynb": "tier-state metadata size, migrations, per-file read I/O by broker",
+}
+
+
+def inventory(bundle) -> pd.DataFrame:
+    """One row per file: host, format, lines, unparsed lines and the first problem met."""
+    f = bundle.files
+    if not len(f):
+        return pd.DataFrame(columns=["file", "host", "format", "lines", "unparsed", "problem"])
+    out = f[["file", "host", "format", "lines", "unparsed", "error"]].rename(columns={"error": "problem"})
+    out = out.astype({"file": "string", "host": "string", "format": "string"})
+    return out.sort_values(["host", "file"]).reset_index(drop=True)
+
+
+def overview(bundle) -> HTML:
+    """Hosts, formats, time span and unparsed lines in a few lines."""
+    s = bundle.summary
+    ev = bundle.events
+    span = "no timestamps"
+    if len(ev):
+        lo, hi = ev["ts"].min(), ev["ts"].max()
+        span = f"{lo:%Y-%m-%d %H:%M:%S} → {hi:%Y-%m-%d %H:%M:%S} UTC ({_dur(hi - lo)})"
+    rows = {k: v for k, v in (s.get("rows") or {}).items() if v}
+    items = [
+        ("hosts", ", ".join(s.get("hosts", [])) or "-"),
+        ("files", f"{s.get('files', 0)} ({s.get('bytes', 0):,} bytes): "
+                  + ", ".join(f"{k} {v}" for k, v in (s.get("formats") or {}).items())),
+        ("time span", span),
+        ("rows", ", ".join(f"{k} {v:,}" for k, v in sorted(rows.items()) if k != "unparsed") or "-"),
+        ("unparsed lines", f"{s.get('unparsed_lines', 0):,}"),
+    ]
+    if s.get("errors"):
+        items.append(("file problems", "; ".join(s["errors"])))
+    html = "<table>" + "".join(f"<tr><th style='text-align:left'>{esc(k)}</th><td style='text-align:left'>{esc(v)}</td></tr>"
+                               for k, v in items) + "</table>"
+    return HTML(html, "\n".join(f"{k}: {v}" for k, v in items))
+
+
+def _dur(td: pd.Timedelta) -> str:
+    secs = int(td.total_seconds())
+    if secs < 120:
+        return f"{secs} s"
+    if secs < 7200:
+        return f"{secs // 60} min"
+    return f"{secs / 3600:.1f} h"
+
+
+def problems(bundle, top: int = 8) -> pd.DataFrame:
+    """WARN and worse per host and logger, counted per time bucket (bucket chosen from the span
+    so the chart stays under a few hundred points per series)."""
+    ev = bundle.events
+    bad = ev[ev["level"].isin(["WARN", "ERROR", "FATAL"])]
+    if not len(bad):
+        return pd.DataFrame(columns=["bucket", "host", "logger", "level", "count"])
+    span = (ev["ts"].max() - ev["ts"].min()).total_seconds()
+    freq = _bucket(span)
+    logger = bad["logger"].astype("string").fillna("").replace("", "(no logger)")
+    short = logger.str.rsplit(".", n=1).str[-1]
+    keep = short.value_counts().head(top).index
+    short = short.where(short.isin(keep), "other")
+    g = pd.DataFrame({"bucket": bad["ts"].dt.floor(freq), "host": bad["host"].astype("string"),
+                      "logger": short, "level": bad["level"].astype("string")})
+    return g.groupby(["bucket", "host", "logger", "level"]).size().rename("count").reset_index()
+
+
+def _bucket(span_s: float) -> str:
+    for sec, f in ((600, "10s"), (3600, "1min"), (6 * 3600, "5min"), (2 * 86400, "30min"), (14 * 86400, "3h")):
+        if span_s <= sec:
+            return f
+    return "1D"
+
+
+def problems_timeline(bundle) -> alt.Chart | HTML:
+    """Stacked bars of WARN/ERROR records over time, one row per host, coloured by logger."""
+    d = problems(bundle)
+    if not len(d):
+        return HTML("<p>No WARN, ERROR or FATAL records in this bundle.</p>", "No WARN/ERROR records.")
+    d = d.assign(bucket=d["bucket"].dt.tz_convert("UTC").dt.tz_localize(None))
+    return alt.Chart(d, name="triage_problems_timeline").mark_bar().encode(
+        x=alt.X("bucket:T", title="time (UTC)"),
+        y=alt.Y("sum(count):Q", title="records"),
+        color=alt.Color("logger:N", title="logger"),
+        row=alt.Row("host:N", title=None),
+        tooltip=["host:N", "logger:N", "level:N", "sum(count):Q"],
+    ).properties(width=640, height=90, title="WARN / ERROR / FATAL records by host and logger")
+
+
+def unparsed_summary(bundle) -> pd.DataFrame:
+    """Unparsed lines counted per file and reason, with the first line number of each."""
+    u = bundle.unparsed
+    if not len(u):
+        return pd.DataFrame(columns=["file", "reason", "lines", "first_line"])
+    g = u.groupby(["file", "reason"], observed=True).agg(lines=("line", "size"), first_line=("line", "min"))
+    return g.reset_index().astype({"file": "string", "reason": "string"})
+
+
+def next_steps(findings) -> HTML:
+    """Which investigation notebook to open next, from the findings (most severe first)."""
+    seen: dict[str, list[str]] = {}
+    for f in findings:
+        if f.notebook:
+            seen.setdefault(f.notebook, []).append(f.id)
+    if not seen:
+        return HTML("<p>No investigation notebook is indicated: nothing was found. The investigation "
+                    "notebooks can still be opened on this bundle to look around.</p>",
+                    "No investigation notebook indicated.")
+    items = "".join(f"<li><code>{esc(nb)}</code>: {esc(NOTEBOOK_PURPOSE.get(nb, ''))} "
+                    f"(findings: {esc(', '.join(ids))})</li>" for nb, ids in seen.items())
+    return HTML(f"<p>Open next:</p><ul>{items}</ul>", "\n".join(f"{nb}: {', '.join(ids)}" for nb, ids in seen.items()))
