@@ -14,6 +14,7 @@ Example:
 """
 from __future__ import annotations
 
+import base64
 import json
 import re
 import shutil
@@ -25,6 +26,7 @@ from typing import Callable
 
 from kitlib.display import esc
 
+_IMG_SVG = re.compile(r'<img alt="[^"]*" src="data:image/svg\+xml;base64,([A-Za-z0-9+/=]+)"\s*/?>')
 NOTEBOOK_DIR = Path(__file__).resolve().parent.parent / "notebooks"
 EXEC_TIMEOUT = 600  # seconds per cell
 
@@ -72,6 +74,9 @@ def offline_html(nb_path: Path) -> str:
                             mermaid_layout_elk_js_url="")
     body, _ = exporter.from_notebook_node(nbformat.read(str(nb_path), as_version=4))
     body = re.sub(r'<script src="">\s*</script>', "", body)
+    # nbconvert puts SVG outputs in <img src="data:..."> tags: inline them instead, so the chart
+    # is part of the page (text selectable and searchable, checkable as an <svg> element)
+    body = _IMG_SVG.sub(lambda m: base64.b64decode(m.group(1)).decode("utf-8"), body)
     body = re.sub(r'<script type="module">(?:(?!</script>).)*?mermaid(?:(?!</script>).)*?</script>', "", body, flags=re.S)
     return body
 

@@ -127,3 +127,23 @@ def next_steps(findings) -> HTML:
     items = "".join(f"<li><code>{esc(nb)}</code>: {esc(NOTEBOOK_PURPOSE.get(nb, ''))} "
                     f"(findings: {esc(', '.join(ids))})</li>" for nb, ids in seen.items())
     return HTML(f"<p>Open next:</p><ul>{items}</ul>", "\n".join(f"{nb}: {', '.join(ids)}" for nb, ids in seen.items()))
+
+
+def top_messages(bundle, levels=("WARN", "ERROR", "FATAL"), top: int = 15) -> pd.DataFrame:
+    """The most frequent WARN/ERROR messages (first line, numbers masked so repeats group
+    together), with how often, on which hosts, and where the first one is (file:line)."""
+    ev = bundle.events
+    bad = ev[ev["level"].isin(list(levels))]
+    if not len(bad):
+        return pd.DataFrame(columns=["level", "logger", "message", "count", "hosts", "first"])
+    first_line = bad["message"].astype("string").str.split("\n", n=1).str[0].str.slice(0, 200)
+    shape = first_line.str.replace(r"\d+", "N", regex=True)
+    d = pd.DataFrame({"level": bad["level"].astype("string"), "logger": bad["logger"].astype("string"),
+                      "shape": shape, "message": first_line, "host": bad["host"].astype("string"),
+                      "where": bad["file"].astype("string") + ":" + bad["line"].astype("string"), "ts": bad["ts"]})
+    d = d.sort_values(["ts", "where"])
+    g = d.groupby(["level", "logger", "shape"], sort=False).agg(
+        message=("message", "first"), count=("message", "size"),
+        hosts=("host", lambda s: ", ".join(sorted(set(s)))), first=("where", "first"))
+    g = g.reset_index().drop(columns="shape").sort_values(["count", "first"], ascending=[False, True]).head(top)
+    return g.reset_index(drop=True)
