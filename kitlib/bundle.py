@@ -140,9 +140,12 @@ class _Sink:
         derived = extract.build_all(self.selected, to_pandas)
         errors = {k[1:]: v for k, v in derived.items() if k.startswith("!")}
         for k, v in derived.items():
-            if not k.startswith("!"):
-                out[k] = v
-                self.rows[k] = len(v)
+            if k.startswith("!"):
+                continue
+            if k in out and len(out[k]):  # a table some file format also fills (configs: logs + live capture)
+                v = tables.conform(k, pd.concat([out[k], v], ignore_index=True)) if len(v) else out[k]
+            out[k] = v
+            self.rows[k] = len(v)
         return out, errors
 
 
@@ -156,6 +159,8 @@ def _run(path, tz, out: Path | None, progress) -> tuple[dict[str, pd.DataFrame],
     root = Path(path)
     if not root.exists():
         raise FileNotFoundError(f"bundle not found: {path}")
+    extract.load_all()  # every derived table is declared before anything is conformed
+    formats._load_all()
     srcs = discover(root, tz)
     total = sum(s.size for s in srcs)
     bar = _progress(progress, total, root.name)

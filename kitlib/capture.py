@@ -1,0 +1,284 @@
+"""Live capture from a running cluster with kafka-python, written into a bundle the ingest core
+reads (JSON lines, parsed by :mod:`kitlib.formats.capture`).
+
+- :func:`capture`: cluster metadata, broker and topic configs (secrets redacted), log-dir sizes
+  per partition, consumer groups with committed offsets, end offsets and lag, API versions.
+- :func:`probe_consume`: read a topic for N seconds or N MB with a chosen client ``api_version``
+  and record MB/s per interval (seed 000: an old client makes the broker down-convert).
+- :func:`probe_codecs`: produce the same sample of records with each codec and record producer
+  MB/s, compression ratio and bytes on disk (seed 002).
+
+Security settings (``security_protocol``, ``sasl_*``, ``ssl_*``) pass straight to kafka-python
+and are never written to the bundle.
+
+Example:
+    >>> from kitlib.capture import capture, probe_consume
+    >>> capture("127.0.0.1:9092", "incident/live")                                  # doctest: +SKIP
+    >>> probe_consume("127.0.0.1:9092", "orders", "incident/live", api_version=(0, 9))  # doctest: +SKIP
+"""
+from __future__ import annotations
+
+import json
+import time
+import uuid
+from datetime import datetime, timezone
+from pathlib import Path
+
+from kitlib.redact import redact_value
+
+CODECS = ("none", "gzip", "snappy", "lz4", "zstd")
+
+
+def _now() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="milliseconds")
+
+
+class _Writer:
+    """Appends capture records as JSON lines (a header line first)."""
+
+    def __init__(self, path: Path, what: str, bootstrap: str):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self.path = path
+        self.fh = open(path, "w", encoding="utf-8")
+        self.write_raw({"kit_capture": 1, "kind": "header", "what": what, "bootstrap": bootstrap, "ts": _now()})
+
+    def write_raw(self, rec: dict) -> None:
+        self.fh.write(json.dumps(rec, default=str, sort_keys=True) + "\n")
+
+    def row(self, kind: str, **fields) -> None:
+        fields.setdefault("ts", _now())
+        self.write_raw({"kind": kind, **fields})
+
+    def close(self) -> Path:
+        self.fh.close()
+        return self.path
+
+
+def _admin(bootstrap: str, client_kw: dict):
+    from kafka import KafkaAdminClient
+    return KafkaAdminClient(bootstrap_servers=bootstrap, client_id="kitlib-capture", request_timeout_ms=30000, **client_kw)
+
+
+def capture(bootstrap: str, out: str | Path, groups: list[str] | None = None, all_configs: bool = False,
+            **client_kw) -> Path:
+    """Capture cluster facts into ``out/capture-<time>.jsonl``; returns the file.
+
+    ``all_configs`` includes default-valued configs (otherwise only the ones set explicitly).
+    ``groups`` limits the consumer groups (default: all)."""
+    from kafka import KafkaConsumer
+    from kafka.admin import ConfigResource, ConfigResourceType
+    out = Path(out)
+    w = _Writer(out / f"capture-{time.strftime('%Y%m%d-%H%M%S')}.jsonl", "cluster", bootstrap)
+    admin = _admin(bootstrap, client_kw)
+    try:
+        cl = admin.describe_cluster()
+        for b in cl.get("brokers", []):
+            w.row("brokers", cluster_id=cl.get("cluster_id"), broker_id=b["broker_id"], broker_host=b["host"],
+                  port=b["port"], rack=b.get("rack"), controller=b["broker_id"] == cl.get("controller_id"))
+        broker_ids = [b["broker_id"] for b in cl.get("brokers", [])]
+        topics = sorted(t for t in admin.list_topics())
+        res = [ConfigResource(ConfigResourceType.BROKER, str(i)) for i in broker_ids]
+        res += [ConfigResource(ConfigResourceType.TOPIC, t) for t in topics]
+        got = admin.describe_configs(res, config_filter="all" if all_configs else "modified")
+        for scope, entities in got.items():
+            for entity, cfg in entities.items():
+                for key, meta in sorted(cfg.items()):
+                    value = "[hidden]" if meta.get("is_sensitive") else redact_value(key, meta.get("value"))
+                    w.row("configs", source="live", scope=scope, entity=str(entity), key=key, value=value,
+                          config_source=str(meta.get("config_source", "")))
+        for entry in admin.describe_log_dirs():
+            for d in entry.get("log_dirs", []):
+                for t in d.get("topics", []):
+                    for p in t.get("partitions", []):
+                        w.row("log_dirs", broker_id=entry["broker"], log_dir=d["log_dir"], topic=t["name"],
+                              partition=p["partition_index"], size_bytes=p["partition_size"], offset_lag=p["offset_lag"],
+                              is_future=p.get("is_future_key", False))
+        for key, (lo, hi) in sorted(admin.api_versions().items(), key=lambda kv: int(kv[0])):
+            w.row("api_versions", api_key=int(key), api_name=getattr(key, "name", str(key)), min_version=lo, max_version=hi)
+        group_ids = groups if groups is not None else sorted(g["group_id"] for g in admin.list_groups())
+        if group_ids:
+            offsets = admin.list_group_offsets({g: None for g in group_ids})
+            tps = sorted({tp for o in offsets.values() for tp in o}, key=lambda tp: (tp.topic, tp.partition))
+            ends = {}
+            if tps:
+                c = KafkaConsumer(bootstrap_servers=bootstrap, client_id="kitlib-capture", **client_kw)
+                try:
+                    ends = c.end_offsets(tps)
+                finally:
+                    c.close()
+            for g, o in sorted(offsets.items()):
+                for tp, om in sorted(o.items(), key=lambda kv: (kv[0].topic, kv[0].partition)):
+                    end = ends.get(tp)
+                    w.row("consumer_lag", group=g, topic=tp.topic, partition=tp.partition, committed=om.offset,
+                          end_offset=end, lag=None if end is None or om.offset < 0 else end - om.offset)
+    finally:
+        admin.close()
+    return w.close()
+
+
+def probe_consume(bootstrap: str, topic: str, out: str | Path, api_version: tuple | None = None,
+                  seconds: float = 20, max_mb: float | None = None, interval_s: float = 1.0,
+                  probe_id: str | None = None, **client_kw) -> Path:
+    """Read ``topic`` from the beginning for ``seconds`` (or until ``max_mb`` MB, or the end)
+    with a client speaking ``api_version`` (e.g. ``(0, 9)``: Fetch v1, which makes a 3.x broker
+    down-convert) and record bytes, records and MB/s per interval."""
+    from kafka import KafkaConsumer, TopicPartition
+    out = Path(out)
+    ver = ".".join(map(str, api_version)) if api_version else "auto"
+    probe_id = probe_id or f"consume-{topic}-{ver}-{uuid.uuid4().hex[:6]}"
+    client_id = f"kitlib-probe-{ver}"
+    w = _Writer(out / f"probe-{probe_id}.jsonl", "probe_throughput", bootstrap)
+    kw = dict(bootstrap_servers=bootstrap, client_id=client_id, group_id=None, enable_auto_commit=False,
+              auto_offset_reset="earliest", fetch_max_bytes=52428800, max_partition_fetch_bytes=10485760, **client_kw)
+    if api_version:
+        kw["api_version"] = tuple(api_version)
+    c = KafkaConsumer(**kw)
+    try:
+        parts = c.partitions_for_topic(topic) or set()
+        tps = [TopicPartition(topic, p) for p in sorted(parts)]
+        if not tps:
+            raise ValueError(f"topic {topic!r} not found")
+        c.assign(tps)
+        c.seek_to_beginning(*tps)
+        ends = c.end_offsets(tps)
+        t0 = time.monotonic()
+        tick, n_bytes, n_rec, total = t0, 0, 0, 0
+        while True:
+            batch = c.poll(timeout_ms=200)
+            for recs in batch.values():
+                for r in recs:
+                    size = (len(r.value) if r.value else 0) + (len(r.key) if r.key else 0)
+                    n_bytes += size
+                    total += size
+                    n_rec += 1
+            now = time.monotonic()
+            done = now - t0 >= seconds or (max_mb and total >= max_mb * 1e6) or all(
+                c.position(tp) >= ends[tp] for tp in tps)
+            if now - tick >= interval_s or done:
+                dt = max(now - tick, 1e-6)
+                w.row("probe_throughput", probe=probe_id, topic=topic, api_version=ver, client_id=client_id,
+                      elapsed_s=round(now - t0, 3), interval_s=round(dt, 3), records=n_rec, bytes=n_bytes,
+                      mb_per_s=round(n_bytes / dt / 1e6, 3))
+                tick, n_bytes, n_rec = now, 0, 0
+            if done:
+                break
+    finally:
+        c.close()
+    return w.close()
+
+
+def read_sample(path: str | Path, limit: int = 20000) -> list[bytes]:
+    """Record values from a sample file: one per line (JSON lines, CSV, text), at most ``limit``."""
+    vals = [ln for ln in Path(path).read_bytes().splitlines() if ln.strip()]
+    if not vals:
+        raise ValueError(f"{path}: no records in the sample")
+    return vals[:limit]
+
+
+def probe_codecs(bootstrap: str, sample: str | Path, out: str | Path, codecs=CODECS, repeat: int = 1,
+                 topic_prefix: str = "kitlib-codec-probe", **client_kw) -> Path:
+    """Produce the same sample records once per codec (to a fresh topic each) and record producer
+    MB/s, bytes on disk and the compression ratio (raw bytes / bytes on disk)."""
+    from kafka import KafkaAdminClient, KafkaProducer
+    from kafka.admin import NewTopic
+    out = Path(out)
+    values = read_sample(sample) * repeat
+    raw = sum(len(v) for v in values)
+    run = uuid.uuid4().hex[:6]
+    w = _Writer(out / f"probe-codecs-{run}.jsonl", "probe_codecs", bootstrap)
+    admin = KafkaAdminClient(bootstrap_servers=bootstrap, client_id="kitlib-probe", **client_kw)
+    try:
+        for codec in codecs:
+            topic = f"{topic_prefix}-{run}-{codec}"
+            admin.create_topics([NewTopic(topic, 1, 1)])
+            p = KafkaProducer(bootstrap_servers=bootstrap, client_id=f"kitlib-probe-{codec}",
+                              compression_type=None if codec == "none" else codec, linger_ms=5,
+                              batch_size=262144, acks=1, enable_idempotence=False, **client_kw)
+            try:
+                t = time.perf_counter()
+                for v in values:
+                    p.send(topic, v)
+                p.flush()
+                dt = time.perf_counter() - t
+            finally:
+                p.close()
+            on_disk = _topic_bytes(admin, topic)
+            w.row("probe_codecs", codec=codec, topic=topic, records=len(values), raw_bytes=raw,
+                  seconds=round(dt, 4), mb_per_s=round(raw / dt / 1e6, 3), bytes_on_disk=on_disk,
+                  ratio=round(raw / on_disk, 3) if on_disk else None)
+    finally:
+        admin.close()
+    return w.close()
+
+
+def _topic_bytes(admin, topic: str, timeout: float = 10) -> int:
+    deadline = time.monotonic() + timeout
+    size = 0
+    while time.monotonic() < deadline:
+        size = sum(p["partition_size"] for e in admin.describe_log_dirs() for d in e.get("log_dirs", [])
+                   for t in d.get("topics", []) if t["name"] == topic for p in t.get("partitions", []))
+        if size:
+            return size
+        time.sleep(0.3)
+    return size
+
+
+def _client_kw(args) -> dict:
+    kw = {}
+    for name in ("security_protocol", "sasl_mechanism", "sasl_plain_username", "sasl_plain_password",
+                 "ssl_cafile", "ssl_certfile", "ssl_keyfile"):
+        v = getattr(args, name, None)
+        if v:
+            kw[name] = v
+    return kw
+
+
+def _security_args(p) -> None:
+    g = p.add_argument_group("security (passed to kafka-python, never written to the bundle)")
+    g.add_argument("--security-protocol", help="PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL")
+    g.add_argument("--sasl-mechanism", help="PLAIN, SCRAM-SHA-256, SCRAM-SHA-512, ...")
+    g.add_argument("--sasl-plain-username")
+    g.add_argument("--sasl-plain-password", help="better: leave empty and set it in the environment of a wrapper")
+    g.add_argument("--ssl-cafile")
+    g.add_argument("--ssl-certfile")
+    g.add_argument("--ssl-keyfile")
+
+
+def register_cli(sub) -> None:
+    p = sub.add_parser("capture", help="capture configs, log-dir sizes, consumer lag and API versions from a cluster",
+                       description="Connect with kafka-python and write cluster facts into OUT (a bundle folder): "
+                                   "broker/topic configs (secrets redacted), log-dir sizes per partition, consumer "
+                                   "groups with committed offsets, end offsets and lag, and supported API versions.")
+    p.add_argument("--bootstrap", required=True, help="HOST:PORT of a broker")
+    p.add_argument("--out", required=True, help="bundle folder to write into (e.g. incident/live)")
+    p.add_argument("--group", action="append", dest="groups", help="only this consumer group (repeatable)")
+    p.add_argument("--all-configs", action="store_true", help="include configs left at their defaults")
+    _security_args(p)
+    p.set_defaults(func=lambda a: print(capture(a.bootstrap, a.out, a.groups, a.all_configs, **_client_kw(a))) or 0)
+
+    p = sub.add_parser("probe", help="measure consume throughput or codec trade-offs against a cluster",
+                       description="Active measurements written into a bundle folder.")
+    psub = p.add_subparsers(dest="probe", metavar="PROBE")
+    c = psub.add_parser("consume", help="consume a topic and record MB/s over time",
+                        description="Read TOPIC from the beginning with a client speaking --api-version (e.g. 0.9 makes "
+                                    "a 3.x broker down-convert every fetch) and record MB/s per second.")
+    c.add_argument("--bootstrap", required=True)
+    c.add_argument("--topic", required=True)
+    c.add_argument("--out", required=True, help="bundle folder to write into")
+    c.add_argument("--api-version", default=None, help="client protocol version to speak, e.g. 0.9 or 2.8 (default: negotiate)")
+    c.add_argument("--seconds", type=float, default=20, help="stop after this long (default 20)")
+    c.add_argument("--mb", type=float, default=None, help="stop after this many MB")
+    _security_args(c)
+    c.set_defaults(func=lambda a: print(probe_consume(
+        a.bootstrap, a.topic, a.out, tuple(int(x) for x in a.api_version.split(".")) if a.api_version else None,
+        a.seconds, a.mb, **_client_kw(a))) or 0)
+    k = psub.add_parser("codecs", help="produce a sample with each codec; record MB/s, ratio and bytes on disk",
+                        description="Produce the records of --sample (one per line) once per codec (none, gzip, snappy, "
+                                    "lz4, zstd), each to a new topic, and record producer MB/s and bytes on disk.")
+    k.add_argument("--bootstrap", required=True)
+    k.add_argument("--sample", required=True, help="file with one record value per line (your own payloads)")
+    k.add_argument("--out", required=True, help="bundle folder to write into")
+    k.add_argument("--repeat", type=int, default=1, help="send the sample this many times (default 1)")
+    _security_args(k)
+    k.set_defaults(func=lambda a: print(probe_codecs(a.bootstrap, a.sample, a.out, repeat=a.repeat, **_client_kw(a))) or 0)
+    p.set_defaults(func=lambda a: p.print_help() or 2)
