@@ -35,6 +35,8 @@ WORK = LAB / ".work"
 KAFKA_VERSION = "3.9.1"
 READY = "Kafka Server started"
 CONNECT_READY = "Kafka Connect started"
+# log lines after which a starting process will not become ready
+FATAL_MARKERS = ("Fatal error during", "Exiting Kafka", "Stopping Kafka Connect", "Failed to start")
 
 
 class LabError(RuntimeError):
@@ -125,15 +127,36 @@ def _wait_for_line(log: Path, text: str, proc: subprocess.Popen | None, pid: int
                    stdout: Path) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        if log.is_file() and text in log.read_text(errors="replace"):
+        content = log.read_text(errors="replace") if log.is_file() else ""
+        if text in content:
             return
-        if proc is not None and proc.poll() is not None:
-            raise LabError(f"{what} exited with code {proc.returncode} before it was ready.\n"
+        fatal = any(m in content for m in FATAL_MARKERS)
+        if fatal or (proc is not None and proc.poll() is not None):
+            _kill(pid)
+            why = f"exited with code {proc.returncode}" if proc is not None and proc.poll() is not None else "failed"
+            raise LabError(f"{what} {why} before it was ready.\n{_errors(log)}"
                            f"last lines of {log.name}:\n{_tail(log)}\n--- stdout/stderr:\n{_tail(stdout, 20)}")
         time.sleep(0.2)
     _kill(pid)
-    raise LabError(f"{what} was not ready after {timeout:.0f} s (waited for '{text}' in {log}).\n"
+    raise LabError(f"{what} was not ready after {timeout:.0f} s (waited for '{text}' in {log}).\n{_errors(log)}"
                    f"last lines of {log.name}:\n{_tail(log)}\n--- stdout/stderr:\n{_tail(stdout, 20)}")
+
+
+def _errors(log: Path, n: int = 8) -> str:
+    """The first ERROR/FATAL lines of a log (with the line that follows, often the cause)."""
+    try:
+        lines = log.read_text(errors="replace").splitlines()
+    except OSError:
+        return ""
+    out = []
+    for i, ln in enumerate(lines):
+        if "] ERROR " in ln or "] FATAL " in ln:
+            out.append(ln)
+            if i + 1 < len(lines) and not lines[i + 1].startswith("["):
+                out.append(lines[i + 1])
+        if len(out) >= n:
+            break
+    return ("errors logged:\n" + "\n".join(out) + "\n") if out else ""
 
 
 def _kill(pid: int, grace: float = 15.0) -> None:
