@@ -129,7 +129,7 @@ def probe_consume(bootstrap: str, topic: str, out: str | Path, api_version: tupl
     client_id = f"kitlib-probe-{ver}"
     w = _Writer(out / f"probe-{probe_id}.jsonl", "probe_throughput", bootstrap)
     kw = dict(bootstrap_servers=bootstrap, client_id=client_id, group_id=None, enable_auto_commit=False,
-              auto_offset_reset="earliest", fetch_max_bytes=52428800, max_partition_fetch_bytes=10485760, **client_kw)
+              auto_offset_reset="earliest", **client_kw)
     if api_version:
         kw["api_version"] = tuple(api_version)
     c = KafkaConsumer(**kw)

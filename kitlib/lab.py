@@ -229,7 +229,7 @@ def start_broker(name: str = "broker-1", work: str | Path | None = None, setting
     cluster = uuid.uuid4().bytes
     import base64
     cluster_id = base64.urlsafe_b64encode(cluster).decode().rstrip("=")
-    fmt = subprocess.run(["java", "-cp", cp, "kafka.tools.StorageTool", "format", "-t", cluster_id,
+    fmt = subprocess.run(["java", "-cp", cp, "kafka.tools.StorageTool", "format", f"--cluster-id={cluster_id}",
                           "-c", str(work / "server.properties"), "--ignore-formatted"],
                          capture_output=True, text=True, timeout=120)
     if fmt.returncode != 0:
@@ -388,3 +388,25 @@ def _cmd_status(args) -> int:
         print(f"{p.kind:8} {p.name:12} pid {p.pid:<8} {'running' if p.alive() else 'not running'}  "
               f"port {p.port}  jmx {p.jmx_port or '-'}  logs {p.logs}")
     return 0
+
+
+def collect_logs(proc: Proc, dest: str | Path, names: tuple[str, ...] | None = None,
+                 gzip_over: int = 1_000_000) -> list[Path]:
+    """Copy a lab process's log files into a bundle folder (``dest`` = the host's folder).
+    Files bigger than ``gzip_over`` bytes are stored gzipped, as rotated logs often are."""
+    import gzip
+    dest = Path(dest)
+    dest.mkdir(parents=True, exist_ok=True)
+    out = []
+    for f in sorted(Path(proc.logs).iterdir()):
+        if not f.is_file() or (names and f.name not in names) or f.stat().st_size == 0:
+            continue
+        data = f.read_bytes()
+        if len(data) > gzip_over:
+            target = dest / (f.name + ".gz")
+            target.write_bytes(gzip.compress(data, 9, mtime=0))
+        else:
+            target = dest / f.name
+            target.write_bytes(data)
+        out.append(target)
+    return out
