@@ -88,7 +88,7 @@ def _summary_text(s: dict) -> str:
              f"formats  " + ", ".join(f"{k}: {v}" for k, v in s["formats"].items()),
              f"hosts    " + ", ".join(s["hosts"]),
              f"span     " + (" -> ".join(s["time_span"]) if s.get("time_span") else "-"),
-             "rows     " + ", ".join(f"{k}: {v:,}" for k, v in s["rows"].items() if k != "unparsed"),
+             "rows     " + ", ".join(f"{k}: {v:,}" for k, v in s["rows"].items() if k != "unparsed" and v),
              f"unparsed {s['unparsed_lines']:,} lines"]
     if s.get("unknown_files"):
         lines.append("unknown  " + ", ".join(s["unknown_files"]))

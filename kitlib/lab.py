@@ -339,7 +339,22 @@ def finish_jmxtool(p: subprocess.Popen, out_csv: str | Path) -> Path:
     lines = [ln for ln in data.split(b"\n") if ln.strip()]
     # drop a partial last line and any non-CSV chatter (the tool's notices go to stdout in old versions)
     keep = [ln for ln in lines if ln.startswith(b'"time"') or ln[:1].isdigit() or ln.startswith(b'"')]
-    path.write_bytes(b"\n".join(keep) + (b"\n" if keep else b""))
+    if len(keep) < 2:  # no sample was taken (an MBean never appeared): leave no empty file behind
+        path.unlink(missing_ok=True)
+        return None
+    path.write_bytes(b"\n".join(keep) + b"\n")
+    return path
+
+
+def write_manifest(bundle: str | Path, **hosts: str) -> Path:
+    """Write a bundle.yaml naming the host of the capture/probe folders (``live`` -> ``cluster``,
+    ``probes`` -> ``clients``) so they do not show up as hosts of their own."""
+    lines = ["# hosts of folders that are not brokers or workers", "files:"]
+    mapping = {"live/*": "cluster", "probes/*": "clients", "payloads/*": "clients"}
+    mapping.update({f"{k}/*": v for k, v in hosts.items()})
+    lines += [f'  "{k}": {v}' for k, v in mapping.items()]
+    path = Path(bundle) / "bundle.yaml"
+    path.write_text("\n".join(lines) + "\n")
     return path
 
 

@@ -44,6 +44,7 @@ def run(out: str | Path, records: int = 3000, repeat: int = 6, work: Path | None
         lab.collect_logs(b, out / "broker-1", names=("server.log",))
     finally:
         lab.stop(b)
+    lab.write_manifest(out)
     return out
 
 

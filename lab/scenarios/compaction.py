@@ -61,6 +61,7 @@ def run(out: str | Path, keys: int = 120_000, value_size: int = 100, min_runs: i
         lab.collect_logs(b, host)
     finally:
         lab.stop(b)
+    lab.write_manifest(out)
     return out
 
 

@@ -81,6 +81,7 @@ def run(out: str | Path, lines: int = 400_000, period_s: float = 20, flush_timeo
         if c is not None:
             lab.stop(c)
         lab.stop(b)
+    lab.write_manifest(out)
     return out
 
 

@@ -64,6 +64,7 @@ def run(out: str | Path, records: int = 60000, probe_seconds: float = 15, work: 
         lab.collect_logs(b, host)
     finally:
         lab.stop(b)
+    lab.write_manifest(out)
     return out
 
 

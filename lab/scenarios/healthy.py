@@ -56,6 +56,7 @@ def run(out: str | Path, records: int = 20000, work: Path | None = None) -> Path
         lab.collect_logs(b, host)
     finally:
         lab.stop(b)
+    lab.write_manifest(out)
     return out
 
 
