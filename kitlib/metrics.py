@@ -90,26 +90,20 @@ def prometheus_name(mbean: str, attribute: str) -> str:
     return "_".join(_snake(p) for p in parts if p)
 
 
-def mbean_from_prometheus(name: str, labels: dict, known: dict[str, tuple[str, str]] | None = None) -> tuple[str, str]:
-    """The (MBean, attribute) a Prometheus series stands for. ``known`` maps exporter names to
-    (domain:type=..,name=.., attribute) for the MBeans the kit reads (see :data:`KNOWN`); unknown
-    names keep the exporter name as the metric name."""
-    known = known if known is not None else KNOWN
-    base = known.get(name)
-    if base is None:
-        for suffix in ("_count", "_value", "_oneminuterate", "_meanrate", "_mean", "_max", "_min",
-                       "_fiveminuterate", "_fifteenminuterate", "_99thpercentile", "_999thpercentile",
-                       "_95thpercentile", "_98thpercentile", "_75thpercentile", "_50thpercentile", "_total"):
-            if name.endswith(suffix) and name[: -len(suffix)] in KNOWN_STEMS:
-                bean = KNOWN_STEMS[name[: -len(suffix)]]
-                attr = ATTRS.get(suffix[1:], suffix[1:])
-                base = (bean, attr)
-                break
-    if base is None:
-        domain = name.split("_", 1)[0] if "_" in name else "prometheus"
-        bean, attr = f"{domain}:name={name}", "Value"
+def mbean_from_prometheus(name: str, labels: dict) -> tuple[str, str]:
+    """The (MBean, attribute) a JMX-exporter series stands for, for the MBeans the kit reads
+    (:data:`KNOWN_STEMS`); other names keep the exporter name as the metric name. Labels become
+    key properties; a ``quantile`` label becomes the percentile attribute."""
+    bean, attr = None, "Value"
+    if name in KNOWN_STEMS:
+        bean = KNOWN_STEMS[name]
     else:
-        bean, attr = base
+        stem, _, suffix = name.rpartition("_")
+        if stem in KNOWN_STEMS:
+            bean, attr = KNOWN_STEMS[stem], ATTRS.get(suffix, suffix)
+    if bean is None:
+        domain = name.split("_", 1)[0] if "_" in name else "prometheus"
+        bean = f"{domain}:name={name}"
     props = ",".join(f"{'clientId' if k == 'client_id' else k}={v}" for k, v in sorted(labels.items()) if k != "quantile")
     if "quantile" in labels:
         attr = QUANTILE_ATTR.get(labels["quantile"], f"{labels['quantile']}Quantile")
@@ -141,7 +135,6 @@ _BEANS = [
     "kafka.log:type=LogCleanerManager,name=max-dirty-percent",
 ]
 KNOWN_STEMS = {prometheus_name(b, "x")[: -len("_x")]: b for b in _BEANS}
-KNOWN = {}
 
 
 def rate(metrics: pd.DataFrame, attribute: str = "Count", by: tuple[str, ...] = ("host", "mbean")) -> pd.DataFrame:
