@@ -55,7 +55,7 @@ def _metrics_mention(*words):
 NOTEBOOKS = [
     Notebook("triage.ipynb", "Triage", lambda b: True),
     Notebook("throughput.ipynb", "Throughput and down-conversion",
-             lambda b: _has(b, "requests") or _has(b, "probe_throughput")
+             lambda b: _has(b, "probe_throughput") or _has(b, "requests", lambda r: r["conversion_ms"].notna().any())
              or _has(b, "metrics", _metrics_mention("MessageConversions", "BytesOutPerSec", "BytesInPerSec"))),
     Notebook("compression.ipynb", "Compression codecs", lambda b: _has(b, "probe_codecs")),
     Notebook("connect_offsets.ipynb", "Connect offset commits", lambda b: _has(b, "commits")),
