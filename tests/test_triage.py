@@ -14,6 +14,7 @@ EXPECTED = {
     "connect-offsets-2x": {"offset-commit-timeouts"},
     "compaction": {"cleaner-buffer-too-small", "cleaner-no-reclaim"},
     "codecs": set(),
+    "tiered-storage": {"tierstate-metadata-growth", "broker-io-imbalance"},
     "healthy": set(),
 }
 

@@ -1,0 +1,110 @@
+"""Tier-state lines (seed 004 wording and variations), per-file I/O traces, restarts, and the two
+findings on the synthetic seed-004 bundle and on healthy input."""
+import pandas as pd
+import pytest
+
+import kitlib
+from kitlib.analysis import tiered
+from kitlib.extract.tierstate import build, parse_line
+from kitlib.formats import detect
+from kitlib.formats.log4j import parse_bytes
+
+SEED = b"""[2024-05-22 00:32:03,023] INFO Migrating tier partition state file format for flE-6I70RCyT2gK2Qc3YBw:retriever-mutation-10 (kafka.tier.state.FileTierPartitionState)
+[2024-05-22 00:32:29,962] INFO tier partition state file format migration complete for topicIdPartition flE-6I70RCyT2gK2Qc3YBw:retriever-mutation-10, state file size changed from 508509470 to 591531390 (kafka.tier.state.FileTierPartitionState)
+[2024-05-19 15:04:47,458] INFO 1292021 segments removed by cleanup from tier partition state file for topicIdPartition 7XWCdjQqTIyy9OgycPxg2A:retriever-mutation-0, state file size changed from 147891612 to 601218 (kafka.tier.state.FileTierPartitionState)                                   
+"""
+
+
+def test_seed_lines_pair_migrations_and_compute_change():
+    ev, un = parse_bytes(SEED)
+    t = build(ev)
+    assert t["kind"].tolist() == ["migration_start", "migration_complete", "cleanup"]
+    done = t.iloc[1]
+    assert (done["topic"], done["partition"], done["size_before"], done["size_after"]) == ("retriever-mutation", 10, 508509470, 591531390)
+    assert done["duration_s"] == pytest.approx(26.939)
+    c = t.iloc[2]
+    assert c["segments_removed"] == 1292021 and c["pct_change"] == pytest.approx(-99.593, abs=1e-3)
+    assert c["topic_id"] == "7XWCdjQqTIyy9OgycPxg2A"
+
+
+def test_variations_are_tolerated():
+    assert parse_line("TIER PARTITION STATE FILE FORMAT MIGRATION COMPLETE for topicIdPartition "
+                      "flE-6I70RCyT2gK2Qc3YBw:orders-3 state file size changed from 10 to 20")["size_after"] == 20
+    assert parse_line("1 segment removed by cleanup from tier partition state file for topicIdPartition "
+                      "flE-6I70RCyT2gK2Qc3YBw-orders-3, state file size changed from 10 to 5")["partition"] == 3
+    assert parse_line("Opened tier partition state for orders-3 in status ONLINE") is None
+
+
+TRACE = """# interval=60
+--- 2024-06-03 14:00:00
+R 111724 /var/lib/kafka/data/retriever-mutation-53/00000000000000000000.tierstate.mutable
+R 9000 /var/lib/kafka/data/orders-7/00000000000001857762.log
+W 12 /var/lib/kafka/data/orders-7/leader-epoch-checkpoint
+--- 2024-06-03 14:01:00
+R 112825 /var/lib/kafka/data/retriever-mutation-18/00000000000000000000.tierstate.mutable
+garbage here
+"""
+FILETOP = """08:05:11 loadavg: 0.75 0.35 0.25 3/285 822
+
+TID    COMM             READS  WRITES R_Kb    W_Kb    T FILE
+32672  data-plane-kafk  5006   0      320384  0       R 00000000000001857762.log
+32673  kafka-log-clean  12     3      768     192     R 00000000000000000000.index
+"""
+
+
+def test_iotrace_systemtap_style(tmp_path):
+    assert detect(TRACE.encode()).name == "iotrace"
+    d = tmp_path / "b" / "broker-4"
+    d.mkdir(parents=True)
+    (d / "trace.txt").write_text(TRACE)
+    b = kitlib.load_bundle(tmp_path / "b")
+    io = b.file_io
+    assert io["interval"].tolist() == [0, 0, 0, 1]
+    assert io["kind"].tolist() == ["tierstate", "log", "leader-epoch", "tierstate"]
+    assert io.loc[0, "topic"] == "retriever-mutation" and io.loc[0, "partition"] == 53
+    assert io.loc[3, "ts"] == pd.Timestamp("2024-06-03 14:01:00", tz="UTC") and io.loc[0, "interval_s"] == 60
+    assert b.unparsed["line"].tolist() == [8] and "trace.txt line 8" in b.files.iloc[0]["error"]
+
+
+def test_iotrace_filetop(tmp_path):
+    assert detect(FILETOP.encode()).name == "iotrace"
+    d = tmp_path / "b" / "broker-1"
+    d.mkdir(parents=True)
+    (d / "filetop.txt").write_text(FILETOP)
+    io = kitlib.load_bundle(tmp_path / "b").file_io
+    assert io["op"].tolist() == ["R", "R", "W"] and io["bytes"].tolist() == [320384 * 1024, 768 * 1024, 192 * 1024]
+    assert io["kind"].tolist() == ["log", "index", "index"]
+
+
+def test_findings_on_the_synthetic_seed_004_bundle():
+    b = kitlib.load_bundle("sample_data/tiered-storage")
+    found = {f.id: f for f in b.findings()}
+    assert set(found) == {"tierstate-metadata-growth", "broker-io-imbalance"}
+    io = found["broker-io-imbalance"]
+    assert io.numbers["host"] == "broker-4" and 6 <= io.numbers["ratio"] <= 10
+    assert 45000 <= io.numbers["read_iops"] <= 60000 and io.numbers["share_tierstate_pct"] > 80
+    assert all(".tierstate" in e["text"] for e in io.evidence[:5])
+    ts = found["tierstate-metadata-growth"]
+    assert ts.numbers["largest_state_file_bytes"] > 600_000_000 and ts.numbers["cleanup_median_pct_change"] < -99
+    assert "confluent.tier.partition.state.cleanup.enable=true" in ts.recommendation and "delay" in ts.recommendation
+    sizes = tiered.state_sizes(b.tierstate_events)
+    p40 = sizes[sizes["partition"] == 40].iloc[0]
+    assert p40["segments_removed"] == 6089448 and p40["size_change"] == -694197072
+    assert p40["pct_change"] == pytest.approx(-99.394814, abs=1e-5)
+    r = b.restarts.dropna(subset=["duration_s"])
+    assert r["duration_s"].max() > 20 * 60 and r["duration_s"].min() < 60
+
+
+def test_silent_on_balanced_brokers_and_small_state(tmp_path):
+    for i in range(1, 5):
+        d = tmp_path / "b" / f"broker-{i}"
+        d.mkdir(parents=True)
+        (d / "trace.txt").write_text("# interval=60\n" + "".join(
+            f"--- 2024-06-03 14:0{m}:00\nR {20000 + 500 * i} /var/lib/kafka/data/orders-{i}/00000000000000000000.log\n"
+            for m in range(5)))
+        (d / "server.log").write_text(
+            "[2024-05-22 00:32:03,023] INFO 12 segments removed by cleanup from tier partition state file for "
+            "topicIdPartition flE-6I70RCyT2gK2Qc3YBw:orders-1, state file size changed from 60000 to 58000 "
+            "(kafka.tier.state.FileTierPartitionState)\n")
+    b = kitlib.load_bundle(tmp_path / "b")
+    assert tiered.detect_io_imbalance(b) == [] and tiered.detect_tierstate_growth(b) == []
