@@ -35,6 +35,16 @@ WORK = LAB / ".work"
 KAFKA_VERSION = "3.9.1"
 READY = "Kafka Server started"
 CONNECT_READY = "Kafka Connect started"
+# broker MBeans the scenarios sample with JmxTool: conversions, byte rates, fetch request times
+BROKER_MBEANS = [
+    "kafka.server:type=BrokerTopicMetrics,name=FetchMessageConversionsPerSec",
+    "kafka.server:type=BrokerTopicMetrics,name=ProduceMessageConversionsPerSec",
+    "kafka.server:type=BrokerTopicMetrics,name=BytesOutPerSec",
+    "kafka.server:type=BrokerTopicMetrics,name=BytesInPerSec",
+    "kafka.server:type=BrokerTopicMetrics,name=MessagesInPerSec",
+    "kafka.network:type=RequestMetrics,name=MessageConversionsTimeMs,request=Fetch",
+    "kafka.network:type=RequestMetrics,name=TotalTimeMs,request=Fetch",
+]
 # log lines after which a starting process will not become ready
 FATAL_MARKERS = ("Fatal error during", "Exiting Kafka", "Stopping Kafka Connect", "Failed to start")
 

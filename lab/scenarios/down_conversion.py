@@ -17,15 +17,6 @@ from pathlib import Path
 
 from kitlib import capture, lab
 
-MBEANS = [
-    "kafka.server:type=BrokerTopicMetrics,name=FetchMessageConversionsPerSec",
-    "kafka.server:type=BrokerTopicMetrics,name=ProduceMessageConversionsPerSec",
-    "kafka.server:type=BrokerTopicMetrics,name=BytesOutPerSec",
-    "kafka.server:type=BrokerTopicMetrics,name=BytesInPerSec",
-    "kafka.server:type=BrokerTopicMetrics,name=MessagesInPerSec",
-    "kafka.network:type=RequestMetrics,name=MessageConversionsTimeMs,request=Fetch",
-    "kafka.network:type=RequestMetrics,name=TotalTimeMs,request=Fetch",
-]
 
 
 def produce(bootstrap: str, topic: str, n: int, size: int = 400) -> None:
@@ -51,7 +42,7 @@ def run(out: str | Path, records: int = 60000, probe_seconds: float = 15, work: 
     try:
         produce(b.bootstrap, "clickstream", records)
         host.mkdir(parents=True, exist_ok=True)
-        jmx = lab.run_jmxtool(b, MBEANS, host / "jmx-broker.csv", wait=False, interval_ms=1000)
+        jmx = lab.run_jmxtool(b, lab.BROKER_MBEANS, host / "jmx-broker.csv", wait=False, interval_ms=1000)
         time.sleep(2)
         capture.probe_consume(b.bootstrap, "clickstream", out / "probes", api_version=(0, 9), seconds=probe_seconds,
                               probe_id="secor-0.9-client")

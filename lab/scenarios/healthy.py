@@ -12,14 +12,6 @@ from pathlib import Path
 
 from kitlib import capture, lab
 
-MBEANS = [
-    "kafka.server:type=BrokerTopicMetrics,name=FetchMessageConversionsPerSec",
-    "kafka.server:type=BrokerTopicMetrics,name=ProduceMessageConversionsPerSec",
-    "kafka.server:type=BrokerTopicMetrics,name=BytesOutPerSec",
-    "kafka.server:type=BrokerTopicMetrics,name=BytesInPerSec",
-    "kafka.server:type=BrokerTopicMetrics,name=MessagesInPerSec",
-    "kafka.network:type=RequestMetrics,name=MessageConversionsTimeMs,request=Fetch",
-]
 
 
 def run(out: str | Path, records: int = 20000, work: Path | None = None) -> Path:
@@ -31,7 +23,7 @@ def run(out: str | Path, records: int = 20000, work: Path | None = None) -> Path
     b = lab.start_broker("healthy-broker", work=work, settings={"log.cleaner.dedupe.buffer.size": 33554432},
                          request_log="WARN")
     try:
-        jmx = lab.run_jmxtool(b, MBEANS, host / "jmx-broker.csv", wait=False, interval_ms=1000)
+        jmx = lab.run_jmxtool(b, lab.BROKER_MBEANS, host / "jmx-broker.csv", wait=False, interval_ms=1000)
         a = KafkaAdminClient(bootstrap_servers=b.bootstrap)
         a.create_topics([NewTopic("payments", 3, 1),
                          NewTopic("customer-profiles", 1, 1, topic_configs={
