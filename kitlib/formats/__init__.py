@@ -161,16 +161,20 @@ def line_parser(parse_line, table: str, chunk_rows: int = 200_000):
                 r.setdefault("line", n)
                 rows.append(r)
             if len(rows) >= chunk_rows:
-                yield table, _with_prov(pd.DataFrame(rows), src)
+                yield table, with_provenance(pd.DataFrame(rows), src)
                 rows = []
         if rows:
-            yield table, _with_prov(pd.DataFrame(rows), src)
+            yield table, with_provenance(pd.DataFrame(rows), src)
         if bad_n:
             yield "unparsed", unparsed_frame(src, bad_n, bad_t, f"not {table} data")
     return parse
 
 
-def _with_prov(df: pd.DataFrame, src: SourceFile) -> pd.DataFrame:
+def with_provenance(df: pd.DataFrame, src: SourceFile, **columns) -> pd.DataFrame:
+    """Set ``file`` (and ``host`` unless rows carry their own) on a parser's rows, plus any
+    constant ``columns`` (e.g. ``source="jmxtool"``)."""
+    for k, v in columns.items():
+        df[k] = v
     if "host" not in df.columns:
         df["host"] = src.host
     df["file"] = src.rel

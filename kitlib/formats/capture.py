@@ -13,7 +13,7 @@ import json
 import pandas as pd
 
 from kitlib import tables
-from kitlib.formats import Context, decode_line, iter_lines, register, unparsed_frame
+from kitlib.formats import Context, decode_line, iter_lines, register, unparsed_frame, with_provenance
 from kitlib.redact import redact_value
 
 tables.declare("brokers", "Brokers of a live-captured cluster.", [
@@ -90,11 +90,9 @@ def parse(src, ctx: Context):
         rows.setdefault(kind, []).append(rec)
     for kind, rs in rows.items():
         df = pd.DataFrame(rs)
-        if "host" not in df.columns:
-            df["host"] = src.host
-        df["host"] = df["host"].fillna(src.host)
-        df["file"] = src.rel
-        yield kind, df
+        if "host" in df.columns:
+            df["host"] = df["host"].fillna(src.host)
+        yield kind, with_provenance(df, src)
     if bad_n:
         un = unparsed_frame(src, bad_n, bad_t, "")
         un["reason"] = bad_r

@@ -22,7 +22,7 @@ import re
 import pandas as pd
 
 from kitlib import tables
-from kitlib.formats import Context, decode_line, iter_lines, register, unparsed_frame
+from kitlib.formats import Context, decode_line, iter_lines, register, unparsed_frame, with_provenance
 
 tables.declare("file_io", "Reads/writes per file per interval from an I/O trace on a broker.", [
     ("ts", "ts", "interval start (NaT when the trace gave no time)"),
@@ -123,10 +123,7 @@ def parse(src, ctx: Context):
         bad_t.append(text)
         ctx.fail(f"{src.rel} line {n}: not an I/O trace line", n)
     if rows:
-        df = pd.DataFrame(rows)
-        df["host"] = src.host
-        df["file"] = src.rel
-        yield "file_io", df
+        yield "file_io", with_provenance(pd.DataFrame(rows), src)
     if bad_n:
         yield "unparsed", unparsed_frame(src, bad_n, bad_t, "not an I/O trace line")
 

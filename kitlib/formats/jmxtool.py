@@ -18,7 +18,7 @@ import io
 import numpy as np
 import pandas as pd
 
-from kitlib.formats import Context, decode_line, iter_lines, register, unparsed_frame
+from kitlib.formats import Context, decode_line, iter_lines, register, unparsed_frame, with_provenance
 from kitlib.metrics import long_from_wide
 
 
@@ -88,10 +88,7 @@ def _frame(header: list[str], rows: list[list[str]], lines: list[int], src) -> p
     ts = _parse_time(list(arr[:, 0]), src.tz)
     wide = pd.DataFrame(arr[:, 1:], columns=header[1:])
     df = long_from_wide(ts, wide, header[1:], np.array(lines))
-    df["source"] = "jmxtool"
-    df["host"] = src.host
-    df["file"] = src.rel
-    return df
+    return with_provenance(df, src, source="jmxtool")
 
 
 register("jmxtool", detect=detect, parse=parse, tables=("metrics",), priority=30,

@@ -15,7 +15,7 @@ import json
 
 import pandas as pd
 
-from kitlib.formats import Context, register, unparsed_frame
+from kitlib.formats import Context, register, unparsed_frame, with_provenance
 from kitlib.metrics import with_keys
 from kitlib.sources import SourceError, read_chunks
 
@@ -91,11 +91,7 @@ def parse(src, ctx: Context):
             pos = text.find(json.dumps(bean)[1:-1]) if len(docs) == 1 else -1
             rows.extend(_rows(_flatten(resp), text.count("\n", 0, pos) + 1 if pos >= 0 else line))
     if rows:
-        df = with_keys(pd.DataFrame(rows))
-        df["source"] = "jolokia"
-        df["host"] = src.host
-        df["file"] = src.rel
-        yield "metrics", df
+        yield "metrics", with_provenance(with_keys(pd.DataFrame(rows)), src, source="jolokia")
 
 
 register("jolokia", detect=detect, parse=parse, tables=("metrics",), priority=35, doc="Jolokia read responses (JSON)")

@@ -16,7 +16,7 @@ import re
 
 import pandas as pd
 
-from kitlib.formats import Context, decode_line, iter_lines, register, unparsed_frame
+from kitlib.formats import Context, decode_line, iter_lines, register, unparsed_frame, with_provenance
 from kitlib.metrics import mbean_from_prometheus, with_keys
 
 _SAMPLE = re.compile(r'^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(.*)\})?\s+(\S+)(?:\s+(-?\d+))?\s*$')
@@ -66,11 +66,7 @@ def parse(src, ctx: Context):
         rows.append({"ts": ts, "mbean": mbean, "attribute": attr, "value": v, "line": n})
         ctx.parsed += 1
     if rows:
-        df = with_keys(pd.DataFrame(rows))
-        df["source"] = "prometheus"
-        df["host"] = src.host
-        df["file"] = src.rel
-        yield "metrics", df
+        yield "metrics", with_provenance(with_keys(pd.DataFrame(rows)), src, source="prometheus")
     if bad_n:
         yield "unparsed", unparsed_frame(src, bad_n, bad_t, "not a Prometheus sample")
 
