@@ -108,3 +108,23 @@ def test_silent_on_balanced_brokers_and_small_state(tmp_path):
             "(kafka.tier.state.FileTierPartitionState)\n")
     b = kitlib.load_bundle(tmp_path / "b")
     assert tiered.detect_io_imbalance(b) == [] and tiered.detect_tierstate_growth(b) == []
+
+
+KIP405 = b"""[2025-12-04 12:08:40,101] INFO [RemoteLogManager=0 partition=zjCAoo05TfOtzEaZ4BnsAw:tiered-storage-test-0] Copying 00000000000001857762.log to remote storage. (kafka.log.remote.RemoteLogManager$RLMCopyTask)
+[2025-12-04 12:08:40,900] INFO [RemoteLogManager=0 partition=zjCAoo05TfOtzEaZ4BnsAw:tiered-storage-test-0] Copied 00000000000001857762.log to remote storage with segment-id: RemoteLogSegmentId{topicIdPartition=zjCAoo05TfOtzEaZ4BnsAw:tiered-storage-test-0, id=qPXBijDMQ46h0ALQU_itqw} (kafka.log.remote.RemoteLogManager$RLMCopyTask)
+[2025-12-04 13:00:00,000] ERROR [RemoteLogManager=0 partition=zjCAoo05TfOtzEaZ4BnsAw:tiered-storage-test-1] Error occurred while copying log segments of partition: zjCAoo05TfOtzEaZ4BnsAw:tiered-storage-test-1 (kafka.log.remote.RemoteLogManager$RLMCopyTask)
+org.apache.kafka.server.log.remote.storage.RemoteStorageException: bucket unreachable
+[2025-12-04 14:00:00,000] INFO [RemoteLogManager=0 partition=zjCAoo05TfOtzEaZ4BnsAw:tiered-storage-test-0] About to delete remote log segment RemoteLogSegmentId{topicIdPartition=zjCAoo05TfOtzEaZ4BnsAw:tiered-storage-test-0, id=qPXBijDMQ46h0ALQU_itqw} due to retention time 604800000ms breach based on the largest record timestamp in the segment (kafka.log.remote.RemoteLogManager$RLMExpirationTask)
+"""
+
+
+def test_kip405_remote_log_events(tmp_path):
+    d = tmp_path / "b" / "broker-0"
+    d.mkdir(parents=True)
+    (d / "server.log").write_bytes(KIP405)
+    r = kitlib.load_bundle(tmp_path / "b").remote_log_events
+    assert r["kind"].tolist() == ["copying", "copied", "copy_error", "delete_retention_time"]
+    assert r["segment"].tolist()[:2] == ["00000000000001857762.log"] * 2
+    assert r.loc[1, "segment_id"] == "qPXBijDMQ46h0ALQU_itqw" and r.loc[2, "partition"] == 1
+    assert set(r["topic"]) == {"tiered-storage-test"} and set(r["broker"]) == {0}
+    assert r["line"].tolist() == [1, 2, 3, 5]
