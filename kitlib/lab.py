@@ -356,9 +356,36 @@ def finish_jmxtool(p: subprocess.Popen, out_csv: str | Path) -> Path:
     return path
 
 
+NEUTRAL_ROOT = "/var/lib/kafka-lab"
+
+
+def scrub_paths(bundle: str | Path, roots: list[str | Path] | None = None) -> int:
+    """Replace this machine's lab folders in a captured bundle's text (log lines name data dirs,
+    config files and connector source files) with a neutral ``/var/lib/kafka-lab``; plain and
+    gzipped files. Returns the number of files changed. Line structure is unchanged."""
+    import gzip
+    roots = [str(Path(r).resolve()) for r in (roots or [WORK, LAB])]
+    changed = 0
+    for f in Path(bundle).rglob("*"):
+        if not f.is_file() or f.suffix in (".parquet",):
+            continue
+        raw = f.read_bytes()
+        gz = raw[:2] == b"\x1f\x8b"
+        data = gzip.decompress(raw) if gz else raw
+        new = data
+        for r in roots:
+            new = new.replace(r.encode(), NEUTRAL_ROOT.encode())
+        if new != data:
+            f.write_bytes(gzip.compress(new, 9, mtime=0) if gz else new)
+            changed += 1
+    return changed
+
+
 def write_manifest(bundle: str | Path, **hosts: str) -> Path:
-    """Write a bundle.yaml naming the host of the capture/probe folders (``live`` -> ``cluster``,
+    """Finish a scenario bundle: scrub this machine's paths (:func:`scrub_paths`) and write a
+    bundle.yaml naming the host of the capture/probe folders (``live`` -> ``cluster``,
     ``probes`` -> ``clients``) so they do not show up as hosts of their own."""
+    scrub_paths(bundle)
     lines = ["# hosts of folders that are not brokers or workers", "files:"]
     mapping = {"live/*": "cluster", "probes/*": "clients", "payloads/*": "clients"}
     mapping.update({f"{k}/*": v for k, v in hosts.items()})

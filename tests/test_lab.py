@@ -6,9 +6,10 @@ import pytest
 
 from kitlib import lab
 
-pytestmark = pytest.mark.broker
 
 
+
+@pytest.mark.broker
 def test_broker_runs_on_loopback_only(broker):
     assert broker.alive()
     ss = subprocess.run(["ss", "-ltnp"], capture_output=True, text=True).stdout
@@ -19,6 +20,7 @@ def test_broker_runs_on_loopback_only(broker):
         assert "127.0.0.1" in local, ln
 
 
+@pytest.mark.broker
 def test_broker_writes_the_files_a_real_install_writes(broker):
     from pathlib import Path
     logs = Path(broker.logs)
@@ -27,6 +29,7 @@ def test_broker_writes_the_files_a_real_install_writes(broker):
     assert lab.READY in (logs / "server.log").read_text()
 
 
+@pytest.mark.broker
 def test_jmxtool_csv_has_header_and_rows(broker, tmp_path):
     out = lab.run_jmxtool(broker, ["kafka.server:type=BrokerTopicMetrics,name=BytesInPerSec"], tmp_path / "jmx.csv",
                           seconds=3)
@@ -35,12 +38,14 @@ def test_jmxtool_csv_has_header_and_rows(broker, tmp_path):
     assert len(lines) >= 2 and lines[1].split(",")[0].isdigit()
 
 
+@pytest.mark.broker
 def test_a_bad_config_is_reported_with_the_reason(tmp_path):
     with pytest.raises(lab.LabError) as e:
         lab.start_broker("bad", work=tmp_path / "bad", settings={"num.network.threads": "not-a-number"}, jmx=False)
     assert "Invalid value not-a-number for configuration num.network.threads" in str(e.value)
 
 
+@pytest.mark.broker
 def test_a_broker_that_cannot_start_fails_fast_with_its_log(tmp_path):
     import socket
     import time
@@ -56,3 +61,18 @@ def test_a_broker_that_cannot_start_fails_fast_with_its_log(tmp_path):
     # either it gives up by itself or the wait times out: both end in an error with the broker's log
     assert "last lines of server.log" in msg and ("failed" in msg or "exited" in msg or "not ready after 20 s" in msg)
     assert time.monotonic() - t < 45
+
+
+def test_scrub_paths_replaces_machine_paths_in_plain_and_gzipped_files(tmp_path):
+    import gzip
+    work = tmp_path / "machine" / "lab" / ".work"
+    b = tmp_path / "bundle" / "broker-1"
+    b.mkdir(parents=True)
+    line = f"[2026-11-23 06:48:06,781] INFO Loading logs from log dirs ArrayBuffer({work}/b1/data) (kafka.log.LogManager)\n"
+    (b / "server.log").write_text(line * 2)
+    (b / "server.log.1.gz").write_bytes(gzip.compress(line.encode()))
+    (b / "other.log").write_text("nothing here\n")
+    assert lab.scrub_paths(tmp_path / "bundle", [work]) == 2
+    assert (b / "server.log").read_text() == line.replace(str(work), lab.NEUTRAL_ROOT) * 2
+    assert str(work) not in gzip.decompress((b / "server.log.1.gz").read_bytes()).decode()
+    assert (b / "other.log").read_text() == "nothing here\n"
