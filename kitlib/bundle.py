@@ -227,8 +227,10 @@ def _span(ev: pd.DataFrame | None) -> list[str] | None:
 
 
 def _progress(progress, total: int, label: str):
+    # default: a bar for big bundles on a terminal or in a Jupyter kernel (tqdm.auto picks the widget)
     if progress is None:
-        progress = sys.stderr.isatty() and total > 32 * 1024 * 1024
+        progress = total > 256 * 1024 * 1024 and (sys.stderr.isatty() or "ipykernel" in sys.modules) \
+            or (sys.stderr.isatty() and total > 32 * 1024 * 1024)
     if not progress:
         return None
     from tqdm.auto import tqdm

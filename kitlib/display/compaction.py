@@ -45,3 +45,18 @@ def throughput(runs: pd.DataFrame):
         x=alt.X("ts:T", title="run finished (UTC)"), y=alt.Y("mb_per_s:Q", title="MB/s"), color="log:N",
     ).properties(width=300, height=200, title="Cleaner throughput")
     return alt.hconcat(cover, speed)
+
+
+def cleaner_metrics(metrics: pd.DataFrame):
+    """LogCleaner / LogCleanerManager gauges over time (max buffer utilization, recopy %, max
+    clean time, max dirty %), when the bundle has them."""
+    m = metrics[metrics["type"].astype("string").isin(["LogCleaner", "LogCleanerManager"])
+                & metrics["attribute"].isin(["Value"])] if len(metrics) else metrics
+    if not len(m):
+        return HTML("<p><i>No LogCleaner metrics in this bundle.</i></p>", "No LogCleaner metrics.")
+    d = pd.DataFrame({"ts": m["ts"].dt.tz_convert("UTC").dt.tz_localize(None), "metric": m["name"].astype("string"),
+                      "host": m["host"].astype("string"), "value": m["value"]})
+    return alt.Chart(d, name="cleaner_metrics").mark_line(point=True).encode(
+        x=alt.X("ts:T", title="time (UTC)"), y=alt.Y("value:Q", title=None), color=alt.Color("host:N"),
+        facet=alt.Facet("metric:N", columns=2, title=None), tooltip=["host:N", "metric:N", "value:Q"],
+    ).properties(width=300, height=120).resolve_scale(y="independent")

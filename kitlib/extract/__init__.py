@@ -20,7 +20,6 @@ from typing import Callable, Iterable
 import numpy as np
 import pandas as pd
 import pyarrow as pa
-import pyarrow.compute as pc
 
 
 @dataclass
