@@ -21,14 +21,14 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from kitlib import extract, formats, tables
-from kitlib.formats import Context
+from kitlib.formats import Context, first_nul, unknown_lines
 from kitlib.sources import SourceFile, discover, head
 
 tables.declare("files", "One row per file found in the bundle: its detected format and how its "
                "lines were accounted for (lines == parsed + unparsed for every parsed file).", [
                    ("file", "category", "path relative to the bundle root"),
                    ("host", "category", "host the file belongs to"),
-                   ("format", "category", "detected format, or 'unknown' (listed, not parsed)"),
+                   ("format", "category", "detected format, or 'unknown' (every line kept in unparsed; binary files listed only)"),
                    ("tz", "str", "timezone its timestamps were read in"),
                    ("bytes", "int", "size on disk"),
                    ("lines", "int", "physical lines read (decompressed)"),
@@ -174,15 +174,16 @@ def _run(path, tz, out: Path | None, progress) -> tuple[dict[str, pd.DataFrame],
         rec = {"file": src.rel, "host": src.host, "format": fmt.name if fmt else "unknown", "tz": src.tz,
                "bytes": src.size, "lines": pd.NA, "parsed": pd.NA, "unparsed": pd.NA, "rows": 0,
                "error": "", "error_line": pd.NA}
-        if fmt is None:
-            rec["error"] = "format not recognised: listed, not parsed"
+        nul = first_nul(head(src)) if fmt is None else -1
+        if nul >= 0:
+            rec["error"] = f"{src.rel}: binary content (NUL byte at offset {nul}): listed, not read as lines"
             if bar is not None:
                 bar.update(src.size)
         else:
             ctx = Context(src)
             n_unparsed = rows = 0
             try:
-                for name, chunk in fmt.parse(src, ctx):
+                for name, chunk in (fmt.parse if fmt else unknown_lines)(src, ctx):
                     n = sink.add(name, chunk)
                     if name == "unparsed":
                         n_unparsed += n

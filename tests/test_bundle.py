@@ -60,7 +60,7 @@ def test_messy_bundle_loads_and_every_line_is_accounted_for(messy):
     before = _digest(messy)
     b = kitlib.load_bundle(messy)
     files = b.files.set_index("file")
-    parsed = files[files["format"] != "unknown"]
+    parsed = files[files["lines"].notna()]  # every file read as lines, unknown text files included
     # records + unparsed == lines, file by file
     ev_lines = b.events.groupby("file", observed=True)["nlines"].sum()
     un_lines = b.unparsed.groupby("file", observed=True).size()
@@ -74,9 +74,16 @@ def test_messy_bundle_loads_and_every_line_is_accounted_for(messy):
     assert 0 < trunc["lines"] < 400
     assert "broker-2/logs/server.log.2024-05-22-02.gz" in trunc["error"] and "truncated gzip" in trunc["error"]
     assert trunc["error_line"] == trunc["lines"] + 1 or trunc["error_line"] == trunc["lines"]
-    # unknown files are listed, not parsed
+    # unknown files are listed; a text one has every line kept in unparsed, a binary one is named
     assert set(files.index[files["format"] == "unknown"]) == {"broker-2/core.bin", "broker-2/notes.txt"}
     assert b.summary["unknown_files"] == ["broker-2/core.bin", "broker-2/notes.txt"]
+    assert "broker-2/notes.txt" in set(parsed.index)
+    notes = b.unparsed[b.unparsed["file"] == "broker-2/notes.txt"]
+    assert notes["text"].tolist() == ["asked the on-call to restart broker 2 at 01:10"]
+    assert notes["reason"].astype(str).tolist() == ["unknown format"] and notes["line"].tolist() == [1]
+    core = files.loc["broker-2/core.bin"]
+    assert pd.isna(core["lines"]) and "broker-2/core.bin: binary content (NUL byte at offset" in core["error"]
+    assert not (b.unparsed["file"] == "broker-2/core.bin").any()
     # the rest of the bundle still loads
     assert set(b.events["host"].unique()) == {"broker-1", "kafka-b2"}
     assert (b.events["level"] == "ERROR").sum() == 1
@@ -144,3 +151,17 @@ def test_absent_tables_are_empty_with_schema(messy):
     assert list(b.unparsed.columns) == ["file", "line", "host", "text", "reason"]
     with pytest.raises(AttributeError):
         b.table("no_such_table")
+
+
+def test_payload_sample_keeps_sizes_not_values(tmp_path):
+    b = tmp_path / "b"
+    (b / "payloads").mkdir(parents=True)
+    recs = ['{"order": %d, "card": "4111-1111-1111-%04d", "total": 12.5}' % (i, i) for i in range(50)]
+    (b / "payloads" / "orders.jsonl").write_text("\n".join(recs[:30]) + "\n\nnot json at all\n" + "\n".join(recs[30:]) + "\n")
+    bundle = kitlib.load_bundle(b)
+    f = bundle.files.iloc[0]
+    assert f["format"] == "payload" and f["lines"] == 52 and f["parsed"] == 51 and f["unparsed"] == 1
+    p = bundle.payload_samples
+    assert len(p) == 50 and p["bytes"].tolist()[0] == len(recs[0]) and p["line"].tolist()[30] == 33
+    assert "card" not in "".join(map(str, p.columns)) and not p.astype(str).apply(lambda c: c.str.contains("4111")).any().any()
+    assert bundle.unparsed["line"].tolist() == [32] and "line 32" in f["error"]

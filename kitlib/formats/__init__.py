@@ -170,6 +170,30 @@ def line_parser(parse_line, table: str, chunk_rows: int = 200_000):
     return parse
 
 
+def first_nul(head: bytes) -> int:
+    """Offset of the first NUL byte in ``head`` (a sign of binary content), or -1.
+
+    Example:
+        >>> first_nul(b"ab\\x00c"), first_nul(b"text\\n")
+        (2, -1)
+    """
+    return head.find(b"\x00")
+
+
+def unknown_lines(src: SourceFile, ctx: Context, chunk_rows: int = 100_000):
+    """The ``parse`` used for text files no format recognises: every line goes to ``unparsed``
+    (reason ``unknown format``), so nothing in the bundle is dropped without a trace."""
+    ns, ts = [], []
+    for n, raw in iter_lines(src, ctx):
+        ns.append(n)
+        ts.append(decode_line(raw)[0])
+        if len(ns) >= chunk_rows:
+            yield "unparsed", unparsed_frame(src, ns, ts, "unknown format")
+            ns, ts = [], []
+    if ns:
+        yield "unparsed", unparsed_frame(src, ns, ts, "unknown format")
+
+
 def with_provenance(df: pd.DataFrame, src: SourceFile, **columns) -> pd.DataFrame:
     """Set ``file`` (and ``host`` unless rows carry their own) on a parser's rows, plus any
     constant ``columns`` (e.g. ``source="jmxtool"``)."""
