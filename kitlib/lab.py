@@ -93,7 +93,9 @@ def fetch_jars(quiet: bool = True, timeout: int = 600) -> Path:
         >>> fetch_jars()   # doctest: +SKIP
         PosixPath('.../lab/.jars')
     """
-    marker = JARS / f".complete-{KAFKA_VERSION}"
+    import hashlib
+    pom = hashlib.sha256((LAB / "pom.xml").read_bytes()).hexdigest()[:12]
+    marker = JARS / f".complete-{KAFKA_VERSION}-{pom}"  # a changed pom.xml fetches again
     if marker.is_file():
         return JARS
     if not shutil.which("mvn"):

@@ -61,7 +61,8 @@ NOTEBOOKS = [
     Notebook("connect_offsets.ipynb", "Connect offset commits", lambda b: _has(b, "commits")),
     Notebook("compaction.ipynb", "Log compaction", lambda b: _has(b, "cleaner_runs")),
     Notebook("tiered_storage.ipynb", "Tiered storage and broker I/O",
-             lambda b: _has(b, "tierstate_events") or _has(b, "file_io")),
+             lambda b: _has(b, "tierstate_events") or _has(b, "file_io")
+             or _has(b, "remote_log_events", lambda r: (r["kind"] != "other").any())),
 ]
 
 

@@ -65,3 +65,17 @@ def test_healthy(tmp_path):
     clean(b)
     assert ids(b) == set()
     assert len(b.cleaner_runs) >= 1 and b.consumer_lag["lag"].sum() == 0
+
+
+def test_remote_storage(tmp_path):
+    out = scenario("remote_storage").run(tmp_path / "b", records=20000, phase_s=12, work=tmp_path / "w")
+    b = kitlib.load_bundle(out)
+    clean(b)
+    assert ids(b) == {"remote-copy-errors"}
+    r = b.remote_log_events
+    err = r[r["kind"] == "copy_error"]
+    assert len(err) >= 2 and err["exception"].str.contains("FileSystemException").all()
+    # copies before the outage and after it: the finding says they resumed
+    assert (r[r["kind"] == "copied"]["ts"] < err["ts"].min()).any() and (r[r["kind"] == "copied"]["ts"] > err["ts"].max()).any()
+    assert b.findings()[0].numbers["partitions_still_failing"] == 0
+    assert (b.metrics["name"].astype("string") == "RemoteCopyErrorsPerSec").any()

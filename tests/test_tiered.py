@@ -128,3 +128,56 @@ def test_kip405_remote_log_events(tmp_path):
     assert r.loc[1, "segment_id"] == "qPXBijDMQ46h0ALQU_itqw" and r.loc[2, "partition"] == 1
     assert set(r["topic"]) == {"tiered-storage-test"} and set(r["broker"]) == {0}
     assert r["line"].tolist() == [1, 2, 3, 5]
+
+
+def _kip405_outage(copied_after: bool) -> bytes:
+    """A KIP-405 copy outage in the shape the 3.9 lab broker logs it: ERROR with the stack trace and
+    its root cause, retried every second, then (optionally) copies succeeding again."""
+    head = "[RemoteLogManager=2 partition=Q1w2E3r4T5y6U7i8O9p0aQ:clickstream-3]"
+    out = [f"[2026-03-02 10:00:0{i},100] INFO {head} Copied 0000000000000000{i}000.log to remote storage with segment-id: "
+           f"RemoteLogSegmentId{{topicIdPartition=Q1w2E3r4T5y6U7i8O9p0aQ:clickstream-3, id=seg{i}AAAAAAAAAAAAAAAAAA}} "
+           "(kafka.log.remote.RemoteLogManager$RLMCopyTask)" for i in range(3)]
+    for i in range(40):
+        out += [f"[2026-03-02 10:01:{i:02d},500] ERROR {head} Error occurred while copying log segments of partition: "
+                "Q1w2E3r4T5y6U7i8O9p0aQ:clickstream-3 (kafka.log.remote.RemoteLogManager$RLMCopyTask)",
+                "org.apache.kafka.server.log.remote.storage.RemoteStorageException: Failed to upload segment",
+                "\tat kafka.log.remote.RemoteLogManager$RLMCopyTask.copyLogSegment(RemoteLogManager.java:948)",
+                "Caused by: software.amazon.awssdk.services.s3.model.S3Exception: Access Denied (Service: S3, Status Code: 403)",
+                "\t... 11 more"]
+    if copied_after:
+        out.append(f"[2026-03-02 10:02:30,000] INFO {head} Copied 00000000000000003000.log to remote storage with "
+                   "segment-id: RemoteLogSegmentId{topicIdPartition=Q1w2E3r4T5y6U7i8O9p0aQ:clickstream-3, "
+                   "id=seg3AAAAAAAAAAAAAAAAAA} (kafka.log.remote.RemoteLogManager$RLMCopyTask)")
+    return ("\n".join(out) + "\n").encode()
+
+
+@pytest.mark.parametrize("recovered", [False, True])
+def test_remote_copy_errors_finding(tmp_path, recovered):
+    d = tmp_path / "b" / "broker-2"
+    d.mkdir(parents=True)
+    (d / "server.log").write_bytes(_kip405_outage(recovered))
+    b = kitlib.load_bundle(tmp_path / "b")
+    r = b.remote_log_events
+    assert (r["kind"] == "copy_error").sum() == 40
+    assert set(r.loc[r["kind"] == "copy_error", "exception"]) == {
+        "software.amazon.awssdk.services.s3.model.S3Exception: Access Denied (Service: S3, Status Code: 403)"}
+    [f] = tiered.detect_remote_copy_errors(b)
+    assert f.id == "remote-copy-errors"
+    assert f.numbers["copy_errors"] == 40 and f.numbers["failing_s"] == 39.0 and f.numbers["partitions"] == 1
+    assert f.numbers["partitions_still_failing"] == (0 if recovered else 1)
+    assert f.severity == ("medium" if recovered else "high")
+    assert "S3Exception: Access Denied (Service: S3, Status Code: 403)" in f.summary and "clickstream-3" in f.summary
+    assert "remote.log.copy.disable=true" in f.recommendation
+    lines = [e["line"] for e in f.evidence]
+    assert lines[0] == 4 and all(isinstance(n, int) for n in lines)
+    per = tiered.remote_copies(r)
+    assert per.loc[0, "copied"] == (4 if recovered else 3) and per.loc[0, "copied_after_errors"] == (1 if recovered else 0)
+
+
+def test_remote_copies_without_errors_is_silent(tmp_path):
+    d = tmp_path / "b" / "broker-0"
+    d.mkdir(parents=True)
+    (d / "server.log").write_bytes(KIP405.replace(b"ERROR", b"INFO").split(b"[2025-12-04 13:00")[0])
+    b = kitlib.load_bundle(tmp_path / "b")
+    assert len(b.remote_log_events) == 2 and tiered.detect_remote_copy_errors(b) == []
+    assert tiered.remote_copies(b.remote_log_events).loc[0, "median_copy_s"] == 0.799

@@ -15,6 +15,7 @@ EXPECTED = {
     "compaction": {"cleaner-buffer-too-small", "cleaner-no-reclaim"},
     "codecs": set(),
     "tiered-storage": {"tierstate-metadata-growth", "broker-io-imbalance"},
+    "remote-storage": {"remote-copy-errors"},
     "healthy": set(),
 }
 

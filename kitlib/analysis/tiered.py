@@ -163,3 +163,85 @@ def detect_io_imbalance(bundle) -> list[Finding]:
                          "replica catching up, or log cleaning; rebalance leadership if one broker leads the hot partitions.")),
         evidence=evidence(files.head(10), text=lambda x: f"R {x['reads']:,} {x['path']} ({x['kind']})"),
         notebook="notebooks/tiered_storage.ipynb")]
+
+
+# --- Apache Kafka tiered storage (KIP-405) -----------------------------------------------------
+
+def remote_copies(remote: pd.DataFrame) -> pd.DataFrame:
+    """Per partition: segments copied to remote storage, copy errors, remote deletions and the
+    copy-failure window (first to last error), from ``remote_log_events``.
+
+    Example:
+        >>> remote_copies(bundle.remote_log_events)      # doctest: +SKIP
+    """
+    cols = ["host", "topic", "partition", "copied", "copy_errors", "remote_deletes", "first_error", "last_error",
+            "failing_s", "copied_after_errors", "median_copy_s"]
+    r = remote[remote["topic"].notna()] if len(remote) else remote
+    if not len(r):
+        return pd.DataFrame(columns=cols)
+    out = []
+    for (host, topic, part), g in r.groupby(["host", "topic", "partition"], observed=True):
+        err = g[g["kind"] == "copy_error"]
+        copied = g[g["kind"] == "copied"]
+        starts = g[g["kind"] == "copying"].drop_duplicates("segment", keep="last").set_index("segment")["ts"]
+        ends = copied.drop_duplicates("segment", keep="last").set_index("segment")["ts"]
+        took = (ends - starts.reindex(ends.index)).dt.total_seconds().dropna()
+        last_err = err["ts"].max() if len(err) else pd.NaT
+        out.append({
+            "host": host, "topic": topic, "partition": part, "copied": len(copied), "copy_errors": len(err),
+            "remote_deletes": int(g["kind"].astype(str).str.startswith("delete").sum()),
+            "first_error": err["ts"].min() if len(err) else pd.NaT, "last_error": last_err,
+            "failing_s": (last_err - err["ts"].min()).total_seconds() if len(err) else 0.0,
+            "copied_after_errors": int((copied["ts"] > last_err).sum()) if len(err) else len(copied),
+            "median_copy_s": round(float(took.median()), 3) if len(took) else None})
+    return pd.DataFrame(out, columns=cols).sort_values(["copy_errors", "copied"], ascending=False).reset_index(drop=True)
+
+
+def _short_cause(cause: str) -> str:
+    """``java.nio.file.FileSystemException: /a/b.log: Not a directory`` -> ``FileSystemException: Not a directory``."""
+    cls, _, text = cause.partition(": ")
+    parts = text.split(": ")
+    while len(parts) > 1 and parts[0].startswith(("/", "\\", "file:")):  # drop the file path, keep the reason
+        parts.pop(0)
+    text = ": ".join(parts)
+    return f"{cls.rsplit('.', 1)[-1]}: {text}" if text else cls.rsplit(".", 1)[-1]
+
+
+@detector(ids=["remote-copy-errors"], needs=["remote_log_events"],
+          checks="KIP-405 tiered storage: segment copies to the remote store failing")
+def detect_remote_copy_errors(bundle) -> list[Finding]:
+    r = bundle.remote_log_events
+    if not len(r) or not (r["kind"] == "copy_error").any():
+        return []
+    per = remote_copies(r)
+    bad = per[per["copy_errors"] > 0]
+    err = r[r["kind"] == "copy_error"]
+    causes = err["exception"].dropna().astype(str).value_counts()
+    still = bad[bad["copied_after_errors"] == 0]
+    m = bundle.metrics
+    lag = m[m["mbean"].astype("string").str.contains("RemoteCopyLagBytes", regex=False)]["value"] if len(m) else []
+    nums = {"copy_errors": int(len(err)), "partitions": int(len(bad)),
+            "failing_s": round(float(bad["failing_s"].max()), 1),
+            "segments_copied": int(per["copied"].sum()),
+            "partitions_still_failing": int(len(still)),
+            "max_remote_copy_lag_bytes": int(max(lag)) if len(lag) else None,
+            "cause": causes.index[0] if len(causes) else None}
+    names = ", ".join(f"{t}-{p}" for t, p in zip(bad["topic"], bad["partition"]))
+    summary = (f"{nums['copy_errors']} segment copies to remote storage failed on {names} over "
+               f"{nums['failing_s']:,.0f} s" + (f" ({_short_cause(nums['cause'])})" if nums["cause"] else "")
+               + ("; copies resumed afterwards" if not len(still) else
+                  f"; {len(still)} partition(s) had not copied a segment since"))
+    ev = pd.concat([err.head(3), err.tail(2), r[(r["kind"] == "copied") & (r["ts"] > err["ts"].max())].head(2)])
+    return [Finding(
+        id="remote-copy-errors", severity="medium" if not len(still) else "high",
+        summary=summary, numbers=nums,
+        recommendation=("Restore the brokers' access to the remote store first (the exception names the cause: "
+                        "credentials, bucket or container, network). While copies fail, segments past "
+                        "local.retention.ms / local.retention.bytes stay on the local disk, so watch "
+                        "RemoteCopyLagBytes against free space. If the store stays down longer than the disk can "
+                        "absorb, set remote.log.copy.disable=true on the topic (Kafka 3.9+, KIP-950) to stop tiering "
+                        "it; segments not yet copied then live only locally and follow retention.ms / retention.bytes."),
+        evidence=evidence(ev.drop_duplicates(subset=["file", "line"]).sort_values("ts"), text=lambda x: (
+            f"{x['kind']} {x['topic']}-{x['partition']}" + (f": {x['exception']}" if pd.notna(x.get('exception')) else
+                                                             f": {x['message'][:160]}"))),
+        notebook="notebooks/tiered_storage.ipynb")]

@@ -56,3 +56,40 @@ def state_size_chart(sizes: pd.DataFrame):
         color=alt.Color("when:N", scale=alt.Scale(domain=["size_before", "size_after"], range=["#d9480f", "#2b8a3e"])),
         yOffset="when:N", tooltip=["partition:N", "when:N", alt.Tooltip("MB:Q", format=",.1f")],
     ).properties(width=520, title="Tier-state file size before / after cleanup")
+
+
+REMOTE_KINDS = {"copied": "#2b8a3e", "copy_error": "#c92a2a", "delete_retention_size": "#1c7ed6",
+                "delete_retention_time": "#4dabf7", "delete_log_start": "#748ffc", "undeletable": "#e8590c"}
+
+
+def remote_activity_chart(remote: pd.DataFrame):
+    """KIP-405 activity over time: segment copies, copy errors and remote deletions, one tick each,
+    one row per kind (faceted by partition when there are several)."""
+    r = remote[remote["kind"].astype("string").isin(list(REMOTE_KINDS))] if len(remote) else remote
+    if not len(r):
+        return HTML("<p><i>No KIP-405 remote-storage activity in this bundle.</i></p>", "No KIP-405 activity.")
+    d = pd.DataFrame({"ts": r["ts"].dt.tz_convert("UTC").dt.tz_localize(None), "kind": r["kind"].astype("string"),
+                      "partition": r["topic"].astype("string") + "-" + r["partition"].astype("Int64").astype("string"),
+                      "where": r["file"].astype("string") + ":" + r["line"].astype("string")})
+    kinds = [k for k in REMOTE_KINDS if k in set(d["kind"])]
+    chart = alt.Chart(d, name="tiered_remote_activity").mark_tick(thickness=2).encode(
+        x=alt.X("ts:T", title="time (UTC)"), y=alt.Y("kind:N", title=None, sort=kinds),
+        color=alt.Color("kind:N", scale=alt.Scale(domain=kinds, range=[REMOTE_KINDS[k] for k in kinds]), legend=None),
+        tooltip=["ts:T", "kind:N", "partition:N", "where:N"]).properties(width=600, height=22 * len(kinds) + 20)
+    if d["partition"].nunique() > 1:
+        chart = chart.facet(row=alt.Row("partition:N", title=None))
+    return chart.properties(title="Remote storage: copies, copy errors, deletions")
+
+
+def remote_lag_chart(metrics: pd.DataFrame):
+    """RemoteCopyLagBytes over time per broker (the bytes waiting to be tiered; they stay on local disk)."""
+    from kitlib.metrics import select
+    m = select(metrics, "RemoteCopyLagBytes", "Value", topic=None) if len(metrics) else metrics
+    if not len(m):
+        return HTML("<p><i>No RemoteCopyLagBytes samples in this bundle.</i></p>", "No RemoteCopyLagBytes samples.")
+    d = pd.DataFrame({"ts": m["ts"].dt.tz_convert("UTC").dt.tz_localize(None), "host": m["host"].astype("string"),
+                      "MB": m["value"] / 1e6})
+    return alt.Chart(d, name="tiered_remote_lag").mark_area(line=True, opacity=0.4).encode(
+        x=alt.X("ts:T", title="time (UTC)"), y=alt.Y("MB:Q", title="MB waiting to be copied"),
+        color=alt.Color("host:N", title="broker"), tooltip=["ts:T", "host:N", alt.Tooltip("MB:Q", format=",.2f")],
+    ).properties(width=600, height=180, title="Remote copy lag (RemoteCopyLagBytes)")

@@ -18,7 +18,7 @@ NOTEBOOK_PURPOSE = {
     "notebooks/compression.ipynb": "codec ratio and speed on your own payloads",
     "notebooks/connect_offsets.ipynb": "Kafka Connect offset commits, producer batching, drain-time model",
     "notebooks/compaction.ipynb": "log cleaner runs, dedupe buffer passes, reserve storage planner",
-    "notebooks/tiered_storage.ipynb": "tier-state metadata size, migrations, per-file read I/O by broker",
+    "notebooks/tiered_storage.ipynb": "tier-state metadata size, migrations, per-file read I/O by broker, KIP-405 copies and copy errors",
 }
 
 

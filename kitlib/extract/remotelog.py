@@ -24,6 +24,7 @@ tables.declare("remote_log_events", "KIP-405 tiered storage activity: segment co
     ("topic_id", "str", "topic id"), ("topic", "str", "topic"), ("partition", "int", "partition"),
     ("segment", "str", "local segment file (copies)"), ("segment_id", "str", "remote log segment id"),
     ("level", "category", "log level"), ("message", "str", "first line of the record"),
+    ("exception", "str", "for errors: the root cause logged with it (last 'Caused by:', else the exception line)"),
 ])
 
 _PREFIX = re.compile(r"\[RemoteLogManager=(?P<b>\d+) partition=(?P<tid>[A-Za-z0-9_-]{22}):(?P<tp>\S+?)\]")
@@ -78,6 +79,10 @@ def build(events: pd.DataFrame) -> pd.DataFrame:
     for ts, lvl, msg, host, file, line in zip(events["ts"], events["level"], events["message"], events["host"],
                                               events["file"], events["line"]):
         r = classify(msg)
-        r.update(ts=ts, level=lvl, message=msg.split("\n", 1)[0][:500], host=host, file=file, line=line)
+        first, _, rest = msg.partition("\n")
+        r.update(ts=ts, level=lvl, message=first[:500], host=host, file=file, line=line)
+        if rest and lvl in ("ERROR", "WARN"):  # the root cause: the last "Caused by:", else the exception itself
+            causes = [ln[len("Caused by: "):] for ln in rest.split("\n") if ln.startswith("Caused by: ")]
+            r["exception"] = (causes[-1] if causes else rest.split("\n", 1)[0]).strip()[:300]
         rows.append(r)
     return pd.DataFrame(rows)
