@@ -134,6 +134,17 @@ def iter_lines(src: SourceFile, ctx: Context) -> Iterator[tuple[int, bytes]]:
         yield n, carry
 
 
+def text_lines(src: SourceFile, ctx: Context) -> Iterator[tuple[int, str, bool]]:
+    """(line number, decoded text, ok) for every non-blank line (see :func:`decode_line`); blank
+    lines count as parsed. For formats that read a file line by line."""
+    for n, raw in iter_lines(src, ctx):
+        text, ok = decode_line(raw)
+        if not text.strip():
+            ctx.parsed += 1
+            continue
+        yield n, text, ok
+
+
 def line_parser(parse_line, table: str, chunk_rows: int = 200_000):
     """Build a ``parse`` function for a line-oriented format from ``parse_line(text, lineno,
     state) -> dict | list[dict] | True | None``: a dict (or list of dicts) is a row (or rows),

@@ -13,7 +13,7 @@ import json
 import pandas as pd
 
 from kitlib import tables
-from kitlib.formats import Context, decode_line, iter_lines, register, unparsed_frame, with_provenance
+from kitlib.formats import Context, register, text_lines, unparsed_frame, with_provenance
 from kitlib.redact import redact_value
 
 tables.declare("brokers", "Brokers of a live-captured cluster.", [
@@ -61,11 +61,7 @@ def detect(head: bytes, src) -> bool:
 def parse(src, ctx: Context):
     rows: dict[str, list[dict]] = {}
     bad_n, bad_t, bad_r = [], [], []
-    for n, raw in iter_lines(src, ctx):
-        text, ok = decode_line(raw)
-        if not text.strip():
-            ctx.parsed += 1
-            continue
+    for n, text, ok in text_lines(src, ctx):
         try:
             rec = json.loads(text) if ok else None
         except json.JSONDecodeError as e:

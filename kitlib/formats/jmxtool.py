@@ -18,7 +18,7 @@ import io
 import numpy as np
 import pandas as pd
 
-from kitlib.formats import Context, decode_line, iter_lines, register, unparsed_frame, with_provenance
+from kitlib.formats import Context, register, text_lines, unparsed_frame, with_provenance
 from kitlib.metrics import long_from_wide
 
 
@@ -42,11 +42,7 @@ def parse(src, ctx: Context):
     header = None
     rows, row_lines = [], []
     bad_n, bad_t, bad_r = [], [], []
-    for n, raw in iter_lines(src, ctx):
-        text, ok = decode_line(raw)
-        if not text.strip():
-            ctx.parsed += 1
-            continue
+    for n, text, ok in text_lines(src, ctx):
         try:
             fields = next(csv.reader(io.StringIO(text))) if ok else None
         except csv.Error:

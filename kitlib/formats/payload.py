@@ -18,7 +18,7 @@ import json
 import pandas as pd
 
 from kitlib import tables
-from kitlib.formats import Context, decode_line, iter_lines, register, unparsed_frame, with_provenance
+from kitlib.formats import Context, register, text_lines, unparsed_frame, with_provenance
 
 tables.declare("payload_samples", "Record-value sample files (JSON lines): one row per record, size only.", [
     ("bytes", "int", "UTF-8 size of the record value"),
@@ -46,11 +46,7 @@ def detect(head: bytes, src) -> bool:
 
 def parse(src, ctx: Context):
     sizes, where, bad_n, bad_t = [], [], [], []
-    for n, raw in iter_lines(src, ctx):
-        text, ok = decode_line(raw)
-        if not text.strip():
-            ctx.parsed += 1
-            continue
+    for n, text, ok in text_lines(src, ctx):
         try:
             json.loads(text) if ok else None
         except ValueError:
@@ -60,7 +56,7 @@ def parse(src, ctx: Context):
             bad_t.append(text)
             continue
         ctx.parsed += 1
-        sizes.append(len(raw))
+        sizes.append(len(text.encode()))
         where.append(n)
     if sizes:
         yield "payload_samples", with_provenance(pd.DataFrame({"line": where, "bytes": sizes}), src)
