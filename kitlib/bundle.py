@@ -93,6 +93,8 @@ class _Sink:
         self.parts: dict[str, list] = {}
         self.selected: dict[str, list[pa.Table]] = {}
         self.writers: dict[str, pq.ParquetWriter] = {}
+        self.spills: dict[str, pa.ipc.RecordBatchStreamWriter] = {}
+        self.written: set[str] = set()   # derived tables already written to ``out``
         self.rows: dict[str, int] = {}
         # Parquet writes run on their own thread (one in flight, in order) so that reading
         # and parsing the next blocks overlaps with compressing this one
@@ -105,8 +107,8 @@ class _Sink:
             return 0
         self.rows[name] = self.rows.get(name, 0) + n
         if name == "events":
-            for t, sel in extract.select(chunk).items():
-                self.selected.setdefault(t, []).append(sel)
+            for g, sel in extract.select(chunk).items():
+                self._keep(g, sel)
         if self.out is not None and name in self.STREAMED:
             at = chunk if isinstance(chunk, pa.Table) else _arrow(name, chunk)
             w = self.writers.get(name)
@@ -121,6 +123,20 @@ class _Sink:
             self.parts.setdefault(name, []).append(chunk)
         return n
 
+    def _keep(self, group: str, sel: pa.Table) -> None:
+        # records the extractors want: in memory, or (streaming) spilled to an Arrow stream file
+        # next to the output, so that thousands of small selections do not pin memory that the
+        # parser's big blocks then cannot reuse (it measured +250 MB RSS on a 2 GB log)
+        if self.out is None:
+            self.selected.setdefault(group, []).append(sel)
+            return
+        plain = pa.schema([pa.field(f.name, f.type.value_type) if pa.types.is_dictionary(f.type) else f
+                           for f in sel.schema])
+        w = self.spills.get(group)
+        if w is None:
+            w = self.spills[group] = pa.ipc.new_stream(self.out / f".selected-{group}.arrow", plain)
+        w.write_table(sel.cast(plain))
+
     def finish(self) -> tuple[dict[str, pd.DataFrame], dict[str, str]]:
         from kitlib.formats.log4j import to_pandas
         if self._last is not None:
@@ -129,6 +145,12 @@ class _Sink:
             self._pool.shutdown()
         for w in self.writers.values():
             w.close()
+        for group, w in self.spills.items():
+            w.close()
+            path = self.out / f".selected-{group}.arrow"
+            with pa.memory_map(str(path)) as f:
+                self.selected[group] = [pa.ipc.open_stream(f).read_all()]
+            path.unlink()
         out: dict[str, pd.DataFrame] = {}
         for name, parts in self.parts.items():
             if name == "events":
@@ -137,16 +159,35 @@ class _Sink:
                 frames = [p.to_pandas() if isinstance(p, pa.Table) else p for p in parts]
                 df = pd.concat(frames, ignore_index=True) if len(frames) > 1 else frames[0]
             out[name] = tables.conform(name, df) if name in tables.SCHEMAS else df.reset_index(drop=True)
-        derived = extract.build_all(self.selected, to_pandas)
-        errors = {k[1:]: v for k, v in derived.items() if k.startswith("!")}
-        for k, v in derived.items():
-            if k.startswith("!"):
-                continue
+        errors = {}
+        selected, self.selected = self.selected, {}
+        _release_memory()
+        for k, v, err in extract.iter_build(selected, to_pandas):
+            if err:
+                errors[k] = err
             if k in out and len(out[k]):  # a table some file format also fills (configs: logs + live capture)
                 v = tables.conform(k, pd.concat([out[k], v], ignore_index=True)) if len(v) else out[k]
-            out[k] = v
             self.rows[k] = len(v)
+            if self.out is not None:  # streaming: write it now, so derived tables never pile up in memory
+                pq.write_table(_arrow(k, v), self.out / f"{k}.parquet", compression="zstd")
+                self.written.add(k)
+                out.pop(k, None)
+                del v
+                _release_memory()
+            else:
+                out[k] = v
         return out, errors
+
+
+def _release_memory() -> None:
+    """Hand freed memory back to the OS between the big steps of a streaming ingest (glibc keeps
+    it otherwise, and the next step's peak lands on top of it)."""
+    pa.default_memory_pool().release_unused()
+    try:
+        import ctypes
+        ctypes.CDLL("libc.so.6").malloc_trim(0)
+    except (OSError, AttributeError):  # not glibc: nothing to do
+        pass
 
 
 def _arrow(name: str, df: pd.DataFrame) -> pa.Table:

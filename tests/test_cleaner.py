@@ -1,11 +1,16 @@
 """log-cleaner.log into cleaner_runs / cleaner_events across Kafka versions, the planner against
 seed 003's figures, and the compaction findings (silent on healthy runs)."""
+from pathlib import Path
+
+import pandas as pd
 import pytest
 
 import kitlib
 from kitlib.analysis import compaction as c
 from kitlib.extract.cleaner import build_events, build_runs, parse_stats
 from kitlib.formats.log4j import parse_bytes
+
+ROOT = Path(__file__).resolve().parents[1]
 
 BLOCK_3X = """[2026-11-23 03:17:40,988] INFO Cleaner 0: Beginning cleaning of log orders-3 (kafka.log.LogCleaner)
 [2026-11-23 03:17:40,990] INFO Cleaner 0: Building offset map for log orders-3 for 31 segments in offset range [0, 412977). (kafka.log.LogCleaner)
@@ -127,3 +132,16 @@ def test_stalled_finding_cites_the_uncleanable_line(tmp_path):
     [f] = c.detect_stalled(kitlib.load_bundle(tmp_path / "b"))
     assert f.id == "cleaner-stalled" and "events-8" in f.summary
     assert f.evidence[0]["line"] == 12
+
+
+def test_cleaner_tables_are_the_same_whatever_the_slice(monkeypatch):
+    from kitlib.extract import cleaner
+    b = kitlib.load_bundle(ROOT / "sample_data" / "compaction")
+    ev = b.events[b.events["logger"].astype(str).str.contains("LogCleaner")]
+    ev = ev.sort_values(["host", "ts", "file", "line"], kind="stable").reset_index(drop=True)
+    from kitlib.tables import conform
+    runs, events = conform("cleaner_runs", cleaner.build_runs(ev)), conform("cleaner_events", cleaner.build_events(ev))
+    monkeypatch.setattr(cleaner, "SLICE", 5)
+    pd.testing.assert_frame_equal(runs, conform("cleaner_runs", cleaner.build_runs(ev)))
+    pd.testing.assert_frame_equal(events, conform("cleaner_events", cleaner.build_events(ev)))
+    assert len(runs) == 7 and (events["kind"] == "begin").sum() >= 7

@@ -249,3 +249,17 @@ def test_interleaved_tasks_and_rotated_start():
     assert c.loc[("a", ts[0]), "outcome"] == "failed"
     assert c.loc[("a", ts[1]), ["outstanding", "outcome", "duration_ms"]].tolist() == [10, "success", 2.0]
     assert c.loc[("b", ts[2]), ["task", "outstanding", "remaining", "outcome"]].tolist() == [1, 90000, 70000, "timeout"]
+
+
+def test_commits_are_the_same_whatever_the_classification_slice(monkeypatch):
+    """build_commits classifies in slices (bounded memory); slice edges must not change a row."""
+    from kitlib.extract import connect
+    b = kitlib.load_bundle(ROOT / "sample_data" / "connect-offsets-2x")
+    ev = b.events[b.events["logger"].astype(str).isin(connect.LOGGERS)]
+    ev = ev.sort_values(["host", "ts", "file", "line"], kind="stable").reset_index(drop=True)
+    whole = connect.build_commits(ev)
+    real = connect._classify_in_slices
+    monkeypatch.setattr(connect, "_classify_in_slices", lambda m, size=65536: real(m, 7))
+    sliced = connect.build_commits(ev)
+    assert len(whole) == 120
+    pd.testing.assert_frame_equal(whole, sliced)

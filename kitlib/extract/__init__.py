@@ -20,6 +20,7 @@ from typing import Callable, Iterable
 import numpy as np
 import pandas as pd
 import pyarrow as pa
+import pyarrow.compute as pc
 
 
 @dataclass
@@ -30,7 +31,13 @@ class Extractor:
     prefixes: tuple[str, ...] = ()
     suffixes: tuple[str, ...] = ()
     match: Callable[[str], bool] | None = None
+    contains: str | None = None   # RE2 pattern the message must match (applied with Arrow)
     _cache: dict = field(default_factory=dict, repr=False)
+
+    @property
+    def signature(self) -> tuple:
+        """What the extractor selects; extractors with the same signature share one selection."""
+        return (self.loggers, self.prefixes, self.suffixes, self.match, self.contains)
 
     def wants(self, logger: str) -> bool:
         hit = self._cache.get(logger)
@@ -45,12 +52,13 @@ EXTRACTORS: dict[str, Extractor] = {}
 
 
 def extractor(table: str, loggers: Iterable[str] = (), prefixes: Iterable[str] = (),
-              suffixes: Iterable[str] = (), match: Callable[[str], bool] | None = None):
+              suffixes: Iterable[str] = (), match: Callable[[str], bool] | None = None, contains: str | None = None):
     """Register ``fn(events) -> DataFrame`` as the builder of ``table`` from the records whose
     logger is one of ``loggers``, starts with one of ``prefixes``, ends with one of
-    ``suffixes``, or satisfies ``match``."""
+    ``suffixes``, or satisfies ``match``; with ``contains`` (a regex), only those of them whose
+    message matches it (checked on whole blocks with Arrow, so a chatty logger costs little)."""
     def wrap(fn):
-        EXTRACTORS[table] = Extractor(table, fn, tuple(loggers), tuple(prefixes), tuple(suffixes), match)
+        EXTRACTORS[table] = Extractor(table, fn, tuple(loggers), tuple(prefixes), tuple(suffixes), match, contains)
         return fn
     return wrap
 
@@ -63,8 +71,16 @@ def load_all():
         importlib.import_module(f"{__name__}.{m.name}")
 
 
+def groups() -> dict[str, str]:
+    """table -> the name its selection is kept under (the first table with the same signature),
+    so records two extractors both want (cleaner runs and cleaner events) are held once."""
+    load_all()
+    first: dict[tuple, str] = {}
+    return {name: first.setdefault(ex.signature, name) for name, ex in EXTRACTORS.items()}
+
+
 def select(block: pa.Table) -> dict[str, pa.Table]:
-    """The records of an events block each extractor wants, keyed by table name."""
+    """The records of an events block each selection group wants (see :func:`groups`)."""
     load_all()
     col = block.column("logger").combine_chunks()
     if isinstance(col, pa.ChunkedArray):
@@ -72,34 +88,107 @@ def select(block: pa.Table) -> dict[str, pa.Table]:
     values = col.dictionary.to_pylist()
     idx = col.indices.to_numpy(zero_copy_only=False)
     out = {}
-    for name, ex in EXTRACTORS.items():
+    for name in set(groups().values()):
+        ex = EXTRACTORS[name]
         want = np.array([ex.wants(v or "") for v in values], bool)
         if not want.any():
             continue
         rows = np.flatnonzero(want[idx])
+        if len(rows) and ex.contains:
+            hit = pc.match_substring_regex(block.column("message").take(pa.array(rows)), ex.contains)
+            rows = rows[np.asarray(hit.to_numpy(zero_copy_only=False), bool)]
         if len(rows):
             out[name] = block.take(pa.array(rows))
     return out
 
 
-def build_all(selected: dict[str, list[pa.Table]], to_pandas) -> dict[str, pd.DataFrame]:
-    """Run every extractor's ``build`` on its selected records (an empty frame when none).
-    Returns {table: frame}; a builder that raises yields its error under ``'!' + table``."""
+def iter_build(selected: dict[str, list[pa.Table]], to_pandas):
+    """Run every extractor's ``build`` on its selected records (an empty frame when none),
+    yielding ``(table, frame, error)`` one table at a time (``error`` is "" or the builder's
+    exception: the table is then empty and the rest of the bundle still loads). ``selected`` is
+    consumed as it goes."""
     from kitlib import tables
+    from kitlib.formats.log4j import EVENTS_SCHEMA
     load_all()
-    out = {}
+    grp = groups()
+    frames: dict[str, pd.DataFrame] = {}
     for name, ex in EXTRACTORS.items():
-        parts = selected.get(name) or []
-        if parts:
-            ev = to_pandas(pa.concat_tables([p.cast(parts[0].schema) for p in parts]))
-        else:
-            from kitlib.formats.log4j import EVENTS_SCHEMA
-            ev = to_pandas(EVENTS_SCHEMA.empty_table())
-        ev = ev.sort_values(["host", "ts", "file", "line"], kind="stable").reset_index(drop=True)
+        g = grp[name]
+        if g not in frames:
+            frames.clear()  # extractors sharing a selection are adjacent: keep one frame at a time
+            parts = selected.pop(g, None) or []  # consumed: a spilled (memory-mapped) selection is let go
+            if parts:
+                ev = to_pandas(pa.concat_tables([p.cast(parts[0].schema) for p in parts]))
+            else:
+                ev = to_pandas(EVENTS_SCHEMA.empty_table())
+            frames[g] = ev.sort_values(["host", "ts", "file", "line"], kind="stable").reset_index(drop=True)
+            del ev, parts
         try:
-            df = ex.build(ev)
-            out[name] = tables.conform(name, df) if name in tables.SCHEMAS else df
+            df = ex.build(frames[g])
+            yield name, (tables.conform(name, df) if name in tables.SCHEMAS else df), ""
         except Exception as e:  # noqa: BLE001 - reported, the rest of the bundle still loads
-            out[name] = tables.empty(name) if name in tables.SCHEMAS else pd.DataFrame()
-            out["!" + name] = f"{type(e).__name__}: {e}"
+            yield name, (tables.empty(name) if name in tables.SCHEMAS else pd.DataFrame()), f"{type(e).__name__}: {e}"
+
+
+def build_all(selected: dict[str, list[pa.Table]], to_pandas) -> dict[str, pd.DataFrame]:
+    """:func:`iter_build` as a dict {table: frame}; a builder's error is under ``'!' + table``."""
+    out = {}
+    for name, df, err in iter_build(selected, to_pandas):
+        out[name] = df
+        if err:
+            out["!" + name] = err
+    return out
+
+
+# --- vectorised helpers for builders: Arrow's regex kernels (RE2) over a whole message column ---
+
+def arrow_messages(events: pd.DataFrame, rows: np.ndarray | None = None) -> pa.Array:
+    """The ``message`` column (only ``rows``, when given) as one Arrow large_string array, with
+    no Python string made and no copy of the rows left out."""
+    col = pa.array(events["message"].astype("string").array, pa.large_string())
+    if rows is not None:
+        col = col.take(pa.array(rows, pa.int64()))
+    return col.combine_chunks() if isinstance(col, pa.ChunkedArray) else col
+
+
+def first_lines(messages: pa.Array) -> pa.Array:
+    """Each message up to its first newline (stack traces and statistics blocks cut off)."""
+    return pc.replace_substring_regex(messages, pattern=r"\n[\s\S]*", replacement="")
+
+
+def first_match(texts: pa.Array, patterns: list[str]) -> np.ndarray:
+    """Index of the first pattern that matches each text (-1 for none).
+
+    Example:
+        >>> first_match(pa.array(["b here", "a and b", "none"]), ["a", "b"]).tolist()
+        [1, 0, -1]
+    """
+    out = np.full(len(texts), -1, dtype=np.int16)
+    for i in range(len(patterns) - 1, -1, -1):
+        hit = pc.match_substring_regex(texts, patterns[i]).to_numpy(zero_copy_only=False)
+        out[np.asarray(hit, dtype=bool)] = i
+    return out
+
+
+def groups_of(texts: pa.Array, pattern: str) -> list[list]:
+    """The capture groups of ``pattern`` in each text, as one list per group (None where the text
+    does not match or the group did not take part). Unnamed groups are fine.
+
+    Example:
+        >>> groups_of(pa.array(["Cleaner 0: log t-1", "x"]), r"Cleaner (\\d+): log (\\S+)")
+        [['0', None], ['t-1', None]]
+    """
+    import re
+    k = iter(range(10_000))
+    named = re.sub(r"(?<!\\)\((?!\?)", lambda m: f"(?P<g{next(k)}>", pattern)
+    named = re.sub(r"\(\?P<(\w+)>", lambda m: m.group(0) if m.group(1).startswith("g") else f"(?P<{m.group(1)}>", named)
+    names = re.findall(r"\(\?P<(\w+)>", named)
+    if not names or not len(texts):
+        return [[None] * len(texts) for _ in names]
+    got = pc.extract_regex(texts, named)
+    valid = np.asarray(pc.is_valid(got).to_numpy(zero_copy_only=False), bool)
+    out = []
+    for n in names:
+        vals = pc.struct_field(got, n).to_pylist()
+        out.append([v if ok and v != "" else None for v, ok in zip(vals, valid)])
     return out

@@ -16,9 +16,11 @@ import re
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
 
 from kitlib import tables
-from kitlib.extract import extractor
+from kitlib.extract import arrow_messages, extractor, first_lines, first_match, groups_of
 
 tables.declare("cleaner_runs", "One row per log cleaned by the log cleaner (its statistics block), joined "
                "with the run's 'Beginning cleaning' and 'Building offset map' lines.", [
@@ -151,37 +153,108 @@ def classify(message: str) -> dict:
     return {"kind": "other"}
 
 
+def _thread_and_log(kind: str, groups: list[list], n: int) -> tuple[list, list]:
+    """Thread id and log name per row from a rule's capture groups (as :func:`classify` reads them)."""
+    threads, logs = [None] * n, [None] * n
+    for j, gs in enumerate(zip(*groups) if groups else [()] * n):
+        gs = [g for g in gs if g is not None]
+        if gs and gs[0].isdigit():
+            threads[j] = int(gs[0])
+            gs = gs[1:]
+        if gs:
+            logs[j] = gs[0]
+    return threads, logs
+
+
+SLICE = 65536  # rows classified at a time: Arrow's temporaries stay small however long the log
+
+
 @extractor("cleaner_events", **_LOGGERS)
 def build_events(events: pd.DataFrame) -> pd.DataFrame:
-    rows = []
-    for ts, lvl, msg, host, file, line in zip(events["ts"], events["level"], events["message"], events["host"],
-                                              events["file"], events["line"]):
-        if _S["head"].search(msg):
+    if len(events) > SLICE:
+        return pd.concat([build_events(events.iloc[i:i + SLICE]) for i in range(0, len(events), SLICE)],
+                         ignore_index=True)
+    if not len(events):
+        return tables.empty("cleaner_events")
+    msgs = arrow_messages(events)
+    rows = np.flatnonzero(~np.asarray(pc.match_substring_regex(msgs, _S["head"].pattern).to_numpy(zero_copy_only=False), bool))
+    first = first_lines(msgs.take(pa.array(rows)))
+    which = first_match(first, [rx.pattern for _, rx in _EVENTS])
+    n = len(rows)
+    kind = np.array([k for k, _ in _EVENTS] + ["other"], dtype=object)[np.where(which < 0, len(_EVENTS), which)]
+    cols = {c: np.full(n, None, object) for c in ("thread", "log", "segments", "start_offset", "end_offset")}
+    for i, (k, rx) in enumerate(_EVENTS):
+        sel = np.flatnonzero(which == i)
+        if not len(sel):
             continue
-        r = classify(msg)
-        r.update(ts=ts, level=lvl, message=msg.split("\n", 1)[0][:500], host=host, file=file, line=line)
-        rows.append(r)
-    return pd.DataFrame(rows)
+        gs = groups_of(first.take(pa.array(sel)), rx.pattern)
+        if k == "offset_map":
+            for c, g in zip(("thread", "log", "segments", "start_offset", "end_offset"), gs):
+                cols[c][sel] = [v if c == "log" or v is None else int(v) for v in g]
+        else:
+            threads, logs = _thread_and_log(k, gs, len(sel))
+            cols["thread"][sel], cols["log"][sel] = threads, logs
+    cache: dict = {}
+    tp = [cache[x] if x in cache else cache.setdefault(x, split_log(x) if x else (None, None)) for x in cols["log"]]
+    ev = events.iloc[rows].reset_index(drop=True)
+    return pd.DataFrame({
+        "ts": ev["ts"], "kind": kind, **cols,
+        "topic": [t for t, _ in tp], "partition": [q for _, q in tp], "level": ev["level"].astype("string"),
+        "message": pd.array(pc.utf8_slice_codeunits(first, 0, 500), dtype=pd.StringDtype("pyarrow")),
+        "host": ev["host"].astype("string"), "file": ev["file"].astype("string"), "line": ev["line"]})
 
 
 @extractor("cleaner_runs", **_LOGGERS)
 def build_runs(events: pd.DataFrame) -> pd.DataFrame:
-    rows = []
-    begun: dict[tuple, object] = {}
+    if not len(events):
+        return tables.empty("cleaner_runs")
+    msgs = arrow_messages(events)
+    n = len(msgs)
+    stats = np.zeros(n, bool)
+    logs = np.full(n, None, object)       # the log a 'Beginning cleaning' / 'Building offset map' line names
+    segments = np.full(n, -1, np.int64)   # -1: a 'Beginning cleaning' line; >= 0: an offset map line
+    for i in range(0, n, SLICE):
+        part = msgs.slice(i, SLICE)
+        st = np.asarray(pc.match_substring_regex(part, _S["head"].pattern).to_numpy(zero_copy_only=False), bool)
+        first = first_lines(part)
+        w = first_match(first, [_EVENTS[0][1].pattern, _EVENTS[1][1].pattern])  # begin, offset_map
+        w[st] = -1
+        for k in (0, 1):
+            at = np.flatnonzero(w == k)
+            if len(at):
+                g = groups_of(first.take(pa.array(at)), _EVENTS[k][1].pattern)
+                logs[at + i] = g[1]
+                if k == 1:
+                    segments[at + i] = [int(x) for x in g[2]]
+        stats[i:i + len(st)] = st
+    hosts, _ = pd.factorize(events["host"])
+    rows, started, mapped_segs = [], [], []
+    begun: dict[tuple, int] = {}
     mapped: dict[tuple, int] = {}
-    for ts, msg, host, file, line in zip(events["ts"], events["message"], events["host"], events["file"], events["line"]):
-        st = parse_stats(msg)
-        if st is None:
-            c = classify(msg)
-            if c["kind"] == "begin":
-                begun[(host, c.get("log"))] = ts
-            elif c["kind"] == "offset_map":
-                mapped[(host, c.get("log"))] = c["segments"]
+    for j in np.flatnonzero(stats | (logs != None)).tolist():  # noqa: E711 - elementwise on an object array
+        if not stats[j]:
+            (begun if segments[j] < 0 else mapped)[(hosts[j], logs[j])] = j if segments[j] < 0 else int(segments[j])
             continue
-        key = (host, st["log"])
-        st["started"] = begun.pop(key, pd.NaT)
-        st["segments"] = mapped.pop(key, None)
-        st["duration_s"] = (ts - st["started"]).total_seconds() if pd.notna(st["started"]) else np.nan
-        st.update(ts=ts, host=host, file=file, line=line)
+        st = parse_stats(msgs[j].as_py())
+        if st is None:
+            continue
+        key = (hosts[j], st["log"])
+        st["row"] = j
+        started.append(begun.pop(key, -1))
+        mapped_segs.append(mapped.pop(key, None))
         rows.append(st)
-    return pd.DataFrame(rows)
+    if not rows:
+        return tables.empty("cleaner_runs")
+    df = pd.DataFrame(rows)
+    at = df.pop("row").to_numpy()
+    ts = events["ts"].reset_index(drop=True)
+    begin_at = np.asarray(started)
+    df["started"] = ts.iloc[np.where(begin_at >= 0, begin_at, 0)].where(begin_at >= 0).to_numpy() \
+        if (begin_at >= 0).any() else pd.NaT
+    df["started"] = pd.to_datetime(df["started"], utc=True)
+    df["segments"] = mapped_segs
+    df["ts"] = ts.iloc[at].to_numpy()
+    df["duration_s"] = (df["ts"] - df["started"]).dt.total_seconds()
+    for c in ("host", "file", "line"):
+        df[c] = events[c].iloc[at].to_numpy()
+    return df

@@ -38,10 +38,13 @@ from __future__ import annotations
 
 import re
 
+import numpy as np
 import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
 
 from kitlib import tables
-from kitlib.extract import extractor
+from kitlib.extract import arrow_messages, extractor, first_lines, first_match
 
 tables.declare("commits", "Kafka Connect offset-commit attempts: one row per attempt per task, "
                "built from the worker log (Kafka 2.x-4.x wording, source and sink tasks).", [
@@ -134,71 +137,184 @@ def classify(message: str):
     return None
 
 
+def classify_many(messages) -> dict:
+    """:func:`classify` for a whole column at once with Arrow's regex kernels, as numpy arrays
+    (no Python object per row): ``rule`` (index into the rules, -1: not a commit line),
+    ``conn`` (code into ``conns``, -1: no connector), ``task`` (-1: none), ``kind`` (0 source,
+    1 sink), and ``n``, ``p``, ``ms`` (NaN where the line has no such number).
+
+    Example:
+        >>> c = classify_many(["[orders|task-2|offsets] WorkerSourceTask{id=orders-2} Committing offsets for 5 acknowledged messages",
+        ...                    "unrelated"])
+        >>> c["rule"].tolist(), c["conns"][c["conn"][0]], c["task"].tolist(), c["n"].tolist()[0]
+        ([0, -1], 'orders', [2, -1], 5.0)
+    """
+    arr = pa.array(messages, pa.large_string()) if not isinstance(messages, (pa.Array, pa.ChunkedArray)) else messages
+    first = first_lines(arr)
+    total = len(first)
+    rule = first_match(first, [rx.pattern for rx, _, _, _ in _RULES])
+    out = {"rule": rule, "conn": np.full(total, -1, np.int32), "conns": [], "task": np.full(total, -1, np.int64),
+           "kind": np.zeros(total, np.int8), **{k: np.full(total, np.nan) for k in ("n", "p", "ms")}}
+    rows = np.flatnonzero(rule >= 0)
+    if not len(rows):
+        return out
+    sub = first.take(pa.array(rows))
+    ctx = pc.extract_regex(sub, _CTX.pattern)
+    ids = pc.extract_regex(sub, _ID.pattern)
+
+    def field(struct, name):  # "" (group did not take part) and no match both become null
+        v = pc.struct_field(struct, name)
+        return pc.if_else(pc.and_kleene(pc.is_valid(struct), pc.not_equal(v, "")), v, pa.scalar(None, v.type))
+    use_ctx = pc.and_(pc.is_valid(field(ctx, "conn")), pc.is_valid(field(ctx, "task")))
+    conn = pc.if_else(use_ctx, field(ctx, "conn"), field(ids, "id"))
+    task = pc.if_else(use_ctx, field(ctx, "task"), field(ids, "task"))
+    enc = pc.dictionary_encode(conn)
+    out["conns"] = enc.dictionary.to_pylist()
+    out["conn"][rows] = pc.fill_null(enc.indices, -1).to_numpy(zero_copy_only=False)
+    out["task"][rows] = pc.fill_null(pc.cast(task, pa.int64()), -1).to_numpy(zero_copy_only=False)
+    sink_id = np.asarray(pc.fill_null(pc.match_substring(field(ids, "cls"), "Sink"), False).to_numpy(zero_copy_only=False), bool)
+    fixed = np.array([{"source": 0, "sink": 1, None: -1}[k] for _, _, k, _ in _RULES], np.int8)[rule[rows]]
+    out["kind"][rows] = np.where(fixed >= 0, fixed, sink_id.astype(np.int8))
+    r_of = rule[rows]
+    for i, (rx, _, _, _) in enumerate(_RULES):
+        sel = np.flatnonzero(r_of == i)
+        if not rx.groupindex or not len(sel):
+            continue
+        got = pc.extract_regex(sub.take(pa.array(sel)), rx.pattern)
+        for g in rx.groupindex:
+            out[g][rows[sel]] = pc.cast(pc.struct_field(got, g), pa.float64()).to_numpy(zero_copy_only=False)
+    return out
+
+
+def _classify_in_slices(msgs: pa.Array, size: int = 65536) -> dict:
+    """:func:`classify_many` slice by slice (its Arrow temporaries stay small however long the
+    log), with connector codes made common to all slices."""
+    parts = [classify_many(msgs.slice(i, size)) for i in range(0, len(msgs), size)] or [classify_many(msgs)]
+    names: dict[str, int] = {}
+    for p in parts:
+        remap = np.array([names.setdefault(n, len(names)) for n in p["conns"]] + [-1], np.int32)
+        p["conn"] = remap[p["conn"]]  # -1 indexes the trailing -1
+    out = {k: np.concatenate([p[k] for p in parts]) for k in ("rule", "conn", "task", "kind", "n", "p", "ms")}
+    out["conns"] = list(names)
+    return out
+
+
+def _codes(s: pd.Series) -> tuple[np.ndarray, list]:
+    if isinstance(s.dtype, pd.CategoricalDtype):
+        return s.cat.codes.to_numpy(), list(s.cat.categories)
+    codes, uniques = pd.factorize(s)
+    return codes, list(uniques)
+
+
 @extractor("commits", loggers=LOGGERS)
 def build_commits(events: pd.DataFrame) -> pd.DataFrame:
     """Group offset-commit log records into one row per attempt (see the module doc)."""
-    rows: list[dict] = []
-    open_: dict[tuple, dict] = {}
-
-    def close(key):
-        a = open_.pop(key, None)
-        if a is not None:
-            rows.append(a)
-
-    if len(events):  # cheap vectorised pre-filter: most task records are not about commits
-        events = events[events["message"].astype("string").str.contains(_PREFILTER, regex=True, na=False)]
-    for r in events.itertuples(index=False):
-        c = classify(str(r.message))
-        if c is None:
-            continue
-        conn, task, kind, phase, what, nums = c
-        key = (r.host, conn, task, kind)
+    if not len(events):
+        return tables.empty("commits")
+    # cheap vectorised pre-filter: most task records are not about commits
+    col = pa.array(events["message"].astype("string").array, pa.large_string())
+    pre = np.flatnonzero(np.asarray(pc.match_substring_regex(col, _PREFILTER).to_numpy(zero_copy_only=False), bool))
+    del col
+    msgs = arrow_messages(events, pre)
+    c = _classify_in_slices(msgs)
+    keep = np.flatnonzero((c["rule"] >= 0) & (c["conn"] >= 0))  # rows of msgs that are commit lines
+    if not len(keep):
+        return tables.empty("commits")
+    host_codes, host_names = _codes(events["host"])
+    ts = pd.DatetimeIndex(events["ts"]).as_unit("ns").asi8[pre[keep]]
+    hosts = host_codes[pre[keep]].tolist()
+    conns, tasks, kinds = (x[keep].tolist() for x in (c["conn"], c["task"], c["kind"]))
+    rules = c["rule"][keep].tolist()
+    ns, ps, mss = (np.where(np.isnan(c[k][keep]), -1, c[k][keep]).astype(np.int64).tolist() for k in ("n", "p", "ms"))
+    t_list = ts.tolist()
+    max_ns = MAX_ATTEMPT.value
+    # an attempt: [first row, last row, outstanding, acknowledged, remaining, partitions, outcome,
+    #              duration_ms, nlines, message row, phase, measured]  (-1 = not known)
+    FIRST, LAST, OUTS, ACK, REM, PART, OUT, DUR, NL, MSG, PH, MEAS = range(12)
+    done: list[list] = []
+    open_: dict[tuple, list] = {}
+    for j, t in enumerate(t_list):
+        _, phase, _, what = _RULES[rules[j]]
+        key = (hosts[j], conns[j], tasks[j], kinds[j])
         a = open_.get(key)
-        if a is not None and (phase < a["_phase"] or (phase == MEASURE and a["_measured"])
-                              or (r.ts - a["ts"]) > MAX_ATTEMPT):
-            close(key)
+        if a is not None and (phase < a[PH] or (phase == MEASURE and a[MEAS]) or (t - t_list[a[FIRST]]) > max_ns):
+            done.append(open_.pop(key))
             a = None
         if a is None:
-            a = {"ts": r.ts, "connector": conn, "task": task, "kind": kind, "outstanding": None,
-                 "acknowledged": None, "remaining": None, "partitions": None, "outcome": None,
-                 "duration_ms": None, "elapsed_ms": 0.0, "nlines": 0, "message": first_line(r.message),
-                 "host": r.host, "file": r.file, "line": r.line, "_phase": START, "_measured": False,
-                 "_last": r.ts}
+            a = [j, j, -1, -1, -1, -1, -1, -1, 0, j, START, False]
             open_[key] = a
-        a["_phase"] = max(a["_phase"], phase)
-        a["nlines"] += 1
-        a["_last"] = r.ts
-        a["elapsed_ms"] = (r.ts - a["ts"]).total_seconds() * 1000.0
+        if phase > a[PH]:
+            a[PH] = phase
+        a[NL] += 1
+        a[LAST] = j
         if what == "acknowledged":
-            a["acknowledged"] = nums["n"]
+            a[ACK] = ns[j]
         elif what == "outstanding":
-            a["outstanding"], a["_measured"] = nums["n"], True
-            a["message"] = first_line(r.message)
+            a[OUTS], a[MEAS], a[MSG] = ns[j], True, j
         elif what == "pending":
-            a["outstanding"], a["partitions"], a["_measured"] = nums["n"], nums["p"], True
+            a[OUTS], a[PART], a[MEAS] = ns[j], ps[j], True
         elif what == "nopending":
-            a["outstanding"], a["_measured"] = 0, True
-        elif what in ("timeout_remaining", "timeout", "failed", "success"):
-            outcome = "timeout" if what.startswith("timeout") else what
+            a[OUTS], a[MEAS] = 0, True
+        elif what != "start":  # an outcome: success 0 < failed 1 < timeout 2, the worst one wins
+            outcome = 2 if what.startswith("timeout") else _OUTCOME_RANK[what]
             if what == "timeout_remaining":
-                a["remaining"] = nums["n"]
-            if "ms" in nums:
-                a["duration_ms"] = float(nums["ms"])
-            if a["outcome"] is None or _OUTCOME_RANK[outcome] > _OUTCOME_RANK[a["outcome"]]:
-                a["outcome"] = outcome
-                if outcome != "success":
-                    a["message"] = first_line(r.message)
-    for key in list(open_):
-        close(key)
-    if not rows:
-        return tables.empty("commits")
-    df = pd.DataFrame(rows).drop(columns=["_phase", "_measured", "_last"])
-    df = df.sort_values(["host", "connector", "task", "ts", "line"], kind="stable").reset_index(drop=True)
+                a[REM] = ns[j]
+            if mss[j] >= 0:
+                a[DUR] = mss[j]
+            if outcome > a[OUT]:
+                a[OUT] = outcome
+                if outcome:
+                    a[MSG] = j
+    done.extend(open_.values())
+    m = np.array(done, dtype=np.int64)
+    first_row, last_row = m[:, FIRST], m[:, LAST]
+    at = pre[keep[first_row]]  # row in events of each attempt's first line
+    # one ordering, no DataFrame sorts: by time, then host, connector, task, line
+    conn_of = np.asarray(conns)[first_row]
+    task_of, kind_of, host_of = np.asarray(tasks)[first_row], np.asarray(kinds)[first_row], host_codes[at]
+    line_of = events["line"].to_numpy(dtype=np.int64, na_value=-1)[at]
+    host_rank = np.argsort(np.argsort(np.array(host_names, dtype=object)))[host_of]
+    conn_rank = np.argsort(np.argsort(np.array(c["conns"], dtype=object)))[conn_of]
+    t0 = ts[first_row]
     # an attempt without an outcome line: the failure lines are ERROR and always logged, so a
     # later attempt of the same task means this one went through; the last one is unknown
-    later = df.groupby(["host", "connector", "task", "kind"], observed=True).cumcount(ascending=False) > 0
-    df["outcome"] = df["outcome"].where(df["outcome"].notna(), later.map({True: "success", False: "unknown"}))
-    return df.sort_values(["ts", "host", "connector", "task"], kind="stable").reset_index(drop=True)
+    by_task = np.lexsort((line_of, t0, kind_of, task_of, conn_rank, host_rank))
+    g = np.stack([host_rank, conn_rank, task_of, kind_of])[:, by_task]
+    last = np.ones(len(by_task), bool)
+    last[:-1] = (g[:, 1:] != g[:, :-1]).any(axis=0)
+    has_later = np.empty(len(by_task), bool)
+    has_later[by_task] = ~last
+    outcome = np.array(["success", "failed", "timeout", None], dtype=object)[m[:, OUT]]
+    outcome = np.where(outcome == None, np.where(has_later, "success", "unknown"), outcome)  # noqa: E711
+    order = np.lexsort((line_of, task_of, conn_rank, host_rank, t0))
+    text = pa.chunked_array([_first_line_400(msgs.take(pa.array(rows)))
+                             for rows in np.array_split(keep[m[order, MSG]], max(1, len(order) // 65536))],
+                            type=msgs.type)
+
+    def opt(col):  # -1 -> NA
+        v = m[order, col]
+        return pd.arrays.IntegerArray(np.where(v >= 0, v, 0), v < 0)
+    dur = m[order, DUR]
+    return pd.DataFrame({
+        "ts": pd.to_datetime(t0[order], utc=True),
+        "connector": np.array(c["conns"], dtype=object)[conn_of[order]],
+        "task": task_of[order], "kind": np.array(["source", "sink"])[kind_of[order]],
+        "outstanding": opt(OUTS), "acknowledged": opt(ACK), "remaining": opt(REM), "partitions": opt(PART),
+        "outcome": outcome[order], "duration_ms": np.where(dur >= 0, dur, np.nan),
+        "elapsed_ms": (ts[last_row[order]] - t0[order]) / 1e6, "nlines": m[order, NL],
+        "message": pd.array(text, dtype=pd.StringDtype("pyarrow")),
+        "host": np.array(host_names, dtype=object)[host_of[order]],
+        "file": events["file"].to_numpy(dtype=object)[at[order]], "line": line_of[order]})
+
+
+def _first_line_400(texts: pa.Array) -> pa.Array:
+    """:func:`first_line` for an Arrow array."""
+    text = first_lines(texts)
+    long = pc.greater(pc.utf8_length(text), 400)
+    if not pc.any(long).as_py():
+        return text
+    cut = pc.utf8_slice_codeunits(text, 0, 400)
+    return pc.if_else(long, pc.binary_join_element_wise(cut, pa.scalar("…", cut.type), pa.scalar("", cut.type)), text)
 
 
 def first_line(message) -> str:

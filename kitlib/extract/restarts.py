@@ -47,7 +47,7 @@ def restarts_from(events: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-@extractor("restarts", loggers=["kafka.server.KafkaServer", "kafka.Kafka$", "kafka.server.KafkaRaftServer",
+@extractor("restarts", contains="|".join(f"(?:{rx.pattern})" for rx in (_START, _READY, _VERSION)), loggers=["kafka.server.KafkaServer", "kafka.Kafka$", "kafka.server.KafkaRaftServer",
                                 "kafka.server.BrokerServer", "kafka.server.ControllerServer",
                                 "org.apache.kafka.common.utils.AppInfoParser", "kafka.utils.Log4jControllerRegistration$",
                                 "kafka.server.BrokerLifecycleManager"])
