@@ -95,6 +95,7 @@ class _Sink:
         self.writers: dict[str, pq.ParquetWriter] = {}
         self.spills: dict[str, pa.ipc.RecordBatchStreamWriter] = {}
         self.written: set[str] = set()   # derived tables already written to ``out``
+        self.block_errors: dict[str, str] = {}  # blockwise builders that failed on a block
         self.rows: dict[str, int] = {}
         # Parquet writes run on their own thread (one in flight, in order) so that reading
         # and parsing the next blocks overlaps with compressing this one
@@ -108,7 +109,10 @@ class _Sink:
         self.rows[name] = self.rows.get(name, 0) + n
         if name == "events":
             for g, sel in extract.select(chunk).items():
-                self._keep(g, sel)
+                if g.startswith("!"):
+                    self.block_errors.setdefault(g[1:], sel)
+                else:
+                    self._keep(g, sel)
         if self.out is not None and name in self.STREAMED:
             at = chunk if isinstance(chunk, pa.Table) else _arrow(name, chunk)
             w = self.writers.get(name)
@@ -159,12 +163,12 @@ class _Sink:
                 frames = [p.to_pandas() if isinstance(p, pa.Table) else p for p in parts]
                 df = pd.concat(frames, ignore_index=True) if len(frames) > 1 else frames[0]
             out[name] = tables.conform(name, df) if name in tables.SCHEMAS else df.reset_index(drop=True)
-        errors = {}
+        errors = dict(self.block_errors)
         selected, self.selected = self.selected, {}
         _release_memory()
         for k, v, err in extract.iter_build(selected, to_pandas):
             if err:
-                errors[k] = err
+                errors.setdefault(k, err)
             if k in out and len(out[k]):  # a table some file format also fills (configs: logs + live capture)
                 v = tables.conform(k, pd.concat([out[k], v], ignore_index=True)) if len(v) else out[k]
             self.rows[k] = len(v)

@@ -167,7 +167,7 @@ def test_payload_sample_keeps_sizes_not_values(tmp_path):
     assert bundle.unparsed["line"].tolist() == [32] and "line 32" in f["error"]
 
 
-@pytest.mark.parametrize("sample", ["connect-offsets-2x", "compaction"])
+@pytest.mark.parametrize("sample", ["connect-offsets-2x", "compaction", "down-conversion", "remote-storage"])
 def test_streaming_ingest_derives_the_same_tables_as_loading(tmp_path, sample):
     """Streaming spills the records the extractors want to disk and writes each derived table as
     soon as it is built; the tables must come out exactly as the in-memory load builds them."""
@@ -176,12 +176,12 @@ def test_streaming_ingest_derives_the_same_tables_as_loading(tmp_path, sample):
     kitlib.ingest(root, tmp_path / "out")
     assert not list((tmp_path / "out").glob(".selected-*")), "spill files must be removed"
     back = kitlib.load(tmp_path / "out")
-    for name in ("commits", "cleaner_runs", "cleaner_events", "configs", "restarts"):
+    for name in ("commits", "cleaner_runs", "cleaner_events", "configs", "restarts", "requests", "remote_log_events"):
         a, b = mem.table(name), back.table(name)
         assert len(a) == len(b), name
         pd.testing.assert_frame_equal(a.reset_index(drop=True), b.reset_index(drop=True), check_dtype=False,
                                       check_categorical=False, obj=name)
-    assert len(mem.commits) + len(mem.cleaner_runs) > 0
+    assert len(mem.commits) + len(mem.cleaner_runs) + len(mem.requests) + len(mem.remote_log_events) > 0
 
 
 def test_extractors_with_the_same_selection_share_it():
@@ -189,3 +189,26 @@ def test_extractors_with_the_same_selection_share_it():
     g = extract.groups()
     assert g["cleaner_runs"] == g["cleaner_events"] == "cleaner_events"
     assert g["commits"] == "commits" and g["restarts"] == "restarts"
+
+
+def test_request_log_rows_built_block_by_block_match_line_by_line(tmp_path):
+    """The request log is read block by block with Arrow regexes; every row must equal what
+    parsing each line's JSON gives, and lines in another shape still go the slow way."""
+    from kitlib.extract.requests import _row_json
+    src = os.path.join(os.path.dirname(__file__), "..", "sample_data", "down-conversion", "broker-1", "kafka-request.log")
+    lines = open(src).read().splitlines()
+    odd = lines[5].replace('"clientId":"', '"clientId":"we\\"ird')  # an escaped quote: only the JSON path reads it
+    all_lines = lines + [odd]
+    (tmp_path / "b" / "broker-1").mkdir(parents=True)
+    (tmp_path / "b" / "broker-1" / "kafka-request.log").write_text("\n".join(all_lines) + "\n")
+    r = kitlib.load_bundle(tmp_path / "b").requests.set_index("line")
+    assert len(r) == len(all_lines)
+    for i, text in enumerate(all_lines, start=1):
+        want = _row_json(text[text.index("Completed request:"):].rsplit(" (kafka.request.logger)", 1)[0])
+        got = r.loc[i]
+        for k in ("api_name", "api_version", "correlation_id", "client_id", "client_address", "software",
+                  "listener", "total_ms", "throttle_ms", "conversion_ms", "temporary_memory_bytes"):
+            w, g = want[k], got[k]
+            assert (pd.isna(w) and pd.isna(g)) or w == g or float(w) == float(g), (i, k, w, g)
+    assert r.loc[len(all_lines), "client_id"].startswith('we"ird')
+    assert r["conversion_ms"].notna().sum() > 0

@@ -32,12 +32,13 @@ class Extractor:
     suffixes: tuple[str, ...] = ()
     match: Callable[[str], bool] | None = None
     contains: str | None = None   # RE2 pattern the message must match (applied with Arrow)
+    blockwise: bool = False       # rows depend on one record each: built block by block as the log streams
     _cache: dict = field(default_factory=dict, repr=False)
 
     @property
     def signature(self) -> tuple:
         """What the extractor selects; extractors with the same signature share one selection."""
-        return (self.loggers, self.prefixes, self.suffixes, self.match, self.contains)
+        return (self.loggers, self.prefixes, self.suffixes, self.match, self.contains, self.blockwise)
 
     def wants(self, logger: str) -> bool:
         hit = self._cache.get(logger)
@@ -52,13 +53,18 @@ EXTRACTORS: dict[str, Extractor] = {}
 
 
 def extractor(table: str, loggers: Iterable[str] = (), prefixes: Iterable[str] = (),
-              suffixes: Iterable[str] = (), match: Callable[[str], bool] | None = None, contains: str | None = None):
+              suffixes: Iterable[str] = (), match: Callable[[str], bool] | None = None, contains: str | None = None,
+              blockwise: bool = False):
     """Register ``fn(events) -> DataFrame`` as the builder of ``table`` from the records whose
     logger is one of ``loggers``, starts with one of ``prefixes``, ends with one of
     ``suffixes``, or satisfies ``match``; with ``contains`` (a regex), only those of them whose
-    message matches it (checked on whole blocks with Arrow, so a chatty logger costs little)."""
+    message matches it (checked on whole blocks with Arrow, so a chatty logger costs little).
+    ``blockwise`` says each row comes from one record alone (no pairing across records): the
+    table is then built block by block while the log streams in, and only its rows are kept,
+    not the records (a multi-GB request log need not be held)."""
     def wrap(fn):
-        EXTRACTORS[table] = Extractor(table, fn, tuple(loggers), tuple(prefixes), tuple(suffixes), match, contains)
+        EXTRACTORS[table] = Extractor(table, fn, tuple(loggers), tuple(prefixes), tuple(suffixes), match, contains,
+                                      blockwise)
         return fn
     return wrap
 
@@ -97,8 +103,19 @@ def select(block: pa.Table) -> dict[str, pa.Table]:
         if len(rows) and ex.contains:
             hit = pc.match_substring_regex(block.column("message").take(pa.array(rows)), ex.contains)
             rows = rows[np.asarray(hit.to_numpy(zero_copy_only=False), bool)]
-        if len(rows):
-            out[name] = block.take(pa.array(rows))
+        if not len(rows):
+            continue
+        sel = block.take(pa.array(rows))
+        if ex.blockwise:  # built now; what is kept is the table's rows, as Arrow
+            from kitlib import tables
+            from kitlib.formats.log4j import to_pandas
+            try:
+                df = tables.conform(name, ex.build(to_pandas(sel)))
+            except Exception as e:  # noqa: BLE001 - reported at the end, the rest still loads
+                out["!" + name] = f"{type(e).__name__}: {e}"
+                continue
+            sel = pa.Table.from_pandas(df, preserve_index=False)
+        out[name] = sel
     return out
 
 
@@ -114,6 +131,15 @@ def iter_build(selected: dict[str, list[pa.Table]], to_pandas):
     frames: dict[str, pd.DataFrame] = {}
     for name, ex in EXTRACTORS.items():
         g = grp[name]
+        if ex.blockwise:  # already built block by block: put the pieces together in record order
+            parts = selected.pop(g, None) or []
+            if not parts:
+                yield name, tables.empty(name), ""
+                continue
+            df = tables.conform(name, pa.concat_tables([p.cast(parts[0].schema) for p in parts]).to_pandas())
+            del parts
+            yield name, df.sort_values(["host", "ts", "file", "line"], kind="stable").reset_index(drop=True), ""
+            continue
         if g not in frames:
             frames.clear()  # extractors sharing a selection are adjacent: keep one frame at a time
             parts = selected.pop(g, None) or []  # consumed: a spilled (memory-mapped) selection is let go
