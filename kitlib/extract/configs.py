@@ -56,7 +56,7 @@ _CLIENT_KEYS = ("client.id",)
 _CONNECTOR_KEYS = ("name",)
 
 
-@extractor("configs", suffixes=("Config",))
+@extractor("configs", suffixes=("Config",), blockwise=True)
 def build_configs(events: pd.DataFrame) -> pd.DataFrame:
     """One row per key of every ``XxxConfig values:`` record (see the module doc)."""
     rows: list[dict] = []

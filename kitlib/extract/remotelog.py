@@ -73,7 +73,7 @@ def classify(message: str) -> dict:
 
 
 @extractor("remote_log_events", match=lambda name: "RemoteLogManager" in name or "RemoteLogMetadataManager" in name
-           or name.startswith(("kafka.log.remote.", "org.apache.kafka.server.log.remote.")))
+           or name.startswith(("kafka.log.remote.", "org.apache.kafka.server.log.remote.")), blockwise=True)
 def build(events: pd.DataFrame) -> pd.DataFrame:
     rows = []
     for ts, lvl, msg, host, file, line in zip(events["ts"], events["level"], events["message"], events["host"],
