@@ -212,3 +212,20 @@ def test_request_log_rows_built_block_by_block_match_line_by_line(tmp_path):
             assert (pd.isna(w) and pd.isna(g)) or w == g or float(w) == float(g), (i, k, w, g)
     assert r.loc[len(all_lines), "client_id"].startswith('we"ird')
     assert r["conversion_ms"].notna().sum() > 0
+
+
+def test_a_failing_table_builder_is_reported_and_the_rest_loads(monkeypatch):
+    from kitlib import extract
+    extract.load_all()
+
+    def broken(events):
+        raise ValueError("cannot read this request line")
+    monkeypatch.setattr(extract.EXTRACTORS["requests"], "build", broken)   # built block by block
+    monkeypatch.setattr(extract.EXTRACTORS["restarts"], "build", broken)   # built at the end
+    root = os.path.join(os.path.dirname(__file__), "..", "sample_data", "down-conversion")
+    b = kitlib.load_bundle(root)
+    errs = b.summary["errors"]
+    assert any(e.startswith("building requests: ValueError: cannot read this request line") for e in errs), errs
+    assert any(e.startswith("building restarts: ValueError") for e in errs), errs
+    assert len(b.requests) == 0 and len(b.restarts) == 0
+    assert len(b.events) > 0 and len(b.metrics) > 0
