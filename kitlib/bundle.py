@@ -67,9 +67,11 @@ class Bundle:
         t = self.__dict__.get("tables", {}).get(name)
         if t is not None:
             return t
+        if name not in tables.SCHEMAS:  # a bundle read back from Parquet may not have imported its declarer yet
+            _declare_all()
         if name in tables.SCHEMAS:
             return tables.empty(name)
-        raise AttributeError(f"bundle has no table {name!r}; known: {sorted(self.__dict__.get('tables', {}))}")
+        raise AttributeError(f"bundle has no table {name!r}; known: {sorted(tables.SCHEMAS)}")
 
     def findings(self):
         """Run every detector; returns the list of findings (ranked)."""
@@ -324,8 +326,15 @@ def ingest(path: str | os.PathLike, out: str | os.PathLike, tz: str | dict | Non
     return summary
 
 
+def _declare_all() -> None:
+    """Import every module that declares a table (formats and extractors)."""
+    extract.load_all()
+    formats._load_all()
+
+
 def load(out: str | os.PathLike) -> Bundle:
     """Read back what :func:`ingest` wrote, without parsing anything again."""
+    _declare_all()
     from kitlib.formats.log4j import to_pandas
     out = Path(out)
     summary = json.loads((out / "summary.json").read_text())

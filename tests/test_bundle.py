@@ -229,3 +229,18 @@ def test_a_failing_table_builder_is_reported_and_the_rest_loads(monkeypatch):
     assert any(e.startswith("building restarts: ValueError") for e in errs), errs
     assert len(b.requests) == 0 and len(b.restarts) == 0
     assert len(b.events) > 0 and len(b.metrics) > 0
+
+
+def test_a_bundle_read_back_has_every_declared_table(tmp_path):
+    """Reports run notebooks on an ingested folder: read back in a fresh interpreter, every table
+    the kit declares must be there (empty when the bundle has none), not an AttributeError."""
+    import subprocess
+    import sys
+    root = os.path.join(os.path.dirname(__file__), "..", "sample_data", "remote-storage")
+    kitlib.ingest(root, tmp_path / "out")
+    code = ("import sys, kitlib; b = kitlib.load(sys.argv[1]); from kitlib import tables; "
+            "print(sorted(n for n in tables.SCHEMAS if b.table(n) is not None))")
+    r = subprocess.run([sys.executable, "-c", code, str(tmp_path / "out")], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    names = eval(r.stdout)
+    assert {"file_io", "probe_throughput", "tierstate_events", "remote_log_events", "commits"} <= set(names)

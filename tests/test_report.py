@@ -37,3 +37,13 @@ def test_a_failing_notebook_is_reported_and_the_rest_still_written(tmp_path):
     assert "cleaner chart exploded" in (tmp_path / "out" / "compaction.html").read_text()
     index = (tmp_path / "out" / "index.html").read_text()
     assert "notebook failed" in index and "cleaner chart exploded" in index
+
+
+def test_report_on_the_kip405_bundle_runs_every_relevant_notebook_cleanly(tmp_path):
+    """remote-storage has no I/O traces and no probes: notebooks must cope with absent tables."""
+    res = report(ROOT / "sample_data" / "remote-storage", tmp_path / "out", log=lambda *a: None)
+    status = {n["notebook"]: n["error"] for n in res["notebooks"]}
+    assert "tiered_storage.ipynb" in status and all(e == "" for e in status.values()), status
+    assert res["findings"] == ["remote-copy-errors"]
+    html = (tmp_path / "out" / "tiered_storage.html").read_text()
+    assert "Remote storage: copies, copy errors, deletions" in html and "FileSystemException" in html

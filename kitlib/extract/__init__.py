@@ -143,12 +143,17 @@ def iter_build(selected: dict[str, list[pa.Table]], to_pandas):
         if g not in frames:
             frames.clear()  # extractors sharing a selection are adjacent: keep one frame at a time
             parts = selected.pop(g, None) or []  # consumed: a spilled (memory-mapped) selection is let go
-            if parts:
-                ev = to_pandas(pa.concat_tables([p.cast(parts[0].schema) for p in parts]))
-            else:
-                ev = to_pandas(EVENTS_SCHEMA.empty_table())
-            frames[g] = ev.sort_values(["host", "ts", "file", "line"], kind="stable").reset_index(drop=True)
-            del ev, parts
+            t = pa.concat_tables([p.cast(parts[0].schema) for p in parts]) if parts else EVENTS_SCHEMA.empty_table()
+            del parts
+            # sorted in Arrow (host and file by name), so that pandas holds one copy of the records
+            keys = [(k, "ascending") for k in ("host", "ts", "file", "line")]
+            plain = t.select(["host", "ts", "file", "line"])
+            plain = plain.cast(pa.schema([pa.field(f.name, f.type.value_type) if pa.types.is_dictionary(f.type) else f
+                                          for f in plain.schema]))
+            t = t.take(pc.sort_indices(plain, sort_keys=keys))
+            del plain
+            frames[g] = to_pandas(t)
+            del t
         try:
             df = ex.build(frames[g])
             yield name, (tables.conform(name, df) if name in tables.SCHEMAS else df), ""
