@@ -136,7 +136,9 @@ def _run_notebook(n: Notebook, nb_dir: Path, out: Path, tables: Path, tz: str, t
     try:
         pm.execute_notebook(str(nb_dir / n.file), str(executed), parameters={"BUNDLE": str(tables.resolve()), "TZ": tz},
                             cwd=str(nb_dir), kernel_name="python3", execution_timeout=timeout,
-                            progress_bar=False, log_output=False)
+                            progress_bar=False, log_output=False,
+                            # the kernel's own start-up warnings (TCP on loopback) are noise in a report run
+                            extra_arguments=["--IPKernelApp.log_level=ERROR"])
     except Exception as e:  # noqa: BLE001 - reported in the index, partial HTML still written
         status["error"] = _short_error(e)
     try:
