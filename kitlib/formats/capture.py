@@ -30,6 +30,9 @@ tables.declare("consumer_lag", "Committed offsets, end offsets and lag per consu
     ("ts", "ts", "capture time"), ("group", "str", "consumer group"), ("topic", "str", "topic"),
     ("partition", "int", "partition"), ("committed", "int", "committed offset"),
     ("end_offset", "int", "log end offset"), ("lag", "int", "end_offset - committed"),
+    ("group_state", "str", "group state at the snapshot (Stable, PreparingRebalance, Empty, ...)"),
+    ("consumer_id", "str", "member the partition was assigned to (empty: none)"),
+    ("client_id", "str", "that member's client id"), ("member_host", "str", "that member's host"),
 ])
 tables.declare("api_versions", "API versions the broker supports.", [
     ("ts", "ts", "capture time"), ("api_key", "int", "API key number"), ("api_name", "str", "API name"),
