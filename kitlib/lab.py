@@ -220,7 +220,7 @@ def enable_jmx(pid: int, port: int | None = None, timeout: float = 30) -> int:
 
 def start_broker(name: str = "broker-1", work: str | Path | None = None, settings: dict | None = None,
                  request_log: str = "DEBUG", jmx: bool = True, heap: str = "512m", timeout: float = 90,
-                 fresh: bool = True) -> Proc:
+                 fresh: bool = True, cluster_id: str | None = None) -> Proc:
     """Format storage and start a broker; returns once "Kafka Server started" is logged.
 
     ``settings`` are appended to server.properties (e.g. ``{"log.cleaner.dedupe.buffer.size":
@@ -240,9 +240,9 @@ def start_broker(name: str = "broker-1", work: str | Path | None = None, setting
         props += f"{k}={str(v).replace('{port}', str(port)).replace('{controller_port}', str(cport))}\n"
     (work / "server.properties").write_text(props)
     cp = _classpath()
-    cluster = uuid.uuid4().bytes
-    import base64
-    cluster_id = base64.urlsafe_b64encode(cluster).decode().rstrip("=")
+    if cluster_id is None:  # nodes of one cluster (a controller-only and a broker-only node) share one
+        import base64
+        cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
     fmt = subprocess.run(["java", "-cp", cp, "kafka.tools.StorageTool", "format", f"--cluster-id={cluster_id}",
                           "-c", str(work / "server.properties"), "--ignore-formatted"],
                          capture_output=True, text=True, timeout=120)
