@@ -135,10 +135,10 @@ def lag_rows(admin, bootstrap: str, groups: list[str] | None, client_kw: dict, c
         committed = om.offset if om is not None and om.offset >= 0 else None
         end = ends.get(tp)
         m = owners.get((g, tp), {})
-        rows.append(dict(group=g, topic=tp.topic, partition=tp.partition, committed=committed, end_offset=end,
-                         lag=None if end is None or committed is None else end - committed,
-                         group_state=described.get(g, {}).get("group_state"), consumer_id=m.get("member_id"),
-                         client_id=m.get("client_id"), member_host=m.get("client_host")))
+        rows.append({"group": g, "topic": tp.topic, "partition": tp.partition, "committed": committed,
+                     "end_offset": end, "lag": None if end is None or committed is None else end - committed,
+                     "group_state": described.get(g, {}).get("group_state"), "consumer_id": m.get("member_id"),
+                     "client_id": m.get("client_id"), "member_host": m.get("client_host")})
     return rows
 
 

@@ -13,8 +13,8 @@ Example:
 from __future__ import annotations
 
 import logging
-import re
 import os
+import re
 import subprocess
 import sys
 import time
@@ -58,7 +58,7 @@ def client_log(path: str | Path, level: int | str = logging.INFO, debug: tuple[s
 def spawn(script: str | Path, *args: str, out: str | Path | None = None) -> subprocess.Popen:
     """Run ``script`` (a scenario file) with this Python in a process group of its own, e.g. in
     its ``--worker`` mode; stdout/stderr go to ``out`` (or are dropped)."""
-    fh = open(out, "wb") if out else subprocess.DEVNULL
+    fh = open(out, "wb") if out else subprocess.DEVNULL  # noqa: SIM115 (closed below, the child keeps its copy)
     try:
         return subprocess.Popen([sys.executable, str(script), *args], stdout=fh, stderr=subprocess.STDOUT,
                                 stdin=subprocess.DEVNULL, start_new_session=True, env={**os.environ, "PYTHONUNBUFFERED": "1"})
@@ -79,14 +79,14 @@ def java_tool(main_class: str, *args: str, timeout: float = 120, log4j: str | Pa
         cmd.append(f"-Dlog4j.configuration={Path(log4j).resolve().as_uri()}")
     cmd += [main_class, *args]
     if not wait:
-        fh = open(out, "wb") if out else subprocess.DEVNULL
+        fh = open(out, "wb") if out else subprocess.DEVNULL  # noqa: SIM115 (closed below, the child keeps its copy)
         try:
             return subprocess.Popen(cmd, stdout=fh, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                                     start_new_session=True)
         finally:
             if out:
                 fh.close()
-    r = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, check=False)
     if r.returncode != 0:
         raise lab.LabError(f"{main_class} failed ({r.returncode}):\n{(r.stdout + r.stderr)[-2000:]}")
     return r

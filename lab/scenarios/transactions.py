@@ -51,7 +51,7 @@ def fencing(bootstrap: str, app) -> str:
     commit fails. Returns the error A got."""
     from kafka import KafkaProducer
     from kafka.errors import KafkaError
-    kw = dict(bootstrap_servers=bootstrap, transactional_id=FENCED_TXID, transaction_timeout_ms=60000)
+    kw = {"bootstrap_servers": bootstrap, "transactional_id": FENCED_TXID, "transaction_timeout_ms": 60000}
     a = KafkaProducer(client_id="ledger-writer-a", **kw)
     a.init_transactions()
     a.begin_transaction()
