@@ -234,12 +234,13 @@ def test_quota_throttling(tmp_path):
 
 
 def test_request_saturation(tmp_path):
-    out = scenario("request_saturation").run(tmp_path / "b", seconds=45, work=tmp_path / "w")
+    # the handler idle ratio is read as a one-minute moving average: the load must outlast a minute
+    out = scenario("request_saturation").run(tmp_path / "b", work=tmp_path / "w")
     jmx = pd.read_csv(out / "broker-2" / "jmx-broker.csv")
     idle = jmx["kafka.server:type=KafkaRequestHandlerPool,name=RequestHandlerAvgIdlePercent:OneMinuteRate"]
     assert idle.iloc[0] > 0.5 and idle.min() < 0.3  # idle before the load, saturated under it
     queue = [json.loads(ln.split("Completed request:", 1)[1].rsplit(" (kafka.request.logger)", 1)[0])["requestQueueTimeMs"]
              for ln in lines(out, "broker-2/kafka-request.log*", '"requestApiKeyName":"PRODUCE"')]
-    assert len(queue) > 100 and max(queue) > 100
+    assert len(queue) >= 10 and sorted(queue)[len(queue) // 2] > 100  # median queue time above 100 ms
     assert (out / "controller-1" / "server.log").is_file()
     no_machine_paths(out)
