@@ -2,6 +2,9 @@
 ``"kit_capture": 1``) -> brokers, configs, log_dirs, consumer_lag, api_versions,
 probe_throughput, probe_codecs.
 
+A lag history (``kitlib capture --every``, header ``"what": "consumer_lag_series"``) is the same
+format: ``consumer_lag`` rows only, every row of one snapshot stamped with that snapshot's time.
+
 Example:
     >>> detect(b'{"kind": "header", "kit_capture": 1}\\n', None)
     True
