@@ -120,28 +120,54 @@ def log_has(proc: lab.Proc, text: str, name: str = "server.log") -> bool:
 
 
 def start_lag_history(broker: lab.Proc, out: str | Path, every: float, count: int | None = None,
-                      groups: tuple[str, ...] = ()) -> subprocess.Popen:
+                      groups: tuple[str, ...] = (), timeout: float = 120) -> subprocess.Popen:
     """Run ``kitlib capture --every`` against ``broker`` in a process of its own (its kafka-python
-    logging stays out of the application's log), writing into ``out``. Stop it with
+    logging stays out of the application's log), writing into ``out``; returns once the process
+    has opened its file (on a busy machine starting Python can take many seconds). Stop it with
     :func:`stop_lag_history` (Ctrl-C, which keeps every finished snapshot)."""
     args = ["capture", "--bootstrap", broker.bootstrap, "--out", str(out), "--every", str(every)]
     if count:
         args += ["--count", str(count)]
     for g in groups:
         args += ["--group", g]
-    return subprocess.Popen([sys.executable, "-c", "import sys; from kitlib.cli import main; sys.exit(main(sys.argv[1:]))",
-                             *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True)
+    before = set(Path(out).glob("lag-*.jsonl"))
+    p = subprocess.Popen([sys.executable, "-c", "import sys; from kitlib.cli import main; sys.exit(main(sys.argv[1:]))",
+                          *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True)
+    try:
+        wait_for(lambda: set(Path(out).glob("lag-*.jsonl")) - before or p.poll() is not None, timeout,
+                 "kitlib capture --every to start")
+    except lab.LabError:
+        p.kill()
+        p.communicate()
+        raise
+    if p.poll() is not None:
+        raise lab.LabError(f"kitlib capture --every exited ({p.returncode}): {p.communicate()[1][-2000:]}")
+    p._kit_out = Path(out)  # type: ignore[attr-defined]
+    p._kit_before = before  # type: ignore[attr-defined]
+    return p
 
 
-def stop_lag_history(p: subprocess.Popen, timeout: float = 30) -> Path:
-    """Interrupt a :func:`start_lag_history` capture as Ctrl-C would; returns the file it wrote."""
+def stop_lag_history(p: subprocess.Popen, timeout: float = 60) -> Path:
+    """Interrupt a :func:`start_lag_history` capture as Ctrl-C would and return its file. If it
+    has not stopped after ``timeout`` seconds (a snapshot stuck on a starved broker) it is killed;
+    the file then still holds every snapshot finished before (each is written whole and flushed),
+    and a torn last line, if any, is cut off."""
     import signal
     if p.poll() is None:
         p.send_signal(signal.SIGINT)
-    out, err = p.communicate(timeout=timeout)
-    if p.returncode not in (0, 130) or not out.strip():
-        raise lab.LabError(f"kitlib capture --every failed ({p.returncode}): {err[-2000:]}")
-    return Path(out.strip().splitlines()[-1])
+    try:
+        _, err = p.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        p.kill()
+        _, err = p.communicate()
+    files = sorted(set(p._kit_out.glob("lag-*.jsonl")) - p._kit_before)  # type: ignore[attr-defined]
+    if not files:
+        raise lab.LabError(f"kitlib capture --every wrote nothing ({p.returncode}): {err[-2000:]}")
+    path = files[-1]
+    data = path.read_bytes()
+    if data and not data.endswith(b"\n"):
+        path.write_bytes(data[: data.rfind(b"\n") + 1])
+    return path
 
 
 @dataclass(frozen=True)

@@ -24,19 +24,37 @@ def _consume(bootstrap: str, group: str, client_id: str, stop: threading.Event, 
     from kafka import KafkaConsumer
     c = KafkaConsumer(TOPIC, bootstrap_servers=bootstrap, group_id=group, client_id=client_id,
                       auto_offset_reset="earliest", enable_auto_commit=False, max_poll_records=200)
-    paused = False
+    paused = committed = False
     try:
         while not stop.is_set():
             batch = c.poll(timeout_ms=500)
             if batch and not paused:
                 c.commit()
-            if stall_at is not None and not paused and time.monotonic() >= stall_at:
+                committed = True
+            if stall_at is not None and committed and not paused and time.monotonic() >= stall_at:
                 c.pause(*c.assignment())
                 paused = True
                 app.info("%s: invoice service not answering, pausing %s (still polling)", client_id,
                          sorted(f"{tp.topic}-{tp.partition}" for tp in c.assignment()))
     finally:
         c.close()
+
+
+def caught_up(bootstrap: str, group: str, timeout: float = 60) -> None:
+    """Wait until ``group`` has committed up to the end of every partition of ``TOPIC``."""
+    from kafka import KafkaConsumer, TopicPartition
+    from kafka.admin import KafkaAdminClient
+    a = KafkaAdminClient(bootstrap_servers=bootstrap, client_id="lab-check")
+    c = KafkaConsumer(bootstrap_servers=bootstrap, client_id="lab-check")
+    try:
+        tps = [TopicPartition(TOPIC, p) for p in sorted(c.partitions_for_topic(TOPIC) or ())]
+        ends = c.end_offsets(tps)
+        labclients.wait_for(lambda: all(
+            (om := a.list_group_offsets({group: None})[group].get(tp)) is not None and om.offset >= ends[tp]
+            for tp in tps), timeout, f"group {group} to catch up")
+    finally:
+        c.close()
+        a.close()
 
 
 def run(out: str | Path, seconds: float = 60, stall_after: float = 15, work: Path | None = None) -> Path:
@@ -69,6 +87,7 @@ def run(out: str | Path, seconds: float = 60, stall_after: float = 15, work: Pat
             p.flush()
             p.close()
             app.info("produced %d invoices", i)
+            caught_up(b.bootstrap, HEALTHY)
             time.sleep(EVERY_S)  # one more snapshot after the last record
             stop.set()
             for t in threads:

@@ -62,6 +62,9 @@ def run(out: str | Path, seconds: float = 60, work: Path | None = None) -> Path:
             name = f"{GROUP}-{i}"
             workers.append(labclients.spawn(__file__, "--worker", b.bootstrap, name, str(clients / f"{name}.log"), str(ms),
                                             out=Path(b.work) / f"{name}.out"))
+        # on a busy machine the members take a while to start: the clock starts once the group formed
+        labclients.wait_for(lambda: labclients.log_has(b, f"Stabilized group {GROUP} generation"), 120,
+                            f"group {GROUP} to form")
         with labclients.client_log(clients / "order-producer.log") as app:
             p = KafkaProducer(bootstrap_servers=b.bootstrap, client_id="order-api", linger_ms=5)
             app.info("producing ~100 orders/s to %s", TOPIC)
