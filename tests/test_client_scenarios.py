@@ -157,7 +157,7 @@ def test_rebalance_storm(tmp_path):
     assert len(gens) >= 5 and gens == sorted(gens)
     assert len(lines(out, "broker-1/server.log*", "on LeaveGroup")) >= 3
     failed = lines(out, "broker-1/server.log*", "in group order-enricher has failed, removing it from the group")
-    assert len(failed) == 1 and "order-enricher-2-" in failed[0]
+    assert len(failed) == 1 and "order-enricher-4-" in failed[0]
     assert lines(out, "clients/order-enricher-1.log", "Consumer poll timeout has expired")
     assert not lines(out, "clients/order-enricher-3.log", "Consumer poll timeout has expired")
     b = kitlib.load_bundle(out)
