@@ -20,18 +20,22 @@ STALLED, HEALTHY = "billing", "audit"
 EVERY_S = 3
 
 
-def _consume(bootstrap: str, group: str, client_id: str, stop: threading.Event, stall_at: float | None, app) -> None:
+def _consume(bootstrap: str, group: str, client_id: str, stop: threading.Event, stall_after: float | None,
+             app) -> None:
+    """Consume and commit after every poll; with ``stall_after``, pause every partition that many
+    seconds after the first commit (and keep polling)."""
     from kafka import KafkaConsumer
     c = KafkaConsumer(TOPIC, bootstrap_servers=bootstrap, group_id=group, client_id=client_id,
                       auto_offset_reset="earliest", enable_auto_commit=False, max_poll_records=200)
-    paused = committed = False
+    paused, first_commit = False, None
     try:
         while not stop.is_set():
             batch = c.poll(timeout_ms=500)
             if batch and not paused:
                 c.commit()
-                committed = True
-            if stall_at is not None and committed and not paused and time.monotonic() >= stall_at:
+                first_commit = first_commit or time.monotonic()
+            if (stall_after is not None and first_commit and not paused
+                    and time.monotonic() - first_commit >= stall_after):
                 c.pause(*c.assignment())
                 paused = True
                 app.info("%s: invoice service not answering, pausing %s (still polling)", client_id,
@@ -75,7 +79,7 @@ def run(out: str | Path, seconds: float = 60, stall_after: float = 15, work: Pat
             t0 = time.monotonic()
             threads = [threading.Thread(target=_consume, name=f"consumer-{g}", daemon=True,
                                         args=(b.bootstrap, g, f"{g}-service", stop, s, app))
-                       for g, s in ((STALLED, t0 + stall_after), (HEALTHY, None))]
+                       for g, s in ((STALLED, stall_after), (HEALTHY, None))]
             for t in threads:
                 t.start()
             p = KafkaProducer(bootstrap_servers=b.bootstrap, client_id="invoice-api", linger_ms=5)
@@ -107,7 +111,7 @@ def run(out: str | Path, seconds: float = 60, stall_after: float = 15, work: Pat
 BODY = f"""
 - Topic `{TOPIC}` (3 partitions), produced at ~150 records/s by client `invoice-api` for 60 s.
 - Group `{STALLED}` (client `{STALLED}-service`, kafka-python, manual commits after each poll)
-  keeps up for 15 s, then pauses all its partitions (as an application does when a downstream
+  keeps up for 15 s after its first commit, then pauses all its partitions (as an application does when a downstream
   call hangs) but goes on polling: it stays a member of a Stable group, logs nothing above INFO,
   and its committed offsets stop moving while the log-end offsets grow.
 - Group `{HEALTHY}` (client `{HEALTHY}-service`) reads the same topic and keeps up throughout:
