@@ -168,7 +168,7 @@ def test_rebalance_storm(tmp_path):
 
 
 def test_consumer_stalled(tmp_path):
-    out = scenario("consumer_stalled").run(tmp_path / "b", seconds=36, stall_after=10, work=tmp_path / "w")
+    out = scenario("consumer_stalled").run(tmp_path / "b", seconds=45, stall_after=10, work=tmp_path / "w")
     b = kitlib.load_bundle(out)
     lag = b.consumer_lag
     assert lag["file"].astype(str).str.startswith("live/lag-").all()
