@@ -108,7 +108,10 @@ def lag_rows(admin, bootstrap: str, groups: list[str] | None, client_kw: dict, c
     of ``kafka-consumer-groups.sh --describe``). Assigned partitions without a committed offset
     have ``committed`` None. ``consumer`` (a group-less KafkaConsumer) is reused when given."""
     from kafka import KafkaConsumer, TopicPartition
-    group_ids = groups if groups is not None else sorted(g["group_id"] for g in admin.list_groups())
+    known = sorted(g["group_id"] for g in admin.list_groups())
+    # a named group that does not exist (yet) has no rows: asking its coordinator would create the
+    # offsets topic and wait on its loading
+    group_ids = known if groups is None else [g for g in groups if g in known]
     if not group_ids:
         return []
     offsets = admin.list_group_offsets({g: None for g in group_ids})
