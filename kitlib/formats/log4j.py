@@ -19,8 +19,8 @@ names the first of them.
 Example:
     >>> from kitlib.formats.log4j import parse_bytes
     >>> ev, un = parse_bytes(b"[2024-05-22 00:32:03,023] INFO Hello (kafka.Foo)\\n")
-    >>> ev.loc[0, ["level", "logger", "message", "line"]].tolist()
-    ['INFO', 'kafka.Foo', 'Hello', 1]
+    >>> ev.loc[0, ["level", "logger", "message"]].tolist(), int(ev.loc[0, "line"])
+    (['INFO', 'kafka.Foo', 'Hello'], 1)
 """
 from __future__ import annotations
 
