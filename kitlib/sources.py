@@ -56,6 +56,9 @@ class SourceFile:
     stamp: str = ""     # rotation suffix: '2024-05-22-00' or '1'
     size: int = 0
     meta: dict = field(default_factory=dict)
+    start: int = 0             # a part of a big plain file: its first byte (a record start) ...
+    end: int | None = None     # ... and the byte after its last (None: to the end of the file)
+    first_line: int = 1        # the line number its first byte is on
 
 
 def load_manifest(root: Path) -> dict:
@@ -145,6 +148,16 @@ def read_chunks(src: SourceFile, chunk: int = CHUNK) -> Iterator[bytes]:
     on_read = src.meta.get("on_read")
     with open(src.path, "rb") as raw:
         fh = _Counting(raw, on_read) if on_read else raw
+        if src.end is not None:  # one part of a plain file split for parallel parsing
+            fh.seek(src.start)
+            left = src.end - src.start
+            while left > 0:
+                b = fh.read(min(chunk, left))
+                if not b:
+                    return
+                left -= len(b)
+                yield b
+            return
         if not _is_gzip(src, fh):
             while True:
                 b = fh.read(chunk)

@@ -106,7 +106,7 @@ def parse(src: SourceFile, ctx: Context, block_size: int | None = None, threads:
             yield from _emit(fut.result() if fut is not None else res, src, ctx)
 
     carry = b""
-    lines_before = 0
+    lines_before = src.first_line - 1  # a part of a split file starts further down
     first = True
     chunks = read_chunks(src, block_size) if block_size else read_chunks(src)
     from kitlib.sources import head as _head
