@@ -3,9 +3,12 @@
 Recognised, alone or combined, in this order:
 - ``docker compose`` service prefix: ``kafka-1  | `` (name, spaces, bar, one space);
 - a stamp: RFC 3339 with up to nanoseconds (``docker logs -t``, ``kubectl logs --timestamps``,
-  a log service's export) or Docker Desktop's ``2025-04-06 22:35:14``, then one space;
+  a log service's export), then one space;
 - CRI (containerd / CRI-O files under /var/log/pods): stamp, ``stdout``/``stderr``, ``F`` (full
   line) or ``P`` (partial: the runtime cut a long line; the rest follows on the next line).
+
+A stamp is only taken for a prefix when the layout matches more lines without it (a layout
+whose own dates are RFC 3339 keeps them; see ``layouts.wrapped``).
 
 :func:`unwrap_block` removes the prefixes from a block of whole lines with numpy (line count and
 numbering unchanged) and returns each line's stamp, so a record whose own layout has no
@@ -27,7 +30,7 @@ import pyarrow.compute as pc
 
 # one home for the prefix grammar; the bytes form (Python re) is used by the log4j fast path
 # and for detection, the RE2 form (named groups) on Arrow string columns
-_STAMP = (r"(?P<cY>\d{4})-(?P<cMo>\d{2})-(?P<cD>\d{2})[T ](?P<ch>\d{2}):(?P<cmi>\d{2}):(?P<cs>\d{2})"
+_STAMP = (r"(?P<cY>\d{4})-(?P<cMo>\d{2})-(?P<cD>\d{2})T(?P<ch>\d{2}):(?P<cmi>\d{2}):(?P<cs>\d{2})"
           r"(?:\.(?P<cf>\d{1,9}))?(?P<ctz>Z|[+-]\d{2}:?\d{2})?")
 _SERVICE = r"[\w.-]+ +\| ?"
 _CRI = r" (?:stdout|stderr) (?P<cflag>[FP])"

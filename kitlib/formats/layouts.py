@@ -399,7 +399,7 @@ def compile_pattern(pattern: str, props: dict[str, str] | None = None) -> Layout
     tail = "".join(parts[1]).rstrip()
     full_head = "^" + head + r"(?P<rest>[^\n]*)"
     # greedy message: the fields after it are the line's last ones
-    full_tail = (r"^(?P<msg>.*)" + tail + r"[ \t\r]*$") if tail.strip() else ""
+    full_tail = (r"^(?P<msg>.*)" + tail + r"[ \t\r\n]*$") if tail.strip() else ""
     return Layout(pattern, full_head, full_tail, tuple(k for k in kinds if k != "msg"), tz)
 
 
@@ -455,24 +455,31 @@ def score(layout: Layout, lines: list[bytes]) -> tuple[int, int]:
     return heads, found
 
 
-def best_layout(candidates: list[Layout], head: bytes, min_share: float = 0.1) -> Layout | None:
-    """The candidate that finds the most record first lines (then fields) in ``head``; None when
-    none finds any, or fewer than ``min_share`` of the non-blank lines start a record."""
-    lines = _head_lines(head)
-    if container.has_prefix(lines):
-        lines = [container.PREFIX.sub(b"", ln) for ln in lines]
-    lines = [ln for ln in lines if ln.strip()]
-    if not lines:
-        return None
-    best, best_key = None, (0, 0, 0)
+def best_layout(candidates: list[Layout], head: bytes, min_share: float = 0.1) -> tuple[Layout | None, bool]:
+    """The candidate that finds the most record first lines (then fields) in ``head``, and
+    whether it reads the lines with their container prefixes stripped. None when none finds
+    any, or fewer than ``min_share`` of the non-blank lines start a record."""
+    raw = [ln for ln in _head_lines(head) if ln.strip()]
+    if not raw:
+        return None, False
+    variants = [(False, raw)]
+    if container.has_prefix(raw):
+        variants.append((True, [container.PREFIX.sub(b"", ln, count=1) for ln in raw]))
+    best, best_key = (None, False), (0, 0, 0, 0)
     for i, lay in enumerate(candidates):
-        h, f = score(lay, lines)
-        key = (h, f + h, -i)
-        if h and key > best_key:
-            best, best_key = lay, key
-    if best is None or best_key[0] < max(1, min_share * len(lines)):
-        return None
+        for wrapped, lines in variants:
+            h, f = score(lay, lines)
+            key = (h, f + h, -i, -int(wrapped))
+            if h and key > best_key:
+                best, best_key = (lay, wrapped), key
+    if best[0] is None or best_key[0] < max(1, min_share * len(raw)):
+        return None, False
     return best
+
+
+def wrapped(layout: Layout, head: bytes) -> bool:
+    """Does ``layout`` read this file's lines better with container prefixes stripped?"""
+    return best_layout([layout], head, 0.0)[1]
 
 
 def inferred_layouts() -> list[Layout]:
@@ -589,7 +596,7 @@ def choose_layout(head: bytes, src: SourceFile) -> Layout | None:
     elif not forced:
         first_line = container.PREFIX.sub(b"", head.lstrip().split(b"\n", 1)[0], count=1)
         if not first_line.startswith(b"{"):
-            lay = best_layout(defined_layouts(bundle_root(src)), head, 0.2) or best_layout(inferred_layouts(), head)
+            lay = best_layout(defined_layouts(bundle_root(src)), head, 0.2)[0] or best_layout(inferred_layouts(), head)[0]
     src.meta["layout_chosen"] = lay
     return lay
 
@@ -769,12 +776,12 @@ def parse(src: SourceFile, ctx: Context, block_size: int | None = None, threads:
         from kitlib.formats import unknown_lines
         yield from unknown_lines(src, ctx)
         return
-    wrapped = container.has_prefix(_head_lines(head))
+    is_wrapped = wrapped(layout, head)
     pool = ThreadPoolExecutor(threads) if threads > 1 else None
     pending: deque = deque()
 
     def submit(block, lines_before, first):
-        args = (block, lines_before, src, layout, first, wrapped)
+        args = (block, lines_before, src, layout, first, is_wrapped)
         if pool is None:
             pending.append((None, parse_block(*args)))
         else:
@@ -790,7 +797,7 @@ def parse(src: SourceFile, ctx: Context, block_size: int | None = None, threads:
         try:
             for chunk in (read_chunks(src, block_size) if block_size else read_chunks(src)):
                 buf = carry + chunk if carry else chunk
-                cut = _last_header_start(buf, layout, wrapped)
+                cut = _last_header_start(buf, layout, is_wrapped)
                 forced = False
                 if cut <= 0:
                     if len(buf) < MAX_CARRY or buf.rfind(b"\n") < 0:
