@@ -425,6 +425,7 @@ _INFER_BODIES = [
     "%-5p [%c] %m%n",
     "[%p] %m (%c)%n",
     "%p [%t] %c: %m%n",
+    "%5p %pid --- [%t] %-40.40c : %m%n",   # Spring Boot's console default
     "%-5p %m%n",
 ]
 INFER_PATTERNS = [d + b for d in _INFER_DATES for b in _INFER_BODIES]
