@@ -371,9 +371,9 @@ def compile_pattern(pattern: str, props: dict[str, str] | None = None) -> Layout
         elif kind == "date":
             opts = opt.split("\x00") if opt else []
             first = opts[0] if opts else "DEFAULT"
-            if "," in first and first.split(",")[-1].strip() and "'" not in first.split(",")[-1]:
-                first, zone = first.rsplit(",", 1)   # logback %d{pattern, zone}
-                tz = zone.strip()
+            zone = first.rsplit(",", 1)[-1].strip() if "," in first else ""
+            if zone and len(set(zone)) > 1 and re.fullmatch(r"[A-Za-z]+/[\w/+-]+|UTC|GMT|Z|(?:GMT|UTC)[+-][\d:]+", zone):
+                first, tz = first.rsplit(",", 1)[0], zone   # logback %d{pattern, zone}
             if len(opts) > 1 and opts[1]:
                 tz = opts[1]
             rx = date_regex(first) if "date" not in used else re.sub(r"\?P<\w+>", "", date_regex(first))
@@ -464,18 +464,35 @@ def best_layout(candidates: list[Layout], head: bytes, min_share: float = 0.1) -
     if not raw:
         return None, False
     variants = [(False, raw)]
+    strong = False
     if container.has_prefix(raw):
-        variants.append((True, [container.PREFIX.sub(b"", ln, count=1) for ln in raw]))
-    best, best_key = (None, False), (0, 0, 0, 0)
+        stripped = [container.PREFIX.sub(b"", ln, count=1) for ln in raw]
+        variants.append((True, stripped))
+        strong = _surely_wrapped(raw, stripped)
+    best, best_key = (None, False), (0, 0, 0, 0, 0)
     for i, lay in enumerate(candidates):
         for wrapped, lines in variants:
             h, f = score(lay, lines)
-            key = (h, f + h, -i, -int(wrapped))
+            key = (h, int(wrapped and strong), f + h, -i, -int(wrapped))
             if h and key > best_key:
                 best, best_key = (lay, wrapped), key
-    if best[0] is None or best_key[0] < max(1, min_share * len(raw)):
+    # stack-trace-heavy logs have few record first lines: 3 are enough whatever the share
+    if best[0] is None or best_key[0] < min(3, max(1, min_share * len(raw))):
         return None, False
     return best
+
+
+_CONTINUATION = re.compile(rb"^(?:\s|at |Caused by:|\.\.\. \d+ more|[\w$.]+(?:Exception|Error)\b)")
+_UNAMBIGUOUS = re.compile(rb"^(?:[\w.-]+ +\| ?|\S+ (?:stdout|stderr) [FP] |\d{4}-\d\d-\d\dT[\d:]+\.\d{6,9})")
+
+
+def _surely_wrapped(raw: list[bytes], stripped: list[bytes]) -> bool:
+    """Is a leading RFC 3339 stamp a container's and not the layout's own date? Yes when a
+    compose or CRI prefix or a micro/nanosecond stamp is there, or when continuation lines
+    (stack frames, exceptions) carry the stamp too."""
+    if any(_UNAMBIGUOUS.match(ln) for ln in raw):
+        return True
+    return any(r != s and _CONTINUATION.match(s) for r, s in zip(raw, stripped))
 
 
 def wrapped(layout: Layout, head: bytes) -> bool:
