@@ -36,9 +36,9 @@ _SERVICE = r"[\w.-]+ +\| ?"
 _CRI = r" (?:stdout|stderr) (?P<cflag>[FP])"
 PREFIX_RE2 = rf"^(?P<cpre>(?:{_SERVICE})?(?:{_STAMP}(?:{_CRI})? )?)"
 PREFIX = re.compile(rb"^(?:" + _SERVICE.encode() + rb")?(?:" + re.sub(r"\?P<\w+>", "", _STAMP).encode()
-                    + rb"(?: (?:stdout|stderr) [FP])? )?", re.M)
+                    + rb"(?: (?:stdout|stderr) [FP])? )?", re.MULTILINE)
 CRI_LINE = re.compile(rb"^(?:" + _SERVICE.encode() + rb")?\d{4}-\d{2}-\d{2}T[\d:.]+(?:Z|[+-][\d:]+) (?:stdout|stderr) [FP] ",
-                      re.M)
+                      re.MULTILINE)
 NO_STAMP = np.iinfo(np.int64).min
 
 

@@ -44,10 +44,19 @@ import pyarrow.json as pj
 from kitlib.events import EVENTS_SCHEMA, LEVELS, empty_events, to_pandas
 from kitlib.formats import Context, container, register, unparsed_frame
 from kitlib.formats.container import NO_STAMP, line_bounds, lines_array, unwrap_block
-from kitlib.formats.layouts import (ANY_ISO, _head_lines, _junk, _level_codes, fields_to_wall_ms, manifest_layout,
-                                    to_utc_ms, zone_offsets_ms)
+from kitlib.formats.layouts import (
+    ANY_ISO,
+    _head_lines,
+    _junk,
+    _level_codes,
+    fields_to_wall_ms,
+    manifest_layout,
+    to_utc_ms,
+    zone_offsets_ms,
+)
 from kitlib.formats.log4j import _clean_loggers, _redact
-from kitlib.sources import SourceError, SourceFile, head as source_head, read_chunks
+from kitlib.sources import SourceError, SourceFile, read_chunks
+from kitlib.sources import head as source_head
 
 # candidate paths per role, in order of preference; a path is a key or key/subkey
 TIME_KEYS = ["@timestamp", "timestamp", "time", "instant", "timeMillis", "date"]
@@ -213,7 +222,7 @@ def _read(lines: list[bytes], dialect: Dialect) -> tuple[pa.Table | None, list[i
         try:
             o = json.loads(ln)
             if not isinstance(o, dict):
-                raise ValueError("not an object")
+                raise TypeError("not an object")
             rows.append({f.name: _fit(o.get(f.name), f.type) for f in dialect.schema})
         except (ValueError, TypeError):
             bad.append(i)
@@ -259,7 +268,8 @@ def parse_block(block: bytes, lines_before: int, src: SourceFile, dialect: Diale
     ok_idx = np.delete(idx, bad) if bad else idx
     not_json = np.zeros(nlines, bool)
     not_json[~cand & ~blank & ~is_j] = True
-    not_json[idx[bad]] = True if bad else False
+    if bad:
+        not_json[idx[bad]] = True
     un_i = np.flatnonzero(not_json | is_j)
     un = unparsed_frame(src, (lines_before + un_i + 1).tolist(),
                         [block[starts[i]:eff[i]].decode("utf-8", errors="backslashreplace").replace("\x00", "\\x00")

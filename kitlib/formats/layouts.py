@@ -41,12 +41,22 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from kitlib.events import EVENTS_SCHEMA, LEVELS, empty_events, to_pandas
-from kitlib.formats import Context, register, unparsed_frame
-from kitlib.formats import container
+from kitlib.formats import Context, container, register, unparsed_frame
 from kitlib.formats.container import NO_STAMP, line_bounds, lines_array, unwrap_block
-from kitlib.formats.log4j import (MAX_CARRY, THREADS, _clean_loggers, _emit, _epoch_ms, _gather, _redact,
-                                  _to_utc, _trim_end, _utf8_ok)
-from kitlib.sources import SourceError, SourceFile, head as source_head, read_chunks
+from kitlib.formats.log4j import (
+    MAX_CARRY,
+    THREADS,
+    _clean_loggers,
+    _emit,
+    _epoch_ms,
+    _gather,
+    _redact,
+    _to_utc,
+    _trim_end,
+    _utf8_ok,
+)
+from kitlib.sources import SourceError, SourceFile, read_chunks
+from kitlib.sources import head as source_head
 
 KAFKA_DEFAULT = "[%d] %p %m (%c)%n"
 
@@ -71,8 +81,9 @@ NAMED_DATES = {
     "ANY_ISO": ANY_ISO,
     "ANY_TIME": ANY_TIME,
 }
-MONTHS = {m: i + 1 for i, m in enumerate("jan feb mar apr may jun jul aug sep oct nov dec".split())}
-_DATE_TOKEN = re.compile(r"'(?:[^']|'')*'|([A-Za-z])\1*|.", re.S)
+MONTHS = {m: i + 1 for i, m in enumerate(("jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov",
+                                          "dec"))}
+_DATE_TOKEN = re.compile(r"'(?:[^']|'')*'|([A-Za-z])\1*|.", re.DOTALL)
 
 
 def date_regex(fmt: str) -> str:
@@ -742,7 +753,7 @@ def parse_block(block: bytes, lines_before: int, src: SourceFile, layout: Layout
 
     # --- fields -----------------------------------------------------------------------------
     if "logger" in got:
-        logger, bad = _clean_loggers(pc.cast(pc.fill_null(got["logger"], ""), pa.large_string()))
+        logger, _ = _clean_loggers(pc.cast(pc.fill_null(got["logger"], ""), pa.large_string()))
     else:
         logger = pa.DictionaryArray.from_arrays(pa.array(np.zeros(nrec, np.int32)), pa.array([""]))
     lvl = _level_codes(got["level"]) if "level" in got else np.full(nrec, -1, np.int8)

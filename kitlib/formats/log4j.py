@@ -46,7 +46,7 @@ _LOGGER_OK = re.compile(r"^[A-Za-z_$][\w$.\-]*$")
 
 # what container tooling puts before every line (docker compose `kafka-1  | `, an RFC 3339
 # stamp from `docker logs -t` / `kubectl logs --timestamps`, CRI `<stamp> stdout F `): see container.py
-WRAPPER = re.compile(container.PREFIX.pattern + rb"(?=\[)", re.M)
+WRAPPER = re.compile(container.PREFIX.pattern + rb"(?=\[)", re.MULTILINE)
 
 
 def detect(head: bytes, src) -> bool:
