@@ -223,7 +223,7 @@ def to_utc_ms(wall: np.ndarray, ok: np.ndarray, off: np.ndarray, tz: str) -> np.
 LEVEL_RX = r"(?i:TRACE|DEBUG|INFO|WARNING|WARN|ERROR|FATAL|SEVERE|FINEST|FINER|FINE|CONFIG|CRITICAL|NOTICE)"
 LEVEL_ALIASES = {"WARNING": "WARN", "SEVERE": "ERROR", "CRITICAL": "FATAL", "FINE": "DEBUG", "FINER": "TRACE",
                  "FINEST": "TRACE", "CONFIG": "INFO", "NOTICE": "INFO"}
-LOGGER_RX = r"[A-Za-z_$][\w$.\-]*"
+LOGGER_RX = r"[A-Za-z_$][\w$.\-]*(?::\d+)?"   # a ':line' suffix is dropped later
 _KINDS = {
     "d": "date", "date": "date",
     "p": "level", "le": "level", "level": "level",
@@ -468,7 +468,7 @@ def score(layout: Layout, lines: list[bytes]) -> tuple[int, int]:
 
 
 def best_layout(candidates: list[Layout], head: bytes, min_share: float = 0.1) -> tuple[Layout | None, bool]:
-    """The candidate that finds the most record first lines (then fields) in ``head``, and
+    """The candidate that finds the most fields (on record first lines) in ``head``, and
     whether it reads the lines with their container prefixes stripped. None when none finds
     any, or fewer than ``min_share`` of the non-blank lines start a record."""
     raw = [ln for ln in _head_lines(head) if ln.strip()]
@@ -484,11 +484,11 @@ def best_layout(candidates: list[Layout], head: bytes, min_share: float = 0.1) -
     for i, lay in enumerate(candidates):
         for wrapped, lines in variants:
             h, f = score(lay, lines)
-            key = (h, int(wrapped and strong), f + h, -i, -int(wrapped))
+            key = (int(wrapped and strong), f + h, h, -i, -int(wrapped))
             if h and key > best_key:
                 best, best_key = (lay, wrapped), key
     # stack-trace-heavy logs have few record first lines: 3 are enough whatever the share
-    if best[0] is None or best_key[0] < min(3, max(1, min_share * len(raw))):
+    if best[0] is None or best_key[2] < min(3, max(1, min_share * len(raw))):
         return None, False
     return best
 
