@@ -253,12 +253,15 @@ class PatternError(ValueError):
 
 @dataclass
 class Layout:
-    """A compiled layout: ``head`` matches a record's first line up to the message (named groups,
-    ``rest`` = the line from the message on); ``tail`` (or '') splits ``rest`` into ``msg`` and
-    the fields after it, and also finds a logger alone on a record's last line."""
+    """A compiled layout: ``head`` matches a record's first line up to the message (group ``pre``
+    is all of it, so the message starts after it); ``tail`` (or '') finds what the layout writes
+    after the message at the end of a line (group ``suf``, with the trailing blanks), and
+    ``last_tail`` the same alone on a record's last line (messages with newlines of their own).
+    Neither captures the message itself: it is cut from the block by offsets."""
     pattern: str
     head: str
     tail: str = ""
+    last_tail: str = ""
     fields: tuple[str, ...] = ()
     tz: str = ""               # zone named in the pattern (%d{...}{Europe/Paris}), else the file's
     py_head: re.Pattern = field(default=None, repr=False)
@@ -392,7 +395,10 @@ def compile_pattern(pattern: str, props: dict[str, str] | None = None) -> Layout
             kinds.append("date")
         elif kind in ("level", "logger", "class", "thread"):
             name = "logger" if kind == "class" else kind
-            inner = {"level": LEVEL_RX, "logger": LOGGER_RX, "thread": r".*?"}[name]
+            nxt_lit = toks[t + 1][3] if t + 1 < len(toks) and toks[t + 1][0] == "lit" else ""
+            bound = nxt_lit[:1] if nxt_lit[:1] in ("]", ")", "|", ">", "}") else ""
+            thread_rx = f"[^{re.escape(bound)}\\n]*" if bound else r".*?"
+            inner = {"level": LEVEL_RX, "logger": LOGGER_RX, "thread": thread_rx}[name]
             if name in used:
                 rx = f"(?:{inner})"
             else:
@@ -401,6 +407,11 @@ def compile_pattern(pattern: str, props: dict[str, str] | None = None) -> Layout
                 kinds.append(name)
         else:
             rx = f"(?:{kind})"
+        nxt_lit = toks[t + 1][3] if t + 1 < len(toks) and toks[t + 1][0] == "lit" else ""
+        if nxt_lit.startswith(" "):
+            pad_r = ""          # the literal's ' +' takes the padding
+        if parts[side] and parts[side][-1].endswith(" +"):
+            pad_l = ""
         parts[side].append(pad_l + rx + pad_r)
     if side == 0:
         raise PatternError("the pattern has no message (%m)")
@@ -408,10 +419,14 @@ def compile_pattern(pattern: str, props: dict[str, str] | None = None) -> Layout
     if not re.search(r"\(\?P<(?:Y|h|epoch|level)>", head):
         raise PatternError("nothing before the message identifies a record's first line (no date or level)")
     tail = "".join(parts[1]).rstrip()
-    full_head = "^" + head + r"(?P<rest>[^\n]*)"
-    # greedy message: the fields after it are the line's last ones
-    full_tail = (r"^(?P<msg>.*)" + tail + r"[ \t\r\n]*$") if tail.strip() else ""
-    return Layout(pattern, full_head, full_tail, tuple(k for k in kinds if k != "msg"), tz)
+    full_head = "^(?P<pre>" + head + ")"
+    # searched for, not anchored at the line start: RE2's DFA finds the span, captures run on it
+    # only; the leftmost span reaching the line end is the last one as the groups exclude
+    # spaces and brackets (a bracketed thread is [^]]*)
+    suffix = "(?P<suf>" + tail + r"[ \t\r\n]*)$"
+    full_tail = suffix if tail.strip() else ""
+    last_tail = (r"^[ \t]*" + suffix) if tail.strip() else ""
+    return Layout(pattern, full_head, full_tail, last_tail, tuple(k for k in kinds if k != "msg"), tz)
 
 
 def is_kafka_default(pattern: str) -> bool:
@@ -460,8 +475,9 @@ def score(layout: Layout, lines: list[bytes]) -> tuple[int, int]:
         if not m:
             continue
         heads += 1
-        got = sum(1 for k, v in m.groupdict().items() if v and k != "rest")
-        if layout.py_tail is not None and layout.py_tail.match(m.group("rest")):
+        got = sum(1 for k, v in m.groupdict().items() if v and k != "pre")
+        t = layout.py_tail.search(ln) if layout.py_tail is not None else None
+        if t is not None and t.start("suf") >= m.end():
             got += len([f for f in layout.fields if f in ("logger", "thread")]) + 1
         found += got
     return heads, found
@@ -663,6 +679,14 @@ def _level_codes(col) -> np.ndarray:
     return look[d.indices.to_numpy(zero_copy_only=False)] if len(d) else np.zeros(0, np.int8)
 
 
+def extract(lines: pa.Array, pattern: str) -> pa.StructArray:
+    """``pc.extract_regex`` run on the bytes (RE2's Latin-1 mode: ``.`` and classes are single
+    bytes, about twice as fast as UTF-8 mode) with string fields back; lines are valid UTF-8
+    here (bad lines are null), so a group never splits a character the pattern spells out."""
+    m = pc.extract_regex(lines.view(pa.large_binary()) if pa.types.is_large_string(lines.type) else lines, pattern)
+    return m.cast(pa.struct([(f.name, pa.large_string()) for f in m.type]))
+
+
 def _names(s: pa.StructArray) -> set[str]:
     return {s.type.field(i).name for i in range(s.type.num_fields)}
 
@@ -682,7 +706,7 @@ def parse_block(block: bytes, lines_before: int, src: SourceFile, layout: Layout
     eff = ends - ((ends > starts) & (a[np.maximum(ends - 1, 0)] == 13))
     is_j, junk_reason = _junk(a, block, starts, ends)
     lines = lines_array(block, starts, ~is_j)
-    m = pc.extract_regex(lines, layout.head)
+    m = extract(lines, layout.head)
     is_h = m.is_valid().to_numpy(zero_copy_only=False) & ~is_j
 
     # --- group lines into records (as log4j.py does) -----------------------------------
@@ -713,8 +737,8 @@ def parse_block(block: bytes, lines_before: int, src: SourceFile, layout: Layout
 
     hm = m.take(pa.array(H))
     names = _names(hm)
-    rest_len = pc.binary_length(hm.field("rest")).to_numpy(zero_copy_only=False).astype(np.int64)
-    rest_s = ends[H] - rest_len
+    pre_len = pc.binary_length(hm.field("pre")).to_numpy(zero_copy_only=False).astype(np.int64)
+    rest_s = starts[H] + pre_len
     hend = _trim_end(a, starts[H], eff[H])
     r1s, r1e = rest_s, np.maximum(hend, rest_s)
     # the last non-blank line of each record (CRI joins and pastes leave blank lines behind)
@@ -725,21 +749,20 @@ def parse_block(block: bytes, lines_before: int, src: SourceFile, layout: Layout
     r2e = np.where(cont_last > H, eff[cont_last], 0)
 
     got = {k: hm.field(k) for k in ("level", "logger") if k in names}
-    tail_ok = np.zeros(nrec, bool)
     if layout.tail:
-        tm = pc.extract_regex(hm.field("rest"), layout.tail)
-        tail_ok = tm.is_valid().to_numpy(zero_copy_only=False)
-        msg_len = pc.fill_null(pc.binary_length(tm.field("msg")), 0).to_numpy(zero_copy_only=False).astype(np.int64)
-        r1e = np.where(tail_ok, _trim_end(a, r1s, r1s + msg_len), r1e)
+        # what follows the message: on the header line, or alone on the record's last line
+        tm = extract(lines, layout.tail).take(pa.array(H))
+        suf_len = pc.fill_null(pc.binary_length(tm.field("suf")), 0).to_numpy(zero_copy_only=False).astype(np.int64)
+        line_end = np.append(starts[1:], len(a))[H]
+        suf_s = line_end - suf_len
+        tail_ok = tm.is_valid().to_numpy(zero_copy_only=False) & (suf_s >= rest_s)
+        r1e = np.where(tail_ok, _trim_end(a, r1s, np.maximum(suf_s, r1s)), r1e)
         tnames = _names(tm)
-        # a message with newlines of its own: the fields after it end the record's last line
         multi = (cont_last > H) & ~tail_ok
         lm_ok = np.zeros(nrec, bool)
         if multi.any():
-            lm = pc.extract_regex(lines.take(pa.array(cont_last)), layout.tail)
+            lm = extract(lines.take(pa.array(cont_last)), layout.last_tail)
             lm_ok = multi & lm.is_valid().to_numpy(zero_copy_only=False)
-            lm_ok &= pc.equal(pc.utf8_trim_whitespace(pc.fill_null(lm.field("msg"), "x")), "").to_numpy(
-                zero_copy_only=False)
             if lm_ok.any():
                 prev = np.maximum(cont_last - 1, H)
                 r2e = np.where(lm_ok, np.where(prev > H, _trim_end(a, starts[prev], eff[prev]), 0), r2e)
