@@ -220,7 +220,9 @@ def to_utc_ms(wall: np.ndarray, ok: np.ndarray, off: np.ndarray, tz: str) -> np.
 # ---------------------------------------------------------------------------------------------
 # patterns
 # ---------------------------------------------------------------------------------------------
-LEVEL_RX = r"(?i:TRACE|DEBUG|INFO|WARNING|WARN|ERROR|FATAL|SEVERE|FINEST|FINER|FINE|CONFIG|CRITICAL|NOTICE)"
+_LEVEL_WORDS = "TRACE|DEBUG|INFO|WARNING|WARN|ERROR|FATAL|SEVERE|FINEST|FINER|FINE|CONFIG|CRITICAL|NOTICE"
+LEVEL_RX = "(?:" + _LEVEL_WORDS + "|" + _LEVEL_WORDS.lower() + ")"
+LOOSE_LEVEL_RX = "[A-Za-z]{4,8}"
 LEVEL_ALIASES = {"WARNING": "WARN", "SEVERE": "ERROR", "CRITICAL": "FATAL", "FINE": "DEBUG", "FINER": "TRACE",
                  "FINEST": "TRACE", "CONFIG": "INFO", "NOTICE": "INFO"}
 LOGGER_RX = r"[A-Za-z_$][\w$.\-]*(?::\d+)?"   # a ':line' suffix is dropped later
@@ -266,10 +268,27 @@ class Layout:
     tz: str = ""               # zone named in the pattern (%d{...}{Europe/Paris}), else the file's
     py_head: re.Pattern = field(default=None, repr=False)
     py_tail: re.Pattern | None = field(default=None, repr=False)
+    head_pre: str = field(default="", repr=False)
+    head_parts: list[str] = field(default_factory=list, repr=False)
 
     def __post_init__(self):
         self.py_head = re.compile(self.head.encode())
         self.py_tail = re.compile(self.tail.encode()) if self.tail else None
+        # Arrow runs a looser level (any word; checked against the level names afterwards):
+        # an alternation of level names costs RE2 several times more per line
+        self.head_pre, self.head_parts = split_captures(self.head.replace(LEVEL_RX, LOOSE_LEVEL_RX))
+
+
+def split_captures(head: str, per_regex: int = 4) -> tuple[str, list[str]]:
+    """``head`` as one regex capturing only ``pre`` and several capturing at most ``per_regex``
+    groups each (RE2 runs its fast one-pass matcher only for few captures: one regex with a
+    dozen groups on every line costs several times more than these few on short strings)."""
+    names = [n for n in re.findall(r"\(\?P<(\w+)>", head) if n != "pre"]
+
+    def keep(only):
+        return re.sub(r"\(\?P<(\w+)>", lambda m: m.group(0) if m.group(1) in only else "(?:", head)
+    parts = [keep(set(names[i:i + per_regex])) for i in range(0, len(names), per_regex)]
+    return keep({"pre"}), parts
 
 
 def _braces(s: str, i: int, open_: str = "{", close: str = "}") -> tuple[str, int]:
@@ -706,8 +725,20 @@ def parse_block(block: bytes, lines_before: int, src: SourceFile, layout: Layout
     eff = ends - ((ends > starts) & (a[np.maximum(ends - 1, 0)] == 13))
     is_j, junk_reason = _junk(a, block, starts, ends)
     lines = lines_array(block, starts, ~is_j)
-    m = extract(lines, layout.head)
+    m = extract(lines, layout.head_pre)
     is_h = m.is_valid().to_numpy(zero_copy_only=False) & ~is_j
+    h0 = np.flatnonzero(is_h)
+    pre = m.field("pre").take(pa.array(h0))
+    cols = {"pre": pre}
+    for part in layout.head_parts:
+        got_part = extract(pre, part)
+        cols.update({f.name: got_part.field(f.name) for f in got_part.type if f.name != "pre"})
+    hm = pa.StructArray.from_arrays(list(cols.values()), list(cols))
+    if "level" in cols:  # the loose level word must be a level name
+        known = _level_codes(cols["level"]) >= 0
+        if not known.all():
+            is_h[h0[~known]] = False
+            hm = hm.filter(pa.array(known))
 
     # --- group lines into records (as log4j.py does) -----------------------------------
     anchors = np.flatnonzero(is_h | is_j)
@@ -735,8 +766,7 @@ def parse_block(block: bytes, lines_before: int, src: SourceFile, layout: Layout
         return empty_events(), un, 0, nlines
     span = (last - H + 1).astype(np.int32)
 
-    hm = m.take(pa.array(H))
-    names = _names(hm)
+    names = _names(hm)      # rows of hm are the record first lines H, in order
     pre_len = pc.binary_length(hm.field("pre")).to_numpy(zero_copy_only=False).astype(np.int64)
     rest_s = starts[H] + pre_len
     hend = _trim_end(a, starts[H], eff[H])
