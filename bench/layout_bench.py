@@ -23,8 +23,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from kitlib.formats import Context, jsonlog, layouts, log4j
-from kitlib.sources import SourceFile
+from kitlib.formats import Context, jsonlog, layouts, log4j  # noqa: E402
+from kitlib.sources import SourceFile  # noqa: E402
 
 HEADER = re.compile(rb"^\[(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3})\] (\w+) (.*) \(([^()\s]+)\)$", re.MULTILINE)
 
