@@ -57,7 +57,7 @@ def has_prefix(lines: list[bytes]) -> bool:
     lines = [ln for ln in lines if ln.strip()]
     if not lines:
         return False
-    hit = sum(1 for ln in lines if PREFIX.match(ln).end() > 0)
+    hit = sum(1 for ln in lines if (m := PREFIX.match(ln)) is not None and m.end() > 0)
     return hit * 2 > len(lines)
 
 

@@ -217,7 +217,8 @@ def _read(lines: list[bytes], dialect: Dialect) -> tuple[pa.Table | None, list[i
             return t, []
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
         pass
-    rows, bad = [], []
+    rows: list[dict | None] = []
+    bad: list[int] = []
     for i, ln in enumerate(lines):
         try:
             o = json.loads(ln)
@@ -356,7 +357,8 @@ def parse_bytes(data: bytes, host: str = "test", rel: str = "test.log", tz: str 
         p.write_bytes(data)
         src = SourceFile(p, rel, host, tz)
         ctx = Context(src)
-        evs, uns = [], []
+        evs: list[pa.Table] = []
+        uns: list[pd.DataFrame] = []
         for name, chunk in parse(src, ctx):
             (evs if name == "events" else uns).append(chunk)
     ev = to_pandas(pa.concat_tables(evs)) if evs else to_pandas(empty_events())

@@ -203,8 +203,8 @@ def zone_offsets_ms(col) -> np.ndarray:
             look.append(sign * (int(mz.group(2)) * 60 + int(mz.group(3) or 0)) * 60000)
         else:
             look.append(NO_STAMP)
-    look = np.array(look + [NO_STAMP], np.int64)
-    return look[d.indices.to_numpy(zero_copy_only=False)] if len(d) else np.zeros(0, np.int64)
+    table = np.array([*look, NO_STAMP], np.int64)
+    return table[d.indices.to_numpy(zero_copy_only=False)] if len(d) else np.zeros(0, np.int64)
 
 
 def to_utc_ms(wall: np.ndarray, ok: np.ndarray, off: np.ndarray, tz: str) -> np.ndarray:
@@ -266,7 +266,7 @@ class Layout:
     last_tail: str = ""
     fields: tuple[str, ...] = ()
     tz: str = ""               # zone named in the pattern (%d{...}{Europe/Paris}), else the file's
-    py_head: re.Pattern = field(default=None, repr=False)
+    py_head: re.Pattern = field(default=re.compile(b""), repr=False)
     py_tail: re.Pattern | None = field(default=None, repr=False)
     head_pre: str = field(default="", repr=False)
     head_parts: list[str] = field(default_factory=list, repr=False)
@@ -515,7 +515,8 @@ def best_layout(candidates: list[Layout], head: bytes, min_share: float = 0.1) -
         stripped = [container.PREFIX.sub(b"", ln, count=1) for ln in raw]
         variants.append((True, stripped))
         strong = _surely_wrapped(raw, stripped)
-    best, best_key = (None, False), (0, 0, 0, 0, 0)
+    best: tuple[Layout | None, bool] = (None, False)
+    best_key = (0, 0, 0, 0, 0)
     for i, lay in enumerate(candidates):
         for wrapped, lines in variants:
             h, f = score(lay, lines)
@@ -916,7 +917,8 @@ def parse_bytes(data: bytes, layout: Layout | str | None = None, host: str = "te
         src = SourceFile(p, rel, host, tz)
         lay = compile_pattern(layout) if isinstance(layout, str) else layout
         ctx = Context(src)
-        evs, uns = [], []
+        evs: list[pa.Table] = []
+        uns: list[pd.DataFrame] = []
         for name, chunk in parse(src, ctx, block_size=block_size, threads=threads, layout=lay):
             (evs if name == "events" else uns).append(chunk)
     ev = to_pandas(pa.concat_tables(evs)) if evs else to_pandas(empty_events())
@@ -930,7 +932,7 @@ def parse_bytes(data: bytes, layout: Layout | str | None = None, host: str = "te
 def detect_forced(head: bytes, src: SourceFile) -> bool:
     """``bundle.yaml`` names a layout for this file that the fast path does not read."""
     forced = manifest_layout(src)
-    return bool(forced) and forced.strip().lower() != "json" and not is_kafka_default(forced)
+    return forced is not None and forced.strip().lower() != "json" and not is_kafka_default(forced)
 
 
 def detect(head: bytes, src: SourceFile) -> bool:
