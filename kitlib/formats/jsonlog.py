@@ -205,18 +205,18 @@ def _times(col, n: int, tz: str) -> tuple[np.ndarray, np.ndarray]:
     return to_utc_ms(wall, ok, zone_offsets_ms(m.field("tz")), tz), ok
 
 
-def _read(lines: list[bytes], dialect: Dialect) -> tuple[pa.Table | None, list[int]]:
-    """Arrow table of these JSON lines (rows in order); on failure, the table of the lines
-    Python's json can read and the indexes of those it cannot."""
-    buf = b"\n".join(lines) + b"\n"
+def _read(buf: bytes, n: int, dialect: Dialect) -> tuple[pa.Table | None, list[int]]:
+    """Arrow table of the ``n`` JSON lines in ``buf`` (rows in order); when Arrow cannot read
+    them, the table of the lines Python's json can read and the indexes of those it cannot."""
     try:
         t = pj.read_json(io.BytesIO(buf), read_options=pj.ReadOptions(block_size=max(len(buf) + 1, 1 << 20)),
                          parse_options=pj.ParseOptions(explicit_schema=dialect.schema,
                                                        unexpected_field_behavior="ignore"))
-        if t.num_rows == len(lines):
+        if t.num_rows == n:
             return t, []
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
         pass
+    lines = buf.split(b"\n")[:n]
     rows: list[dict | None] = []
     bad: list[int] = []
     for i, ln in enumerate(lines):
@@ -264,8 +264,11 @@ def parse_block(block: bytes, lines_before: int, src: SourceFile, dialect: Diale
     cand = (pc.starts_with(trimmed, "{").to_numpy(zero_copy_only=False)
             & pc.ends_with(trimmed, "}").to_numpy(zero_copy_only=False) & ~is_j)
     idx = np.flatnonzero(cand)
-    lines = [block[s:e] for s, e in zip(starts[idx].tolist(), eff[idx].tolist())]
-    table, bad = _read(lines, dialect) if len(idx) else (None, [])
+    # the candidate lines' bytes, in one numpy selection (each line keeps its newline)
+    buf = a[np.repeat(cand, np.diff(np.append(starts, len(a))))].tobytes()
+    if buf and not buf.endswith(b"\n"):
+        buf += b"\n"
+    table, bad = _read(buf, len(idx), dialect) if len(idx) else (None, [])
     ok_idx = np.delete(idx, bad) if bad else idx
     not_json = np.zeros(nlines, bool)
     not_json[~cand & ~blank & ~is_j] = True
