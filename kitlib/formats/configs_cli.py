@@ -29,11 +29,12 @@ from kitlib.formats import Context, register, text_lines
 from kitlib.formats._cli import Collector, head_lines, is_comment, stamp_line
 from kitlib.redact import redact_value
 
-_BLOCK = re.compile(r"^(?P<kind>Dynamic|All|Default) configs for (?:(?P<scope>[\w-]+?)s? (?P<entity>.+?)|"
-                    r"(?P<dscope>[\w-]+?)s? in the cluster) are:\s*$")
+_BLOCK = re.compile(r"^(?P<kind>Dynamic|All|Default) configs for (?:(?P<dscope>[\w-]+?)s? in the cluster|"
+                    r"(?P<scope>[\w-]+?)s? (?P<entity>.+?)) are:\s*$")
 _ENTRY = re.compile(r"^\s+(?P<key>[^=\s]+)=(?P<value>.*?) sensitive=(?P<sens>true|false) synonyms=\{(?P<syn>.*)\}\s*$")
 _INLINE = re.compile(r"^(?:(?P<what>Quota|SCRAM credential) configs|Configs) for (?P<ents>.+?) are ?(?P<rest>.*)$")
 _ENT = re.compile(r"(?:the default (?P<dscope>[\w-]+)|(?P<scope>[\w-]+) '(?P<name>[^']*)')")
+_SCRAM_PARTS = {"salt", "stored_key", "server_key", "iterations"}
 _SCOPES = {"brokers": "broker", "topics": "topic", "clients": "client-id", "users": "user-principal",
            "broker-loggers": "broker-logger", "ips": "ip"}
 
@@ -63,8 +64,18 @@ def _inline(m: re.Match) -> tuple[str, str, list[tuple[str, str]]] | None:
             k, sep, v = p.partition("=")
             if not sep:
                 return None
+            if k.strip() in _SCRAM_PARTS and items and items[-1][0].upper().startswith("SCRAM-"):
+                items[-1] = (items[-1][0], f"{items[-1][1]},{p.strip()}")  # ZooKeeper era: credential fields
+                continue
             items.append((k.strip(), v.strip()))
-    return "/".join(scopes), "/".join(names), items
+    return "/".join(scopes), "/".join(names), [(k, _scram(v) if k.upper().startswith("SCRAM-") else v)
+                                               for k, v in items]
+
+
+def _scram(value: str) -> str:
+    """Only the iteration count of a SCRAM credential; salt and keys are never stored."""
+    m = re.search(r"iterations=(\d+)", value)
+    return f"iterations={m.group(1)}" if m else "[redacted]"
 
 
 def parse(src, ctx: Context):

@@ -51,10 +51,16 @@ def _header_text(text: str) -> str | None:
 def detect(head: bytes, src) -> bool:
     for raw in head.split(b"\n")[:6]:
         s = raw.decode("utf-8", "replace").strip()
-        if not s or s.startswith(_CHATTER):
+        if not s or s.startswith(_CHATTER) or (s.startswith("#") and _header_text(s) is None):
             continue
         return _header_text(s) is not None or bool(_LONG.match(s))
     return False
+
+
+def _skippable(text: str) -> bool:
+    """The tool's chatter, or a ``#`` comment that is not a commented-out header."""
+    s = text.strip()
+    return s.startswith(_CHATTER) or (s.startswith("#") and _header_text(s) is None)
 
 
 def _header_fields(text: str) -> list[str]:
@@ -87,7 +93,7 @@ def parse(src, ctx: Context):
     lines = text_lines(src, ctx)
     pending = []
     for n, text, ok in lines:
-        if ok and text.strip().startswith(_CHATTER):
+        if ok and _skippable(text):
             ctx.parsed += 1
             continue
         pending.append((n, text, ok))
@@ -143,7 +149,7 @@ def _parse_wide(src, ctx: Context, stream):
     rows, row_lines = [], []
     bad_n, bad_t, bad_r = [], [], []
     for n, text, ok in stream:
-        if ok and text.strip().startswith(_CHATTER):
+        if ok and _skippable(text):
             ctx.parsed += 1
             continue
         head_text = _header_text(text) if ok else None

@@ -34,7 +34,8 @@ tables.declare("topic_partitions", "Partitions as `kafka-topics --describe` prin
                    ("isr", "str", "in-sync replica broker ids, comma-separated"),
                    ("replica_count", "int", "number of replicas"),
                    ("isr_count", "int", "number of in-sync replicas"),
-                   ("under_replicated", "bool", "fewer in-sync replicas than replicas"),
+                   ("under_replicated", "bool", "fewer in-sync replicas than replicas (replicas being added by a "
+                    "reassignment not counted), as the tool's --under-replicated-partitions decides"),
                    ("offline", "bool", "no leader: the partition is unavailable"),
                    ("elr", "str", "eligible leader replicas (KIP-966, 3.7+), comma-separated"),
                    ("last_known_elr", "str", "last known eligible leader replicas (3.7+)"),
@@ -112,10 +113,11 @@ def parse(src, ctx: Context):
             continue
         leader = to_int(kv.get("leader"))
         replicas, isr = _ids(kv.get("replicas")), _ids(kv.get("isr"))
+        adding = _ids(kv.get("adding_replicas"))  # replicas being added do not count until they join
         out.add("topic_partitions", n, snapshot_ts=snap, topic=kv["topic"], partition=part,
                 leader=leader if leader is not None and leader >= 0 else None,
                 replicas=",".join(replicas), isr=",".join(isr), replica_count=len(replicas), isr_count=len(isr),
-                under_replicated=len(isr) < len(replicas), offline=leader is None or leader < 0,
+                under_replicated=len(isr) < len(replicas) - len(adding), offline=leader is None or leader < 0,
                 elr=kv.get("elr"), last_known_elr=kv.get("last_known_elr"),
                 adding_replicas=kv.get("adding_replicas") or None, removing_replicas=kv.get("removing_replicas") or None,
                 marked_for_deletion=kv.get("marked_for_deletion") == "true", **topic_info.get(kv["topic"], {}))
