@@ -164,6 +164,8 @@ _INTS = ("base_offset", "last_offset", "count", "base_sequence", "last_sequence"
 def _finish(df: pd.DataFrame) -> pd.DataFrame:
     """Types from the printed strings: numbers, booleans, epoch-ms timestamps, lower-case codecs."""
     for c in df.columns:
+        if c in _INTS and str(df[c].dtype) == "Int64":
+            continue
         if c in _INTS:
             if c == "delete_horizon_ms":
                 df[c] = df[c].astype("string").str.extract(r"(\d+)", expand=False)
@@ -190,12 +192,21 @@ def _bulk(texts: pa.Array, lines: np.ndarray, segs: np.ndarray, mask: np.ndarray
     got = pc.extract_regex(texts.take(pa.array(idx)), pattern)
     ok = got.is_valid().to_numpy(zero_copy_only=False)
     names = [got.type.field(i).name for i in range(got.type.num_fields)]
-    df = pd.DataFrame({n: got.field(n).filter(pa.array(ok)).to_pandas() for n in names if n != "rest"})
+    keep = pa.array(ok)
+    df = pd.DataFrame({n: _column(n, got.field(n).filter(keep)) for n in names if n != "rest"})
     if "kraft" in df.columns:
         df["control"] = df["control"].where(df["control"].fillna("") != "", df.pop("kraft"))
     df["line"] = lines[idx[ok]]
     df["_seg"] = segs[idx[ok]]
     return df, idx[~ok]
+
+
+def _column(name: str, a: pa.Array) -> pd.Series:
+    """A matched field as pandas: numbers cast in Arrow (empty optional groups become NA)."""
+    if name in _INTS and name != "delete_horizon_ms" or name == "timestamp":
+        a = pc.cast(pc.if_else(pc.equal(a, ""), pa.scalar(None, pa.string()), a), pa.int64())
+        return a.to_pandas(types_mapper={pa.int64(): pd.Int64Dtype()}.get)
+    return a.to_pandas()
 
 
 def _with_where(df: pd.DataFrame) -> pd.DataFrame:
