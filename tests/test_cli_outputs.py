@@ -60,7 +60,8 @@ def test_every_fixture_is_detected_and_accounted_for(tmp_path, path):
 def test_consumer_groups_describe_all_groups_real(tmp_path):
     b = bundle(tmp_path, "real-3.9-consumer-groups-describe-all.txt")
     g = b.group_offsets
-    assert rows(g[g.group == "billing"], ["topic", "partition", "current_offset", "log_end_offset", "lag", "consumer_id"]) == [
+    cols = ["topic", "partition", "current_offset", "log_end_offset", "lag", "consumer_id"]
+    assert rows(g[g.group == "billing"], cols) == [
         ("orders", 0, 100, 100, 0, None), ("orders", 1, 60, 100, 40, None), ("orders", 2, 100, 100, 0, None)]
     s = g[g.group == "shipping"].sort_values(["topic", "partition"])
     assert rows(s, ["topic", "partition", "lag", "client_id", "member_host"]) == [
@@ -85,7 +86,8 @@ def test_consumer_groups_members_and_state_real(tmp_path):
 
 
 def test_lag_history_loads_as_one_table_with_snapshot_times(tmp_path):
-    b = bundle(tmp_path, "real-3.9-consumer-groups-lag-history-date.txt", "real-3.9-consumer-groups-lag-history-iso.txt")
+    b = bundle(tmp_path, "real-3.9-consumer-groups-lag-history-date.txt",
+               "real-3.9-consumer-groups-lag-history-iso.txt")
     g = b.group_offsets
     assert len(g) == 18 and g.snapshot_ts.notna().all() and g.snapshot_ts.nunique() == 6
     p1 = g[g.partition == 1].sort_values("snapshot_ts")
@@ -98,8 +100,9 @@ def test_lag_history_loads_as_one_table_with_snapshot_times(tmp_path):
 
 
 def test_old_and_new_consumer_group_layouts(tmp_path):
-    b = bundle(tmp_path, "constructed-1.1-consumer-groups-describe.txt", "constructed-2.8-consumer-groups-lag-history.txt",
-               "constructed-2.0-consumer-groups-state-members.txt", "constructed-4.0-consumer-groups-verbose.txt",
+    b = bundle(tmp_path, "constructed-1.1-consumer-groups-describe.txt",
+               "constructed-2.8-consumer-groups-lag-history.txt", "constructed-2.0-consumer-groups-state-members.txt",
+               "constructed-4.0-consumer-groups-verbose.txt",
                tz="Europe/Berlin")
     g = b.group_offsets
     old = g[g.file.str.contains("1.1")]
@@ -164,7 +167,8 @@ def test_topics_old_layout_flags(tmp_path):
 
 
 def test_reassignment_target_is_not_under_replicated(tmp_path):
-    text = "\tTopic: orders\tPartition: 1\tLeader: 2\tReplicas: 2,3,1,4\tIsr: 2,3,1\tAdding Replicas: 4\tRemoving Replicas: 1\n"
+    text = ("\tTopic: orders\tPartition: 1\tLeader: 2\tReplicas: 2,3,1,4\tIsr: 2,3,1\tAdding Replicas: 4"
+            "\tRemoving Replicas: 1\n")
     b = bundle(tmp_path, ("urp.txt", text))
     assert b.topic_partitions.under_replicated.tolist() == [False]
 
@@ -214,8 +218,9 @@ def test_kafka_configs_real(tmp_path):
 def test_kafka_configs_secrets_never_stored(tmp_path):
     b = bundle(tmp_path, "constructed-2.x-configs.txt")
     c = b.configs
+    text = c.to_csv() + b.unparsed.to_csv()
     for secret in ("admin-secret", "MWd3Mmlq", "Z2l3YmVxZQ==", "cXplbGJr"):
-        assert not c.astype(str).apply(lambda col: col.str.contains(secret, regex=False)).any().any()
+        assert secret not in text
     assert c.set_index("key").loc["sasl.jaas.config", "value"] == "[redacted]"
     assert rows(c[c.entity.str.contains("alice|bob")], ["scope", "entity", "key", "value"]) == [
         ("user-principal", "alice", "SCRAM-SHA-512", "iterations=4096"),
@@ -252,17 +257,19 @@ def test_dump_log_real_batches_records_and_markers(tmp_path):
     tx = bt[bt.topic == "audit"]
     assert rows(tx, ["base_offset", "count", "is_transactional", "is_control", "size"]) == [
         (0, 5, True, False, 126), (5, 1, True, True, 78)]
-    assert rows(r[r.control.notna()], ["topic", "offset", "control", "coordinator_epoch"]) == [("audit", 5, "COMMIT", 0)]
+    assert rows(r[r.control.notna()], ["topic", "offset", "control", "coordinator_epoch"]) == [
+        ("audit", 5, "COMMIT", 0)]
     assert rows(b.log_index_entries, ["kind", "offset", "position"]) == [("offset", 109, 6413), ("time", 109, None)]
 
 
 def test_dump_log_old_layouts(tmp_path):
     b = bundle(tmp_path, "constructed-2.0-dump-log.txt")
     bt = b.log_batches
-    assert rows(bt, ["topic", "base_offset", "last_offset", "count", "producer_id", "compression", "is_control", "magic",
-                     "size"]) == [("orders", 0, 1, 2, -1, "none", None, 2, 151), ("orders", 2, 2, 1, 4001, "lz4", None, 2, 96),
-                                  ("legacy", 0, 0, None, None, "none", None, 1, 60),
-                                  ("legacy", 1, 1, None, None, "none", None, 1, 61)]
+    cols = ["topic", "base_offset", "last_offset", "count", "producer_id", "compression", "is_control", "magic", "size"]
+    assert rows(bt, cols) == [("orders", 0, 1, 2, -1, "none", None, 2, 151),
+                              ("orders", 2, 2, 1, 4001, "lz4", None, 2, 96),
+                              ("legacy", 0, 0, None, None, "none", None, 1, 60),
+                              ("legacy", 1, 1, None, None, "none", None, 1, 61)]
     r = b.log_records
     assert rows(r, ["offset", "key_size", "value_size", "header_keys", "producer_id", "position"]) == [
         (0, 25, 363, "", -1, 0), (1, 25, 371, "trace-id", -1, 0), (2, -1, 40, "", 4001, 151)]
@@ -278,7 +285,8 @@ def test_dump_log_bulk_path_is_fast(tmp_path):
     b = bundle(tmp_path, ("big-dump.txt", text))
     took = time.perf_counter() - t0
     f = b.files.iloc[0]
-    assert f["unparsed"] == 0 and f["parsed"] == f["lines"] and len(b.log_records) == 287_360 and len(b.log_batches) == 12_572
+    assert f["unparsed"] == 0 and f["parsed"] == f["lines"]
+    assert len(b.log_records) == 287_360 and len(b.log_batches) == 12_572
     assert took < 60, f"{took:.1f} s"
 
 
@@ -342,7 +350,7 @@ def test_detection_leaves_other_files_alone(path, fmt):
 
 def test_cli_text_quoted_in_a_log_stays_a_log():
     text = (b"[2026-11-23 11:35:41,001] INFO running lag check (kit.Cron)\n"
-            b"GROUP           TOPIC           PARTITION  CURRENT-OFFSET  LOG-END-OFFSET  LAG  CONSUMER-ID HOST CLIENT-ID\n"
+            b"GROUP    TOPIC     PARTITION  CURRENT-OFFSET  LOG-END-OFFSET  LAG  CONSUMER-ID HOST CLIENT-ID\n"
             b"Topic: orders\tTopicId: x\tPartitionCount: 3\tReplicationFactor: 1\tConfigs: \n")
     assert formats.detect(text).name == "log4j"
 
@@ -356,8 +364,9 @@ def test_live_tool_output_parses(broker, tmp_path):
 
     from kitlib import lab
     bs = ["--bootstrap-server", broker.bootstrap]
-    lab.run_tool("org.apache.kafka.tools.TopicCommand", bs + ["--create", "--topic", "cli-live", "--partitions", "2",
-                                                             "--replication-factor", "1", "--config", "retention.ms=3600000"])
+    lab.run_tool("org.apache.kafka.tools.TopicCommand", bs + [
+        "--create", "--topic", "cli-live", "--partitions", "2", "--replication-factor", "1",
+        "--config", "retention.ms=3600000"])
     p = KafkaProducer(bootstrap_servers=broker.bootstrap, client_id="cli-live-producer")
     for i in range(50):
         p.send("cli-live", value=b"v%d" % i, partition=i % 2, headers=[("h1", b"x")])
@@ -372,7 +381,8 @@ def test_live_tool_output_parses(broker, tmp_path):
         "groups.txt": lab.run_tool("org.apache.kafka.tools.consumer.group.ConsumerGroupCommand",
                                    bs + ["--describe", "--group", "cli-live-group"]),
         "topics.txt": lab.run_tool("org.apache.kafka.tools.TopicCommand", bs + ["--describe", "--topic", "cli-live"]),
-        "logdirs.txt": lab.run_tool("org.apache.kafka.tools.LogDirsCommand", bs + ["--describe", "--topic-list", "cli-live"]),
+        "logdirs.txt": lab.run_tool("org.apache.kafka.tools.LogDirsCommand",
+                                    bs + ["--describe", "--topic-list", "cli-live"]),
         "configs.txt": lab.run_tool("kafka.admin.ConfigCommand", bs + ["--describe", "--entity-type", "topics",
                                                                        "--entity-name", "cli-live"]),
         "quorum.txt": lab.run_tool("org.apache.kafka.tools.MetadataQuorumCommand", bs + ["describe", "--status"]),
@@ -391,9 +401,11 @@ def test_live_tool_output_parses(broker, tmp_path):
     assert dict(zip(f.index.str.split("/").str[-1], f["format"])) == {
         "groups.txt": "consumer_groups", "topics.txt": "topics", "logdirs.txt": "log_dirs_cli",
         "configs.txt": "configs_cli", "quorum.txt": "metadata_quorum", "jmx.tsv": "jmxtool", "dump.txt": "dump_log"}
-    assert rows(b.group_offsets.sort_values("partition"), ["group", "partition", "current_offset", "log_end_offset", "lag"]) == [
+    cols = ["group", "partition", "current_offset", "log_end_offset", "lag"]
+    assert rows(b.group_offsets.sort_values("partition"), cols) == [
         ("cli-live-group", 0, 10, 25, 15), ("cli-live-group", 1, 25, 25, 0)]
-    assert rows(b.topic_partitions, ["topic", "partition", "leader", "isr"]) == [("cli-live", 0, 1, "1"), ("cli-live", 1, 1, "1")]
+    assert rows(b.topic_partitions, ["topic", "partition", "leader", "isr"]) == [
+        ("cli-live", 0, 1, "1"), ("cli-live", 1, 1, "1")]
     assert b.log_dirs.groupby("partition").size_bytes.max().gt(0).all()
     assert ("retention.ms", "3600000") in set(zip(b.configs.key, b.configs.value))
     assert b.quorum_status.leader_id.tolist() == [1]

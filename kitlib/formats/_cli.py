@@ -23,8 +23,10 @@ import pandas as pd
 from kitlib.formats import Context, unparsed_frame, with_provenance
 
 # `date` (C locale): "Mon Nov 23 11:35:41 UTC 2026"; ISO-8601 with optional zone; epoch seconds/ms
-_DATE_CMD = re.compile(r"^(?:[A-Z][a-z]{2},? +)?([A-Z][a-z]{2}) +(\d{1,2}),? +(\d{1,2}:\d{2}:\d{2})(?: +([A-Za-z][\w+:-]*))? +(\d{4})$")
-_ISO = re.compile(r"^\d{4}-\d{2}-\d{2}(?:[T ]\d{2}:\d{2}(?::\d{2}(?:[.,]\d+)?)?)?(?: ?(?:Z|[+-]\d{2}:?\d{2}|UTC|GMT))?$")
+_DATE_CMD = re.compile(r"^(?:[A-Z][a-z]{2},? +)?([A-Z][a-z]{2}) +(\d{1,2}),? +(\d{1,2}:\d{2}:\d{2})"
+                       r"(?: +([A-Za-z][\w+:-]*))? +(\d{4})$")
+_ISO = re.compile(r"^\d{4}-\d{2}-\d{2}(?:[T ]\d{2}:\d{2}(?::\d{2}(?:[.,]\d+)?)?)?"
+                  r"(?: ?(?:Z|[+-]\d{2}:?\d{2}|UTC|GMT))?$")
 _EPOCH = re.compile(r"^\d{10}(?:\d{3})?$")
 _DECOR = " \t=-*#>[]:"
 _UTC_NAMES = {"UTC", "GMT", "Z", "UCT"}

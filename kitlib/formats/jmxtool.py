@@ -32,7 +32,6 @@ import pandas as pd
 from kitlib.formats import Context, register, text_lines, unparsed_frame, with_provenance
 from kitlib.metrics import long_from_wide, with_keys
 
-
 _CHATTER = ("Trying to connect to JMX url", "WARNING: The 'kafka.tools' package is deprecated",
             "Could not find all object names", "Could not connect to JMX url")
 _LONG = re.compile(r'^time(?:\t|=|,")')

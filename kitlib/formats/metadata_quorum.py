@@ -22,7 +22,8 @@ prints timestamps as ``<n> ms ago``)::
 Repeated runs in one file are fine; a time line before a run sets its ``snapshot_ts``.
 
 Example:
-    >>> detect(b"ClusterId:              Zhhak0S0SDygpAfaOTov4A\\nLeaderId:               1\\n", None)
+    >>> detect(b"ClusterId:              Zhhak0S0SDygpAfaOTov4A\\nLeaderId:               1\\n"
+    ...        b"LeaderEpoch:            1\\nHighWatermark:          240\\n", None)
     True
 """
 from __future__ import annotations
@@ -89,7 +90,8 @@ def _nodes(text: str) -> tuple[str, str | None]:
     if not isinstance(v, list):
         return text, None
     ids = [str(x.get("id") if isinstance(x, dict) else x) for x in v]
-    eps = [f"{x.get('id')}={'|'.join(x.get('endpoints') or [])}" for x in v if isinstance(x, dict) and x.get("endpoints")]
+    eps = [f"{x.get('id')}={'|'.join(x.get('endpoints') or [])}" for x in v
+           if isinstance(x, dict) and x.get("endpoints")]
     return ",".join(ids), ",".join(eps) or None
 
 

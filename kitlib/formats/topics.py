@@ -12,7 +12,8 @@ print partition lines only.
 
 Example (real 3.9 output):
     >>> detect(b"Topic: orders\\tTopicId: _qP8e2lNREyFiYxmVLA-Ng\\tPartitionCount: 3\\tReplicationFactor: 1\\t"
-    ...        b"Configs: retention.ms=604800000\\n\\tTopic: orders\\tPartition: 0\\tLeader: 1\\tReplicas: 1\\tIsr: 1\\n", None)
+    ...        b"Configs: retention.ms=604800000\\n"
+    ...        b"\\tTopic: orders\\tPartition: 0\\tLeader: 1\\tReplicas: 1\\tIsr: 1\\n", None)
     True
 """
 from __future__ import annotations
@@ -98,7 +99,8 @@ def parse(src, ctx: Context):
             out.bad(n, text, "not a kafka-topics --describe line")
             continue
         if "partition" not in kv:  # the topic's own line
-            topic_info[kv["topic"]] = {"topic_id": kv.get("topic_id"), "partition_count": to_int(kv.get("partition_count")),
+            topic_info[kv["topic"]] = {"topic_id": kv.get("topic_id"),
+                                       "partition_count": to_int(kv.get("partition_count")),
                                        "replication_factor": to_int(kv.get("replication_factor")),
                                        "topic_configs": kv.get("topic_configs") or None}
             for item in _ids(kv.get("topic_configs")):
@@ -119,7 +121,8 @@ def parse(src, ctx: Context):
                 replicas=",".join(replicas), isr=",".join(isr), replica_count=len(replicas), isr_count=len(isr),
                 under_replicated=len(isr) < len(replicas) - len(adding), offline=leader is None or leader < 0,
                 elr=kv.get("elr"), last_known_elr=kv.get("last_known_elr"),
-                adding_replicas=kv.get("adding_replicas") or None, removing_replicas=kv.get("removing_replicas") or None,
+                adding_replicas=kv.get("adding_replicas") or None,
+                removing_replicas=kv.get("removing_replicas") or None,
                 marked_for_deletion=kv.get("marked_for_deletion") == "true", **topic_info.get(kv["topic"], {}))
         out.structure()
     if out.bad_n:
