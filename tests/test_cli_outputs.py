@@ -395,12 +395,18 @@ def test_live_tool_output_parses(broker, tmp_path):
     while time.monotonic() < deadline and seg.stat().st_size == 0:
         time.sleep(0.5)
     outputs["dump.txt"] = lab.run_tool("kafka.tools.DumpLogSegments", ["--files", str(seg), "--deep-iteration"])
+    meta = sorted((Path(broker.work) / "data" / "__cluster_metadata-0").glob("*.log"))[0]
+    outputs["metadata-dump.txt"] = lab.run_tool("kafka.tools.DumpLogSegments", [
+        "--files", str(meta), "--cluster-metadata-decoder"])
+    outputs["replication.txt"] = lab.run_tool("org.apache.kafka.tools.MetadataQuorumCommand",
+                                              bs + ["describe", "--replication", "--human-readable"])
     b = bundle(tmp_path, *outputs.items())
     f = b.files.set_index("file")
     assert (f["lines"] == f["parsed"] + f["unparsed"]).all() and (f["unparsed"] == 0).all(), f.to_string()
     assert dict(zip(f.index.str.split("/").str[-1], f["format"])) == {
         "groups.txt": "consumer_groups", "topics.txt": "topics", "logdirs.txt": "log_dirs_cli",
-        "configs.txt": "configs_cli", "quorum.txt": "metadata_quorum", "jmx.tsv": "jmxtool", "dump.txt": "dump_log"}
+        "configs.txt": "configs_cli", "quorum.txt": "metadata_quorum", "jmx.tsv": "jmxtool", "dump.txt": "dump_log",
+        "metadata-dump.txt": "dump_log", "replication.txt": "metadata_quorum"}
     cols = ["group", "partition", "current_offset", "log_end_offset", "lag"]
     assert rows(b.group_offsets.sort_values("partition"), cols) == [
         ("cli-live-group", 0, 10, 25, 15), ("cli-live-group", 1, 25, 25, 0)]
@@ -410,4 +416,22 @@ def test_live_tool_output_parses(broker, tmp_path):
     assert ("retention.ms", "3600000") in set(zip(b.configs.key, b.configs.value))
     assert b.quorum_status.leader_id.tolist() == [1]
     assert (b.metrics.attribute == "Count").any()
-    assert len(b.log_records) == 25 and set(b.log_records.header_keys) == {"h1"}
+    data = b.log_records[b.log_records.topic == "cli-live"]
+    assert len(data) == 25 and set(data.header_keys) == {"h1"}
+    kraft = b.log_batches[b.log_batches.topic == "__cluster_metadata"]
+    assert len(kraft) > 0 and kraft.is_control.any() and kraft.is_valid.all()
+    assert "LEADER_CHANGE" in set(b.log_records.control.dropna())
+    r = b.quorum_replication
+    assert r.status.tolist() == ["Leader"] and r.last_fetch_ago_ms.notna().all()
+
+
+def test_dump_log_cluster_metadata_real(tmp_path):
+    """The KRaft metadata log dumped with --cluster-metadata-decoder: control records by type,
+    metadata records' JSON payloads not stored."""
+    b = bundle(tmp_path, "real-3.9-dump-log-cluster-metadata.txt")
+    r, bt = b.log_records, b.log_batches
+    assert set(r.topic) == {"__cluster_metadata"} and set(r.partition) == {0}
+    assert len(r) == bt["count"].sum() == 31 and r.offset.tolist() == list(range(31))
+    assert rows(r[r.control.notna()], ["offset", "control"]) == [(0, "LEADER_CHANGE")]
+    assert bt.is_control.tolist()[:2] == [True, False]
+    assert "REGISTER_BROKER_RECORD" not in r.to_csv() + b.unparsed.to_csv()

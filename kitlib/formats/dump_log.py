@@ -74,7 +74,8 @@ tables.declare("log_records", "Records from `kafka-dump-log --deep-iteration` / 
                    ("header_keys", "str", "header keys, comma-separated, as printed"),
                    ("header_count", "int", "number of headers"),
                    ("control", "category", "control record type: COMMIT, ABORT (transaction markers), "
-                    "SnapshotHeader, SnapshotFooter, LeaderChange, KRaftVersion, KRaftVoters; empty for data"),
+                    "SnapshotHeader, SnapshotFooter, LeaderChange, KRaftVersion, KRaftVoters, or the raw "
+                    "type printed as 'controlType: LEADER_CHANGE(2)' (3.x metadata log); empty for data"),
                    ("coordinator_epoch", "int", "transaction coordinator epoch of a marker"),
                    ("position", "int", "byte position (1.x-2.1 record lines only)"),
                    ("producer_id", "int", "producer id (1.x-2.1 record lines only; newer ones are on the batch)"),
@@ -94,7 +95,8 @@ _RECORD_RE = (r"^\| offset: (?P<offset>-?\d+) (?P<timestamp_type>CreateTime|LogA
               r"(?P<timestamp>-?\d+) key[sS]ize: (?P<key_size>-?\d+) value[sS]ize: (?P<value_size>-?\d+) "
               r"sequence: (?P<sequence>-?\d+) headerKeys: \[(?P<header_keys>[^\]]*)\]"
               r"(?: endTxnMarker: (?P<control>COMMIT|ABORT) coordinatorEpoch: (?P<coordinator_epoch>\d+))?"
-              r"(?: (?P<kraft>SnapshotHeader|SnapshotFooter|LeaderChange|KRaftVersion|KRaftVoters)\b)?(?P<rest>.*)$")
+              r"(?: (?P<kraft>SnapshotHeader|SnapshotFooter|LeaderChange|KRaftVersion|KRaftVoters)\b)?"
+              r"(?: controlType: (?P<ctype>\w+)\(-?\d+\))?(?P<rest>.*)$")
 _BATCH_RE = (r"^baseOffset: (?P<base_offset>-?\d+) lastOffset: (?P<last_offset>-?\d+) count: (?P<count>-?\d+) "
              r"baseSequence: (?P<base_sequence>-?\d+) lastSequence: (?P<last_sequence>-?\d+) "
              r"producerId: (?P<producer_id>-?\d+) producerEpoch: (?P<producer_epoch>-?\d+) "
@@ -113,7 +115,8 @@ _NAMES = {"baseOffset": "base_offset", "lastOffset": "last_offset", "count": "co
           "magic": "magic", "compresscodec": "compression", "crc": "crc", "isvalid": "is_valid",
           "isValid": "is_valid", "offset": "offset", "keysize": "key_size", "keySize": "key_size",
           "valuesize": "value_size", "valueSize": "value_size", "sequence": "sequence", "headerKeys": "header_keys",
-          "endTxnMarker": "control", "coordinatorEpoch": "coordinator_epoch", "compressType": "compression"}
+          "endTxnMarker": "control", "coordinatorEpoch": "coordinator_epoch", "compressType": "compression",
+          "controlType": "control"}
 _TS_KEYS = ("CreateTime", "LogAppendTime", "NoTimestampType")
 _STRUCTURE = ("Starting offset:", "Log starting offset:", "Snapshot end offset:", "Mismatches in ", "Index offset:",
               "Non-consecutive offsets in ", "Found ", "Skipping ", "Exception while ")
@@ -194,8 +197,9 @@ def _bulk(texts: pa.Array, lines: np.ndarray, segs: np.ndarray, mask: np.ndarray
     names = [got.type.field(i).name for i in range(got.type.num_fields)]
     keep = pa.array(ok)
     df = pd.DataFrame({n: _column(n, got.field(n).filter(keep)) for n in names if n != "rest"})
-    if "kraft" in df.columns:
-        df["control"] = df["control"].where(df["control"].fillna("") != "", df.pop("kraft"))
+    for other in ("kraft", "ctype"):  # KRaft control records: by name, or "controlType: LEADER_CHANGE(2)"
+        if other in df.columns:
+            df["control"] = df["control"].where(df["control"].fillna("") != "", df.pop(other))
     df["line"] = lines[idx[ok]]
     df["_seg"] = segs[idx[ok]]
     return df, idx[~ok]

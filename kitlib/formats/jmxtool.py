@@ -196,4 +196,4 @@ def _frame(header: list[str], rows: list[list[str]], lines: list[int], src) -> p
 
 
 register("jmxtool", detect=detect, parse=parse, tables=("metrics",), priority=30,
-         doc="Kafka JmxTool CSV dumps")
+         doc="Kafka JmxTool output: CSV (quoted or not, any --date-format) and the tsv/properties/csv report formats")
