@@ -435,3 +435,15 @@ def test_dump_log_cluster_metadata_real(tmp_path):
     assert rows(r[r.control.notna()], ["offset", "control"]) == [(0, "LEADER_CHANGE")]
     assert bt.is_control.tolist()[:2] == [True, False]
     assert "REGISTER_BROKER_RECORD" not in r.to_csv() + b.unparsed.to_csv()
+
+
+def test_unknown_columns_of_newer_versions_are_skipped(tmp_path):
+    """4.x consumer-protocol groups print more columns; known ones still land, nothing fails."""
+    text = ("\nGROUP      CONSUMER-ID             GROUP-EPOCH  TARGET-ASSIGNMENT-EPOCH  HOST        CLIENT-ID   "
+            "#PARTITIONS  ASSIGNMENT\n"
+            "orders-svc 3m4XhS8uQ0mJ5wKc2xT1Pg  14           14                       /10.0.0.12  consumer-1  "
+            "2            orders:0,1\n")
+    b = bundle(tmp_path, ("members.txt", text))
+    assert b.files.iloc[0]["unparsed"] == 0
+    assert rows(b.group_members, ["group", "consumer_id", "member_host", "client_id", "partitions", "assignment"]) == [
+        ("orders-svc", "3m4XhS8uQ0mJ5wKc2xT1Pg", "/10.0.0.12", "consumer-1", 2, "orders:0,1")]

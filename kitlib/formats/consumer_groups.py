@@ -108,8 +108,10 @@ def _table_row(header: list[str], colmap: dict, text: str) -> dict | None:
         return None
     row = {}
     for name, v in zip(header, vals):
-        col = colmap[name]
+        col = colmap.get(name)  # columns of later versions (GROUP-EPOCH, ...) are skipped
         v = v.strip()
+        if col is None:
+            continue
         if col in _INT_COLS:
             n = to_int(v)
             if n is None and v != "-":
