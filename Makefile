@@ -1,7 +1,10 @@
 # The two commands of the README:
 #   make report   - the main job: every notebook over every bundle in sample_data/, HTML in reports/
-#   make test     - the whole test suite (unit, real-broker, notebooks via nbval, Chromium render)
+#   make test     - the whole test suite: `make check`, then the real-broker, Chromium and slow tests
+#                   and every notebook under nbval
 # Each creates or reuses the local virtualenv .venv by itself.
+#   make check    - the fast lane: ruff, mypy, doctests and the tests that need neither a broker
+#                   nor Chromium (under a minute)
 
 PYTHON ?= python3
 VENV   := .venv
@@ -9,13 +12,23 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-stamp
 OUT    ?= reports
 
-.PHONY: report test venv chromium bench notebooks clean
+FAST   := -m "not broker and not chromium and not slow"
+PYTEST := $(BIN)/python -m pytest -q -p no:cacheprovider
+
+.PHONY: report test check venv chromium bench notebooks clean
 
 report: $(STAMP)
 	$(BIN)/kitlib report sample_data --out $(OUT)
 
-test: $(STAMP) chromium
-	$(BIN)/python -m pytest tests notebooks --nbval --nbval-sanitize-with notebooks/sanitize.cfg -p no:cacheprovider
+check: $(STAMP)
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+	$(BIN)/mypy
+	$(PYTEST) -n 2 $(FAST) --doctest-modules kitlib tests
+
+test: check chromium
+	$(PYTEST) -m "broker or chromium or slow" tests
+	$(PYTEST) -n 2 kitlib/notebooks --nbval --nbval-sanitize-with tests/nbval-sanitize.cfg
 
 venv: $(STAMP)
 
@@ -39,7 +52,7 @@ chromium:
 # Re-execute every notebook in place on its default (sample) bundle, refreshing the stored
 # outputs that nbval compares against. Run after changing kitlib, a notebook or sample data.
 notebooks: $(STAMP)
-	cd notebooks && for nb in *.ipynb; do ../$(BIN)/papermill -k python3 --cwd . "$$nb" "$$nb" || exit 1; done
+	cd kitlib/notebooks && for nb in *.ipynb; do ../../$(BIN)/papermill -k python3 --cwd . "$$nb" "$$nb" || exit 1; done
 
 bench: $(STAMP)
 	$(BIN)/python bench/ingest_bench.py --size-mb 1024

@@ -13,15 +13,6 @@ import pandas as pd
 
 from kitlib.display import HTML, esc
 
-NOTEBOOK_PURPOSE = {
-    "notebooks/throughput.ipynb": "consumer/broker throughput, message down-conversion, request API versions",
-    "notebooks/compression.ipynb": "codec ratio and speed on your own payloads",
-    "notebooks/connect_offsets.ipynb": "Kafka Connect offset commits, producer batching, drain-time model",
-    "notebooks/compaction.ipynb": "log cleaner runs, dedupe buffer passes, reserve storage planner",
-    "notebooks/tiered_storage.ipynb": "tier-state metadata size, migrations, per-file read I/O by broker, KIP-405 copies and copy errors",
-}
-
-
 def inventory(bundle) -> pd.DataFrame:
     """One row per file: host, format, lines, unparsed lines and the first problem met."""
     f = bundle.files
@@ -35,22 +26,21 @@ def inventory(bundle) -> pd.DataFrame:
 def overview(bundle) -> HTML:
     """Hosts, formats, time span and unparsed lines in a few lines."""
     s = bundle.summary
-    ev = bundle.events
     span = "no timestamps"
-    if len(ev):
-        lo, hi = ev["ts"].min(), ev["ts"].max()
+    got = bundle.span()
+    if got is not None:
+        lo, hi = got
         span = f"{lo:%Y-%m-%d %H:%M:%S} → {hi:%Y-%m-%d %H:%M:%S} UTC ({_dur(hi - lo)})"
-    rows = {k: v for k, v in (s.get("rows") or {}).items() if v}
+    rows = {k: v for k, v in s.rows.items() if v}
     items = [
-        ("hosts", ", ".join(s.get("hosts", [])) or "-"),
-        ("files", f"{s.get('files', 0)} ({s.get('bytes', 0):,} bytes): "
-                  + ", ".join(f"{k} {v}" for k, v in (s.get("formats") or {}).items())),
+        ("hosts", ", ".join(s.hosts) or "-"),
+        ("files", f"{s.files} ({s.bytes:,} bytes): " + ", ".join(f"{k} {v}" for k, v in s.formats.items())),
         ("time span", span),
         ("rows", ", ".join(f"{k} {v:,}" for k, v in sorted(rows.items()) if k != "unparsed") or "-"),
-        ("unparsed lines", f"{s.get('unparsed_lines', 0):,}"),
+        ("unparsed lines", f"{s.unparsed_lines:,}"),
     ]
-    if s.get("errors"):
-        items.append(("file problems", "; ".join(s["errors"])))
+    if s.errors:
+        items.append(("file problems", "; ".join(s.errors)))
     html = "<table>" + "".join(f"<tr><th style='text-align:left'>{esc(k)}</th><td style='text-align:left'>{esc(v)}</td></tr>"
                                for k, v in items) + "</table>"
     return HTML(html, "\n".join(f"{k}: {v}" for k, v in items))
@@ -68,11 +58,10 @@ def _dur(td: pd.Timedelta) -> str:
 def problems(bundle, top: int = 8) -> pd.DataFrame:
     """WARN and worse per host and logger, counted per time bucket (bucket chosen from the span
     so the chart stays under a few hundred points per series)."""
-    ev = bundle.events
-    bad = ev[ev["level"].isin(["WARN", "ERROR", "FATAL"])]
+    bad = bundle.select("events", ["ts", "host", "logger", "level"], level=["WARN", "ERROR", "FATAL"])
     if not len(bad):
         return pd.DataFrame(columns=["bucket", "host", "logger", "level", "count"])
-    span = (ev["ts"].max() - ev["ts"].min()).total_seconds()
+    span = _span_seconds(bundle, bad)
     freq = _bucket(span)
     logger = bad["logger"].astype("string").fillna("").replace("", "(no logger)")
     short = logger.str.rsplit(".", n=1).str[-1]
@@ -81,6 +70,14 @@ def problems(bundle, top: int = 8) -> pd.DataFrame:
     g = pd.DataFrame({"bucket": bad["ts"].dt.floor(freq), "host": bad["host"].astype("string"),
                       "logger": short, "level": bad["level"].astype("string")})
     return g.groupby(["bucket", "host", "logger", "level"]).size().rename("count").reset_index()
+
+
+def _span_seconds(bundle, rows: pd.DataFrame) -> float:
+    """The bundle's time span in seconds (from its summary, so the events need not be loaded)."""
+    ts = bundle.summary.time_span
+    if ts:
+        return (pd.Timestamp(ts[1]) - pd.Timestamp(ts[0])).total_seconds()
+    return (rows["ts"].max() - rows["ts"].min()).total_seconds() if len(rows) else 0.0
 
 
 def _bucket(span_s: float) -> str:
@@ -115,25 +112,28 @@ def unparsed_summary(bundle) -> pd.DataFrame:
 
 
 def next_steps(findings) -> HTML:
-    """Which investigation notebook to open next, from the findings (most severe first)."""
+    """Which investigation notebook to open next, from the findings (most severe first), with the
+    question each investigation answers (from its declaration)."""
+    from kitlib import registry
     seen: dict[str, list[str]] = {}
     for f in findings:
-        if f.notebook:
-            seen.setdefault(f.notebook, []).append(f.id)
+        if f.investigation:
+            seen.setdefault(f.investigation, []).append(f.id)
     if not seen:
         return HTML("<p>No investigation notebook is indicated: nothing was found. The investigation "
                     "notebooks can still be opened on this bundle to look around.</p>",
                     "No investigation notebook indicated.")
-    items = "".join(f"<li><code>{esc(nb)}</code>: {esc(NOTEBOOK_PURPOSE.get(nb, ''))} "
-                    f"(findings: {esc(', '.join(ids))})</li>" for nb, ids in seen.items())
-    return HTML(f"<p>Open next:</p><ul>{items}</ul>", "\n".join(f"{nb}: {', '.join(ids)}" for nb, ids in seen.items()))
+    invs = {name: registry.investigation(name) for name in seen}
+    items = "".join(f"<li><a href='{esc(inv.notebook)}'><code>{esc(inv.notebook)}</code></a>: {esc(inv.question)} "
+                    f"(findings: {esc(', '.join(seen[name]))})</li>" for name, inv in invs.items())
+    return HTML(f"<p>Open next:</p><ul>{items}</ul>",
+                "\n".join(f"{inv.notebook}: {', '.join(seen[name])}" for name, inv in invs.items()))
 
 
 def top_messages(bundle, levels=("WARN", "ERROR", "FATAL"), top: int = 15) -> pd.DataFrame:
     """The most frequent WARN/ERROR messages (first line, numbers masked so repeats group
     together), with how often, on which hosts, and where the first one is (file:line)."""
-    ev = bundle.events
-    bad = ev[ev["level"].isin(list(levels))]
+    bad = bundle.select("events", ["ts", "level", "logger", "message", "host", "file", "line"], level=list(levels))
     if not len(bad):
         return pd.DataFrame(columns=["level", "logger", "message", "count", "hosts", "first"])
     first_line = bad["message"].astype("string").str.split("\n", n=1).str[0].str.slice(0, 200)

@@ -1,0 +1,325 @@
+"""Kafka Connect offset commits -> the ``commits`` table (one row per commit attempt per task).
+
+Source tasks commit on the ``SourceTaskOffsetCommitter`` thread every ``offset.flush.interval.ms``;
+sink tasks commit on their own thread through the consumer. The wording changed over time:
+
+* Kafka 2.0-3.0.0 (source): ``Committing offsets``, ``flushing N outstanding messages for offset
+  commit``, then ``Failed to flush, timed out while waiting for producer to flush outstanding N
+  messages`` + ``Failed to commit offsets`` or ``Finished commitOffsets successfully in N ms``.
+* Kafka 3.0.1+ (source): ``Committing offsets for N acknowledged messages``, at DEBUG ``There are
+  currently N pending messages spread across M source partitions ...``, then ``Timed out waiting
+  to flush offsets to storage; ...`` / ``Failed to flush offsets to storage`` / ``Failed to commit
+  offsets`` or ``Finished offset commitOffsets successfully in N ms``.
+* Sink tasks (all versions): ``Committing offsets asynchronously using sequence number N: ...``,
+  ``Finished offset commit successfully in N ms ...``, ``Commit of offsets timed out``,
+  ``Commit of offsets threw an unexpected exception ...``, ``Offset commit failed, rewinding ...``.
+
+Lines are grouped into attempts per (host, connector, task): a start line opens an attempt, the
+outstanding/pending counts and the outcome lines join it, and a line that belongs to an earlier
+phase than what the attempt has already seen (a new ``Committing offsets`` after an outcome)
+opens the next one. The task comes from Connect's MDC context ``[conn|task-0|offsets]`` or,
+in 2.x logs without it, from ``WorkerSourceTask{id=conn-0}`` (split on the last ``-``).
+
+Example:
+    >>> import pandas as pd
+    >>> ev = pd.DataFrame({"ts": pd.to_datetime(["2021-12-01 21:12:41.232", "2021-12-01 21:12:41.232",
+    ...     "2021-12-01 21:12:46.232", "2021-12-01 21:12:46.233"], utc=True),
+    ...   "level": ["INFO", "INFO", "ERROR", "ERROR"], "message": [
+    ...     "WorkerSourceTask{id=my-connector-0} Committing offsets",
+    ...     "WorkerSourceTask{id=my-connector-0} flushing 48437 outstanding messages for offset commit",
+    ...     "WorkerSourceTask{id=my-connector-0} Failed to flush, timed out while waiting for producer to flush outstanding 31120 messages",
+    ...     "WorkerSourceTask{id=my-connector-0} Failed to commit offsets"],
+    ...   "host": "w1", "file": "w1/connect.log", "line": [1, 2, 3, 4]})
+    >>> row = build_commits(ev).iloc[0]
+    >>> row.connector, int(row.task), int(row.outstanding), int(row.remaining), row.outcome
+    ('my-connector', 0, 48437, 31120, 'timeout')
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import re
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from kitlib import tables
+from kitlib.extract import arrow_messages, extractor, first_lines, first_match
+
+tables.declare("commits", "Kafka Connect offset-commit attempts: one row per attempt per task, "
+               "built from the worker log (Kafka 2.x-4.x wording, source and sink tasks).", [
+                   ("ts", "ts", "time of the attempt's first line (UTC)"),
+                   ("connector", "category", "connector name"),
+                   ("task", "int", "task number"),
+                   ("kind", "category", "'source' or 'sink'"),
+                   ("outstanding", "int", "messages not yet acknowledged when the commit started: "
+                    "'flushing N outstanding messages' (2.x) or 'N pending messages' (3.x, DEBUG)"),
+                   ("acknowledged", "int", "messages whose offsets this commit writes "
+                    "('Committing offsets for N acknowledged messages', 3.x+)"),
+                   ("remaining", "int", "messages still outstanding when the flush timed out (2.x)"),
+                   ("partitions", "int", "source partitions holding pending messages (3.x, DEBUG)"),
+                   ("outcome", "category", "'success', 'timeout', 'failed', or 'unknown' (no outcome "
+                    "line and no later attempt of the task in the log)"),
+                   ("duration_ms", "float", "commit time the log states ('... successfully in N ms')"),
+                   ("elapsed_ms", "float", "time between the attempt's first and last line"),
+                   ("nlines", "int", "log records grouped into this attempt"),
+                   ("message", "str", "the attempt's most telling line (the failure, else the count)"),
+               ])
+
+LOGGERS = (
+    "org.apache.kafka.connect.runtime.WorkerSourceTask",
+    "org.apache.kafka.connect.runtime.AbstractWorkerSourceTask",
+    "org.apache.kafka.connect.runtime.ExactlyOnceWorkerSourceTask",
+    "org.apache.kafka.connect.runtime.SourceTaskOffsetCommitter",
+    "org.apache.kafka.connect.runtime.WorkerSinkTask",
+)
+
+_CTX = re.compile(r"^\[(?P<conn>[^|\]]+)\|(?:worker|validate|task-(?P<task>\d+))(?:\|\w+)?\] ")
+_ID = re.compile(r"(?P<cls>\w*Worker(?:Source|Sink)Task)\{id=(?P<id>[^}]+)-(?P<task>\d+)\}")
+
+START, MEASURE, OUTCOME = 0, 1, 2
+# (regex, phase, kind or None, what it sets)
+_RULES: list[tuple[re.Pattern, int, str | None, str]] = [
+    (re.compile(r"Committing offsets for (?P<n>\d+) acknowledged messages"), START, "source", "acknowledged"),
+    (re.compile(r"Committing offsets (?:a?synchronously) using sequence number"), START, "sink", "start"),
+    (re.compile(r"Committing offsets\s*$"), START, None, "start"),
+    (re.compile(r"flushing (?P<n>\d+) outstanding messages for offset commit"), MEASURE, "source", "outstanding"),
+    (re.compile(r"There are currently (?P<n>\d+) pending messages spread across (?P<p>\d+) source partitions"),
+     MEASURE, "source", "pending"),
+    (re.compile(r"There are currently no pending messages"), MEASURE, "source", "nopending"),
+    (re.compile(r"Either no records were produced by the task since the last offset commit"), MEASURE, "source", "nopending"),
+    (re.compile(r"timed out while waiting for producer to flush outstanding (?P<n>\d+) messages"),
+     OUTCOME, "source", "timeout_remaining"),
+    (re.compile(r"Timed out (?:waiting to flush offsets to storage|while waiting for previous offset flush)"),
+     OUTCOME, "source", "timeout"),
+    (re.compile(r"Commit of offsets timed out"), OUTCOME, "sink", "timeout"),
+    (re.compile(r"Finished (?:offset )?commitOffsets successfully in (?P<ms>\d+) ms"), OUTCOME, "source", "success"),
+    (re.compile(r"Finished offset commit successfully in (?P<ms>\d+) ms"), OUTCOME, "sink", "success"),
+    (re.compile(r"Commit of offsets threw an unexpected exception|Offset commit failed"), OUTCOME, "sink", "failed"),
+    (re.compile(r"Failed to flush offsets to storage|Flush of offsets threw an unexpected exception"
+                r"|Failed to commit (?:offsets|producer transaction)|Interrupted while (?:flushing messages|waiting for previous offset flush)"
+                r"|Flush of offsets interrupted|Exception thrown while calling task\.commit\(\)|Unhandled exception when committing"),
+     OUTCOME, None, "failed"),
+]
+_PREFILTER = r"[Cc]ommit|[Ff]lush|pending messages|Either no records"
+_OUTCOME_RANK = {"success": 0, "failed": 1, "timeout": 2}
+# an attempt never spans more than this (offset.flush.timeout.ms is seconds, not minutes)
+MAX_ATTEMPT = pd.Timedelta(minutes=5)
+
+
+def classify(message: str):
+    """Which commit step a Connect log message is: (connector, task, kind, phase, what, numbers),
+    or None when it is not an offset-commit line.
+
+    Example:
+        >>> classify("[orders|task-0|offsets] WorkerSourceTask{id=orders-0} Committing offsets for 12 acknowledged messages")[:5]
+        ('orders', 0, 'source', 0, 'acknowledged')
+    """
+    m = _CTX.match(message)
+    body = message[m.end():] if m else message
+    first = body.split("\n", 1)[0]
+    for rx, phase, kind, what in _RULES:
+        hit = rx.search(first)
+        if not hit:
+            continue
+        idm = _ID.search(first)
+        conn = task = None
+        if m and m.group("task") is not None:
+            conn, task = m.group("conn"), int(m.group("task"))
+        elif idm:
+            conn, task = idm.group("id"), int(idm.group("task"))
+        if conn is None:
+            return None
+        if kind is None:
+            kind = "sink" if idm and "Sink" in idm.group("cls") else "source"
+        nums = {k: int(v) for k, v in hit.groupdict().items() if v is not None}
+        return conn, task, kind, phase, what, nums
+    return None
+
+
+def classify_many(messages) -> dict:
+    """:func:`classify` for a whole column at once with Arrow's regex kernels, as numpy arrays
+    (no Python object per row): ``rule`` (index into the rules, -1: not a commit line),
+    ``conn`` (code into ``conns``, -1: no connector), ``task`` (-1: none), ``kind`` (0 source,
+    1 sink), and ``n``, ``p``, ``ms`` (NaN where the line has no such number).
+
+    Example:
+        >>> c = classify_many(["[orders|task-2|offsets] WorkerSourceTask{id=orders-2} Committing offsets for 5 acknowledged messages",
+        ...                    "unrelated"])
+        >>> c["rule"].tolist(), c["conns"][c["conn"][0]], c["task"].tolist(), c["n"].tolist()[0]
+        ([0, -1], 'orders', [2, -1], 5.0)
+    """
+    arr = pa.array(messages, pa.large_string()) if not isinstance(messages, (pa.Array, pa.ChunkedArray)) else messages
+    first = first_lines(arr)
+    total = len(first)
+    rule = first_match(first, [rx.pattern for rx, _, _, _ in _RULES])
+    out: dict[str, Any] = {"rule": rule, "conn": np.full(total, -1, np.int32), "conns": [], "task": np.full(total, -1, np.int64),
+           "kind": np.zeros(total, np.int8), **{k: np.full(total, np.nan) for k in ("n", "p", "ms")}}
+    rows = np.flatnonzero(rule >= 0)
+    if not len(rows):
+        return out
+    sub = first.take(pa.array(rows))
+    ctx = pc.extract_regex(sub, _CTX.pattern)
+    ids = pc.extract_regex(sub, _ID.pattern)
+
+    def field(struct, name):  # "" (group did not take part) and no match both become null
+        v = pc.struct_field(struct, name)
+        return pc.if_else(pc.and_kleene(pc.is_valid(struct), pc.not_equal(v, "")), v, pa.scalar(None, v.type))
+    use_ctx = pc.and_(pc.is_valid(field(ctx, "conn")), pc.is_valid(field(ctx, "task")))
+    conn = pc.if_else(use_ctx, field(ctx, "conn"), field(ids, "id"))
+    task = pc.if_else(use_ctx, field(ctx, "task"), field(ids, "task"))
+    enc = pc.dictionary_encode(conn)
+    out["conns"] = enc.dictionary.to_pylist()
+    out["conn"][rows] = pc.fill_null(enc.indices, -1).to_numpy(zero_copy_only=False)
+    out["task"][rows] = pc.fill_null(pc.cast(task, pa.int64()), -1).to_numpy(zero_copy_only=False)
+    sink_id = np.asarray(pc.fill_null(pc.match_substring(field(ids, "cls"), "Sink"), False).to_numpy(zero_copy_only=False), bool)
+    fixed = np.array([{"source": 0, "sink": 1, None: -1}[k] for _, _, k, _ in _RULES], np.int8)[rule[rows]]
+    out["kind"][rows] = np.where(fixed >= 0, fixed, sink_id.astype(np.int8))
+    r_of = rule[rows]
+    for i, (rx, _, _, _) in enumerate(_RULES):
+        sel = np.flatnonzero(r_of == i)
+        if not rx.groupindex or not len(sel):
+            continue
+        got = pc.extract_regex(sub.take(pa.array(sel)), rx.pattern)
+        for g in rx.groupindex:
+            out[g][rows[sel]] = pc.cast(pc.struct_field(got, g), pa.float64()).to_numpy(zero_copy_only=False)
+    return out
+
+
+def _classify_in_slices(msgs: pa.Array, size: int = 65536) -> dict:
+    """:func:`classify_many` slice by slice (its Arrow temporaries stay small however long the
+    log), with connector codes made common to all slices."""
+    parts = [classify_many(msgs.slice(i, size)) for i in range(0, len(msgs), size)] or [classify_many(msgs)]
+    names: dict[str, int] = {}
+    for p in parts:
+        remap = np.array([names.setdefault(n, len(names)) for n in p["conns"]] + [-1], np.int32)
+        p["conn"] = remap[p["conn"]]  # -1 indexes the trailing -1
+    out: dict[str, Any] = {k: np.concatenate([p[k] for p in parts]) for k in ("rule", "conn", "task", "kind", "n", "p", "ms")}
+    out["conns"] = list(names)
+    return out
+
+
+def _codes(s: pd.Series) -> tuple[np.ndarray, list]:
+    if isinstance(s.dtype, pd.CategoricalDtype):
+        return s.cat.codes.to_numpy(), list(s.cat.categories)
+    codes, uniques = pd.factorize(s)
+    return codes, list(uniques)
+
+
+@extractor("commits", loggers=LOGGERS)
+def build_commits(events: pd.DataFrame) -> pd.DataFrame:
+    """Group offset-commit log records into one row per attempt (see the module doc)."""
+    if not len(events):
+        return tables.empty("commits")
+    # cheap vectorised pre-filter: most task records are not about commits
+    col = pa.array(events["message"].astype("string").array, pa.large_string())
+    pre = np.flatnonzero(np.asarray(pc.match_substring_regex(col, _PREFILTER).to_numpy(zero_copy_only=False), bool))
+    del col
+    msgs = arrow_messages(events, pre)
+    c = _classify_in_slices(msgs)
+    keep = np.flatnonzero((c["rule"] >= 0) & (c["conn"] >= 0))  # rows of msgs that are commit lines
+    if not len(keep):
+        return tables.empty("commits")
+    host_codes, host_names = _codes(events["host"])
+    ts = pd.DatetimeIndex(events["ts"]).as_unit("ns").asi8[pre[keep]]
+    hosts = host_codes[pre[keep]].tolist()
+    conns, tasks, kinds = (x[keep].tolist() for x in (c["conn"], c["task"], c["kind"]))
+    rules = c["rule"][keep].tolist()
+    ns, ps, mss = (np.where(np.isnan(c[k][keep]), -1, c[k][keep]).astype(np.int64).tolist() for k in ("n", "p", "ms"))
+    t_list = ts.tolist()
+    max_ns = MAX_ATTEMPT.value
+    # an attempt: [first row, last row, outstanding, acknowledged, remaining, partitions, outcome,
+    #              duration_ms, nlines, message row, phase, measured]  (-1 = not known)
+    FIRST, LAST, OUTS, ACK, REM, PART, OUT, DUR, NL, MSG, PH, MEAS = range(12)
+    done: list[list] = []
+    open_: dict[tuple, list] = {}
+    for j, t in enumerate(t_list):
+        _, phase, _, what = _RULES[rules[j]]
+        key = (hosts[j], conns[j], tasks[j], kinds[j])
+        a = open_.get(key)
+        if a is not None and (phase < a[PH] or (phase == MEASURE and a[MEAS]) or (t - t_list[a[FIRST]]) > max_ns):
+            done.append(open_.pop(key))
+            a = None
+        if a is None:
+            a = [j, j, -1, -1, -1, -1, -1, -1, 0, j, START, False]
+            open_[key] = a
+        if phase > a[PH]:
+            a[PH] = phase
+        a[NL] += 1
+        a[LAST] = j
+        if what == "acknowledged":
+            a[ACK] = ns[j]
+        elif what == "outstanding":
+            a[OUTS], a[MEAS], a[MSG] = ns[j], True, j
+        elif what == "pending":
+            a[OUTS], a[PART], a[MEAS] = ns[j], ps[j], True
+        elif what == "nopending":
+            a[OUTS], a[MEAS] = 0, True
+        elif what != "start":  # an outcome: success 0 < failed 1 < timeout 2, the worst one wins
+            outcome = 2 if what.startswith("timeout") else _OUTCOME_RANK[what]
+            if what == "timeout_remaining":
+                a[REM] = ns[j]
+            if mss[j] >= 0:
+                a[DUR] = mss[j]
+            if outcome > a[OUT]:
+                a[OUT] = outcome
+                if outcome:
+                    a[MSG] = j
+    done.extend(open_.values())
+    m = np.array(done, dtype=np.int64)
+    first_row, last_row = m[:, FIRST], m[:, LAST]
+    at = pre[keep[first_row]]  # row in events of each attempt's first line
+    # one ordering, no DataFrame sorts: by time, then host, connector, task, line
+    conn_of = np.asarray(conns)[first_row]
+    task_of, kind_of, host_of = np.asarray(tasks)[first_row], np.asarray(kinds)[first_row], host_codes[at]
+    line_of = events["line"].to_numpy(dtype=np.int64, na_value=-1)[at]
+    host_rank = np.argsort(np.argsort(np.array(host_names, dtype=object)))[host_of]
+    conn_rank = np.argsort(np.argsort(np.array(c["conns"], dtype=object)))[conn_of]
+    t0 = ts[first_row]
+    # an attempt without an outcome line: the failure lines are ERROR and always logged, so a
+    # later attempt of the same task means this one went through; the last one is unknown
+    by_task = np.lexsort((line_of, t0, kind_of, task_of, conn_rank, host_rank))
+    g = np.stack([host_rank, conn_rank, task_of, kind_of])[:, by_task]
+    last = np.ones(len(by_task), bool)
+    last[:-1] = (g[:, 1:] != g[:, :-1]).any(axis=0)
+    has_later = np.empty(len(by_task), bool)
+    has_later[by_task] = ~last
+    outcomes = np.array(["success", "failed", "timeout", None], dtype=object)[m[:, OUT]]
+    outcomes = np.where(outcomes == None, np.where(has_later, "success", "unknown"), outcomes)  # noqa: E711
+    order = np.lexsort((line_of, task_of, conn_rank, host_rank, t0))
+    text = pa.chunked_array([_first_line_400(msgs.take(pa.array(rows)))
+                             for rows in np.array_split(keep[m[order, MSG]], max(1, len(order) // 65536))],
+                            type=msgs.type)
+
+    def opt(col):  # -1 -> NA
+        v = m[order, col]
+        return pd.arrays.IntegerArray(np.where(v >= 0, v, 0), v < 0)
+    dur = m[order, DUR]
+    return pd.DataFrame({
+        "ts": pd.to_datetime(t0[order], utc=True),
+        "connector": np.array(c["conns"], dtype=object)[conn_of[order]],
+        "task": task_of[order], "kind": np.array(["source", "sink"])[kind_of[order]],
+        "outstanding": opt(OUTS), "acknowledged": opt(ACK), "remaining": opt(REM), "partitions": opt(PART),
+        "outcome": outcomes[order], "duration_ms": np.where(dur >= 0, dur, np.nan),
+        "elapsed_ms": (ts[last_row[order]] - t0[order]) / 1e6, "nlines": m[order, NL],
+        "message": pd.array(text, dtype=pd.StringDtype("pyarrow")),
+        "host": np.array(host_names, dtype=object)[host_of[order]],
+        "file": events["file"].to_numpy(dtype=object)[at[order]], "line": line_of[order]})
+
+
+def _first_line_400(texts: pa.Array) -> pa.Array:
+    """:func:`first_line` for an Arrow array."""
+    text = first_lines(texts)
+    long = pc.greater(pc.utf8_length(text), 400)
+    if not pc.any(long).as_py():
+        return text
+    cut = pc.utf8_slice_codeunits(text, 0, 400)
+    return pc.if_else(long, pc.binary_join_element_wise(cut, pa.scalar("…", cut.type), pa.scalar("", cut.type)), text)
+
+
+def first_line(message) -> str:
+    """The first line of a log message (stack traces and maps stay out of the table)."""
+    s = str(message).split("\n", 1)[0]
+    return s if len(s) <= 400 else s[:400] + "…"
