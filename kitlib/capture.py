@@ -22,7 +22,7 @@ import json
 import time
 import uuid
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 from kitlib.redact import redact_value
@@ -31,7 +31,7 @@ CODECS = ("none", "gzip", "snappy", "lz4", "zstd")
 
 
 def _now() -> str:
-    return datetime.now(timezone.utc).isoformat(timespec="milliseconds")
+    return datetime.now(UTC).isoformat(timespec="milliseconds")
 
 
 class _Writer:

@@ -58,38 +58,43 @@ def client_log(path: str | Path, level: int | str = logging.INFO, debug: tuple[s
 def spawn(script: str | Path, *args: str, out: str | Path | None = None) -> subprocess.Popen:
     """Run ``script`` (a scenario file) with this Python in a process group of its own, e.g. in
     its ``--worker`` mode; stdout/stderr go to ``out`` (or are dropped)."""
-    fh = open(out, "wb") if out else subprocess.DEVNULL  # noqa: SIM115 (closed below, the child keeps its copy)
-    try:
-        return subprocess.Popen([sys.executable, str(script), *args], stdout=fh, stderr=subprocess.STDOUT,
-                                stdin=subprocess.DEVNULL, start_new_session=True, env={**os.environ, "PYTHONUNBUFFERED": "1"})
-    finally:
-        if out:
-            fh.close()
+    return _popen([sys.executable, str(script), *args], out, env={**os.environ, "PYTHONUNBUFFERED": "1"})
 
 
-def java_tool(main_class: str, *args: str, timeout: float = 120, log4j: str | Path | None = None,
-              wait: bool = True, out: str | Path | None = None) -> subprocess.CompletedProcess | subprocess.Popen:
-    """Run one of Kafka's tool classes (``kafka.admin.ConfigCommand``,
-    ``org.apache.kafka.tools.ProducerPerformance``, ...) with the lab's jars. ``log4j`` is a
-    log4j 1 properties file for the tool's own client logging. With ``wait`` it returns the
-    finished process (raising :class:`lab.LabError` on a non-zero exit), otherwise the running one
-    (its output goes to ``out``)."""
+def _popen(cmd: list[str], out: str | Path | None, env: dict[str, str] | None = None) -> subprocess.Popen:
+    """Start ``cmd`` in a session of its own with stdout and stderr to ``out`` (or nowhere)."""
+    if out is None:
+        return subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                start_new_session=True, env=env)
+    with open(out, "wb") as fh:  # the child keeps its own copy of the descriptor
+        return subprocess.Popen(cmd, stdout=fh, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                start_new_session=True, env=env)
+
+
+def _java_cmd(main_class: str, args: tuple[str, ...], log4j: str | Path | None) -> list[str]:
     cmd = ["java", "-Xmx256m", "-cp", lab._classpath()]
     if log4j:
         cmd.append(f"-Dlog4j.configuration={Path(log4j).resolve().as_uri()}")
-    cmd += [main_class, *args]
-    if not wait:
-        fh = open(out, "wb") if out else subprocess.DEVNULL  # noqa: SIM115 (closed below, the child keeps its copy)
-        try:
-            return subprocess.Popen(cmd, stdout=fh, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                    start_new_session=True)
-        finally:
-            if out:
-                fh.close()
-    r = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, check=False)
+    return [*cmd, main_class, *args]
+
+
+def java_tool(main_class: str, *args: str, timeout: float = 120,
+              log4j: str | Path | None = None) -> subprocess.CompletedProcess:
+    """Run one of Kafka's tool classes (``kafka.admin.ConfigCommand``, ...) with the lab's jars
+    to the end; :class:`lab.LabError` on a non-zero exit. ``log4j`` is a log4j 1 properties file
+    for the tool's own client logging."""
+    r = subprocess.run(_java_cmd(main_class, args, log4j), capture_output=True, text=True, timeout=timeout,
+                       check=False)
     if r.returncode != 0:
         raise lab.LabError(f"{main_class} failed ({r.returncode}):\n{(r.stdout + r.stderr)[-2000:]}")
     return r
+
+
+def start_java_tool(main_class: str, *args: str, log4j: str | Path | None = None,
+                    out: str | Path | None = None) -> subprocess.Popen:
+    """Start one of Kafka's tool classes (``org.apache.kafka.tools.ProducerPerformance``, ...) in
+    a session of its own, its output to ``out``."""
+    return _popen(_java_cmd(main_class, args, log4j), out)
 
 
 def set_client_quota(broker: lab.Proc, client_id: str, **rates: int) -> str:

@@ -74,12 +74,12 @@ def run(out: str | Path, seconds: float = 80, work: Path | None = None) -> Path:
             name = f"loadgen-{i}"
             cfg = Path(b.work) / f"{name}-log4j.properties"
             cfg.write_text(CLIENT_LOG4J.replace("{file}", str((clients / f"{name}.log").resolve())))
-            procs.append(labclients.java_tool(
+            procs.append(labclients.start_java_tool(
                 "org.apache.kafka.tools.ProducerPerformance", "--topic", TOPIC, "--num-records", "100000000",
                 "--record-size", "1000", "--throughput", "-1", "--print-metrics",
                 "--producer-props", f"bootstrap.servers={b.bootstrap}", f"client.id={name}", "acks=1",
                 "linger.ms=0", "batch.size=16384", "compression.type=none", "enable.idempotence=false", "max.in.flight.requests.per.connection=50",
-                log4j=cfg, wait=False, out=clients / f"{name}.out"))
+                log4j=cfg, out=clients / f"{name}.out"))
         time.sleep(seconds)
         for p in procs:
             p.terminate()  # ProducerPerformance prints its summary on SIGTERM
