@@ -111,6 +111,9 @@ BODY = f"""
 - Topic `{TOPIC}` ({PARTITIONS} partitions) with `compression.type=zstd`,
   `compression.zstd.level=12`; the producers send uncompressed batches, so the handler thread
   recompresses every batch it appends.
+- The recompression is counted by the broker as produce-side message conversions
+  (BrokerTopicMetrics ProduceMessageConversionsPerSec, `messageConversionsTime` on PRODUCE v11
+  lines of kafka-request.log): current clients, no down-conversion.
 - Load: {LOADGENS} of Kafka's own `ProducerPerformance` tools (Kafka 3.9.1 clients, client ids
   `loadgen-1` .. `loadgen-{LOADGENS}`) for 80 s (RequestHandlerAvgIdlePercent is read as a
   one-minute moving average, so the load must outlast a minute), 1000-byte records as fast as
