@@ -617,10 +617,12 @@ from .cluster import (  # the cluster builds on the single-node pieces above
     stop_cluster,
     wait_for_log,
 )
-from .scenario import Scenario
+from .load import LoadStats, ProduceLoad
+from .scenario import Evidence, Hit, Scenario, grep_bundle, write_provenance
 
 __all__ = [
-    "BROKER_MBEANS", "CLUSTER_MBEANS", "Cluster", "LabError", "Proc", "Scenario", "active_controller", "collect_logs",
+    "BROKER_MBEANS", "CLUSTER_MBEANS", "Cluster", "Evidence", "Hit", "LabError", "LoadStats", "ProduceLoad",
+    "Proc", "Scenario", "grep_bundle", "write_provenance", "active_controller", "collect_logs",
     "enable_jmx", "fetch_jars", "finish_jmxtool", "free_port", "jars_dir", "kill_node", "log_offset", "pause",
     "restart_node", "resume", "run_jmxtool", "running", "scrub_paths", "start_broker", "start_cluster",
     "start_connect", "stop", "stop_cluster", "template", "wait_for_log", "work_root", "write_manifest",

@@ -141,12 +141,29 @@ def start_cluster(n: int = 3, name: str = "cluster", work: str | Path | None = N
     return cluster
 
 
-def stop_cluster(cluster: Cluster) -> None:
-    """Stop every node (a paused one is resumed first so it can shut down) and forget them."""
+def stop_cluster(cluster: Cluster, grace: float = 20.0) -> None:
+    """Stop every node and forget them. All nodes get SIGTERM at once (a paused one is resumed
+    first), so they shut down together while the quorum still stands; SIGKILL after ``grace``."""
+    live = [b for b in cluster.nodes if b.pid and b.alive()]
+    for b in live:
+        resume(b)
+        try:
+            os.killpg(b.pid, signal.SIGTERM)
+        except ProcessLookupError:
+            pass
+        except PermissionError:
+            os.kill(b.pid, signal.SIGTERM)
+    deadline = time.monotonic() + grace
+    for b in live:
+        while time.monotonic() < deadline and b.alive():
+            try:
+                os.waitpid(b.pid, os.WNOHANG)
+            except ChildProcessError:
+                pass
+            time.sleep(0.1)
+        if b.alive():
+            _kill(b.pid, grace=0)
     for b in cluster.nodes:
-        if b.pid:
-            resume(b)
-            _kill(b.pid)
         state = Path(b.work) / "lab.json"
         if state.exists():
             state.unlink()
