@@ -1,5 +1,6 @@
 """GC pressure on one node of a three-node cluster: node 2 runs with a tiny heap (-Xmx/-Xms
-96m where its peers have 512m) while acks=all producers push large batches of 8 KiB records.
+96m where its peers have 512m; its log cleaner's dedupe buffer cut to 8 MiB, since the default
+128 MiB alone does not fit and the node would die at start-up) while acks=all producers push large batches of 8 KiB records.
 Its kafkaServer-gc.log (written exactly as kafka-run-class.sh enables it:
 ``-Xlog:gc*:file=<logs>/kafkaServer-gc.log:time,tags:filecount=10,filesize=100M``) fills with
 young pauses, mixed and full collections; the other nodes' GC logs are the baseline.
@@ -17,6 +18,8 @@ from kitlib import lab
 TOPIC = "media-events"
 VICTIM = 2
 HEAP = "96m"
+# the cleaner's dedupe buffer (128 MiB by default) is allocated at start-up and alone would not fit
+SMALL_NODE = {"log.cleaner.dedupe.buffer.size": 8_388_608}
 
 
 def evidence(node: int) -> list[lab.Evidence]:
@@ -33,7 +36,7 @@ def run(out: str | Path, seconds: float = 45, rate: int = 400, size: int = 8192,
     from kafka.admin import KafkaAdminClient, NewTopic
     out = Path(out)
     with lab.Scenario(out) as s:
-        c = s.cluster(3, name="gc-pressure", work=work, node_heap={VICTIM: heap})
+        c = s.cluster(3, name="gc-pressure", work=work, node_heap={VICTIM: heap}, node_settings={VICTIM: SMALL_NODE})
         for n in c.nodes:
             s.jmxtool(n, lab.CLUSTER_MBEANS, out / f"broker-{n.node_id}" / "jmx-broker.csv")
         a = KafkaAdminClient(bootstrap_servers=c.bootstrap)
@@ -62,7 +65,8 @@ def run(out: str | Path, seconds: float = 45, rate: int = 400, size: int = 8192,
     lab.write_provenance(
         s, "gc-pressure: a broker with a heap far too small",
         f"Three combined broker+controller nodes under acks=all load with large batches; node {VICTIM} runs with "
-        f"-Xmx{heap} -Xms{heap} (G1), the others with 512m.",
+        f"-Xmx{heap} -Xms{heap} (G1) and log.cleaner.dedupe.buffer.size=8388608 (the default 128 MiB buffer "
+        "alone does not fit in that heap), the others with 512m and defaults.",
         "Folders `broker-1..3` are the three nodes (node id = folder number) with the stock log files, "
         "kafkaServer-gc.log (unified JVM logging, `gc*` tags, `time,tags` decorations, as kafka-run-class.sh "
         "sets it) and `jmx-broker.csv` (JmxTool every second: RequestHandlerAvgIdlePercent, "

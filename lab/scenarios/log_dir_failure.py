@@ -42,6 +42,8 @@ def unmount(path: Path) -> None:
 def evidence(node: int, fault: str) -> list[lab.Evidence]:
     cause = "No space left on device" if fault == "full" else "Not a directory|NoSuchFileException|FileSystemException"
     return [
+        lab.Evidence(f"the ERROR line of the log dir failure channel on node {node}",
+                     r"ERROR Error while \w+ .* in dir .*LogDirFailureChannel", host=f"broker-{node}"),
         lab.Evidence(f"the I/O error on node {node} ({cause})", cause, host=f"broker-{node}"),
         lab.Evidence(f"node {node} takes the failed log dir offline", r"Stopping serving logs in dir",
                      host=f"broker-{node}"),
@@ -92,7 +94,7 @@ def run(out: str | Path, rate: int = 1000, size: int = 1000, work: Path | None =
                     part.write_text("not a directory\n")
                     s.mark(f"{on_small[0]}'s folder on node {victim_id}'s second log dir replaced by a plain file")
                 line = lab.wait_for_log(victim, "Stopping serving logs in dir", timeout=timeout, after=at)
-                s.mark(f"node {victim_id} took the log dir offline: {line[:24]}")
+                s.mark(f"node {victim_id} took the log dir offline (its line stamped {line[1:24]})")
                 time.sleep(12)
             s.mark(f"produce load stopped: {load.stats.line()}")
             s.finish(logs={f"broker-{n.node_id}": n for n in c.nodes}, live=c)
