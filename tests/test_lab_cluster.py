@@ -88,7 +88,7 @@ def test_cluster_nodes_write_stock_files_with_gc_logging_as_kafka_run_class(clus
         assert f"[KafkaRaftServer nodeId={n.node_id}] Kafka Server started" in (logs / "server.log").read_text()
         cmdline = Path(f"/proc/{n.pid}/cmdline").read_bytes().split(b"\0")
         assert f"-Xlog:gc*:file={logs}/kafkaServer-gc.log:time,tags:filecount=10,filesize=100M".encode() in cmdline
-        assert re.search(r"^\[\S+\]\[gc\s*\] GC\(\d+\) Pause Young", (logs / "kafkaServer-gc.log").read_text(), re.M)
+        assert re.search(r"^\[\S+\]\[gc\s*\] GC\(\d+\) Pause Young", (logs / "kafkaServer-gc.log").read_text(), re.MULTILINE)
 
 
 def test_cluster_listens_on_loopback_only(cluster):
@@ -153,7 +153,7 @@ def test_controller_failover(tmp_path):
     assert becoming[killed], "the killed node was the active controller before the kill"
     new = [h for h in hosts if h != killed and becoming[h]]
     assert len(new) == 1, becoming
-    stamp = lambda ln: ln[1:24]  # noqa: E731  "[2026-11-23 11:44:50,034]"
+    stamp = lambda ln: ln[1:24]
     assert stamp(becoming[new[0]][-1]) > stamp(becoming[killed][0])
     assert grep(out, new[0], "controller.log", rf"Fencing broker {killed[-1]} because its session has timed out")
     assert (out / killed / "jmx-broker-restarted.csv").is_file()
@@ -183,7 +183,7 @@ def test_gc_pressure(tmp_path):
     out = scenario("gc_pressure").run(tmp_path / "b", seconds=25, work=tmp_path / "w")
     pauses = {h: grep(out, h, "kafkaServer-gc.log", r"\]\[gc\s*\] GC\(\d+\) Pause ") for h in
               ("broker-1", "broker-2", "broker-3")}
-    assert grep(out, "broker-2", "kafkaServer-gc.log", r"Heap Max Capacity: 96M")
+    assert grep(out, "broker-2", "kafkaServer-gc.log", r"Heap Max Capacity: 64M")
     assert len(pauses["broker-2"]) > 2 * max(len(pauses["broker-1"]), len(pauses["broker-3"])), \
         {h: len(p) for h, p in pauses.items()}
     loads_cleanly_but_gc_logs(out)

@@ -11,8 +11,30 @@ import pytest
 
 from kitlib import lab
 
-pytestmark = [pytest.mark.broker, pytest.mark.slow]
 REPO = Path(__file__).resolve().parents[1]
+
+
+def test_jars_and_work_folders_are_user_folders_unless_overridden(monkeypatch, tmp_path):
+    for var in (lab.JARS_ENV, lab.WORK_ENV, "XDG_CACHE_HOME", "XDG_STATE_HOME"):
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    assert lab.jars_dir() == tmp_path / "home" / ".cache" / "kafka-incident-kit" / f"jars-{lab.KAFKA_VERSION}"
+    assert lab.work_root() == tmp_path / "home" / ".local" / "state" / "kafka-incident-kit" / "lab"
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xc"))
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "xs"))
+    assert lab.jars_dir() == tmp_path / "xc" / "kafka-incident-kit" / f"jars-{lab.KAFKA_VERSION}"
+    assert lab.work_root() == tmp_path / "xs" / "kafka-incident-kit" / "lab"
+    monkeypatch.setenv(lab.JARS_ENV, str(tmp_path / "jars"))
+    monkeypatch.setenv(lab.WORK_ENV, str(tmp_path / "work"))
+    assert (lab.jars_dir(), lab.work_root()) == (tmp_path / "jars", tmp_path / "work")
+    assert lab.running() == []  # an empty work root has no lab process
+
+
+def test_templates_are_package_data():
+    assert "controller.quorum.voters={voters}" in lab.template("server.properties")
+    assert "kafka-authorizer.log" in lab.template("log4j.properties")
+    assert f"<kafka.version>{lab.KAFKA_VERSION}</kafka.version>" in lab.template("pom.xml")
+    assert not (REPO / "lab" / "config").exists() and not (REPO / "lab" / "pom.xml").exists()
 
 
 def _install(tmp_path: Path) -> Path:
@@ -37,6 +59,8 @@ def _install(tmp_path: Path) -> Path:
     return venv
 
 
+@pytest.mark.broker
+@pytest.mark.slow
 def test_lab_start_stop_from_an_installed_package(tmp_path):
     venv = _install(tmp_path)
     run_dir = tmp_path / "elsewhere"

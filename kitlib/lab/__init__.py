@@ -564,10 +564,18 @@ def _cmd_start(args) -> int:
 
 def _cmd_stop(args) -> int:
     _use_dirs(args)
+    clusters: dict[str, list[Proc]] = {}
     for p in running():
-        if args.name in (None, p.name, p.extra.get("cluster")):
-            stop(p)
-            print(f"stopped {p.kind} {p.name} (pid {p.pid})")
+        if args.name not in (None, p.name, p.extra.get("cluster")):
+            continue
+        if p.extra.get("cluster"):  # a cluster's nodes stop together, while their quorum stands
+            clusters.setdefault(p.extra["cluster"], []).append(p)
+            continue
+        stop(p)
+        print(f"stopped {p.kind} {p.name} (pid {p.pid})")
+    for name, nodes in clusters.items():
+        stop_cluster(Cluster(name, "", nodes))
+        print(f"stopped cluster {name} (nodes {', '.join(str(n.node_id) for n in nodes)})")
     return 0
 
 
@@ -621,9 +629,40 @@ from .load import LoadStats, ProduceLoad
 from .scenario import Evidence, Hit, Scenario, grep_bundle, write_provenance
 
 __all__ = [
-    "BROKER_MBEANS", "CLUSTER_MBEANS", "Cluster", "Evidence", "Hit", "LabError", "LoadStats", "ProduceLoad",
-    "Proc", "Scenario", "grep_bundle", "write_provenance", "active_controller", "collect_logs",
-    "enable_jmx", "fetch_jars", "finish_jmxtool", "free_port", "jars_dir", "kill_node", "log_offset", "pause",
-    "restart_node", "resume", "run_jmxtool", "running", "scrub_paths", "start_broker", "start_cluster",
-    "start_connect", "stop", "stop_cluster", "template", "wait_for_log", "work_root", "write_manifest",
+    "BROKER_MBEANS",
+    "CLUSTER_MBEANS",
+    "Cluster",
+    "Evidence",
+    "Hit",
+    "LabError",
+    "LoadStats",
+    "Proc",
+    "ProduceLoad",
+    "Scenario",
+    "active_controller",
+    "collect_logs",
+    "enable_jmx",
+    "fetch_jars",
+    "finish_jmxtool",
+    "free_port",
+    "grep_bundle",
+    "jars_dir",
+    "kill_node",
+    "log_offset",
+    "pause",
+    "restart_node",
+    "resume",
+    "run_jmxtool",
+    "running",
+    "scrub_paths",
+    "start_broker",
+    "start_cluster",
+    "start_connect",
+    "stop",
+    "stop_cluster",
+    "template",
+    "wait_for_log",
+    "work_root",
+    "write_manifest",
+    "write_provenance",
 ]

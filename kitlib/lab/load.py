@@ -15,6 +15,7 @@ import threading
 import time
 from collections import Counter
 from dataclasses import dataclass, field
+from typing import Self
 
 
 @dataclass
@@ -44,7 +45,7 @@ class ProduceLoad:
         self._lock = threading.Lock()
         self._thread: threading.Thread | None = None
 
-    def __enter__(self) -> ProduceLoad:
+    def __enter__(self) -> Self:
         return self.start()
 
     def __exit__(self, *exc) -> bool:
@@ -53,8 +54,8 @@ class ProduceLoad:
 
     def start(self) -> ProduceLoad:
         from kafka import KafkaProducer
-        kw = dict(acks="all", linger_ms=5, retries=2_147_483_647, request_timeout_ms=15000, retry_backoff_ms=200,
-                  max_block_ms=30000)
+        kw = {"acks": "all", "linger_ms": 5, "retries": 2_147_483_647, "request_timeout_ms": 15000,
+              "retry_backoff_ms": 200, "max_block_ms": 30000}
         kw.update(self.producer_kw)
         self._producer = KafkaProducer(bootstrap_servers=self.bootstrap, client_id=self.client_id, **kw)
         self._thread = threading.Thread(target=self._run, name=f"load-{self.topic}", daemon=True)
@@ -72,6 +73,7 @@ class ProduceLoad:
             self.stats.errors[type(exc).__name__] += 1
 
     def _run(self) -> None:
+        from kafka.errors import KafkaError
         per_tick = max(1, self.rate // 20)
         i = 0
         next_tick = time.monotonic()
@@ -81,7 +83,7 @@ class ProduceLoad:
                 try:
                     f = self._producer.send(self.topic, key=b"customer-%d" % (i % self.keys),
                                             value=body.ljust(self.size))
-                except Exception as e:  # a send that cannot even be queued (buffer full, metadata timeout)
+                except KafkaError as e:  # a send that cannot even be queued (buffer full, metadata timeout)
                     self._err(e)
                 else:
                     f.add_callback(self._ok)

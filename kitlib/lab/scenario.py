@@ -18,7 +18,7 @@ import platform
 import re
 import subprocess
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Self
 
@@ -47,11 +47,11 @@ class Scenario:
         self.clusters: list[Cluster] = []
         self.jmx: list[tuple[subprocess.Popen, Path]] = []
         self.timeline: list[tuple[datetime, str]] = []
-        self.started = datetime.now(timezone.utc)
+        self.started = datetime.now(UTC)
 
     def mark(self, what: str) -> None:
         """Note what the scenario does now (UTC), for the timeline in PROVENANCE.md."""
-        self.timeline.append((datetime.now(timezone.utc), what))
+        self.timeline.append((datetime.now(UTC), what))
 
     def __enter__(self) -> Self:
         self.out.mkdir(parents=True, exist_ok=True)
@@ -166,14 +166,13 @@ def write_provenance(s: Scenario, title: str, summary: str, how: str, expected: 
     :class:`LabError` when one kind of evidence is missing: the scenario did not produce the
     incident it is about."""
     java = subprocess.run(["java", "-version"], capture_output=True, text=True, check=False).stderr.splitlines()
-    lines = [f"# {title}", "", summary.strip(), "",
-             "## How it was made", "",
-             f"Real data from real Apache Kafka {KAFKA_VERSION} nodes (KRaft) run by the kit's lab on 127.0.0.1 "
-             f"({java[0] if java else 'java'}, {platform.system()} {platform.machine()}), on "
-             f"{s.started:%Y-%m-%d}, by `{command}`. Regenerate with the same command (timestamps, ports and ids "
-             "will differ). Nothing was edited by hand: the one change is that the lab's work-folder paths are "
-             "replaced by `/var/lib/kafka-lab` in every file (`kitlib.lab.scrub_paths`); `bundle.yaml` only names "
-             "the host of the capture folder. Log timestamps are the machine's local time, UTC.", "",
+    made = (f"Real data from real Apache Kafka {KAFKA_VERSION} nodes (KRaft) run by the kit's lab on 127.0.0.1 "
+            f"({java[0] if java else 'java'}, {platform.system()} {platform.machine()}), on "
+            f"{s.started:%Y-%m-%d}, by `{command}`. Regenerate with the same command (timestamps, ports and ids "
+            "will differ). Nothing was edited by hand: the one change is that the lab's work-folder paths are "
+            "replaced by `/var/lib/kafka-lab` in every file (`kitlib.lab.scrub_paths`); `bundle.yaml` only names "
+            "the host of the capture folder. Log timestamps are the machine's local time, UTC.")
+    lines = [f"# {title}", "", summary.strip(), "", "## How it was made", "", made, "",
              how.strip(), "", f"Expected findings: {expected}", "",
              "## What happened when (UTC, from the scenario script)", ""]
     lines += [f"- {t:%H:%M:%S.%f}"[:-3] + f" {what}" for t, what in s.timeline]
@@ -185,8 +184,9 @@ def write_provenance(s: Scenario, title: str, summary: str, how: str, expected: 
             missing.append(ev.what)
             continue
         hosts = sorted({h.host for h in hits})
-        lines += [f"**{ev.what}**: {len(hits)} line(s) matching `{ev.pattern}` in `{ev.file}` on {', '.join(hosts)}; "
-                  f"the first {min(per_kind, len(hits))}:", "", "```"]
+        head = (f"**{ev.what}**: {len(hits)} line(s) matching `{ev.pattern}` in `{ev.file}` on {', '.join(hosts)}; "
+                f"the first {min(per_kind, len(hits))}:")
+        lines += [head, "", "```"]
         lines += [f"{h.host}/{h.file}:{h.line}: {h.text[:400]}" for h in hits[:per_kind]]
         lines += ["```", ""]
     if notes:

@@ -1,6 +1,6 @@
 """GC pressure on one node of a three-node cluster: node 2 runs with a tiny heap (-Xmx/-Xms
-96m where its peers have 512m; its log cleaner's dedupe buffer cut to 8 MiB, since the default
-128 MiB alone does not fit and the node would die at start-up) while acks=all producers push large batches of 8 KiB records.
+64m where its peers have 512m; its log cleaner's dedupe buffer cut to 8 MiB, since the default
+128 MiB alone does not fit and the node would die at start-up) while acks=all producers push batches of 4 KiB records.
 Its kafkaServer-gc.log (written exactly as kafka-run-class.sh enables it:
 ``-Xlog:gc*:file=<logs>/kafkaServer-gc.log:time,tags:filecount=10,filesize=100M``) fills with
 young pauses, mixed and full collections; the other nodes' GC logs are the baseline.
@@ -17,7 +17,7 @@ from kitlib import lab
 
 TOPIC = "media-events"
 VICTIM = 2
-HEAP = "96m"
+HEAP = "64m"
 # the cleaner's dedupe buffer (128 MiB by default) is allocated at start-up and alone would not fit
 SMALL_NODE = {"log.cleaner.dedupe.buffer.size": 8_388_608}
 
@@ -31,7 +31,7 @@ def evidence(node: int) -> list[lab.Evidence]:
     ]
 
 
-def run(out: str | Path, seconds: float = 45, rate: int = 400, size: int = 8192, heap: str = HEAP,
+def run(out: str | Path, seconds: float = 45, rate: int = 600, size: int = 4096, heap: str = HEAP,
         work: Path | None = None) -> Path:
     from kafka.admin import KafkaAdminClient, NewTopic
     out = Path(out)
@@ -46,12 +46,11 @@ def run(out: str | Path, seconds: float = 45, rate: int = 400, size: int = 8192,
                f"{[n.node_id for n in c.nodes if n.node_id != VICTIM]} with 512m; topic {TOPIC} "
                "(12 partitions, RF 3, min.insync.replicas=2)")
         loads = [lab.ProduceLoad(c.bootstrap, TOPIC, rate=rate, size=size, client_id=f"media-ingest-{i}",
-                                 batch_size=1_048_576, linger_ms=50, max_request_size=4_194_304,
-                                 buffer_memory=67_108_864)
+                                 batch_size=262_144, linger_ms=20, max_request_size=4_194_304)
                  for i in range(2)]
         for ld in loads:
             ld.start()
-        s.mark(f"produce load started (2 producers x {rate} records/s of {size} bytes, 1 MiB batches, acks=all)")
+        s.mark(f"produce load started (2 producers x {rate} records/s of {size} bytes, 256 KiB batches, acks=all)")
         try:
             deadline = time.monotonic() + seconds
             while time.monotonic() < deadline and c.node(VICTIM).alive():
