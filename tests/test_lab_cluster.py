@@ -35,7 +35,10 @@ def read(path: Path) -> list[str]:
 
 
 def grep(bundle: Path, host: str, name: str, pattern: str) -> list[str]:
-    return [ln for ln in read(bundle / host / name) if re.search(pattern, ln)]
+    """Matching lines of a host's file and its rotated pieces (server.log.2026-11-23-11, .gz), oldest first."""
+    pieces = sorted((bundle / host).glob(name + "*"), key=lambda f: (f.name.removesuffix(".gz") == name, f.name))
+    assert pieces, f"{host}/{name} is missing"
+    return [ln for f in pieces for ln in read(f) if re.search(pattern, ln)]
 
 
 def loads_cleanly_but_gc_logs(out: Path):

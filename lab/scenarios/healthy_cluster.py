@@ -42,9 +42,10 @@ def run(out: str | Path, seconds: float = 40, rate: int = 400, work: Path | None
             time.sleep(seconds)
         s.mark(f"produce load stopped: {load.stats.line()}")
         consumer = KafkaConsumer(TOPIC, bootstrap_servers=c.bootstrap, group_id="order-ledger",
-                                 client_id="order-ledger-1", auto_offset_reset="earliest", consumer_timeout_ms=6000,
-                                 enable_auto_commit=False)
-        read = sum(1 for _ in consumer)
+                                 client_id="order-ledger-1", auto_offset_reset="earliest", enable_auto_commit=False)
+        read, deadline = 0, time.monotonic() + 90  # the first group creates __consumer_offsets (50 partitions)
+        while read < load.stats.acked and time.monotonic() < deadline:
+            read += sum(len(batch) for batch in consumer.poll(timeout_ms=1000).values())
         consumer.commit()
         consumer.close()
         s.mark(f"consumer group order-ledger read {read} records and committed")
