@@ -1,10 +1,12 @@
 """Tiered-storage metadata and broker I/O imbalance (seed 004).
 
 Example:
-    >>> from kitlib.analysis.tiered import read_iops
+    >>> from kitlib.investigations.tiered_storage.analysis import read_iops
     >>> read_iops(bundle.file_io)            # doctest: +SKIP
 """
 from __future__ import annotations
+
+from typing import Any
 
 import pandas as pd
 
@@ -73,7 +75,7 @@ def state_sizes(tier: pd.DataFrame) -> pd.DataFrame:
     return c.sort_values("size_change")[cols].reset_index(drop=True)
 
 
-@detector(ids=["tierstate-metadata-growth"], needs=["tierstate_events", "file_io", "restarts"],
+@detector(ids=["tierstate-metadata-growth"], needs=["tierstate_events"],
           checks="tier-state metadata files: sizes, migration durations, cleanups (Confluent Tiered Storage)")
 def detect_tierstate_growth(bundle) -> list[Finding]:
     t = bundle.tierstate_events
@@ -87,7 +89,7 @@ def detect_tierstate_growth(bundle) -> list[Finding]:
     reclaim = clean[clean["pct_change"] <= -90]
     if not len(big) and not len(slow) and not len(reclaim):
         return []
-    nums = {"largest_state_file_bytes": int(sizes.max()) if len(sizes) else 0,
+    nums: dict[str, Any] = {"largest_state_file_bytes": int(sizes.max()) if len(sizes) else 0,
             "partitions_with_big_state_files": int(big[["host", "topic", "partition"]].drop_duplicates().shape[0]),
             "migrations": int(len(mig)), "slowest_migration_s": round(float(mig["duration_s"].max()), 1) if len(mig) else None,
             "migration_seconds_total": round(float(mig["duration_s"].sum()), 1) if len(mig) else None,
@@ -127,7 +129,7 @@ def detect_tierstate_growth(bundle) -> list[Finding]:
             f"{x['kind']} {x['topic']}-{x['partition']}: state file {x['size_before']:,.0f} -> {x['size_after']:,.0f} bytes"
             + (f", {x['segments_removed']:,.0f} segments removed" if pd.notna(x['segments_removed']) else "")
             + (f", took {x['duration_s']:.1f} s" if pd.notna(x['duration_s']) else ""))),
-        notebook="notebooks/tiered_storage.ipynb")]
+)]
 
 
 @detector(ids=["broker-io-imbalance"], needs=["file_io"],
@@ -162,7 +164,7 @@ def detect_io_imbalance(bundle) -> list[Finding]:
                         ("Find what reads these files: consumers far behind (lag), a partition reassignment or a "
                          "replica catching up, or log cleaning; rebalance leadership if one broker leads the hot partitions.")),
         evidence=evidence(files.head(10), text=lambda x: f"R {x['reads']:,} {x['path']} ({x['kind']})"),
-        notebook="notebooks/tiered_storage.ipynb")]
+)]
 
 
 # --- Apache Kafka tiered storage (KIP-405) -----------------------------------------------------
@@ -220,7 +222,7 @@ def detect_remote_copy_errors(bundle) -> list[Finding]:
     still = bad[bad["copied_after_errors"] == 0]
     m = bundle.metrics
     lag = m[m["mbean"].astype("string").str.contains("RemoteCopyLagBytes", regex=False)]["value"] if len(m) else []
-    nums = {"copy_errors": int(len(err)), "partitions": int(len(bad)),
+    nums: dict[str, Any] = {"copy_errors": int(len(err)), "partitions": int(len(bad)),
             "failing_s": round(float(bad["failing_s"].max()), 1),
             "segments_copied": int(per["copied"].sum()),
             "partitions_still_failing": int(len(still)),
@@ -244,4 +246,4 @@ def detect_remote_copy_errors(bundle) -> list[Finding]:
         evidence=evidence(ev.drop_duplicates(subset=["file", "line"]).sort_values("ts"), text=lambda x: (
             f"{x['kind']} {x['topic']}-{x['partition']}" + (f": {x['exception']}" if pd.notna(x.get('exception')) else
                                                              f": {x['message'][:160]}"))),
-        notebook="notebooks/tiered_storage.ipynb")]
+)]
