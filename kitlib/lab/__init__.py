@@ -612,7 +612,8 @@ def collect_logs(proc: Proc, dest: str | Path, names: tuple[str, ...] | None = N
     return out
 
 
-from .cluster import (  # the cluster builds on the single-node pieces above
+# the cluster builds on the single-node pieces above, so it is imported last
+from .cluster import (  # noqa: E402
     CLUSTER_MBEANS,
     Cluster,
     active_controller,
@@ -625,8 +626,8 @@ from .cluster import (  # the cluster builds on the single-node pieces above
     stop_cluster,
     wait_for_log,
 )
-from .load import LoadStats, ProduceLoad
-from .scenario import Evidence, Hit, Scenario, grep_bundle, write_provenance
+from .load import LoadStats, ProduceLoad  # noqa: E402
+from .scenario import Evidence, Hit, Scenario, grep_bundle, write_provenance  # noqa: E402
 
 __all__ = [
     "BROKER_MBEANS",
