@@ -78,9 +78,9 @@ def test_cluster_replicates_three_ways_with_acks_all(cluster):
     (desc,) = a.describe_topics(["rf3-check"])
     assert len(desc["partitions"]) == 3
     for part in desc["partitions"]:
-        assert sorted(part["replicas"]) == [1, 2, 3] and sorted(part["isr"]) == [1, 2, 3]
+        assert sorted(part["replica_nodes"]) == [1, 2, 3] and sorted(part["isr_nodes"]) == [1, 2, 3]
     # each partition has one leader; the leaders are spread over the nodes
-    assert len({part["leader"] for part in desc["partitions"]}) >= 2
+    assert len({part["leader_id"] for part in desc["partitions"]}) >= 2
     a.close()
 
 
