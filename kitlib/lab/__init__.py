@@ -624,6 +624,7 @@ from .cluster import (  # noqa: E402
     resume,
     start_cluster,
     stop_cluster,
+    wait_for_full_isr,
     wait_for_log,
 )
 from .load import LoadStats, ProduceLoad  # noqa: E402
@@ -662,6 +663,7 @@ __all__ = [
     "stop",
     "stop_cluster",
     "template",
+    "wait_for_full_isr",
     "wait_for_log",
     "work_root",
     "write_manifest",

@@ -58,6 +58,7 @@ def run(out: str | Path, pauses: int = 3, short_s: float = 5, long_s: float = 14
         assign = {p: [others[p % 2], others[(p + 1) % 2], paused.node_id] for p in range(4)}
         a.create_topics([NewTopic(TOPIC, replica_assignments=assign, topic_configs={"min.insync.replicas": "2"})])
         a.close()
+        lab.wait_for_full_isr(c, TOPIC)
         s.mark(f"cluster up; active controller node {controller.node_id}; topic {TOPIC} (4 partitions, RF 3, "
                f"min.insync.replicas=2, leaders on nodes {others}); node {paused.node_id} will be paused")
         with lab.ProduceLoad(c.bootstrap, TOPIC, rate=rate) as load:

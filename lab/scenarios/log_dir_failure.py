@@ -76,6 +76,7 @@ def run(out: str | Path, rate: int = 1000, size: int = 1000, work: Path | None =
             a.create_topics([NewTopic(TOPIC, 6, 3, topic_configs={"min.insync.replicas": "2",
                                                                    "segment.bytes": "262144"})])
             a.close()
+            lab.wait_for_full_isr(c, TOPIC)
             time.sleep(2)
             on_small = sorted(p.name for p in small.iterdir() if p.name.startswith(TOPIC + "-"))
             if not on_small:
