@@ -2,6 +2,7 @@
 ``cluster``) replicates with RF 3, every node writes the stock files and GC log and answers JMX
 on loopback; each broker-health scenario runs on a real cluster of its own and its bundle holds
 the lines the incident is about."""
+import csv
 import gzip
 import importlib.util
 import re
@@ -32,6 +33,12 @@ def read(path: Path) -> list[str]:
         path = path.with_name(path.name + ".gz")
     raw = path.read_bytes()
     return (gzip.decompress(raw) if raw[:2] == b"\x1f\x8b" else raw).decode().splitlines()
+
+
+def jmx_rows(lines: list[str]) -> tuple[list[str], list[list[str]]]:
+    """JmxTool's CSV (its quoted MBean names hold commas): header and rows."""
+    header, *rows = list(csv.reader(lines))
+    return header, rows
 
 
 def grep(bundle: Path, host: str, name: str, pattern: str) -> list[str]:
@@ -113,15 +120,14 @@ def test_jmxtool_samples_health_mbeans_on_every_node(cluster, tmp_path):
     for node_id, p in procs.items():
         out = lab.finish_jmxtool(p, tmp_path / f"jmx-{node_id}.csv")
         assert out is not None, f"JmxTool took no sample on node {node_id}"
-        rows = out.read_text().splitlines()
-        header = rows[0].split(",")
+        header, rows = jmx_rows(out.read_text().splitlines())
         for mbean in ("UnderReplicatedPartitions", "IsrShrinksPerSec", "IsrExpandsPerSec", "ActiveControllerCount",
                       "OfflinePartitionsCount", "OfflineLogDirectoryCount", "RequestHandlerAvgIdlePercent"):
             assert any(mbean in h for h in header), (node_id, mbean)
         col = next(i for i, h in enumerate(header) if "ActiveControllerCount" in h)
-        counts[node_id] = float(rows[-1].split(",")[col])
+        counts[node_id] = float(rows[-1][col])
         offline = next(i for i, h in enumerate(header) if "OfflineLogDirectoryCount" in h)
-        assert float(rows[-1].split(",")[offline]) == 0
+        assert float(rows[-1][offline]) == 0
     # exactly one active controller, the one the quorum tool names
     assert counts == {n: (1.0 if n == active.node_id else 0.0) for n in counts}
 
@@ -175,9 +181,9 @@ def test_log_dir_failure(tmp_path):
     stopping = grep(out, "broker-3", "server.log", r"Stopping serving logs in dir")
     assert stopping and all("small-disk" in ln for ln in stopping)
     assert not grep(out, "broker-1", "server.log", "Stopping serving logs in dir")
-    rows = read(out / "broker-3" / "jmx-broker.csv")
-    col = next(i for i, h in enumerate(rows[0].split(",")) if "OfflineLogDirectoryCount" in h)
-    assert {float(r.split(",")[col]) for r in rows[1:]} >= {0.0, 1.0}
+    header, rows = jmx_rows(read(out / "broker-3" / "jmx-broker.csv"))
+    col = next(i for i, h in enumerate(header) if "OfflineLogDirectoryCount" in h)
+    assert {float(r[col]) for r in rows} >= {0.0, 1.0}
     loads_cleanly_but_gc_logs(out)
     no_paths_of_this_machine(out, tmp_path)
 
