@@ -17,7 +17,8 @@ import sys
 import time
 from pathlib import Path
 
-from kitlib import lab, labclients
+from kitlib import lab
+from kitlib.lab import clients as labclients
 
 TOPIC = "telemetry"
 LOADGENS = 3
