@@ -109,12 +109,19 @@ def _cmd_triage(args) -> int:
     from kitlib.findings import triage, triage_text
     from kitlib.summary import summary_text
     b = load_bundle(args.bundle, tz=args.tz)
+    if b.summary.files == 0 or not any(v for k, v in b.summary.rows.items() if k != "unparsed"):
+        what = "no files" if b.summary.files == 0 else "no file the kit recognises"
+        raise ValueError(f"{args.bundle}: {what} (nothing to triage); point it at the folder of logs, JMX dumps "
+                         "and captures pulled from the brokers (`kitlib formats` lists what is read)")
     result = triage(b)
     if args.json:
         json.dump([f.to_dict() for f in result.findings], sys.stdout, indent=2)
         print()
     else:
-        print(triage_text(result, summary_text(b.summary)))
+        from kitlib.gaps import gaps_text
+        head = summary_text(b.summary)
+        gaps = gaps_text(b)
+        print(triage_text(result, head + ("\n\n" + gaps if gaps else "")))
     return EXIT_FINDINGS if result.findings else EXIT_CLEAN
 
 
