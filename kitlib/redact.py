@@ -48,8 +48,10 @@ _NOT_SECRET_KEY = re.compile(
     r"|class|classes|location|file|path|url|uri|endpoint|mechanism|mechanisms|protocol|provider|name|names"
     r"|expiry|version|format|header|prefix|policy|mode|timeout|scope|id)$)"
     r"|^(?:key\.(?:converter|serializer|deserializer|ignore)|message\.key|record\.key|partition\.key)$", re.I)
-# Kafka's request log names the protocol API in every line: "requestApiKey":1 is no secret
+# Kafka's request log names the protocol API in every line: "requestApiKey":1 and
+# "requestApiKeyName":"FETCH" are no secrets (a numeric apiKey is an API number)
 _API_NUMBER_KEY = re.compile(r"^(?:request)?[Aa]piKey$")
+_API_NAME_KEY = re.compile(r"^requestApiKeyName$")
 # values that hold nothing: empty, placeholders, references to a config provider (${file:...})
 _HARMLESS = re.compile(r"^(?:|null|none|nil|\*+|\[hidden\]|\[redacted\]|<redacted>|\$\{[^}]*\})$", re.I)
 
@@ -137,8 +139,8 @@ RULES: list[Rule] = [
 # check this for every rule's example); values it does not match are left as they are
 PREFILTER = (
     r"(?i:passw|passphrase|pwd|secret|token|api[._-]key|credential|access.?key|auth.user.info|bind.pw|jaas"
-    r"|private.?key|keystore.key|user_|authoriz|bearer|://[^/\s:@]+:[^@/\s]+@|eyj|gh[pousr]_|xox[abprs]-|aiza)"
-    r"|apikey|APIKEY|(?:^|[^A-Za-z])apiKey|(?:^|[^A-Za-z])ApiKey|AKIA|ASIA|ABIA|ACCA"
+    r"|private.?key|keystore.key|user_|authorization|bearer|://[^/\s:@]+:[^@/\s]+@|eyj|gh[pousr]_|xox[abprs]-|aiza)"
+    r"|apikey|APIKEY|(?:^|[^A-Za-z])[Aa]piKey\\?[\"']?\s*[=:]\s*[^\s0-9]|AKIA|ASIA|ABIA|ACCA"
     r"|(?m:^[ \t]*[A-Za-z0-9+/]{16,}={0,2}[ \t]*$)"
 )
 _PREFILTER_PY = re.compile(PREFILTER.replace("(?m:", "(?:").replace("(?i:", "(?:"), re.I | re.M)
@@ -169,7 +171,7 @@ def _sub_rule(rule: Rule, text: str) -> str:
             key = m.group("key")
             if not is_secret_key(key):
                 return m.group(0)
-            if _API_NUMBER_KEY.match(key) and value.strip("\"'").isdigit():
+            if _API_NUMBER_KEY.match(key) and value.strip("\"'").isdigit() or _API_NAME_KEY.match(key):
                 return m.group(0)
         if rule.name == "base64-key-line" and not (re.search(r"[A-Z]", value) and re.search(r"[a-z]", value)
                                                    and re.search(r"[0-9]", value)):
@@ -341,3 +343,80 @@ def markdown() -> str:
 
 if __name__ == "__main__":  # pragma: no cover
     print(markdown(), end="")
+
+
+def redact_series(s):
+    """A pandas string/categorical/object Series with every value redacted (same dtype; the
+    Series itself when nothing changed)."""
+    import pandas as pd
+    if isinstance(s.dtype, pd.CategoricalDtype):
+        cats = s.cat.categories
+        if not len(cats) or not (pd.api.types.is_string_dtype(cats.dtype) or cats.dtype == object):
+            return s
+        arr = pa.array([c if isinstance(c, str) else None for c in cats], pa.string())
+        new = redact_array(arr)
+        if new is arr:
+            return s
+        names = new.to_pylist()
+        if len(set(names)) == len(names):
+            return s.cat.rename_categories(names)
+        values = np.array(names + [None], dtype=object)[s.cat.codes.to_numpy()]
+        return pd.Series(values, index=s.index, dtype="category")
+    if not len(s):
+        return s
+    try:
+        arr = pa.array(s, from_pandas=True)
+    except (pa.ArrowInvalid, pa.ArrowTypeError):  # mixed objects: only the str values matter
+        vals = [redact_text(v) if isinstance(v, str) else v for v in s.tolist()]
+        return pd.Series(vals, index=s.index, dtype=s.dtype)
+    if pa.types.is_chunked(arr.type) if hasattr(pa.types, "is_chunked") else False:
+        arr = arr.combine_chunks()
+    new = redact_array(arr)
+    if new is arr:
+        return s
+    return pd.Series(new.to_pandas(types_mapper={pa.large_string(): pd.StringDtype("pyarrow"),
+                                                 pa.string(): pd.StringDtype("pyarrow")}.get),
+                     index=s.index).astype(s.dtype)
+
+
+def redact_frame(table: str, df):
+    """``df`` (a table being stored) with every string value redacted, and the value column of
+    name/value tables (:func:`pair_columns`) masked where the name is a secret's. Changes ``df``
+    in place and returns it."""
+    import pandas as pd
+    for col in df.columns:
+        s = df[col]
+        if isinstance(s.dtype, pd.CategoricalDtype) or pd.api.types.is_string_dtype(s.dtype) or s.dtype == object:
+            new = redact_series(s)
+            if new is not s:
+                df[col] = new
+    pair = pair_columns(table)
+    if pair and pair[0] in df.columns and pair[1] in df.columns and len(df):
+        k = pa.array(df[pair[0]].astype("string"), from_pandas=True)
+        v = pa.array(df[pair[1]].astype("string"), from_pandas=True)
+        new = redact_pairs(k, v)
+        if new is not v:
+            df[pair[1]] = pd.Series(new.to_pylist(), index=df.index, dtype=df[pair[1]].dtype)
+    return df
+
+
+def redact_table(table: str, t: pa.Table) -> pa.Table:
+    """An Arrow table (streamed to Parquet) with every string column redacted, like
+    :func:`redact_frame`."""
+    cols = []
+    changed = False
+    for f, col in zip(t.schema, t.columns):
+        new = redact_array(col)
+        changed |= new is not col
+        cols.append(new)
+    pair = pair_columns(table)
+    if pair and pair[0] in t.column_names and pair[1] in t.column_names and t.num_rows:
+        i, j = t.column_names.index(pair[0]), t.column_names.index(pair[1])
+        k = cols[i].combine_chunks() if isinstance(cols[i], pa.ChunkedArray) else cols[i]
+        v = cols[j].combine_chunks() if isinstance(cols[j], pa.ChunkedArray) else cols[j]
+        new = redact_pairs(k, v)
+        if new is not v:
+            cols[j], changed = new, True
+    if not changed:
+        return t
+    return pa.Table.from_arrays(cols, schema=t.schema)

@@ -34,7 +34,7 @@ from typing import Iterator
 CHUNK = 16 * 1024 * 1024
 # a line longer than this keeps its first MAX_LINE bytes; the rest of it is counted, not stored
 # (memory stays bounded whatever a file holds; the file's error says which line was cut)
-MAX_LINE = 4 * 1024 * 1024
+MAX_LINE = 8 * 1024 * 1024
 MANIFESTS = ("bundle.yaml", "bundle.yml", "bundle.json")
 # files a bundle may hold that are not data (manifests, notes, our own ingest output)
 NOTES = {"README.md", "PROVENANCE.md", ".DS_Store", "summary.json"}

@@ -244,12 +244,19 @@ def parse_block(block: bytes, lines_before: int, src: SourceFile, first: bool = 
     ss = D[:, 12] * 10 + D[:, 13]
     ms = D[:, 14] * 100 + D[:, 15] * 10 + D[:, 16]
     ok &= (mon >= 1) & (mon <= 12) & (day >= 1) & (day <= 31) & (hh < 24) & (mi < 60) & (ss < 61)
+    # a year the tables cannot hold (datetime64[ns]: 1678..2261) costs its record, not the file
+    far = ok & ((year < 1678) | (year > 2261))
+    ok &= ~far
     is_h = np.zeros(nlines, bool)
     is_h[cand[ok]] = True
 
-    # --- junk lines: NUL bytes or invalid UTF-8 -----------------------------------------
+    # --- junk lines: NUL bytes or invalid UTF-8, or a header whose year is out of range -----
     is_j = np.zeros(nlines, bool)
     junk_reason = {}
+    if far.any():
+        for i, y in zip(cand[far].tolist(), year[far].tolist()):
+            is_j[i] = True
+            junk_reason[i] = f"timestamp year {y:04d} is out of range (1678-2261)"
     zeros = np.flatnonzero(a == 0)
     if len(zeros):
         zl = np.unique(np.searchsorted(starts, zeros, side="right") - 1)
