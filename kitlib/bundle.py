@@ -144,7 +144,7 @@ class _Sink:
         w.write_table(sel.cast(plain))
 
     def finish(self) -> tuple[dict[str, pd.DataFrame], dict[str, str]]:
-        from kitlib.formats.log4j import to_pandas
+        from kitlib.events import to_pandas
         if self._last is not None:
             self._last.result()
         if self._pool is not None:
@@ -335,7 +335,7 @@ def _declare_all() -> None:
 def load(out: str | os.PathLike) -> Bundle:
     """Read back what :func:`ingest` wrote, without parsing anything again."""
     _declare_all()
-    from kitlib.formats.log4j import to_pandas
+    from kitlib.events import to_pandas
     out = Path(out)
     summary = json.loads((out / "summary.json").read_text())
     result = {}

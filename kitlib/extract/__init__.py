@@ -108,7 +108,7 @@ def select(block: pa.Table) -> dict[str, pa.Table]:
         sel = block.take(pa.array(rows))
         if ex.blockwise:  # built now; what is kept is the table's rows, as Arrow
             from kitlib import tables
-            from kitlib.formats.log4j import to_pandas
+            from kitlib.events import to_pandas
             try:
                 df = tables.conform(name, ex.build(to_pandas(sel)))
             except Exception as e:  # noqa: BLE001 - reported at the end, the rest still loads
@@ -125,7 +125,7 @@ def iter_build(selected: dict[str, list[pa.Table]], to_pandas):
     exception: the table is then empty and the rest of the bundle still loads). ``selected`` is
     consumed as it goes."""
     from kitlib import tables
-    from kitlib.formats.log4j import EVENTS_SCHEMA
+    from kitlib.events import EVENTS_SCHEMA
     load_all()
     grp = groups()
     frames: dict[str, pd.DataFrame] = {}

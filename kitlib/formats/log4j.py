@@ -34,39 +34,15 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from kitlib import tables
+from kitlib.events import EVENTS_SCHEMA, LEVELS, empty_events, to_pandas
 from kitlib.formats import Context, register, unparsed_frame
 from kitlib.redact import SUSPECT, redact_message
 from kitlib.sources import SourceError, SourceFile, read_chunks
 
-LEVELS = ["TRACE", "DEBUG", "INFO", "WARN", "ERROR", "FATAL"]
 HEADER = re.compile(rb"\[\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2},\d{3}\] (?:TRACE|DEBUG|INFO|WARN|ERROR|FATAL)(?: |$)")
 MAX_CARRY = 128 * 1024 * 1024
 THREADS = min(2, os.cpu_count() or 1)
 _LOGGER_OK = re.compile(r"^[A-Za-z_$][\w$.\-]*$")
-
-tables.declare("events", "One row per log4j record (multi-line records are one row).", [
-    ("ts", "ts", "record time, converted to UTC from the file's timezone"),
-    ("level", "category", "TRACE, DEBUG, INFO, WARN, ERROR or FATAL"),
-    ("logger", "category", "logger name (Connect's ':line' suffix removed); empty when the layout has none"),
-    ("message", "str", "message text; continuation lines (stack traces, blocks) joined with newlines"),
-    ("host", "category", "host the file came from"),
-    ("file", "category", "path of the source file relative to the bundle root"),
-    ("line", "int", "1-based line number of the record's first line"),
-    ("nlines", "int", "physical lines the record spans"),
-])
-
-EVENTS_SCHEMA = pa.schema([
-    ("ts", pa.timestamp("ms", tz="UTC")),
-    ("level", pa.dictionary(pa.int8(), pa.string())),
-    ("logger", pa.dictionary(pa.int32(), pa.string())),
-    ("message", pa.large_string()),
-    ("host", pa.dictionary(pa.int32(), pa.string())),
-    ("file", pa.dictionary(pa.int32(), pa.string())),
-    ("line", pa.int64()),
-    ("nlines", pa.int32()),
-])
-
 
 # what container tooling puts before every line: `kafka-1  | ` (docker compose) and/or an
 # RFC 3339 stamp (`docker logs -t`)
@@ -198,7 +174,7 @@ def parse_block(block: bytes, lines_before: int, src: SourceFile, first: bool = 
     a = np.frombuffer(block, dtype=np.uint8)
     n = len(a)
     if n == 0:
-        return _empty_events(), unparsed_frame(src, [], [], ""), 0, 0
+        return empty_events(), unparsed_frame(src, [], [], ""), 0, 0
     nl = np.flatnonzero(a == 10)
     starts = np.empty(len(nl) + 1, np.int64)
     starts[0] = 0
@@ -312,7 +288,7 @@ def parse_block(block: bytes, lines_before: int, src: SourceFile, first: bool = 
 
     nrec = len(H)
     if nrec == 0:
-        return _empty_events(), un, 0, nlines
+        return empty_events(), un, 0, nlines
 
     # --- timestamps ----------------------------------------------------------------------
     pos = np.searchsorted(cand, H)
@@ -499,20 +475,6 @@ def _to_utc(wall_ms: np.ndarray, tz: str) -> np.ndarray:
     return loc.tz_convert("UTC").as_unit("ms").asi8
 
 
-def _empty_events() -> pa.Table:
-    return EVENTS_SCHEMA.empty_table()
-
-
-def to_pandas(t: pa.Table) -> pd.DataFrame:
-    """Events Arrow table -> DataFrame with the declared dtypes (strings stay Arrow-backed)."""
-    df = t.to_pandas(types_mapper={pa.large_string(): pd.StringDtype("pyarrow"),
-                                   pa.string(): pd.StringDtype("pyarrow")}.get)
-    df["ts"] = df["ts"].astype("datetime64[ns, UTC]")
-    df["line"] = df["line"].astype("Int64")
-    df["nlines"] = df["nlines"].astype("Int64")
-    return df
-
-
 def parse_bytes(data: bytes, host: str = "test", rel: str = "test.log", tz: str = "UTC"):
     """Parse log4j text held in memory; returns (events frame, unparsed frame). For tests and
     quick looks; bundles go through :func:`kitlib.load_bundle`."""
@@ -526,7 +488,7 @@ def parse_bytes(data: bytes, host: str = "test", rel: str = "test.log", tz: str 
         evs, uns = [], []
         for name, chunk in parse(src, ctx):
             (evs if name == "events" else uns).append(chunk)
-    ev = to_pandas(pa.concat_tables(evs)) if evs else to_pandas(_empty_events())
+    ev = to_pandas(pa.concat_tables(evs)) if evs else to_pandas(empty_events())
     un = pd.concat(uns, ignore_index=True) if uns else unparsed_frame(src, [], [], "")
     return ev, un
 
