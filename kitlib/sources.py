@@ -640,3 +640,26 @@ def head(src: SourceFile, n: int = 64 * 1024) -> bytes:
     finally:
         it.close()
     return bytes(buf[:n])
+
+
+def check_output(bundle: str | os.PathLike, out: str | os.PathLike, what: str = "--out") -> None:
+    """Refuse (ValueError, before anything is written or removed) an output folder that is the
+    bundle, inside it, or around it (a parent of the bundle): writing or replacing it would touch
+    the input. Symlinks are resolved first.
+
+    Example:
+        >>> check_output("/data/b", "/data/b/tables")
+        Traceback (most recent call last):
+        ...
+        ValueError: --out /data/b/tables is inside the bundle /data/b: input files are never written to
+    """
+    b = Path(os.path.realpath(bundle))
+    o = Path(os.path.realpath(out))
+    if o == b:
+        raise ValueError(f"{what} {shown(str(out))} is the bundle itself: input files are never written to")
+    if b in o.parents:
+        raise ValueError(f"{what} {shown(str(out))} is inside the bundle {shown(str(bundle))}: "
+                         f"input files are never written to")
+    if o in b.parents:
+        raise ValueError(f"{what} {shown(str(out))} holds the bundle {shown(str(bundle))}: "
+                         f"input files are never written to")
