@@ -105,9 +105,6 @@ RULES: list[Rule] = [
          "Authorization: Basic YWRtaW46YWRtaW4tc2VjcmV0",
          re.compile(r"""(?i)\bauthorization\\?["']?\s*[:=]\s*\\?["']?(?:(?:bearer|basic|digest|token|negotiate|apikey)\s+)?"""
                     r"""(?P<value>[^\s"'\\,;]+)""")),
-    Rule("bearer-token", "a bearer token anywhere (`Bearer <token>`, the token holds a digit or symbol)",
-         "Bearer abc.def-123_ghi",
-         re.compile(r"(?i)\bbearer\s+(?P<value>(?=[A-Za-z]*[0-9._~+/=-])[A-Za-z0-9._~+/\-]+=*)")),
     Rule("key-value", "a value assigned to a secret's key name: key=value, key: value, key = value, "
          "\"key\": \"value\", 'key': 'value', key=\\\"value\\\" (JSON-escaped), for key names holding "
          "password, passwd, passphrase, pwd, secret, token, api.key/apikey/api-key, credentials, "
@@ -115,9 +112,12 @@ RULES: list[Rule] = [
          "keystore.key; durations, sizes, file names and the like (*.ms, *.location, *.algorithm) excepted",
          '"client_secret": "s3cr3t-value"',
          re.compile(rf"""(?<![A-Za-z0-9_.\-])(?P<key>{_KEY})(?:\\?["'])?\s*[=:]\s*(?P<value>{_VALUE})""", re.I)),
+    Rule("bearer-token", "a bearer token anywhere (`Bearer <token>`, 8+ characters, a digit or symbol among them)",
+         "Bearer abc.def-123_ghi",
+         re.compile(r"(?i)\bbearer\s+(?P<value>(?=[A-Za-z]*[0-9._~+/=-])(?=[A-Za-z0-9._~+/\-]{8})[A-Za-z0-9._~+/\-]+=*)(?![^\s\"',;)\]}])")),
     Rule("url-credentials", "the password of user:password@ in a URL (http, jdbc:..., mongodb, ...)",
          "jdbc:postgresql://app:s3cret@db:5432/x",
-         re.compile(r"(?i)\b[a-z][a-z0-9+.\-]*://[^/\s:@\"']+:(?P<value>[^@/\s\"']+)@")),
+         re.compile(r"(?i)\b[a-z][a-z0-9+.\-]*://[^/\s:@\"']+:(?P<value>[^@\s\"']+)@")),
     Rule("aws-access-key-id", "AWS access key id (AKIA..., ASIA...)", "AKIAIOSFODNN7EXAMPLE",
          re.compile(r"\b(?:AKIA|ASIA|ABIA|ACCA)[0-9A-Z]{16}\b")),
     Rule("jwt", "a JSON Web Token (three base64url parts, the first two starting eyJ)",
@@ -139,7 +139,7 @@ RULES: list[Rule] = [
 # check this for every rule's example); values it does not match are left as they are
 PREFILTER = (
     r"(?i:passw|passphrase|pwd|secret|token|api[._-]key|credential|access.?key|auth.user.info|bind.pw|jaas"
-    r"|private.?key|keystore.key|user_|authorization|bearer|://[^/\s:@]+:[^@/\s]+@|eyj|gh[pousr]_|xox[abprs]-|aiza)"
+    r"|private.?key|keystore.key|user_|authorization|bearer|://[^/\s:@]+:[^@\s]+@|eyj|gh[pousr]_|xox[abprs]-|aiza)"
     r"|apikey|APIKEY|(?:^|[^A-Za-z])[Aa]piKey\\?[\"']?\s*[=:]\s*[^\s0-9]|AKIA|ASIA|ABIA|ACCA"
     r"|(?m:^[ \t]*[A-Za-z0-9+/]{16,}={0,2}[ \t]*$)"
 )
