@@ -464,9 +464,11 @@ def _inflate(src: SourceFile, codec: str, first: bytes, fh, chunk: int) -> Itera
     fed = False
     pending = first
     errors = (zlib.error, lzma.LZMAError, OSError, EOFError, RuntimeError, ValueError)
+    step = 64 * 1024  # input fed in small pieces: on corrupt data, what came before it is still yielded
     while True:
-        raw = pending or fh.read(1024 * 1024)
-        pending = b""
+        if not pending:
+            pending = fh.read(1024 * 1024)
+        raw, pending = pending[:step], pending[step:]
         if not raw:
             break
         fed = True
@@ -480,11 +482,12 @@ def _inflate(src: SourceFile, codec: str, first: bytes, fh, chunk: int) -> Itera
                 out_total += len(piece)
                 yield piece
             if d.eof:
-                rest = d.unused_data or raw  # zlib may leave the same bytes in both
+                rest = (d.unused_data or raw) + pending  # zlib may leave the same bytes in both
+                pending = b""
                 d, fed = _new_decompressor(codec), False
                 if any(rest.startswith(m) for m, c in MAGIC.items() if c == codec):  # concatenated streams
                     pending = rest
-                elif rest.strip(b"\0"):
+                elif rest.strip(b"\0") or fh.read(1):
                     raise SourceError(src.rel, f"junk after the end of the {codec} stream", offset=out_total)
                 break
             if (not raw) if codec == "gzip" else d.needs_input:
