@@ -15,7 +15,7 @@ report: $(STAMP)
 	$(BIN)/kitlib report sample_data --out $(OUT)
 
 test: $(STAMP) chromium
-	$(BIN)/python -m pytest tests notebooks --nbval --nbval-sanitize-with notebooks/sanitize.cfg -p no:cacheprovider
+	$(BIN)/python -m pytest tests kitlib/notebooks --nbval --nbval-sanitize-with tests/nbval-sanitize.cfg -p no:cacheprovider
 
 venv: $(STAMP)
 
@@ -39,7 +39,7 @@ chromium:
 # Re-execute every notebook in place on its default (sample) bundle, refreshing the stored
 # outputs that nbval compares against. Run after changing kitlib, a notebook or sample data.
 notebooks: $(STAMP)
-	cd notebooks && for nb in *.ipynb; do ../$(BIN)/papermill -k python3 --cwd . "$$nb" "$$nb" || exit 1; done
+	cd kitlib/notebooks && for nb in *.ipynb; do ../../$(BIN)/papermill -k python3 --cwd . "$$nb" "$$nb" || exit 1; done
 
 bench: $(STAMP)
 	$(BIN)/python bench/ingest_bench.py --size-mb 1024

@@ -15,9 +15,10 @@ import json
 import os
 import sys
 
+EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
+
 COMMAND_MODULES = [
-    "kitlib.cli",        # ingest, summary, tables, formats
-    "kitlib.triage",     # triage
+    "kitlib.cli",        # ingest, summary, triage, investigations, tables, formats
     "kitlib.report",     # report
     "kitlib.lab",        # lab start|stop|status|jmx
     "kitlib.capture",    # capture, probe
@@ -30,16 +31,35 @@ def register_cli(sub) -> None:
                                    "file per table plus summary.json into OUT. Input files are never modified.")
     p.add_argument("bundle", help="bundle folder (or a single log file)")
     p.add_argument("--out", required=True, help="output folder (created; must not be inside the bundle)")
-    p.add_argument("--tz", default=None, help="timezone the logs were written in (default: manifest, else UTC)")
+    p.add_argument("--tz", default=None, help=TZ_HELP)
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.set_defaults(func=_cmd_ingest)
 
     p = sub.add_parser("summary", help="load a bundle (or ingest output) and print what it holds",
                        description="Print files, formats, hosts, time span, rows per table and unparsed lines.")
     p.add_argument("bundle", nargs="+", help="bundle folder(s) or ingest output folder(s)")
-    p.add_argument("--tz", default=None, help="timezone the logs were written in (default UTC)")
+    p.add_argument("--tz", default=None, help=TZ_HELP)
     p.add_argument("--json", action="store_true", help="print JSON")
     p.set_defaults(func=_cmd_summary)
+
+    p = sub.add_parser(
+        "triage", help="run every detector over a bundle and print the findings",
+        description="Run every detector over BUNDLE (a folder of files, or an ingest output) and print the "
+                    "findings ranked by severity, each with its id, summary, key numbers, recommended change, the "
+                    "notebook to open and evidence (file:line). Exit status: 0 nothing found, 1 findings, 2 could "
+                    "not run.")
+    p.add_argument("bundle", help="bundle folder, single log file, or `kitlib ingest` output folder")
+    p.add_argument("--json", action="store_true",
+                   help="print a JSON list of findings (id, severity, summary, numbers, recommendation, evidence, "
+                        "notebook, investigation)")
+    p.add_argument("--tz", default=None, help=TZ_HELP)
+    p.set_defaults(func=_cmd_triage)
+
+    p = sub.add_parser("investigations", help="list the investigations with their notebooks, tables and finding ids",
+                       description="List every registered investigation: its name, the question it answers, its "
+                                   "notebook, the tables it reads and the finding ids its detectors may emit.")
+    p.add_argument("--json", action="store_true", help="print JSON")
+    p.set_defaults(func=_cmd_investigations)
 
     p = sub.add_parser("tables", help="print the documented schema of every table",
                        description="Print every table kitlib produces with its columns, as Markdown.")
@@ -50,52 +70,66 @@ def register_cli(sub) -> None:
     p.set_defaults(func=_cmd_formats)
 
 
+TZ_HELP = "timezone the logs were written in (default: the bundle manifest's tz, else UTC)"
+
+
 def _cmd_ingest(args) -> int:
     from kitlib.bundle import ingest
+    from kitlib.summary import summary_text
     s = ingest(args.bundle, args.out, tz=args.tz, progress=False if args.no_progress else None)
-    print(_summary_text(s))
+    print(summary_text(s))
     print(f"tables written to {args.out}")
-    return 1 if s["errors"] and not s["rows"] else 0
+    return 1 if s.errors and not s.rows else 0
 
 
 def _cmd_summary(args) -> int:
     from kitlib.bundle import load_bundle
+    from kitlib.summary import summary_text
     for path in args.bundle:
         b = load_bundle(path, tz=args.tz)
-        print(json.dumps(b.summary, indent=2, default=str) if args.json else _summary_text(b.summary))
+        print(json.dumps(b.summary.to_dict(), indent=2, default=str) if args.json else summary_text(b.summary))
+    return 0
+
+
+def _cmd_triage(args) -> int:
+    from kitlib.bundle import load_bundle
+    from kitlib.findings import triage, triage_text
+    from kitlib.summary import summary_text
+    b = load_bundle(args.bundle, tz=args.tz)
+    result = triage(b)
+    if args.json:
+        json.dump([f.to_dict() for f in result.findings], sys.stdout, indent=2)
+        print()
+    else:
+        print(triage_text(result, summary_text(b.summary)))
+    return EXIT_FINDINGS if result.findings else EXIT_CLEAN
+
+
+def _cmd_investigations(args) -> int:
+    from kitlib import registry
+    invs = registry.investigations()
+    if args.json:
+        json.dump([i.to_dict() for i in invs], sys.stdout, indent=2)
+        print()
+        return 0
+    for i in invs:
+        print(f"{i.name}: {i.title}\n  question  {i.question}\n  notebook  {i.notebook}\n"
+              f"  tables    {', '.join(i.tables)}\n  findings  {', '.join(i.finding_ids) or '-'}")
     return 0
 
 
 def _cmd_tables(args) -> int:
-    import kitlib.analysis  # noqa: F401
-    from kitlib import extract, formats, tables
-    formats._load_all()
-    extract.load_all()
+    from kitlib import tables
     print(tables.markdown(), end="")
     return 0
 
 
 def _cmd_formats(args) -> int:
-    from kitlib import formats
-    formats._load_all()
+    from kitlib import formats, registry
+    registry.load()
     for f in sorted(formats.FORMATS.values(), key=lambda f: (f.priority, f.name)):
         print(f"{f.name:12} -> {', '.join(f.tables):30} {f.doc}")
     return 0
-
-
-def _summary_text(s: dict) -> str:
-    lines = [f"bundle   {s['bundle']}",
-             f"files    {s['files']} ({s['bytes']:,} bytes) in {s['seconds']:.2f} s",
-             f"formats  " + ", ".join(f"{k}: {v}" for k, v in s["formats"].items()),
-             f"hosts    " + ", ".join(s["hosts"]),
-             f"span     " + (" -> ".join(s["time_span"]) if s.get("time_span") else "-"),
-             "rows     " + ", ".join(f"{k}: {v:,}" for k, v in s["rows"].items() if k != "unparsed" and v),
-             f"unparsed {s['unparsed_lines']:,} lines"]
-    if s.get("unknown_files"):
-        lines.append("unknown  " + ", ".join(s["unknown_files"]))
-    for e in s.get("errors", []):
-        lines.append(f"error    {e}")
-    return "\n".join(lines)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -18,6 +18,8 @@ from typing import Callable, Iterable
 
 import pandas as pd
 
+from kitlib.registry import DETECTORS
+
 SEVERITIES = ("critical", "high", "medium", "low", "info")
 _ID = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")
 EVIDENCE_TEXT_MAX = 500
@@ -31,8 +33,9 @@ class Finding:
     numbers: dict = field(default_factory=dict)
     recommendation: str = ""
     evidence: list[dict] = field(default_factory=list)
-    notebook: str = ""  # which investigation notebook to open next
+    notebook: str = ""       # the owning investigation's notebook (set when the detector runs)
     detector: str = ""
+    investigation: str = ""  # the investigation that owns this finding id (set when the detector runs)
 
     def __post_init__(self):
         if not _ID.match(self.id):
@@ -51,10 +54,8 @@ class Finding:
             "evidence": [{k: _plain(v) for k, v in e.items()} for e in self.evidence],
             "notebook": self.notebook,
             "detector": self.detector,
+            "investigation": self.investigation,
         }
-
-    def evidence_frame(self) -> pd.DataFrame:
-        return pd.DataFrame(self.evidence, columns=["file", "line", "host", "ts", "text"])
 
 
 def _plain(v):
@@ -96,66 +97,136 @@ def evidence(df: pd.DataFrame, text: str | Callable[[pd.Series], str] = "message
     return out
 
 
-@dataclass
+@dataclass(frozen=True)
 class Detector:
     name: str
     fn: Callable
     ids: tuple[str, ...]
     checks: str
     needs: tuple[str, ...]
-
-
-DETECTORS: dict[str, Detector] = {}
+    module: str = ""
 
 
 def detector(ids: Iterable[str], checks: str, needs: Iterable[str] = ()):
-    """Register a detector function. ``ids`` are the finding ids it can raise, ``checks`` a
-    one-line description shown when nothing is found, ``needs`` the tables it reads.
+    """Register a detector function. ``ids`` are the finding ids it can raise (each must be
+    declared by the investigation whose package holds the function), ``checks`` a one-line
+    description shown when nothing is found, ``needs`` the tables it cannot work without: when
+    any of them has no rows the detector is skipped, and reported as skipped.
 
     Example:
         >>> @detector(ids=["demo-x"], checks="demo", needs=["events"])
         ... def demo(bundle):
         ...     return []
-        >>> "demo" in DETECTORS
-        True
+        >>> DETECTORS.pop("demo").needs
+        ('events',)
     """
     def wrap(fn):
-        DETECTORS[fn.__name__] = Detector(fn.__name__, fn, tuple(ids), checks, tuple(needs))
+        DETECTORS[fn.__name__] = Detector(fn.__name__, fn, tuple(ids), checks, tuple(needs), fn.__module__)
         return fn
     return wrap
 
 
-def run_detectors(bundle, only: Iterable[str] | None = None) -> tuple[list[Finding], list[dict]]:
-    """Run every registered detector over ``bundle``.
+@dataclass(frozen=True)
+class DetectorRun:
+    """What happened when one detector ran over a bundle."""
+    detector: str
+    investigation: str
+    checks: str
+    status: str              # "ok", "skipped" (a needed table has no rows) or "failed"
+    findings: int = 0
+    reason: str = ""         # why it was skipped, or the error it failed with
 
-    Returns (findings ranked by severity, a list of what was checked with per-detector status).
-    A detector that raises is reported in the checks list; the others still run.
+
+@dataclass
+class Triage:
+    """The outcome of running detectors over a bundle: findings ranked by severity (most severe
+    first), and what each detector did."""
+    findings: list[Finding]
+    runs: list[DetectorRun]
+
+    @property
+    def failed(self) -> list[DetectorRun]:
+        return [r for r in self.runs if r.status == "failed"]
+
+    @property
+    def skipped(self) -> list[DetectorRun]:
+        return [r for r in self.runs if r.status == "skipped"]
+
+
+def triage(bundle, investigations: Iterable[str] | None = None) -> Triage:
+    """Run the detectors (of every investigation, or of the ones named) over ``bundle``, a
+    :class:`~kitlib.bundle.Bundle` or a path.
+
+    A detector whose needed tables have no rows is skipped; one that raises is reported as failed
+    and the others still run; a finding whose id the detector did not declare is dropped and
+    reported as a failure of that detector.
     """
-    import kitlib.analysis  # noqa: F401  (registers every detector)
-
-    findings: list[Finding] = []
-    checked = []
+    from kitlib import registry
+    from kitlib.bundle import Bundle, load_bundle
+    if not isinstance(bundle, Bundle):
+        bundle = load_bundle(bundle)
+    registry.load()
+    wanted = set(investigations) if investigations is not None else None
+    found: list[Finding] = []
+    runs: list[DetectorRun] = []
     for name, d in sorted(DETECTORS.items()):
-        if only and name not in only:
+        inv = registry.detector_investigation(d)
+        inv_name = inv.name if inv else ""
+        if wanted is not None and inv_name not in wanted:
+            continue
+        empty = [t for t in d.needs if not len(bundle.table(t))]
+        if empty:
+            runs.append(DetectorRun(name, inv_name, d.checks, "skipped",
+                                    reason="no rows in " + ", ".join(empty)))
             continue
         try:
-            got = d.fn(bundle) or []
-            for f in got:
-                f.detector = f.detector or name
-            findings.extend(got)
-            checked.append({"detector": name, "checks": d.checks, "findings": len(got), "error": ""})
-        except Exception as e:  # a broken detector must not hide the others' results
-            checked.append({"detector": name, "checks": d.checks, "findings": 0,
-                            "error": f"{type(e).__name__}: {e}"})
-    findings.sort(key=lambda f: (SEVERITIES.index(f.severity), f.id))
-    return findings, checked
+            got = list(d.fn(bundle) or [])
+        except Exception as e:  # noqa: BLE001 - a broken detector must not hide the others' results
+            runs.append(DetectorRun(name, inv_name, d.checks, "failed", reason=f"{type(e).__name__}: {e}"))
+            continue
+        stray = sorted({f.id for f in got if f.id not in d.ids})
+        got = [f for f in got if f.id in d.ids]
+        for f in got:
+            f.detector = f.detector or name
+            f.investigation = inv_name
+            f.notebook = inv.notebook if inv else ""
+        found.extend(got)
+        runs.append(DetectorRun(name, inv_name, d.checks, "failed" if stray else "ok", len(got),
+                                f"emitted undeclared finding ids {stray}" if stray else ""))
+    found.sort(key=lambda f: (SEVERITIES.index(f.severity), f.id))
+    return Triage(found, runs)
 
 
-def findings_frame(findings: list[Finding]) -> pd.DataFrame:
-    """One row per finding, for display."""
-    return pd.DataFrame([
-        {"severity": f.severity, "id": f.id, "summary": f.summary,
-         "recommendation": f.recommendation,
-         "evidence": ", ".join(f"{e['file']}:{e['line']}" for e in f.evidence[:5])}
-        for f in findings
-    ], columns=["severity", "id", "summary", "recommendation", "evidence"])
+def triage_text(result: Triage, summary_text: str = "") -> str:
+    """The findings as ``kitlib triage`` prints them: ranked, each with id, summary, key numbers,
+    recommended change, the notebook to open and evidence (file:line). A bundle with no findings
+    says what was checked. ``summary_text`` (what the bundle holds) goes first."""
+    out = [summary_text, ""] if summary_text else []
+    if not result.findings:
+        out.append("No findings. Checked:")
+        for r in result.runs:
+            line = f"  - {r.detector}: {r.checks}"
+            if r.status != "ok":
+                line += f"  [{r.status}: {r.reason}]"
+            out.append(line)
+        return "\n".join(out)
+    out.append(f"{len(result.findings)} finding(s), most severe first:")
+    for i, f in enumerate(result.findings, 1):
+        out.append(f"\n{i}. [{f.severity.upper()}] {f.id}: {f.summary}")
+        for k, v in f.numbers.items():
+            out.append(f"     {k} = {v}")
+        if f.recommendation:
+            out.append(f"   fix: {f.recommendation}")
+        if f.notebook:
+            out.append(f"   open: notebook {f.notebook} ({f.investigation})")
+        for e in f.evidence[:5]:
+            text = (e.get("text") or "").splitlines()[0][:160] if e.get("text") else ""
+            out.append(f"   evidence {e['file']}:{e['line']}  {text}")
+        if len(f.evidence) > 5:
+            out.append(f"   ... {len(f.evidence) - 5} more evidence rows (--json shows all)")
+    for r in result.failed:
+        out.append(f"\ndetector {r.detector} failed: {r.reason}")
+    if result.skipped:
+        out.append("\nskipped (their tables have no rows): "
+                   + ", ".join(f"{r.detector} ({r.reason})" for r in result.skipped))
+    return "\n".join(out)

@@ -400,13 +400,19 @@ def redact_frame(table: str, df):
     return df
 
 
-def redact_table(table: str, t: pa.Table) -> pa.Table:
+# columns a parser already passed through these rules itself, on its worker threads (the log4j
+# parser redacts each block's messages in parallel; doing it again on the main thread would only
+# cost time)
+REDACTED_BY_PARSER = {"events": ("message",)}
+
+
+def redact_table(table: str, t: pa.Table, skip: tuple[str, ...] = ()) -> pa.Table:
     """An Arrow table (streamed to Parquet) with every string column redacted, like
-    :func:`redact_frame`."""
+    :func:`redact_frame`; columns in ``skip`` are left as they are."""
     cols = []
     changed = False
     for f, col in zip(t.schema, t.columns):
-        new = redact_array(col)
+        new = col if f.name in skip else redact_array(col)
         changed |= new is not col
         cols.append(new)
     pair = pair_columns(table)

@@ -27,43 +27,28 @@ from kitlib.display import esc
 from kitlib.redact import redact_text
 
 _IMG_SVG = re.compile(r'<img alt="[^"]*" src="data:image/svg\+xml;base64,([A-Za-z0-9+/=]+)"\s*/?>')
-NOTEBOOK_DIR = Path(__file__).resolve().parent.parent / "notebooks"
 EXEC_TIMEOUT = 600  # seconds per cell
 
 
-def _has(bundle, table: str, cond: Callable | None = None) -> bool:
-    df = bundle.table(table) if hasattr(bundle, "table") else None
-    if df is None or not len(df):
-        return False
-    return bool(cond(df)) if cond else True
+def notebook_dir() -> Path:
+    """The folder of the kit's notebooks, shipped inside the package (``kitlib/notebooks``)."""
+    from importlib.resources import files
+    return Path(str(files("kitlib") / "notebooks"))
 
 
-@dataclass
+@dataclass(frozen=True)
 class Notebook:
+    """A notebook the report may run: the triage page, or an investigation's."""
     file: str
     title: str
     relevant: Callable
 
 
-def _metrics_mention(*words):
-    def cond(df):
-        col = df["mbean"].astype("string") if "mbean" in df.columns else None
-        return col is not None and any(col.str.contains(w, regex=False).any() for w in words)
-    return cond
-
-
-NOTEBOOKS = [
-    Notebook("triage.ipynb", "Triage", lambda b: True),
-    Notebook("throughput.ipynb", "Throughput and down-conversion",
-             lambda b: _has(b, "probe_throughput") or _has(b, "requests", lambda r: r["conversion_ms"].notna().any())
-             or _has(b, "metrics", _metrics_mention("MessageConversions", "BytesOutPerSec", "BytesInPerSec"))),
-    Notebook("compression.ipynb", "Compression codecs", lambda b: _has(b, "probe_codecs")),
-    Notebook("connect_offsets.ipynb", "Connect offset commits", lambda b: _has(b, "commits")),
-    Notebook("compaction.ipynb", "Log compaction", lambda b: _has(b, "cleaner_runs")),
-    Notebook("tiered_storage.ipynb", "Tiered storage and broker I/O",
-             lambda b: _has(b, "tierstate_events") or _has(b, "file_io")
-             or _has(b, "remote_log_events", lambda r: (r["kind"] != "other").any())),
-]
+def notebooks() -> list[Notebook]:
+    """The triage notebook, then every investigation's notebook (from the registry)."""
+    from kitlib import registry
+    return [Notebook("triage.ipynb", "Triage", lambda b: True)] + [
+        Notebook(inv.notebook, inv.title, inv.relevant) for inv in registry.investigations()]
 
 
 def offline_html(nb_path: Path) -> str:
@@ -138,27 +123,27 @@ def _bundles_in(path: Path) -> list[Path]:
     return subs
 
 
-def report(bundle_path: str | Path, out: str | Path, tz: str = "UTC", notebooks: list[str] | None = None,
-           timeout: int = EXEC_TIMEOUT, notebook_dir: Path | None = None, log=print) -> dict:
+def report(bundle_path: str | Path, out: str | Path, tz: str | None = None, only: list[str] | None = None,
+           timeout: int = EXEC_TIMEOUT, notebook_folder: Path | None = None, log=print) -> dict:
     """Report one bundle into ``out``: ``out/index.html``, one HTML per notebook run, the
     executed notebooks and the ingested tables (``out/tables``). Returns a summary dict with
     ``index``, ``findings`` and per-notebook ``status``. A failing notebook still yields its
     partial HTML and an error line; the others are still written."""
     import kitlib
-    from kitlib.findings import run_detectors
 
     from kitlib.sources import check_output
     bundle_path, out = Path(bundle_path), Path(out)
     check_output(bundle_path, out)  # before anything is written or removed
-    nb_dir = Path(notebook_dir) if notebook_dir else NOTEBOOK_DIR
+    nb_dir = Path(notebook_folder) if notebook_folder else notebook_dir()
     out.mkdir(parents=True, exist_ok=True)
     tables = out / "tables"
     t0 = time.perf_counter()
     kitlib.ingest(bundle_path, tables, tz=tz, progress=False)  # replaces out/tables only when complete
     bundle = kitlib.load(tables)
-    findings, checked = run_detectors(bundle)
-    chosen = [n for n in NOTEBOOKS if (nb_dir / n.file).is_file()
-              and (notebooks is None or n.file in notebooks or n.file.removesuffix(".ipynb") in notebooks)]
+    result = kitlib.triage(bundle)
+    findings = result.findings
+    chosen = [n for n in notebooks() if (nb_dir / n.file).is_file()
+              and (only is None or n.file in only or n.file.removesuffix(".ipynb") in only)]
     runs = []
     for n in chosen:
         try:
@@ -169,13 +154,14 @@ def report(bundle_path: str | Path, out: str | Path, tz: str = "UTC", notebooks:
             continue
         runs.append(_run_notebook(n, nb_dir, out, tables, tz, timeout, log))
     index = out / "index.html"
-    index.write_text(redact_text(_index_html(bundle_path, bundle.summary, findings, checked, runs)), encoding="utf-8")
+    index.write_text(redact_text(_index_html(bundle_path, bundle.summary, findings, result.runs, runs)),
+                     encoding="utf-8")
     (out / "findings.json").write_text(redact_text(json.dumps([f.to_dict() for f in findings], indent=2)) + "\n")
     return {"bundle": str(bundle_path), "index": str(index), "findings": [f.id for f in findings],
             "notebooks": runs, "seconds": round(time.perf_counter() - t0, 1)}
 
 
-def _run_notebook(n: Notebook, nb_dir: Path, out: Path, tables: Path, tz: str, timeout: int, log) -> dict:
+def _run_notebook(n: Notebook, nb_dir: Path, out: Path, tables: Path, tz: str | None, timeout: int, log) -> dict:
     import papermill as pm
     executed = out / n.file
     html_path = out / n.file.replace(".ipynb", ".html")
@@ -247,29 +233,29 @@ table{border-collapse:collapse}td,th{border:1px solid #ccc;padding:4px 8px;text-
 .err{color:#b00020}code{background:#f4f4f4;padding:0 3px}"""
 
 
-def _index_html(bundle_path: Path, summary: dict, findings, checked, runs) -> str:
+def _index_html(bundle_path: Path, summary, findings, checked, runs) -> str:
     rows = "".join(
         f"<tr><td class='sev-{esc(f.severity)}'>{esc(f.severity)}</td><td><code>{esc(f.id)}</code></td>"
         f"<td>{esc(f.summary)}</td><td>{esc(f.recommendation)}</td>"
         f"<td>{'<br>'.join(esc(str(e['file']) + ':' + str(e['line'])) for e in f.evidence[:3])}</td></tr>"
         for f in findings)
     ftable = (f"<table><tr><th>severity</th><th>id</th><th>summary</th><th>recommended change</th><th>evidence</th></tr>{rows}</table>"
-              if findings else "<p>No findings. Checked: " + esc("; ".join(c["checks"] for c in checked)) + "</p>")
+              if findings else "<p>No findings. Checked: " + esc("; ".join(c.checks for c in checked)) + "</p>")
     nbs = "".join(
         f"<li><a href='{esc(r['html'])}'>{esc(r['title'])}</a>"
         + (f" <span class='err'>(notebook failed: {esc(r['error'])})</span>" if r["error"] else "") + "</li>"
         for r in runs)
-    span = " → ".join(summary["time_span"]) if summary.get("time_span") else "no timestamps"
-    errs = "".join(f"<li class='err'>{esc(e)}</li>" for e in summary.get("errors", []))
+    span = " → ".join(summary.time_span) if summary.time_span else "no timestamps"
+    errs = "".join(f"<li class='err'>{esc(e)}</li>" for e in summary.errors)
     return (f"<!doctype html><html><head><meta charset='utf-8'><title>Kafka incident report: {esc(bundle_path.name)}</title>"
             f"<style>{_CSS}</style></head><body><h1>Kafka incident report: {esc(bundle_path.name)}</h1>"
-            f"<p>{summary.get('files', 0)} files from hosts {esc(', '.join(summary.get('hosts', [])))}; {esc(span)}; "
-            f"{summary.get('unparsed_lines', 0):,} unparsed lines.</p>"
+            f"<p>{summary.files} files from hosts {esc(', '.join(summary.hosts))}; {esc(span)}; "
+            f"{summary.unparsed_lines:,} unparsed lines.</p>"
             + (f"<ul>{errs}</ul>" if errs else "")
             + f"<h2>Findings</h2>{ftable}<h2>Reports</h2><ul>{nbs}</ul></body></html>")
 
 
-def report_many(path: str | Path, out: str | Path, tz: str = "UTC", log=print, **kw) -> dict:
+def report_many(path: str | Path, out: str | Path, tz: str | None = None, log=print, **kw) -> dict:
     """Report every bundle under ``path`` (see :func:`_bundles_in`) into ``out/<bundle>/`` and
     write ``out/index.html`` linking them."""
     from kitlib.sources import check_output
@@ -309,7 +295,8 @@ def register_cli(sub) -> None:
                     "notebooks ran, 1 some failed, 2 error.")
     p.add_argument("bundle", help="bundle folder, or a folder of bundles")
     p.add_argument("--out", required=True, help="output folder for the HTML reports")
-    p.add_argument("--tz", default="UTC", help="timezone the logs were written in (default UTC)")
+    p.add_argument("--tz", default=None,
+                   help="timezone the logs were written in (default: the bundle manifest's tz, else UTC)")
     p.add_argument("--notebook", action="append", dest="notebooks", metavar="NAME",
                    help="only this notebook (repeatable), e.g. --notebook triage")
     p.add_argument("--timeout", type=int, default=EXEC_TIMEOUT, help="seconds allowed per notebook cell (default 600)")
@@ -322,7 +309,7 @@ def _cmd(args) -> int:
     if not path.exists():
         raise FileNotFoundError(f"bundle not found: {shown(str(path))}")
     check_output(path, args.out)
-    kw = dict(tz=args.tz, notebooks=args.notebooks, timeout=args.timeout)
+    kw = dict(tz=args.tz, only=args.notebooks, timeout=args.timeout)
     if path.is_dir() and _bundles_in(path):
         res = report_many(path, args.out, **kw)
         failed = [n for r in res["bundles"] for n in r["notebooks"] if n["error"]] + [r for r in res["bundles"] if r.get("error")]

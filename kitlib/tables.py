@@ -14,6 +14,8 @@ from dataclasses import dataclass, field
 
 import pandas as pd
 
+from kitlib import registry
+
 # dtype labels used in schemas and what pandas dtype they become
 DTYPES = {
     "ts": "datetime64[ns, UTC]",
@@ -44,7 +46,7 @@ class Table:
         return [c.name for c in self.columns]
 
 
-SCHEMAS: dict[str, Table] = {}
+SCHEMAS = registry.TABLES  # name -> Table, filled by declare()
 
 # Every table carries these provenance columns so findings can cite evidence.
 PROVENANCE = [
@@ -144,7 +146,8 @@ def _in_ns_range(v):
 def markdown() -> str:
     """All declared schemas as Markdown (this is what TABLES.md holds)."""
     out = ["# Tables\n", "Every table `kitlib` produces, with its columns. Generated from "
-           "`kitlib.tables.SCHEMAS` (`python -m kitlib.tables > TABLES.md`).\n"]
+           "`kitlib.tables.SCHEMAS` (`kitlib tables > TABLES.md`).\n"]
+    registry.load()
     for name in sorted(SCHEMAS):
         t = SCHEMAS[name]
         out.append(f"\n## `{name}`\n\n{t.doc}\n\n| column | type | meaning |\n|---|---|---|")
@@ -154,5 +157,6 @@ def markdown() -> str:
 
 
 if __name__ == "__main__":  # pragma: no cover
-    import kitlib  # noqa: F401  (imports every producer so all tables are declared)
-    print(markdown(), end="")
+    # run as a script this file is a second copy of the module: print through the imported one
+    from kitlib.tables import markdown as _markdown
+    print(_markdown(), end="")

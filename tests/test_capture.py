@@ -34,7 +34,7 @@ def filled(broker):
 def test_capture_writes_a_bundle_the_ingest_core_reads(filled, tmp_path):
     capture(filled.bootstrap, tmp_path / "bundle" / "live", ssl_check_hostname=False)
     b = kitlib.load_bundle(tmp_path / "bundle")
-    assert b.summary["unparsed_lines"] == 0 and not b.summary["errors"]
+    assert b.summary.unparsed_lines == 0 and not b.summary.errors
     assert b.brokers["broker_id"].tolist() == [1]
     cfg = b.configs
     row = cfg[(cfg["entity"] == "cap-orders") & (cfg["key"] == "retention.ms")]

@@ -6,8 +6,8 @@ import pandas as pd
 import pytest
 
 import kitlib
-from kitlib.analysis import compaction as c
-from kitlib.extract.cleaner import build_events, build_runs, parse_stats
+from kitlib.investigations.compaction import analysis as c
+from kitlib.investigations.compaction.cleaner import build_events, build_runs, parse_stats
 from kitlib.formats.log4j import parse_bytes
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -135,7 +135,7 @@ def test_stalled_finding_cites_the_uncleanable_line(tmp_path):
 
 
 def test_cleaner_tables_are_the_same_whatever_the_slice(monkeypatch):
-    from kitlib.extract import cleaner
+    from kitlib.investigations.compaction import cleaner
     b = kitlib.load_bundle(ROOT / "sample_data" / "compaction")
     ev = b.events[b.events["logger"].astype(str).str.contains("LogCleaner")]
     ev = ev.sort_values(["host", "ts", "file", "line"], kind="stable").reset_index(drop=True)

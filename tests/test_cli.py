@@ -32,9 +32,16 @@ def test_errors_are_one_clear_line(tmp_path):
     assert r.stderr.strip().startswith("kitlib ingest: error: bundle not found")
 
 
-def test_progress_bar_on_big_ingests(tmp_path):
-    from kitlib.bundle import _progress
-    assert _progress(None, 10, "x") is None or sys.stderr.isatty()
+def test_progress_bar_on_big_ingests(monkeypatch):
+    from kitlib.ingest.pipeline import _progress
+    monkeypatch.delitem(sys.modules, "ipykernel", raising=False)   # not inside a Jupyter kernel
+    monkeypatch.setattr(sys.stderr, "isatty", lambda: False)
+    assert _progress(None, 10 * 2**30, "x") is None          # not a terminal, not Jupyter: no bar
+    monkeypatch.setattr(sys.stderr, "isatty", lambda: True)
+    assert _progress(None, 10, "x") is None                   # a terminal, but a small bundle
+    bar = _progress(None, 64 * 2**20, "x")                    # a terminal and 64 MB: a bar
+    assert bar is not None and bar.total == 64 * 2**20
+    bar.close()
     bar = _progress(True, 10, "x")
     assert bar is not None and bar.total == 10
     bar.close()

@@ -8,10 +8,10 @@ import pytest
 
 import kitlib
 from kitlib import tables
-from kitlib.analysis import offsets
+from kitlib.investigations.connect_offsets import analysis as offsets
 from kitlib.display import MAX_CHART_ROWS
-from kitlib.display import connect as charts
-from kitlib.extract.connect import build_commits, classify
+from kitlib.investigations.connect_offsets import charts
+from kitlib.investigations.connect_offsets.commits import build_commits, classify
 
 FIX = Path(__file__).parent / "fixtures" / "connect"
 ROOT = Path(__file__).resolve().parents[1]
@@ -65,7 +65,7 @@ def test_model_in_flight_partitions_linger_and_caps():
 # ----------------------------------------------------------------------------- commits table
 def test_commits_2x_seed_lines(tmp_path):
     b = bundle_of(tmp_path, "connect-2x-seed001.log")
-    assert b.summary["unparsed_lines"] == 0
+    assert b.summary.unparsed_lines == 0
     c = b.commits
     assert len(c) == 4
     assert c["outcome"].tolist() == ["success", "timeout", "timeout", "timeout"]
@@ -125,7 +125,7 @@ def test_commits_empty_bundle_has_schema(tmp_path):
 # ----------------------------------------------------------------------------- detector
 def test_detector_fires_on_seed_with_numbers_and_evidence(tmp_path):
     b = bundle_of(tmp_path, "producer-2x.log", "connect-2x-seed001.log")
-    fs = offsets.detect_offset_commit_timeouts(b)
+    fs = kitlib.triage(b, investigations=["connect_offsets"]).findings
     assert len(fs) == 1
     f = fs[0]
     assert f.id == "offset-commit-timeouts" and f.severity == "high"
@@ -140,7 +140,7 @@ def test_detector_fires_on_seed_with_numbers_and_evidence(tmp_path):
     cited = {(e["file"], e["line"]) for e in f.evidence}
     assert ("worker-1/connect.log", 3) in cited          # batch.size = 16384 line of the dump
     assert any("31120" in e["text"] for e in f.evidence)
-    assert f.notebook == "notebooks/connect_offsets.ipynb"
+    assert f.notebook == "connect_offsets.ipynb" and f.investigation == "connect_offsets"
 
 
 def test_detector_uses_records_per_request_metric_when_present(tmp_path):
@@ -212,7 +212,7 @@ def test_metric_panel_groups_and_names():
 @pytest.mark.skipif(not (ROOT / "sample_data" / "connect-offsets-2x").is_dir(), reason="sample bundle absent")
 def test_sample_bundle_2x_before_after():
     b = kitlib.load_bundle(ROOT / "sample_data" / "connect-offsets-2x")
-    assert b.summary["unparsed_lines"] == 0
+    assert b.summary.unparsed_lines == 0
     ba = offsets.before_after(b.commits, b.configs, "my-connector", 0)
     assert ba["batch.size"].tolist() == ["16384", "327680"]
     assert ba.loc[0, "failed_or_timeout"] > 10 and ba.loc[1, "failed_or_timeout"] == 0
@@ -253,7 +253,7 @@ def test_interleaved_tasks_and_rotated_start():
 
 def test_commits_are_the_same_whatever_the_classification_slice(monkeypatch):
     """build_commits classifies in slices (bounded memory); slice edges must not change a row."""
-    from kitlib.extract import connect
+    from kitlib.investigations.connect_offsets import commits as connect
     b = kitlib.load_bundle(ROOT / "sample_data" / "connect-offsets-2x")
     ev = b.events[b.events["logger"].astype(str).isin(connect.LOGGERS)]
     ev = ev.sort_values(["host", "ts", "file", "line"], kind="stable").reset_index(drop=True)

@@ -2,7 +2,7 @@
 import json
 
 import kitlib
-from kitlib.analysis.downconversion import detect_down_conversion, old_clients
+from kitlib.investigations.throughput.analysis import detect_down_conversion, old_clients
 from kitlib.extract.requests import client_versions
 from kitlib.formats.log4j import parse_bytes
 from kitlib.extract.requests import build

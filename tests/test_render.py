@@ -91,7 +91,7 @@ def rendered(tmp_path_factory):
     b.mkdir(parents=True)
     (b / "server.log").write_text(LOG)
     out = tmp / "report"
-    res = report(b.parent, out, notebooks=["triage"], log=lambda *a: None)
+    res = report(b.parent, out, only=["triage"], log=lambda *a: None)
     assert not [n for n in res["notebooks"] if n["error"]], res
     return tmp, out
 

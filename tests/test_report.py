@@ -25,11 +25,11 @@ def test_report_on_a_sample_bundle(tmp_path):
 def test_a_failing_notebook_is_reported_and_the_rest_still_written(tmp_path):
     nbdir = tmp_path / "notebooks"
     nbdir.mkdir()
-    shutil.copy(ROOT / "notebooks" / "triage.ipynb", nbdir / "triage.ipynb")
-    nb = nbformat.read(str(ROOT / "notebooks" / "compaction.ipynb"), as_version=4)
+    shutil.copy(ROOT / "kitlib" / "notebooks" / "triage.ipynb", nbdir / "triage.ipynb")
+    nb = nbformat.read(str(ROOT / "kitlib" / "notebooks" / "compaction.ipynb"), as_version=4)
     nb.cells.insert(3, nbformat.v4.new_code_cell("raise RuntimeError('cleaner chart exploded')"))
     nbformat.write(nb, str(nbdir / "compaction.ipynb"))
-    res = report(ROOT / "sample_data" / "compaction", tmp_path / "out", notebook_dir=nbdir, log=lambda *a: None)
+    res = report(ROOT / "sample_data" / "compaction", tmp_path / "out", notebook_folder=nbdir, log=lambda *a: None)
     status = {n["notebook"]: n["error"] for n in res["notebooks"]}
     assert status["triage.ipynb"] == ""
     assert "cleaner chart exploded" in status["compaction.ipynb"]

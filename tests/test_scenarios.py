@@ -23,8 +23,8 @@ def ids(bundle):
 
 
 def clean(bundle):
-    assert bundle.summary["unparsed_lines"] == 0, bundle.unparsed.head()
-    assert not bundle.summary["errors"], bundle.summary["errors"]
+    assert bundle.summary.unparsed_lines == 0, bundle.unparsed.head()
+    assert not bundle.summary.errors, bundle.summary.errors
 
 
 def test_down_conversion(tmp_path):

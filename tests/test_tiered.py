@@ -4,8 +4,8 @@ import pandas as pd
 import pytest
 
 import kitlib
-from kitlib.analysis import tiered
-from kitlib.extract.tierstate import build, parse_line
+from kitlib.investigations.tiered_storage import analysis as tiered
+from kitlib.investigations.tiered_storage.tierstate import build, parse_line
 from kitlib.formats import detect
 from kitlib.formats.log4j import parse_bytes
 

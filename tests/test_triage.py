@@ -1,5 +1,6 @@
-"""Triage over every sample bundle: the right finding on each unhealthy one, none on the healthy
-one, as JSON a script can rely on."""
+"""Triage over every sample bundle: each yields exactly the findings its investigations declare
+as examples (a bundle no investigation names, such as healthy, yields none), as JSON a script
+can rely on."""
 import json
 import subprocess
 import sys
@@ -7,33 +8,34 @@ from pathlib import Path
 
 import pytest
 
+from kitlib import registry
+
 ROOT = Path(__file__).resolve().parents[1]
-EXPECTED = {
-    "down-conversion": {"down-conversion"},
-    "connect-offsets": {"offset-commit-timeouts"},
-    "connect-offsets-2x": {"offset-commit-timeouts"},
-    "compaction": {"cleaner-buffer-too-small", "cleaner-no-reclaim"},
-    "codecs": set(),
-    "tiered-storage": {"tierstate-metadata-growth", "broker-io-imbalance"},
-    "remote-storage": {"remote-copy-errors"},
-    "healthy": set(),
-}
+BUNDLES = sorted(p.name for p in (ROOT / "sample_data").iterdir() if p.is_dir())
 
 
-def test_every_sample_bundle_is_in_the_table():
-    bundles = {p.name for p in (ROOT / "sample_data").iterdir() if p.is_dir()}
-    assert bundles == set(EXPECTED)
+def expected(bundle: str) -> set[str]:
+    return {fid for inv in registry.investigations() for fid in inv.examples.get(bundle, ())}
 
 
-@pytest.mark.parametrize("bundle", sorted(EXPECTED))
+def test_every_example_names_a_sample_bundle():
+    for inv in registry.investigations():
+        for b in inv.examples:
+            assert b in BUNDLES, f"{inv.name} names sample bundle {b!r}, which sample_data/ lacks"
+
+
+@pytest.mark.parametrize("bundle", BUNDLES)
 def test_triage_json(bundle):
     r = subprocess.run([sys.executable, "-m", "kitlib.cli", "triage", str(ROOT / "sample_data" / bundle), "--json"],
                        capture_output=True, text=True)
     found = json.loads(r.stdout)
-    assert r.returncode == (1 if EXPECTED[bundle] else 0), r.stderr
-    assert {f["id"] for f in found} == EXPECTED[bundle]
+    want = expected(bundle)
+    assert r.returncode == (1 if want else 0), r.stderr
+    assert {f["id"] for f in found} == want
     for f in found:
-        assert set(f) >= {"id", "severity", "summary", "recommendation", "evidence", "numbers"}
+        assert set(f) >= {"id", "severity", "summary", "recommendation", "evidence", "numbers", "investigation"}
+        owner = registry.owner(f["id"])
+        assert owner is not None and f["investigation"] == owner.name and f["notebook"] == owner.notebook
         assert f["evidence"] and all(e["file"] and isinstance(e["line"], int) for e in f["evidence"])
         assert (ROOT / "sample_data" / bundle / f["evidence"][0]["file"]).is_file()
 
@@ -43,8 +45,8 @@ def test_healthy_text_says_what_was_checked():
                        capture_output=True, text=True)
     assert r.returncode == 0
     assert "No findings. Checked:" in r.stdout
-    for name in ("detect_down_conversion", "detect_buffer_too_small", "detect_offset_commit_timeouts"):
-        assert name in r.stdout
+    for d in registry.DETECTORS.values():
+        assert d.name in r.stdout
 
 
 def test_findings_are_ranked_and_cite_file_and_line():
@@ -53,3 +55,4 @@ def test_findings_are_ranked_and_cite_file_and_line():
     out = r.stdout
     assert out.index("[HIGH] cleaner-buffer-too-small") < out.index("[MEDIUM] cleaner-no-reclaim")
     assert "evidence broker-1/log-cleaner.log:" in out and "fix: Raise log.cleaner.dedupe.buffer.size" in out
+    assert "open: notebook compaction.ipynb (compaction)" in out

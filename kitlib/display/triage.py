@@ -13,15 +13,6 @@ import pandas as pd
 
 from kitlib.display import HTML, esc
 
-NOTEBOOK_PURPOSE = {
-    "notebooks/throughput.ipynb": "consumer/broker throughput, message down-conversion, request API versions",
-    "notebooks/compression.ipynb": "codec ratio and speed on your own payloads",
-    "notebooks/connect_offsets.ipynb": "Kafka Connect offset commits, producer batching, drain-time model",
-    "notebooks/compaction.ipynb": "log cleaner runs, dedupe buffer passes, reserve storage planner",
-    "notebooks/tiered_storage.ipynb": "tier-state metadata size, migrations, per-file read I/O by broker, KIP-405 copies and copy errors",
-}
-
-
 def inventory(bundle) -> pd.DataFrame:
     """One row per file: host, format, lines, unparsed lines and the first problem met."""
     f = bundle.files
@@ -40,17 +31,16 @@ def overview(bundle) -> HTML:
     if len(ev):
         lo, hi = ev["ts"].min(), ev["ts"].max()
         span = f"{lo:%Y-%m-%d %H:%M:%S} → {hi:%Y-%m-%d %H:%M:%S} UTC ({_dur(hi - lo)})"
-    rows = {k: v for k, v in (s.get("rows") or {}).items() if v}
+    rows = {k: v for k, v in s.rows.items() if v}
     items = [
-        ("hosts", ", ".join(s.get("hosts", [])) or "-"),
-        ("files", f"{s.get('files', 0)} ({s.get('bytes', 0):,} bytes): "
-                  + ", ".join(f"{k} {v}" for k, v in (s.get("formats") or {}).items())),
+        ("hosts", ", ".join(s.hosts) or "-"),
+        ("files", f"{s.files} ({s.bytes:,} bytes): " + ", ".join(f"{k} {v}" for k, v in s.formats.items())),
         ("time span", span),
         ("rows", ", ".join(f"{k} {v:,}" for k, v in sorted(rows.items()) if k != "unparsed") or "-"),
-        ("unparsed lines", f"{s.get('unparsed_lines', 0):,}"),
+        ("unparsed lines", f"{s.unparsed_lines:,}"),
     ]
-    if s.get("errors"):
-        items.append(("file problems", "; ".join(s["errors"])))
+    if s.errors:
+        items.append(("file problems", "; ".join(s.errors)))
     html = "<table>" + "".join(f"<tr><th style='text-align:left'>{esc(k)}</th><td style='text-align:left'>{esc(v)}</td></tr>"
                                for k, v in items) + "</table>"
     return HTML(html, "\n".join(f"{k}: {v}" for k, v in items))
@@ -115,18 +105,22 @@ def unparsed_summary(bundle) -> pd.DataFrame:
 
 
 def next_steps(findings) -> HTML:
-    """Which investigation notebook to open next, from the findings (most severe first)."""
+    """Which investigation notebook to open next, from the findings (most severe first), with the
+    question each investigation answers (from its declaration)."""
+    from kitlib import registry
     seen: dict[str, list[str]] = {}
     for f in findings:
-        if f.notebook:
-            seen.setdefault(f.notebook, []).append(f.id)
+        if f.investigation:
+            seen.setdefault(f.investigation, []).append(f.id)
     if not seen:
         return HTML("<p>No investigation notebook is indicated: nothing was found. The investigation "
                     "notebooks can still be opened on this bundle to look around.</p>",
                     "No investigation notebook indicated.")
-    items = "".join(f"<li><code>{esc(nb)}</code>: {esc(NOTEBOOK_PURPOSE.get(nb, ''))} "
-                    f"(findings: {esc(', '.join(ids))})</li>" for nb, ids in seen.items())
-    return HTML(f"<p>Open next:</p><ul>{items}</ul>", "\n".join(f"{nb}: {', '.join(ids)}" for nb, ids in seen.items()))
+    invs = {name: registry.investigation(name) for name in seen}
+    items = "".join(f"<li><a href='{esc(inv.notebook)}'><code>{esc(inv.notebook)}</code></a>: {esc(inv.question)} "
+                    f"(findings: {esc(', '.join(seen[name]))})</li>" for name, inv in invs.items())
+    return HTML(f"<p>Open next:</p><ul>{items}</ul>",
+                "\n".join(f"{inv.notebook}: {', '.join(seen[name])}" for name, inv in invs.items()))
 
 
 def top_messages(bundle, levels=("WARN", "ERROR", "FATAL"), top: int = 15) -> pd.DataFrame:

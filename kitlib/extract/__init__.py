@@ -22,6 +22,8 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from kitlib import registry
+
 
 @dataclass
 class Extractor:
@@ -49,7 +51,7 @@ class Extractor:
         return hit
 
 
-EXTRACTORS: dict[str, Extractor] = {}
+EXTRACTORS = registry.EXTRACTORS  # table -> Extractor, filled by extractor()
 
 
 def extractor(table: str, loggers: Iterable[str] = (), prefixes: Iterable[str] = (),
@@ -69,31 +71,32 @@ def extractor(table: str, loggers: Iterable[str] = (), prefixes: Iterable[str] =
     return wrap
 
 
-def load_all():
-    """Import every extractor module (each registers itself)."""
-    import importlib
-    import pkgutil
-    for m in pkgutil.iter_modules(__path__):
-        importlib.import_module(f"{__name__}.{m.name}")
+@dataclass(frozen=True)
+class BuildError:
+    """A table builder that failed (on one block while streaming, or at the end): the table is
+    left empty and the rest of the bundle still loads."""
+    table: str
+    message: str
 
 
 def groups() -> dict[str, str]:
     """table -> the name its selection is kept under (the first table with the same signature),
     so records two extractors both want (cleaner runs and cleaner events) are held once."""
-    load_all()
+    registry.load()
     first: dict[tuple, str] = {}
     return {name: first.setdefault(ex.signature, name) for name, ex in EXTRACTORS.items()}
 
 
-def select(block: pa.Table) -> dict[str, pa.Table]:
-    """The records of an events block each selection group wants (see :func:`groups`)."""
-    load_all()
+def select(block: pa.Table) -> tuple[dict[str, pa.Table], list[BuildError]]:
+    """The records of an events block each selection group wants (see :func:`groups`), and the
+    blockwise builders that failed on this block."""
     col = block.column("logger").combine_chunks()
     if isinstance(col, pa.ChunkedArray):
         col = col.chunk(0) if col.num_chunks else pa.array([], pa.dictionary(pa.int32(), pa.string()))
     values = col.dictionary.to_pylist()
     idx = col.indices.to_numpy(zero_copy_only=False)
-    out = {}
+    out: dict[str, pa.Table] = {}
+    errors: list[BuildError] = []
     for name in set(groups().values()):
         ex = EXTRACTORS[name]
         want = np.array([ex.wants(v or "") for v in values], bool)
@@ -112,21 +115,20 @@ def select(block: pa.Table) -> dict[str, pa.Table]:
             try:
                 df = tables.conform(name, ex.build(to_pandas(sel)))
             except Exception as e:  # noqa: BLE001 - reported at the end, the rest still loads
-                out["!" + name] = f"{type(e).__name__}: {e}"
+                errors.append(BuildError(name, f"{type(e).__name__}: {e}"))
                 continue
             sel = pa.Table.from_pandas(df, preserve_index=False)
         out[name] = sel
-    return out
+    return out, errors
 
 
 def iter_build(selected: dict[str, list[pa.Table]], to_pandas):
     """Run every extractor's ``build`` on its selected records (an empty frame when none),
-    yielding ``(table, frame, error)`` one table at a time (``error`` is "" or the builder's
-    exception: the table is then empty and the rest of the bundle still loads). ``selected`` is
+    yielding ``(table, frame, error)`` one table at a time (``error`` is None or a
+    :class:`BuildError` naming the builder's exception: the table is then empty and the rest of the bundle still loads). ``selected`` is
     consumed as it goes."""
     from kitlib import tables
     from kitlib.events import EVENTS_SCHEMA
-    load_all()
     grp = groups()
     frames: dict[str, pd.DataFrame] = {}
     for name, ex in EXTRACTORS.items():
@@ -134,11 +136,11 @@ def iter_build(selected: dict[str, list[pa.Table]], to_pandas):
         if ex.blockwise:  # already built block by block: put the pieces together in record order
             parts = selected.pop(g, None) or []
             if not parts:
-                yield name, tables.empty(name), ""
+                yield name, tables.empty(name), None
                 continue
             df = tables.conform(name, pa.concat_tables([p.cast(parts[0].schema) for p in parts]).to_pandas())
             del parts
-            yield name, df.sort_values(["host", "ts", "file", "line"], kind="stable").reset_index(drop=True), ""
+            yield name, df.sort_values(["host", "ts", "file", "line"], kind="stable").reset_index(drop=True), None
             continue
         if g not in frames:
             frames.clear()  # extractors sharing a selection are adjacent: keep one frame at a time
@@ -156,19 +158,10 @@ def iter_build(selected: dict[str, list[pa.Table]], to_pandas):
             del t
         try:
             df = ex.build(frames[g])
-            yield name, (tables.conform(name, df) if name in tables.SCHEMAS else df), ""
+            yield name, (tables.conform(name, df) if name in tables.SCHEMAS else df), None
         except Exception as e:  # noqa: BLE001 - reported, the rest of the bundle still loads
-            yield name, (tables.empty(name) if name in tables.SCHEMAS else pd.DataFrame()), f"{type(e).__name__}: {e}"
-
-
-def build_all(selected: dict[str, list[pa.Table]], to_pandas) -> dict[str, pd.DataFrame]:
-    """:func:`iter_build` as a dict {table: frame}; a builder's error is under ``'!' + table``."""
-    out = {}
-    for name, df, err in iter_build(selected, to_pandas):
-        out[name] = df
-        if err:
-            out["!" + name] = err
-    return out
+            yield name, (tables.empty(name) if name in tables.SCHEMAS else pd.DataFrame()), \
+                BuildError(name, f"{type(e).__name__}: {e}")
 
 
 # --- vectorised helpers for builders: Arrow's regex kernels (RE2) over a whole message column ---

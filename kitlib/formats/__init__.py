@@ -24,7 +24,7 @@ from typing import Callable, Iterator
 
 import pandas as pd
 
-from kitlib import tables
+from kitlib import registry, tables
 from kitlib.sources import SourceError, SourceFile, read_chunks
 
 tables.declare("unparsed", "Input lines no parser could turn into a row, kept verbatim (invalid "
@@ -47,7 +47,7 @@ class Format:
     doc: str = ""
 
 
-FORMATS: dict[str, Format] = {}
+FORMATS = registry.FORMATS  # name -> Format, filled by register()
 
 
 def register(name: str, *, detect, parse, tables: tuple[str, ...], priority: int = 50, doc: str = "") -> Format:
@@ -59,7 +59,7 @@ def register(name: str, *, detect, parse, tables: tuple[str, ...], priority: int
 
 def detect(head: bytes, src: SourceFile | None = None) -> Format | None:
     """The first registered format whose signature matches ``head``; None when unknown."""
-    _load_all()
+    registry.load()
     if src is None:
         src = SourceFile(path=None, rel="", host="")  # type: ignore[arg-type]
     for f in sorted(FORMATS.values(), key=lambda f: (f.priority, f.name)):
@@ -69,14 +69,6 @@ def detect(head: bytes, src: SourceFile | None = None) -> Format | None:
         except Exception:
             continue
     return None
-
-
-def _load_all():
-    """Import every module of this package; importing one registers its format."""
-    import importlib
-    import pkgutil
-    for m in pkgutil.iter_modules(__path__):
-        importlib.import_module(f"{__name__}.{m.name}")
 
 
 @dataclass
@@ -166,42 +158,6 @@ def text_lines(src: SourceFile, ctx: Context) -> Iterator[tuple[int, str, bool]]
             ctx.parsed += 1
             continue
         yield n, text, ok
-
-
-def line_parser(parse_line, table: str, chunk_rows: int = 200_000):
-    """Build a ``parse`` function for a line-oriented format from ``parse_line(text, lineno,
-    state) -> dict | list[dict] | True | None``: a dict (or list of dicts) is a row (or rows),
-    ``True`` means the line was structure (a header, a comment) and counts as parsed, ``None``
-    sends it to ``unparsed``. ``state`` is a dict private to one file.
-
-    Example:
-        >>> def one(text, n, state):
-        ...     return {"value": int(text)} if text.isdigit() else None
-        >>> parse = line_parser(one, "demo")
-    """
-    def parse(src: SourceFile, ctx: Context):
-        rows, bad_n, bad_t, state = [], [], [], {}
-        for n, raw in iter_lines(src, ctx):
-            text, ok = decode_line(raw)
-            res = parse_line(text, n, state) if ok else None
-            if res is None:
-                bad_n.append(n)
-                bad_t.append(text)
-                continue
-            ctx.parsed += 1
-            if res is True:
-                continue
-            for r in (res if isinstance(res, list) else [res]):
-                r.setdefault("line", n)
-                rows.append(r)
-            if len(rows) >= chunk_rows:
-                yield table, with_provenance(pd.DataFrame(rows), src)
-                rows = []
-        if rows:
-            yield table, with_provenance(pd.DataFrame(rows), src)
-        if bad_n:
-            yield "unparsed", unparsed_frame(src, bad_n, bad_t, f"not {table} data")
-    return parse
 
 
 def first_nul(head: bytes) -> int:

@@ -32,11 +32,10 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 import pandas as pd
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from kitlib.events import EVENTS_SCHEMA, LEVELS, empty_events, to_pandas
 from kitlib.formats import Context, register, unparsed_frame
-from kitlib.redact import SUSPECT, redact_message
+from kitlib.redact import redact_array
 from kitlib.sources import SourceError, SourceFile, read_chunks
 
 HEADER = re.compile(rb"\[\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2},\d{3}\] (?:TRACE|DEBUG|INFO|WARN|ERROR|FATAL)(?: |$)")
@@ -352,14 +351,9 @@ def parse_block(block: bytes, lines_before: int, src: SourceFile, first: bool = 
 
 
 def _redact(message: pa.LargeStringArray) -> pa.LargeStringArray:
-    """Secrets never reach the events table: messages that may hold one (config dumps,
-    JAAS strings, URLs with credentials) are rewritten by :func:`kitlib.redact.redact_message`."""
-    hit = pc.match_substring_regex(message, SUSPECT)
-    if not pc.any(hit).as_py():
-        return message
-    idx = np.flatnonzero(hit.to_numpy(zero_copy_only=False))
-    fixed = [redact_message(m) for m in message.take(pa.array(idx)).to_pylist()]
-    return pc.replace_with_mask(message, hit, pa.array(fixed, pa.large_string()))
+    """Secrets never reach the events table: the block's messages pass :func:`kitlib.redact.redact_array`
+    here, on the parser's worker thread (the sink skips this column, see ``REDACTED_BY_PARSER``)."""
+    return redact_array(message)
 
 
 def _utf8_ok(block: bytes) -> bool:

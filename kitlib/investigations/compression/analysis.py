@@ -4,7 +4,7 @@ decompress speed for none, gzip, snappy, lz4 and zstd, measured on real Kafka re
 lab's codec probe measured against a broker when the bundle has it.
 
 Example:
-    >>> from kitlib.analysis.codecs import measure
+    >>> from kitlib.investigations.compression.analysis import measure
     >>> t = measure([b'{"status": "paid", "amount": 12.5}'] * 2000)
     >>> t.set_index("codec").loc["gzip", "ratio"] > 5
     True

@@ -1,7 +1,7 @@
 """Charts for the compaction notebook.
 
 Example:
-    >>> from kitlib.display.compaction import runs_timeline
+    >>> from kitlib.investigations.compaction.charts import runs_timeline
     >>> runs_timeline(bundle.cleaner_runs)        # doctest: +SKIP
 """
 from __future__ import annotations

@@ -31,7 +31,7 @@ import math
 import pandas as pd
 
 from kitlib import findings, tables
-from kitlib.extract import connect as _commits  # noqa: F401  (declares the commits table)
+from kitlib.investigations.connect_offsets import commits as _commits  # noqa: F401  (declares the commits table)
 from kitlib.extract.configs import latest
 
 DEFAULT_FLUSH_TIMEOUT_MS = 5000
@@ -39,7 +39,6 @@ DEFAULT_BATCH_SIZE = 16384
 DEFAULT_MAX_REQUEST_SIZE = 1048576
 DEFAULT_IN_FLIGHT = 5
 ASSUMED_RECORD_BYTES = 1024  # used only when neither metrics nor the user give a record size
-NOTEBOOK = "notebooks/connect_offsets.ipynb"
 WORKER_SCOPES = ("DistributedConfig", "StandaloneConfig", "WorkerConfig")
 
 
@@ -317,7 +316,7 @@ def _after_change(commits: pd.DataFrame, configs: pd.DataFrame, connector: str, 
 
 
 # ----------------------------------------------------------------------------- detector
-@findings.detector(ids=["offset-commit-timeouts"], needs=["commits", "configs", "metrics"],
+@findings.detector(ids=["offset-commit-timeouts"], needs=["commits"],
                    checks="Connect source offset commits that time out or fail, with the producer drain model")
 def detect_offset_commit_timeouts(bundle) -> list[findings.Finding]:
     """One finding per source task whose offset commits timed out or failed."""
@@ -339,7 +338,7 @@ def detect_offset_commit_timeouts(bundle) -> list[findings.Finding]:
             recommendation="Sink commits go through the consumer group: look for rebalances and consumer "
                            "'Commit cannot be completed' errors around these times; if put() is slow, lower "
                            "consumer.override.max.poll.records or raise consumer.override.max.poll.interval.ms.",
-            evidence=findings.evidence(rows), notebook=NOTEBOOK))
+            evidence=findings.evidence(rows)))
     return out
 
 
@@ -429,7 +428,7 @@ def _finding(m: dict) -> findings.Finding:
     if isinstance(tr, pd.DataFrame) and not tr.empty:
         ev += findings.evidence(tr, text=lambda r: f"{r['scope']}: {r['key']} = {r['value']}")
     return findings.Finding("offset-commit-timeouts", severity, summary, numbers=nums, recommendation=rec,
-                            evidence=ev, notebook=NOTEBOOK)
+                            evidence=ev)
 
 
 def _ev_text(r) -> str:

@@ -1,7 +1,7 @@
 """Charts for the tiered-storage notebook.
 
 Example:
-    >>> from kitlib.display.tiered import read_iops_chart
+    >>> from kitlib.investigations.tiered_storage.charts import read_iops_chart
     >>> read_iops_chart(bundle.file_io, rating=40000)      # doctest: +SKIP
 """
 from __future__ import annotations
@@ -9,7 +9,7 @@ from __future__ import annotations
 import altair as alt
 import pandas as pd
 
-from kitlib.analysis.tiered import read_iops
+from kitlib.investigations.tiered_storage.analysis import read_iops
 from kitlib.display import HTML
 
 

@@ -1,7 +1,7 @@
 """Tiered-storage metadata and broker I/O imbalance (seed 004).
 
 Example:
-    >>> from kitlib.analysis.tiered import read_iops
+    >>> from kitlib.investigations.tiered_storage.analysis import read_iops
     >>> read_iops(bundle.file_io)            # doctest: +SKIP
 """
 from __future__ import annotations
@@ -73,7 +73,7 @@ def state_sizes(tier: pd.DataFrame) -> pd.DataFrame:
     return c.sort_values("size_change")[cols].reset_index(drop=True)
 
 
-@detector(ids=["tierstate-metadata-growth"], needs=["tierstate_events", "file_io", "restarts"],
+@detector(ids=["tierstate-metadata-growth"], needs=["tierstate_events"],
           checks="tier-state metadata files: sizes, migration durations, cleanups (Confluent Tiered Storage)")
 def detect_tierstate_growth(bundle) -> list[Finding]:
     t = bundle.tierstate_events
@@ -127,7 +127,7 @@ def detect_tierstate_growth(bundle) -> list[Finding]:
             f"{x['kind']} {x['topic']}-{x['partition']}: state file {x['size_before']:,.0f} -> {x['size_after']:,.0f} bytes"
             + (f", {x['segments_removed']:,.0f} segments removed" if pd.notna(x['segments_removed']) else "")
             + (f", took {x['duration_s']:.1f} s" if pd.notna(x['duration_s']) else ""))),
-        notebook="notebooks/tiered_storage.ipynb")]
+)]
 
 
 @detector(ids=["broker-io-imbalance"], needs=["file_io"],
@@ -162,7 +162,7 @@ def detect_io_imbalance(bundle) -> list[Finding]:
                         ("Find what reads these files: consumers far behind (lag), a partition reassignment or a "
                          "replica catching up, or log cleaning; rebalance leadership if one broker leads the hot partitions.")),
         evidence=evidence(files.head(10), text=lambda x: f"R {x['reads']:,} {x['path']} ({x['kind']})"),
-        notebook="notebooks/tiered_storage.ipynb")]
+)]
 
 
 # --- Apache Kafka tiered storage (KIP-405) -----------------------------------------------------
@@ -244,4 +244,4 @@ def detect_remote_copy_errors(bundle) -> list[Finding]:
         evidence=evidence(ev.drop_duplicates(subset=["file", "line"]).sort_values("ts"), text=lambda x: (
             f"{x['kind']} {x['topic']}-{x['partition']}" + (f": {x['exception']}" if pd.notna(x.get('exception')) else
                                                              f": {x['message'][:160]}"))),
-        notebook="notebooks/tiered_storage.ipynb")]
+)]

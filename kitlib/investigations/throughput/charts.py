@@ -1,7 +1,7 @@
 """Charts for the throughput / down-conversion notebook.
 
 Example:
-    >>> from kitlib.display import throughput as tp
+    >>> from kitlib.investigations.throughput import charts as tp
     >>> tp.byte_rates(bundle.metrics)         # doctest: +SKIP
 """
 from __future__ import annotations

@@ -3,7 +3,7 @@
 Every chart has an explicit name and is aggregated well below altair's 5000-row limit.
 
 Example:
-    >>> from kitlib.display import connect
+    >>> from kitlib.investigations.connect_offsets import charts as connect
     >>> connect.commit_timeline(kitlib_commits)      # doctest: +SKIP
 """
 from __future__ import annotations
@@ -148,7 +148,7 @@ def metrics_chart(panel: pd.DataFrame, group: str, name: str):
 
 
 def drain_chart(table: pd.DataFrame, name: str = "connect_drain_whatif"):
-    """Bars of the predicted drain time per setting from :func:`kitlib.analysis.offsets.what_if`,
+    """Bars of the predicted drain time per setting from :func:`kitlib.investigations.connect_offsets.analysis.what_if`,
     with the offset.flush.timeout.ms rule."""
     if table.empty:
         return None

@@ -159,7 +159,7 @@ def plan(bundle, dirty_records: float | None = None, partitions: int = 1, price_
     return pd.DataFrame(rows, columns=["quantity", "value", "basis"])
 
 
-@detector(ids=["cleaner-buffer-too-small"], needs=["cleaner_runs", "configs"],
+@detector(ids=["cleaner-buffer-too-small"], needs=["cleaner_runs"],
           checks="log cleaner passes limited by a full dedupe buffer (several runs per partition at ~90 % utilization)")
 def detect_buffer_too_small(bundle) -> list[Finding]:
     runs = bundle.cleaner_runs
@@ -197,7 +197,7 @@ def detect_buffer_too_small(bundle) -> list[Finding]:
         evidence=evidence(rows.head(6), text=lambda x: (
             f"cleaned log {x['log']} dirty section [{x['dirty_start']}, {x['dirty_end']}] buffer utilization "
             f"{x['buffer_utilization_pct']}% size reduction {x['size_reduction_pct']}%")),
-        notebook="notebooks/compaction.ipynb")]
+)]
 
 
 @detector(ids=["cleaner-no-reclaim"], needs=["cleaner_runs"],
@@ -225,7 +225,7 @@ def detect_no_reclaim(bundle) -> list[Finding]:
         evidence=evidence(zero.sort_values("ts").head(6), text=lambda x: (
             f"cleaned log {x['log']} dirty section [{x['dirty_start']}, {x['dirty_end']}]: {x['mb_processed']} MB processed, "
             f"{x['size_reduction_pct']}% size reduction")),
-        notebook="notebooks/compaction.ipynb")]
+)]
 
 
 @detector(ids=["cleaner-stalled"], needs=["cleaner_events"],
@@ -248,4 +248,4 @@ def detect_stalled(bundle) -> list[Finding]:
                         "cleaner cannot handle), then restart the broker to clear the uncleanable mark "
                         "(kafka.log:type=LogCleanerManager,name=uncleanable-partitions-count shows it). Watch "
                         "DeadThreadCount: a dead cleaner thread stops all compaction on that broker."),
-        evidence=evidence(bad.sort_values("ts").head(8)), notebook="notebooks/compaction.ipynb")]
+        evidence=evidence(bad.sort_values("ts").head(8)))]

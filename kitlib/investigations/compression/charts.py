@@ -1,7 +1,7 @@
 """Charts for the compression notebook.
 
 Example:
-    >>> from kitlib.display.compression import tradeoff
+    >>> from kitlib.investigations.compression.charts import tradeoff
     >>> tradeoff(table)          # doctest: +SKIP
 """
 from __future__ import annotations

@@ -6,7 +6,7 @@ counters, ``MessageConversionsTimeMs``) and from the request log (Fetch v0-v3 me
 format v0/v1; ``messageConversionsTime`` on a request is the broker saying it converted).
 
 Example:
-    >>> from kitlib.analysis.downconversion import detect_down_conversion
+    >>> from kitlib.investigations.throughput.analysis import detect_down_conversion
     >>> detect_down_conversion(kitlib.load_bundle("sample_data/down-conversion"))[0].id   # doctest: +SKIP
     'down-conversion'
 """
@@ -58,7 +58,7 @@ def old_clients(requests: pd.DataFrame) -> pd.DataFrame:
     return out[cols].sort_values("requests", ascending=False).reset_index(drop=True)
 
 
-@detector(ids=["down-conversion"], needs=["metrics", "requests"],
+@detector(ids=["down-conversion"], needs=(),
           checks="broker message-format conversion counters and Fetch/Produce API versions in the request log")
 def detect_down_conversion(bundle) -> list[Finding]:
     conv = conversions(bundle.metrics)
@@ -109,4 +109,4 @@ def detect_down_conversion(bundle) -> list[Finding]:
                         "log.message.format.version (or the topic's message.format.version) to the old clients' "
                         "version so data is stored in the format they read; note that Kafka 4.0 removes "
                         "down-conversion and rejects these old request versions outright."),
-        evidence=ev, notebook="notebooks/throughput.ipynb")]
+        evidence=ev)]

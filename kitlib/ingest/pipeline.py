@@ -1,0 +1,135 @@
+"""The ingest pipeline: find a bundle's files, detect each one's format, parse it into a sink,
+and account for every line (the ``files`` table), whatever happens to any one file."""
+from __future__ import annotations
+
+import sys
+import time
+from pathlib import Path
+
+import pandas as pd
+
+from kitlib import formats, registry, tables
+from kitlib.formats import Context, first_nul, unknown_lines
+from kitlib.ingest.sink import Sink
+from kitlib.guard import account_rest, cut_line_note, not_read_rows
+from kitlib.sources import discover_all, head
+from kitlib.summary import BundleSummary
+
+tables.declare("files", "One row per file found in the bundle: its detected format and how its "
+               "lines were accounted for (lines == parsed + unparsed for every parsed file).", [
+                   ("file", "category", "path relative to the bundle root"),
+                   ("host", "category", "host the file belongs to"),
+                   ("format", "category", "detected format, 'unknown' (every line kept in unparsed; binary files "
+                                          "listed only), or 'not read' (a path not read as data: error says why)"),
+                   ("tz", "str", "timezone its timestamps were read in"),
+                   ("bytes", "int", "size on disk"),
+                   ("lines", "int", "physical lines read (decompressed)"),
+                   ("parsed", "int", "lines that became rows or structure"),
+                   ("unparsed", "int", "lines kept in the unparsed table"),
+                   ("rows", "int", "rows produced (all tables)"),
+                   ("error", "str", "first problem met, naming file and line; empty when clean"),
+                   ("error_line", "int", "line where that problem is"),
+                   ("seconds", "float", "time spent parsing the file"),
+               ], provenance=False)
+
+
+
+def run(path, tz, out: Path | None, progress) -> tuple[dict[str, pd.DataFrame], BundleSummary]:
+    """Discover, detect and parse every file of the bundle at ``path`` into ``Sink(out)``;
+    returns the tables held in memory (all of them when ``out`` is None) and the summary."""
+    t0 = time.perf_counter()
+    root = Path(path)
+    if not root.exists():
+        raise FileNotFoundError(f"bundle not found: {path}")
+    registry.load()  # every table is declared before anything is conformed
+    srcs, skipped = discover_all(root, tz)
+    total = sum(s.size for s in srcs)
+    bar = _progress(progress, total, root.name)
+    sink = Sink(out)
+    inventory = []
+    for src in srcs:
+        if bar is not None:
+            src.meta["on_read"] = bar.update
+        inventory.append(_one_file(src, sink, bar))
+    inventory += not_read_rows(skipped)
+    if bar is not None:
+        bar.close()
+    result, build_errors = sink.finish()
+    result["files"] = tables.conform("files", pd.DataFrame(inventory))
+    files = result["files"]
+    summary = BundleSummary(
+        bundle=str(root),
+        files=int((files["format"] != "not read").sum()),
+        bytes=int(files["bytes"].sum()) if len(files) else 0,
+        formats={k: int(v) for k, v in files["format"].value_counts().items() if v},
+        hosts=sorted(str(h) for h in files["host"].dropna().unique() if str(h)),
+        rows={k: int(v) for k, v in sorted(sink.rows.items())},
+        unparsed_lines=int(sink.rows.get("unparsed", 0)),
+        errors=[f"{r.error}" for r in files.itertuples() if r.error and r.format not in ("unknown", "not read")]
+        + [f"building {e.table}: {e.message}" for e in build_errors],
+        unknown_files=[r.file for r in files.itertuples() if r.format == "unknown"],
+        not_read=[r.error for r in files.itertuples() if r.format == "not read"],
+        time_span=sink.time_span(),
+        seconds=round(time.perf_counter() - t0, 3),
+    )
+    return result, summary
+
+
+def _one_file(src, sink: Sink, bar) -> dict:
+    """Detect and parse one file into ``sink``; returns its ``files`` row. Whatever goes wrong
+    (detection, reading, parsing, a value its table cannot hold) costs this file only: the lines
+    the parser had not reached are kept in ``unparsed`` with the reason."""
+    t1 = time.perf_counter()
+    rec = {"file": src.rel, "host": src.host, "format": "unknown", "tz": src.tz, "bytes": src.size,
+           "lines": pd.NA, "parsed": pd.NA, "unparsed": pd.NA, "rows": 0, "error": "", "error_line": pd.NA}
+    ctx = Context(src)
+    n_unparsed = rows = 0
+    fmt = None
+    try:
+        first = head(src)
+        fmt = formats.detect(first, src)
+        rec["format"] = fmt.name if fmt else "unknown"
+        nul = first_nul(first) if fmt is None else -1
+        if nul >= 0:
+            rec["error"] = f"{src.rel}: binary content (NUL byte at offset {nul}): listed, not read as lines"
+            if bar is not None:
+                bar.update(src.size)
+            rec["seconds"] = round(time.perf_counter() - t1, 4)
+            return rec
+        for name, chunk in (fmt.parse if fmt else unknown_lines)(src, ctx):
+            n = sink.add(name, chunk)
+            if name == "unparsed":
+                n_unparsed += n
+            else:
+                rows += n
+    except Exception as e:  # noqa: BLE001 - one bad file must not stop the bundle
+        what = f"parser {fmt.name}" if fmt else "reading"
+        ctx.fail(f"{src.rel}: {what} stopped after line {ctx.lines}: {type(e).__name__}: {e}", ctx.lines + 1)
+        try:
+            for name, chunk in account_rest(src, ctx, e):
+                n_unparsed += sink.add(name, chunk)
+        except Exception as e2:  # noqa: BLE001 - the file cannot even be read again: say so
+            ctx.fail(f"{src.rel}: cannot be read again to keep its remaining lines: {type(e2).__name__}: {e2}")
+    note = cut_line_note(src)
+    if note and not ctx.error:
+        ctx.fail(note, src.meta["cut_lines"][0][0])
+    rec.update(lines=ctx.lines, parsed=ctx.parsed, unparsed=n_unparsed, rows=rows,
+               error=ctx.error, error_line=ctx.error_line if ctx.error_line is not None else pd.NA)
+    if ctx.parsed + n_unparsed != ctx.lines and not ctx.error:
+        rec["error"] = (f"{src.rel}: line accounting mismatch: {ctx.lines} lines, {ctx.parsed} parsed, "
+                        f"{n_unparsed} unparsed")
+    rec["seconds"] = round(time.perf_counter() - t1, 4)
+    return rec
+
+
+def _progress(progress, total: int, label: str):
+    # default: a bar for big bundles on a terminal or in a Jupyter kernel (tqdm.auto picks the widget)
+    if progress is None:
+        progress = total > 256 * 1024 * 1024 and (sys.stderr.isatty() or "ipykernel" in sys.modules) \
+            or (sys.stderr.isatty() and total > 32 * 1024 * 1024)
+    if not progress:
+        return None
+    from tqdm.auto import tqdm
+    return tqdm(total=total, unit="B", unit_scale=True, unit_divisor=1024, desc=f"ingest {label}", leave=False)
+
+
