@@ -94,7 +94,8 @@ RULES: list[Rule] = [
          re.compile(r"-----BEGIN[A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----(?P<value>.*?)"
                     r"(?=-----END[A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----|\Z)", re.S)),
     Rule("jaas-config", "the whole value of a JAAS configuration (sasl.jaas.config, "
-         "listener.name.*.sasl.jaas.config, KAFKA_OPTS style): quoted, or up to the ';' that ends it (or the end of the line)",
+         "listener.name.*.sasl.jaas.config, KAFKA_OPTS style): quoted, or up to the ';' that ends it "
+         "(or the end of the line)",
          "sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule required "
          "username=\"admin\" password=\"admin-secret\";",
          re.compile(r"""(?i)jaas[._-]config\\?["']?\s*[=:]\s*(?P<value>\\"(?:(?!\\")[^\n])*\\"|"(?:[^"\\\n]|\\.)*"|[^\n;]*)""")),

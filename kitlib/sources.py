@@ -279,7 +279,8 @@ def _walk(root: Path, skipped: list[NotRead]) -> list[tuple[Path, str]]:
                 try:
                     real = os.path.realpath(e.path, strict=True)
                 except OSError as err:
-                    why = "symlink loop" if "loop" in str(err).lower() or err.errno == 40 else "dangling symlink (its target does not exist)"
+                    loop = "loop" in str(err).lower() or err.errno == 40
+                    why = "symlink loop" if loop else "dangling symlink (its target does not exist)"
                     skipped.append(NotRead(shown(rel), why))
                     continue
                 if not inside(real):

@@ -44,7 +44,8 @@ def codecs(root: Path) -> None:
     bad[mid:mid + 64] = b"\xff" * 64  # corrupted mid-stream
     (b / "state-change.log.gz").write_bytes(bytes(bad))
     with zipfile.ZipFile(root / "codecs" / "archive.zip", "w", zipfile.ZIP_DEFLATED) as z:
-        z.writestr("broker-2/server.log", log_lines(30) + b"[2026-11-23 06:48:00,000] INFO api.key=Adv-zip-pw-0029 (x.Y)\n")
+        z.writestr("broker-2/server.log",
+                   log_lines(30) + b"[2026-11-23 06:48:00,000] INFO api.key=Adv-zip-pw-0029 (x.Y)\n")
         z.writestr("broker-2/server.log.1.gz", gzip.compress(log_lines(10)))
         z.writestr("broker-2/.hidden.log", log_lines(2))
         z.writestr("broker-2/README.md", "notes\n")
@@ -93,7 +94,8 @@ def unread(root: Path) -> None:
 def deep(root: Path) -> None:
     b = root / "deep-json" / "broker-1"
     b.mkdir(parents=True)
-    ok = b'{"request":{"mbean":"java.lang:type=Memory","type":"read"},"value":{"Uptime":1},"timestamp":1795391000,"status":200}'
+    ok = (b'{"request":{"mbean":"java.lang:type=Memory","type":"read"},"value":{"Uptime":1},'
+          b'"timestamp":1795391000,"status":200}')
     nested = b'{"request":{"mbean":"java.lang:type=Memory","type":"read"},"value":' + b"[" * 200_000 + b"]" * 200_000 \
         + b',"timestamp":1795391000,"status":200}'
     (b / "jolokia.json").write_bytes(ok + b"\n" + nested + b"\n" + ok + b"\n")
