@@ -130,6 +130,12 @@ def _progress(progress, total: int, label: str):
     if not progress:
         return None
     from tqdm.auto import tqdm
-    return tqdm(total=total, unit="B", unit_scale=True, unit_divisor=1024, desc=f"ingest {label}", leave=False)
+
+    from kitlib.terminal import visible
+    # the bar draws with '\r' itself: it writes to the real stderr, not the CLI's escaping wrapper,
+    # and its label (a folder name) is made visible first
+    stream = getattr(sys.stderr, "stream", sys.stderr)
+    return tqdm(total=total, unit="B", unit_scale=True, unit_divisor=1024, desc=f"ingest {visible(label)}",
+                leave=False, file=stream)
 
 
