@@ -361,8 +361,8 @@ def test_out_of_range_timestamps_cost_their_lines(tmp_path):
     assert "year 9999" in reasons[("broker-1/server.log", 2)] and "year 1600" in reasons[("broker-1/server.log", 3)]
     assert "year 0000" in reasons[("broker-1/server.log", 4)]
     assert "out of range" in reasons[("broker-1/jmx.csv", 3)]
-    assert "out of range" in reasons[("broker-1/scrape.prom", 3)]
-    assert "out of range" in reasons[("broker-1/scrape.prom", 5)]
+    assert "out of range" in reasons[("broker-1/scrape.prom", 4)]
+    assert "out of range" in reasons[("broker-1/scrape.prom", 6)]
     ev = pq.read_table(tmp_path / "o" / "events.parquet").to_pandas()
     assert sorted(ev.line) == [1, 6]
 
