@@ -34,10 +34,16 @@ def is_kit_output(folder: Path) -> bool:
     """True for an empty folder or one holding only what an ingest writes (Parquet tables,
     summary.json)."""
     try:
-        names = [e.name for e in os.scandir(folder)]
+        entries = list(os.scandir(folder))
     except OSError:
         return False
-    return all(n.endswith(_OURS) or n.startswith(".") for n in names)
+    for e in entries:
+        if e.name.endswith(_OURS) or e.name.startswith("."):
+            continue
+        if e.is_dir(follow_symlinks=False) and is_kit_output(Path(e.path)):  # a table stored as a dataset by host
+            continue
+        return False
+    return True
 
 
 @contextlib.contextmanager

@@ -4,7 +4,8 @@ Host identity, in order of precedence:
 1. ``bundle.yaml`` / ``bundle.json`` at the bundle root: ``files: {glob: host}`` maps paths
    (relative, fnmatch globs) to hosts; ``hosts: {folder: {name:, tz:}}`` renames a folder's
    host and sets its log timezone; ``host:`` names the host of files at the root; ``tz:`` the
-   default timezone.
+   default timezone; ``layouts: {glob: pattern}`` names the log layout of matching files (a
+   log4j/logback pattern, or ``json``), read by :mod:`kitlib.formats.layouts`.
 2. The first folder under the bundle root (``broker-3/server.log`` -> ``broker-3``).
 3. For files at the root: the bundle folder's own name.
 
@@ -75,6 +76,9 @@ class SourceFile:
     size: int = 0
     meta: dict = field(default_factory=dict)
     member: str = ""    # name inside the zip archive ``path``; empty for plain files
+    start: int = 0             # a part of a big plain file: its first byte (a record start) ...
+    end: int | None = None     # ... and the byte after its last (None: to the end of the file)
+    first_line: int = 1        # the line number its first byte is on
 
 
 @dataclass(frozen=True)
@@ -155,6 +159,10 @@ def _check_manifest(m, where: str) -> dict:
         for g, h in files.items():
             if not isinstance(g, str) or not isinstance(h, (str, int)):
                 raise ManifestError(f"{where}: key 'files' entry {g!r}: a glob mapped to a host name is expected")
+    layouts = m.get("layouts")
+    if layouts is not None and not isinstance(layouts, dict):
+        raise ManifestError(f"{where}: key 'layouts' must map path globs to layout patterns, "
+                            f"got {type(layouts).__name__}")
     hosts = m.get("hosts")
     if hosts is not None:
         if not isinstance(hosts, dict):
@@ -250,7 +258,10 @@ def _source(f: Path, member: str, rel_raw: str, msize, root, p, manifest, hosts_
     stamp = (m.group("stamp") or m.group("num") or "") if m else ""
     size = msize if msize is not None else f.stat().st_size
     src = SourceFile(f, rel, str(host), ftz, False, base, stamp, size, member=member)
-    src.gz = _codec(src) is not None
+    src.gz = bool(member) or _codec(src) is not None  # never split into byte ranges
+    layout = next((str(v) for g, v in (manifest.get("layouts") or {}).items() if fnmatch.fnmatch(rel, g)), None)
+    if layout:
+        src.meta["layout"] = layout
     return src
 
 
@@ -413,6 +424,16 @@ def _decompressed(src: SourceFile, chunk: int) -> Iterator[bytes]:
         raise SourceError(src.rel, f"cannot be read: {getattr(e, 'strerror', None) or e}") from None
     try:
         fh = _Counting(raw, on_read) if on_read else raw
+        if src.end is not None and not src.member:  # one part of a plain file split for parallel parsing
+            fh.seek(src.start)
+            left = src.end - src.start
+            while left > 0:
+                b = fh.read(min(chunk, left))
+                if not b:
+                    return
+                left -= len(b)
+                yield b
+            return
         first = fh.read(min(chunk, 1024 * 1024))
         codec = next((name for magic, name in MAGIC.items() if first.startswith(magic)), None)
         if codec is None:
@@ -444,6 +465,10 @@ class _Counting:
         b = self.fh.read(n)
         self.cb(len(b))
         return b
+
+    def seek(self, pos):
+        self.cb(pos - self.fh.tell())
+        return self.fh.seek(pos)
 
 
 def _new_decompressor(codec: str):
