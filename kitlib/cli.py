@@ -178,10 +178,7 @@ def main(argv: list[str] | None = None) -> int:
 
 def _main(argv: list[str] | None) -> int:
     parser = build_parser()
-    try:
-        args = parser.parse_args(argv)
-    except SystemExit as e:  # argparse has printed its usage error
-        return int(e.code or 0)
+    args = parser.parse_args(argv)  # --help, --version and usage errors exit here (0 or 2), no traceback
     if not getattr(args, "func", None):
         parser.print_help()
         return 2
