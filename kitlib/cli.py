@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import json
+import os
 import sys
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
@@ -170,18 +171,45 @@ def _version() -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Run one command. Everything it prints passes :func:`kitlib.terminal.visible` (control
+    characters shown as escapes, secrets masked); a problem is one line on stderr and exit 2,
+    never a traceback (``KITLIB_DEBUG=1`` shows it)."""
+    from kitlib.terminal import VisibleStream
+    out, err = sys.stdout, sys.stderr
+    sys.stdout, sys.stderr = VisibleStream(out), VisibleStream(err)
+    try:
+        return _main(argv)
+    finally:
+        sys.stdout, sys.stderr = out, err
+
+
+def _main(argv: list[str] | None) -> int:
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args = parser.parse_args(argv)  # --help, --version and usage errors exit here (0 or 2), no traceback
     if not getattr(args, "func", None):
         parser.print_help()
         return 2
     try:
+        _check_tz(getattr(args, "tz", None))
         return int(args.func(args) or 0)
-    except (FileNotFoundError, ValueError) as e:
+    except (FileNotFoundError, NotADirectoryError, PermissionError, ValueError) as e:
         print(f"kitlib {args.command}: error: {e}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         return 130
+    except Exception as e:  # noqa: BLE001 - a user never gets a traceback as an error message
+        if os.environ.get("KITLIB_DEBUG"):
+            raise
+        print(f"kitlib {args.command}: error: {type(e).__name__}: {e} (set KITLIB_DEBUG=1 for the traceback)",
+              file=sys.stderr)
+        return 2
+
+
+def _check_tz(tz) -> None:
+    """A --tz that names no timezone is an error before anything is read."""
+    if tz:
+        from kitlib.sources import check_tz
+        check_tz(tz, "--tz")
 
 
 if __name__ == "__main__":
