@@ -133,7 +133,7 @@ def plan(root: Path, tz, split_bytes: int = SPLIT_BYTES) -> tuple[list[Unit], li
         cuts = record_starts(src.path, src.size, -(-src.size // split_bytes))
         for p, (start, line) in enumerate(cuts):
             end = cuts[p + 1][0] if p + 1 < len(cuts) else src.size
-            units.append(Unit(i, p, replace(src, start=start, end=end, first_line=line, meta={}), name))
+            units.append(Unit(i, p, replace(src, start=start, end=end, first_line=line, meta={k: v for k, v in src.meta.items() if k != "on_read"}), name))
     return units, skipped
 
 
