@@ -138,7 +138,7 @@ def gc_links(bundle) -> list[Link]:
     if not symptoms:
         return []
     sym = pd.concat(symptoms, ignore_index=True)
-    links = []
+    best: dict[tuple[str, int], Link] = {}  # each symptom goes to the longest pause that explains it
     for p in pauses.itertuples():
         node = ids.get(str(p.host))
         if node is None:
@@ -146,9 +146,11 @@ def gc_links(bundle) -> list[Link]:
         cand = sym[sym["node"] == node]
         for s in cand.itertuples():
             if overlaps(p.ts, float(p.duration_ms), s.ts):
-                links.append(Link(str(p.host), node, p.ts, float(p.duration_ms), str(p.file), int(p.line),
-                                  s.symptom, s.ts, str(s.file), int(s.line)))
-    return links
+                key = (str(s.file), int(s.line))
+                if key not in best or best[key].pause_ms < float(p.duration_ms):
+                    best[key] = Link(str(p.host), node, p.ts, float(p.duration_ms), str(p.file), int(p.line),
+                                     s.symptom, s.ts, str(s.file), int(s.line))
+    return sorted(best.values(), key=lambda lk: lk.symptom_ts)
 
 
 def _explained(links: list[Link]) -> set[tuple[str, int]]:
@@ -583,7 +585,8 @@ def detect_controller_failover(bundle) -> list[Finding]:
     for fo in fos:
         start = (fo.lost_ts or fo.won_ts) - pd.Timedelta(seconds=5)
         end = fo.won_ts + pd.Timedelta(seconds=STORM_S)
-        offline = p[(p["ts"] >= start) & (p["ts"] <= end) & ((p["kind"].isin(["offline"])) | (p["leader"] == -1))] \
+        offline = p[((p["ts"] >= start) & (p["ts"] <= end)).to_numpy()
+                    & ((p["kind"] == "offline").to_numpy() | (p["leader"] == -1).fillna(False).to_numpy())] \
             if len(p) else p
         off_parts = offline[["topic", "partition"]].drop_duplicates() if len(offline) else offline
         opc = metric_series(bundle, "OfflinePartitionsCount", "Value")

@@ -49,8 +49,8 @@ from kitlib.sources import SourceError, SourceFile, read_chunks
 tables.declare("gc_pauses", "JVM garbage collections from GC logs (JDK 9+ unified logging, JDK 8 PrintGCDetails): "
                "one row per stop-the-world pause, plus concurrent phases and to-space exhaustion "
                "(is_pause false).", [
-                   ("ts", "ts", "when the pause ended (the line's time decoration or date stamp); NaT when the "
-                                "log carries only uptime"),
+                   ("ts", "ts", "when the pause ended (unified: the line's time decoration; JDK 8: its date stamp, "
+                                "taken at the start, plus the duration); NaT when the log carries only uptime"),
                    ("uptime_s", "float", "JVM uptime in seconds at that line, when decorated with it"),
                    ("gc_id", "int", "the collection's number, GC(N) (unified logging only)"),
                    ("kind", "category", "what ran: Young (Normal), Young (Mixed), Young (Concurrent Start), Full, "
@@ -207,7 +207,8 @@ def classify_block(lines: pa.Array) -> tuple[pd.DataFrame, np.ndarray, np.ndarra
         rest = pc.fill_null(rest, "")
         hit, (full, what, paren) = _extract(rest, J8_PAUSE, ["f", "w", "p"])
         dur_hit, (dur,) = _extract(rest, J8_DURATION, ["d"])
-        w = np.flatnonzero(hit & dur_hit)
+        conc = np.asarray(pc.match_substring_regex(rest, J8_CONC).to_numpy(zero_copy_only=False), bool)
+        w = np.flatnonzero(hit & dur_hit & ~conc)
         if len(w):
             idx = pa.array(w)
             rows = at[w]
@@ -333,7 +334,12 @@ def parse(src: SourceFile, ctx: Context):
 
 def _finish(rows: pd.DataFrame, src: SourceFile) -> pd.DataFrame:
     ts = pd.to_datetime(rows["ts"], format="%Y-%m-%dT%H:%M:%S.%f%z", utc=True, errors="coerce")
-    rows["ts"] = ts
+    # JDK 8 stamps a collection when it starts; unified logging writes the pause line when it ends
+    j8 = (rows["log_format"] == "jdk8").to_numpy()
+    ts[j8] = ts[j8] + pd.to_timedelta(rows["duration_ms"][j8].fillna(0), unit="ms")
+    up = rows["uptime_s"].to_numpy(copy=True)
+    up[j8] = up[j8] + rows["duration_ms"][j8].fillna(0).to_numpy() / 1000
+    rows["ts"], rows["uptime_s"] = ts, up
     for c in ("gc_id", "heap_before", "heap_after", "heap_total"):
         rows[c] = pd.array(rows[c].to_numpy(), dtype="Float64").round().astype("Int64")
     rows["message"] = rows["message"].astype("string").str.slice(0, 300)

@@ -53,7 +53,8 @@ tables.declare("partition_changes", "Partition state seen in broker and controll
                    ("ts", "ts", "record time"),
                    ("kind", "category", "isr_shrink, isr_expand, isr_updated, leader, follower, leader_change, "
                                         "offline, offline_dir_leader, unclean"),
-                   ("topic", "str", "topic"), ("partition", "int", "partition"),
+                   ("topic", "str", "topic (KRaft unclean-election lines name the topic id instead)"),
+                   ("partition", "int", "partition"),
                    ("reporter", "int", "node id that wrote the line (from its prefix), when it names one"),
                    ("leader", "int", "leader after the change (-1: none, the partition is offline)"),
                    ("epoch", "int", "leader epoch, when given"),
@@ -157,8 +158,8 @@ def _join(ids) -> str | None:
     return ",".join(str(i) for i in ids) if ids else None
 
 
-def _tp(name: str | None) -> tuple[str | None, int | None]:
-    if not name:
+def _tp(name) -> tuple[str | None, int | None]:
+    if not isinstance(name, str) or not name:
         return None, None
     topic, _, p = name.rpartition("-")
     return (topic, int(p)) if p.isdigit() and topic else (name, None)
