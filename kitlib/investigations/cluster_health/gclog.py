@@ -333,7 +333,8 @@ def parse(src: SourceFile, ctx: Context):
 
 
 def _finish(rows: pd.DataFrame, src: SourceFile) -> pd.DataFrame:
-    ts = pd.to_datetime(rows["ts"], format="%Y-%m-%dT%H:%M:%S.%f%z", utc=True, errors="coerce")
+    ts = pd.to_datetime(rows["ts"], format="%Y-%m-%dT%H:%M:%S.%f%z", utc=True, errors="coerce").astype(
+        "datetime64[ns, UTC]")
     # JDK 8 stamps a collection when it starts; unified logging writes the pause line when it ends
     j8 = (rows["log_format"] == "jdk8").to_numpy()
     ts[j8] = ts[j8] + pd.to_timedelta(rows["duration_ms"][j8].fillna(0), unit="ms")
