@@ -101,7 +101,7 @@ def _entity(scope: str, values: dict, context_connector: str) -> str:
     return context_connector or ""
 
 
-def latest(configs: pd.DataFrame, scope: str | tuple = None, entity: str | None = None) -> dict:
+def latest(configs: pd.DataFrame, scope: str | tuple | None = None, entity: str | None = None) -> dict:
     """The last logged value of every key for a scope/entity, as a dict.
 
     Example:

@@ -1,13 +1,18 @@
-"""The local Kafka lab: a real Apache Kafka 3.9.1 broker (KRaft, single node) and a Connect
-standalone worker, from Maven Central jars, on 127.0.0.1 only.
+"""The local Kafka lab: real Apache Kafka 3.9.1 brokers (KRaft; one node, or a cluster of
+several with :func:`start_cluster`) and a Connect standalone worker, from Maven Central jars, on
+127.0.0.1 only.
 
-Jars are fetched once into ``lab/.jars`` (``mvn dependency:copy-dependencies`` on
-``lab/pom.xml``); each broker gets a work folder (``lab/.work/<name>`` by default) holding its
-config, data and the log files a real installation writes (server.log, controller.log,
-state-change.log, log-cleaner.log, kafka-request.log). Ports are chosen free at start. JMX is
-opened with ``jcmd ManagementAgent.start`` bound to loopback (the ``-Dcom.sun.management``
-flags would also open a random port on every interface). Every wait has a timeout; a broker
-that does not come up raises :class:`LabError` with its last log lines.
+Nothing here points into a source checkout: the config templates and the Maven pom are package
+data (``kitlib/lab/templates``). Jars are fetched once (``mvn dependency:copy-dependencies``)
+into a user cache folder, ``$KITLIB_LAB_JARS`` or else
+``$XDG_CACHE_HOME/kafka-incident-kit/jars-3.9.1`` (``~/.cache`` when unset). Each broker gets a
+work folder holding its config, data and the log files a real installation writes (server.log,
+controller.log, state-change.log, log-cleaner.log, kafka-request.log, kafka-authorizer.log,
+kafkaServer-gc.log), under ``$KITLIB_LAB_WORK`` or else
+``$XDG_STATE_HOME/kafka-incident-kit/lab`` (``~/.local/state`` when unset). Ports are chosen
+free at start. JMX is opened with ``jcmd ManagementAgent.start`` bound to loopback (the
+``-Dcom.sun.management`` flags would also open a random port on every interface). Every wait
+has a timeout; a broker that does not come up raises :class:`LabError` with its last log lines.
 
 Example:
     >>> from kitlib import lab
@@ -29,11 +34,12 @@ import uuid
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-LAB = Path(__file__).resolve().parent.parent / "lab"
-JARS = LAB / ".jars"
-WORK = LAB / ".work"
 KAFKA_VERSION = "3.9.1"
+JARS_ENV = "KITLIB_LAB_JARS"   # overrides the jars cache folder
+WORK_ENV = "KITLIB_LAB_WORK"   # overrides the root of the brokers' work folders
+APP_DIR = "kafka-incident-kit"
 READY = "Kafka Server started"
+GC_LOG = "kafkaServer-gc.log"  # kafka-run-class.sh's GC log name for kafka.Kafka
 CONNECT_READY = "Kafka Connect started"
 # broker MBeans the scenarios sample with JmxTool: conversions, byte rates, fetch request times
 BROKER_MBEANS = [
@@ -65,6 +71,7 @@ class Proc:
     controller_port: int = 0
     logs: str = ""
     extra: dict = field(default_factory=dict)
+    node_id: int = 0
 
     @property
     def bootstrap(self) -> str:
@@ -86,35 +93,65 @@ class Proc:
             return True
 
 
+def jars_dir() -> Path:
+    """Where the lab's jars are cached: ``$KITLIB_LAB_JARS``, else
+    ``$XDG_CACHE_HOME/kafka-incident-kit/jars-<kafka version>`` (``~/.cache`` by default)."""
+    if os.environ.get(JARS_ENV):
+        return Path(os.environ[JARS_ENV]).expanduser()
+    cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+    return cache / APP_DIR / f"jars-{KAFKA_VERSION}"
+
+
+def work_root() -> Path:
+    """The folder holding the lab's work folders: ``$KITLIB_LAB_WORK``, else
+    ``$XDG_STATE_HOME/kafka-incident-kit/lab`` (``~/.local/state`` by default)."""
+    if os.environ.get(WORK_ENV):
+        return Path(os.environ[WORK_ENV]).expanduser()
+    state = Path(os.environ.get("XDG_STATE_HOME") or Path.home() / ".local" / "state")
+    return state / APP_DIR / "lab"
+
+
+def template(name: str) -> str:
+    """The text of one of the lab's packaged templates (server.properties, log4j.properties,
+    connect-*.properties, pom.xml)."""
+    from importlib import resources
+    return resources.files(__name__).joinpath("templates", name).read_text()
+
+
 def fetch_jars(quiet: bool = True, timeout: int = 600) -> Path:
-    """Download the lab's jars once (cached in lab/.jars). Needs Maven and Java.
+    """Download the lab's jars once into :func:`jars_dir`. Needs Maven and Java.
 
     Example:
         >>> fetch_jars()   # doctest: +SKIP
-        PosixPath('.../lab/.jars')
+        PosixPath('/home/me/.cache/kafka-incident-kit/jars-3.9.1')
     """
     import hashlib
-    pom = hashlib.sha256((LAB / "pom.xml").read_bytes()).hexdigest()[:12]
-    marker = JARS / f".complete-{KAFKA_VERSION}-{pom}"  # a changed pom.xml fetches again
+    import tempfile
+    jars = jars_dir()
+    pom_text = template("pom.xml")
+    pom = hashlib.sha256(pom_text.encode()).hexdigest()[:12]
+    marker = jars / f".complete-{KAFKA_VERSION}-{pom}"  # a changed pom.xml fetches again
     if marker.is_file():
-        return JARS
+        return jars
     if not shutil.which("mvn"):
         raise LabError("Maven (`mvn`) is needed to fetch the Kafka jars from Maven Central; install it (apt-get install maven)")
     if not shutil.which("java"):
         raise LabError("Java 17+ is needed to run the lab broker; install it (apt-get install openjdk-17-jre-headless)")
-    JARS.mkdir(parents=True, exist_ok=True)
-    cmd = ["mvn", "-B", "-f", str(LAB / "pom.xml"), "dependency:copy-dependencies",
-           f"-DoutputDirectory={JARS}", "-DincludeScope=runtime"]
-    if quiet:
-        cmd.insert(1, "-q")
-    try:
-        r = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
-    except subprocess.TimeoutExpired:
-        raise LabError(f"fetching jars took more than {timeout} s") from None
+    jars.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix="kitlib-pom-") as tmp:
+        (Path(tmp) / "pom.xml").write_text(pom_text)
+        cmd = ["mvn", "-B", "-f", str(Path(tmp) / "pom.xml"), "dependency:copy-dependencies",
+               f"-DoutputDirectory={jars}", "-DincludeScope=runtime"]
+        if quiet:
+            cmd.insert(1, "-q")
+        try:
+            r = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, cwd=tmp, check=False)
+        except subprocess.TimeoutExpired:
+            raise LabError(f"fetching jars took more than {timeout} s") from None
     if r.returncode != 0:
         raise LabError("mvn dependency:copy-dependencies failed:\n" + (r.stdout + r.stderr)[-3000:])
     marker.write_text(KAFKA_VERSION + "\n")
-    return JARS
+    return jars
 
 
 def free_port() -> int:
@@ -136,10 +173,17 @@ def _tail(path: Path, n: int = 40) -> str:
 
 
 def _wait_for_line(log: Path, text: str, proc: subprocess.Popen | None, pid: int, timeout: float, what: str,
-                   stdout: Path) -> None:
+                   stdout: Path, after: int = 0) -> None:
+    """Wait until ``text`` appears in ``log`` (past byte ``after``: lines of an earlier run of
+    the same process do not count), the process dies or logs a fatal line, or ``timeout``."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        content = log.read_text(errors="replace") if log.is_file() else ""
+        content = ""
+        if log.is_file():
+            with open(log, "rb") as f:
+                if os.fstat(f.fileno()).st_size >= after:  # smaller: rotated since, read it all
+                    f.seek(after)
+                content = f.read().decode(errors="replace")
         if text in content:
             return
         fatal = any(m in content for m in FATAL_MARKERS)
@@ -172,6 +216,10 @@ def _errors(log: Path, n: int = 8) -> str:
 
 
 def _kill(pid: int, grace: float = 15.0) -> None:
+    try:  # a paused (SIGSTOP) process must run again to act on SIGTERM
+        os.kill(pid, signal.SIGCONT)
+    except OSError:
+        pass
     for sig, wait in ((signal.SIGTERM, grace), (signal.SIGKILL, 5.0)):
         try:
             os.killpg(pid, sig)
@@ -193,16 +241,22 @@ def _kill(pid: int, grace: float = 15.0) -> None:
             time.sleep(0.1)
 
 
-def _render(template: Path, **values) -> str:
-    text = template.read_text()
+def _render(name: str, **values) -> str:
+    """A packaged template with its ``{placeholders}`` filled."""
+    text = template(name)
     for k, v in values.items():
         text = text.replace("{" + k + "}", str(v))
     return text
 
 
-def _jvm(work: Path, logs: Path, log4j: Path, heap: str, props: dict[str, str]) -> list[str]:
-    cmd = ["java", f"-Xmx{heap}", f"-Xms{heap}", "-XX:+UseG1GC", "-Djava.awt.headless=true",
-           f"-Dlog4j.configuration={log4j.as_uri()}", f"-Dkafka.logs.dir={logs}"]
+def _jvm(work: Path, logs: Path, log4j: str, heap: str, props: dict[str, str], gc_log: bool = False) -> list[str]:
+    """The java command line of a lab process; the log4j template is copied into the work folder.
+    ``gc_log`` turns on GC logging exactly as kafka-run-class.sh does for a broker."""
+    (work / log4j).write_text(template(log4j))
+    cmd = ["java", f"-Xmx{heap}", f"-Xms{heap}", "-XX:+UseG1GC", "-Djava.awt.headless=true"]
+    if gc_log:
+        cmd.append(f"-Xlog:gc*:file={logs / GC_LOG}:time,tags:filecount=10,filesize=100M")
+    cmd += [f"-Dlog4j.configuration={(work / log4j).as_uri()}", f"-Dkafka.logs.dir={logs}"]
     cmd += [f"-D{k}={v}" for k, v in props.items()]
     return cmd + ["-cp", _classpath()]
 
@@ -212,48 +266,89 @@ def enable_jmx(pid: int, port: int | None = None, timeout: float = 30) -> int:
     port = port or free_port()
     cmd = ["jcmd", str(pid), "ManagementAgent.start", f"jmxremote.port={port}", f"jmxremote.rmi.port={port}",
            "jmxremote.host=127.0.0.1", "jmxremote.authenticate=false", "jmxremote.ssl=false"]
-    r = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, check=False)
     if r.returncode != 0 or "Exception" in r.stdout:
         raise LabError(f"could not open JMX in pid {pid}: {r.stdout}{r.stderr}")
     return port
 
 
-def start_broker(name: str = "broker-1", work: str | Path | None = None, settings: dict | None = None,
-                 request_log: str = "DEBUG", jmx: bool = True, heap: str = "512m", timeout: float = 90,
-                 fresh: bool = True) -> Proc:
-    """Format storage and start a broker; returns once "Kafka Server started" is logged.
+def _cluster_id() -> str:
+    import base64
+    return base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
 
-    ``settings`` are appended to server.properties (e.g. ``{"log.cleaner.dedupe.buffer.size":
-    1048577}``). ``request_log`` is the level of ``kafka.request.logger`` (DEBUG logs every
-    request with its API version to kafka-request.log)."""
-    work = Path(work) if work else WORK / name
+
+def _prepare_node(work: Path, name: str, node_id: int, port: int, cport: int, voters: str,
+                  settings: dict | None, fresh: bool) -> tuple[Path, Path]:
+    """Create a node's work folder and server.properties; returns (logs, data)."""
     if fresh and work.exists():
         shutil.rmtree(work)
     logs, data = work / "logs", work / "data"
     logs.mkdir(parents=True, exist_ok=True)
     data.mkdir(parents=True, exist_ok=True)
-    port, cport = free_port(), free_port()
-    props = _render(LAB / "config" / "server.properties", port=port, controller_port=cport, data_dir=data)
+    props = _render("server.properties", port=port, controller_port=cport, data_dir=data, node_id=node_id,
+                    voters=voters)
     for k, v in (settings or {}).items():
         props += f"{k}={v}\n"
     (work / "server.properties").write_text(props)
+    return logs, data
+
+
+def _format(works: list[Path], cluster_id: str, timeout: float = 120) -> None:
+    """Format the storage of every node (in parallel) with one cluster id."""
     cp = _classpath()
-    cluster = uuid.uuid4().bytes
-    import base64
-    cluster_id = base64.urlsafe_b64encode(cluster).decode().rstrip("=")
-    fmt = subprocess.run(["java", "-cp", cp, "kafka.tools.StorageTool", "format", f"--cluster-id={cluster_id}",
-                          "-c", str(work / "server.properties"), "--ignore-formatted"],
-                         capture_output=True, text=True, timeout=120)
-    if fmt.returncode != 0:
-        raise LabError(f"formatting storage failed:\n{fmt.stdout}{fmt.stderr}")
-    out = work / "broker.out"
-    cmd = _jvm(work, logs, LAB / "config" / "log4j.properties", heap, {"kit.request.log.level": request_log})
+    procs = [subprocess.Popen(["java", "-cp", cp, "kafka.tools.StorageTool", "format", f"--cluster-id={cluster_id}",
+                               "-c", str(w / "server.properties"), "--ignore-formatted"],
+                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True) for w in works]
+    failed = []
+    for w, fp in zip(works, procs):
+        try:
+            out, _ = fp.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            fp.kill()
+            fp.communicate()
+            failed.append(f"{w.name}: formatting took more than {timeout:.0f} s")
+            continue
+        if fp.returncode != 0:
+            failed.append(f"{w.name}:\n{out}")
+    if failed:
+        raise LabError("formatting storage failed:\n" + "\n".join(failed))
+
+
+def _launch(b: Proc, request_log: str, heap: str, gc_log: bool) -> subprocess.Popen:
+    """Start the broker JVM of an already formatted node; sets ``b.pid``."""
+    work, logs = Path(b.work), Path(b.logs)
+    cmd = _jvm(work, logs, "log4j.properties", heap, {"kit.request.log.level": request_log}, gc_log=gc_log)
     cmd += ["kafka.Kafka", str(work / "server.properties")]
-    with open(out, "wb") as fh:
+    with open(work / "broker.out", "ab") as fh:
         p = subprocess.Popen(cmd, stdout=fh, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                              cwd=work, start_new_session=True)
-    b = Proc("broker", name, str(work), p.pid, port, 0, cport, str(logs))
-    _wait_for_line(logs / "server.log", READY, p, p.pid, timeout, f"broker {name}", out)
+    b.pid = p.pid
+    b.extra.update(request_log=request_log, heap=heap, gc_log=gc_log)
+    return p
+
+
+def _log_size(b: Proc) -> int:
+    f = Path(b.logs) / "server.log"
+    return f.stat().st_size if f.is_file() else 0
+
+
+def start_broker(name: str = "broker-1", work: str | Path | None = None, settings: dict | None = None,
+                 request_log: str = "DEBUG", jmx: bool = True, heap: str = "512m", timeout: float = 90,
+                 fresh: bool = True, gc_log: bool = False) -> Proc:
+    """Format storage and start a single-node broker (KRaft, broker and controller in one
+    process); returns once "Kafka Server started" is logged.
+
+    ``settings`` are appended to server.properties (e.g. ``{"log.cleaner.dedupe.buffer.size":
+    1048577}``). ``request_log`` is the level of ``kafka.request.logger`` (DEBUG logs every
+    request with its API version to kafka-request.log). ``gc_log`` writes kafkaServer-gc.log
+    as kafka-run-class.sh does."""
+    work = Path(work) if work else work_root() / name
+    port, cport = free_port(), free_port()
+    logs, _ = _prepare_node(work, name, 1, port, cport, f"1@127.0.0.1:{cport}", settings, fresh)
+    _format([work], _cluster_id())
+    b = Proc("broker", name, str(work), 0, port, 0, cport, str(logs), node_id=1)
+    p = _launch(b, request_log, heap, gc_log)
+    _wait_for_line(logs / "server.log", READY, p, p.pid, timeout, f"broker {name}", work / "broker.out")
     if jmx:
         b.jmx_port = enable_jmx(p.pid)
     _save(b)
@@ -266,13 +361,13 @@ def start_connect(broker: Proc, connectors: list[dict], name: str = "connect-1",
                   fresh: bool = True) -> Proc:
     """Start a Connect standalone worker against ``broker`` running ``connectors`` (each a dict
     of connector properties with at least ``name`` and ``connector.class``)."""
-    work = Path(work) if work else WORK / name
+    work = Path(work) if work else work_root() / name
     if fresh and work.exists():
         shutil.rmtree(work)
     logs = work / "logs"
     logs.mkdir(parents=True, exist_ok=True)
     rest = free_port()
-    props = _render(LAB / "config" / "connect-standalone.properties", bootstrap=broker.bootstrap, rest_port=rest,
+    props = _render("connect-standalone.properties", bootstrap=broker.bootstrap, rest_port=rest,
                     work=work, flush_interval_ms=flush_interval_ms, flush_timeout_ms=flush_timeout_ms)
     for k, v in (worker or {}).items():
         props += f"{k}={v}\n"
@@ -283,7 +378,7 @@ def start_connect(broker: Proc, connectors: list[dict], name: str = "connect-1",
         f.write_text("".join(f"{k}={v}\n" for k, v in c.items()))
         files.append(str(f))
     out = work / "connect.out"
-    cmd = _jvm(work, logs, LAB / "config" / "connect-log4j.properties", heap, {"kit.connect.task.log.level": task_log_level})
+    cmd = _jvm(work, logs, "connect-log4j.properties", heap, {"kit.connect.task.log.level": task_log_level})
     cmd += ["org.apache.kafka.connect.cli.ConnectStandalone", str(work / "worker.properties"), *files]
     with open(out, "wb") as fh:
         p = subprocess.Popen(cmd, stdout=fh, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
@@ -308,10 +403,12 @@ def _save(p: Proc) -> None:
     (Path(p.work) / "lab.json").write_text(json.dumps(asdict(p), indent=2))
 
 
-def running(work_root: Path = WORK) -> list[Proc]:
-    """Lab processes recorded under ``work_root`` (alive or not)."""
+def running(root: Path | None = None) -> list[Proc]:
+    """Lab processes recorded under ``root`` (default :func:`work_root`; cluster nodes one level
+    deeper), alive or not."""
+    root = Path(root) if root else work_root()
     out = []
-    for f in sorted(Path(work_root).glob("*/lab.json")):
+    for f in sorted([*root.glob("*/lab.json"), *root.glob("*/*/lab.json")]):
         out.append(Proc(**json.loads(f.read_text())))
     return out
 
@@ -346,6 +443,7 @@ def finish_jmxtool(p: subprocess.Popen, out_csv: str | Path) -> Path:
     """Stop a JmxTool started with ``wait=False``; keeps only whole CSV lines."""
     _kill(p.pid, grace=3)
     p._kit_fh.close()  # type: ignore[attr-defined]
+    p._kit_done = True  # type: ignore[attr-defined]
     path = Path(out_csv)
     data = path.read_bytes()
     lines = [ln for ln in data.split(b"\n") if ln.strip()]
@@ -366,7 +464,8 @@ def scrub_paths(bundle: str | Path, roots: list[str | Path] | None = None) -> in
     config files and connector source files) with a neutral ``/var/lib/kafka-lab``; plain and
     gzipped files. Returns the number of files changed. Line structure is unchanged."""
     import gzip
-    roots = [str(Path(r).resolve()) for r in (roots or [WORK, LAB])]
+    roots = {str(Path(r).resolve()) for r in (*(roots or []), work_root(), jars_dir())}
+    roots = sorted(roots, key=len, reverse=True)  # the most specific folder first
     changed = 0
     for f in Path(bundle).rglob("*"):
         if not f.is_file() or f.suffix in (".parquet",):
@@ -398,48 +497,95 @@ def write_manifest(bundle: str | Path, **hosts: str) -> Path:
 
 
 def register_cli(sub) -> None:
-    p = sub.add_parser("lab", help="start, stop or inspect the local Kafka lab (real broker on 127.0.0.1)",
-                       description="Run a real Apache Kafka 3.9.1 broker (KRaft, single node) from Maven Central jars on "
-                                   "127.0.0.1, for trying the kit's capture and probes. Needs Java 17+ and Maven.")
+    import argparse
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--jars", metavar="DIR", default=None,
+                        help=f"folder of the Kafka jars (default: ${JARS_ENV}, else "
+                             f"$XDG_CACHE_HOME/{APP_DIR}/jars-{KAFKA_VERSION}, ~/.cache when unset)")
+    common.add_argument("--work", metavar="DIR", default=None,
+                        help=f"folder of the lab's work folders (default: ${WORK_ENV}, else "
+                             f"$XDG_STATE_HOME/{APP_DIR}/lab, ~/.local/state when unset)")
+    p = sub.add_parser("lab", help="start, stop or inspect the local Kafka lab (real brokers on 127.0.0.1)",
+                       description=f"Run real Apache Kafka {KAFKA_VERSION} brokers (KRaft: one node, or a cluster of "
+                                   "combined broker+controller nodes) from Maven Central jars on 127.0.0.1, for trying "
+                                   "the kit's capture and probes. Needs Java 17+ and Maven. Jars are cached in a user "
+                                   "cache folder, work folders (config, data, logs) in a user state folder.")
     lsub = p.add_subparsers(dest="lab_command", metavar="ACTION")
-    s = lsub.add_parser("start", help="fetch jars if needed, format storage and start a broker",
-                        description="Start a broker in lab/.work/NAME and print its bootstrap address and JMX port.")
-    s.add_argument("--name", default="broker-1", help="broker name (work folder under lab/.work)")
+    s = lsub.add_parser("start", parents=[common], help="fetch jars if needed, format storage and start a broker or cluster",
+                        description="Start a broker in WORK/NAME (or, with --nodes N, a cluster of N nodes in "
+                                    "WORK/NAME/broker-1..N) and print bootstrap address, JMX and log folder.")
+    s.add_argument("--name", default=None, help="broker or cluster name, its work folder under WORK "
+                                                "(default: broker-1, or cluster with --nodes)")
+    s.add_argument("--nodes", type=int, default=1, metavar="N",
+                   help="start a KRaft cluster of N combined broker+controller nodes (default: 1, a single broker)")
     s.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="extra server.properties setting")
     s.add_argument("--request-log", default="DEBUG", help="level of kafka.request.logger (DEBUG logs every request)")
     s.set_defaults(func=_cmd_start)
-    s = lsub.add_parser("stop", help="stop lab processes", description="Stop one lab process (--name) or all.")
-    s.add_argument("--name", default=None, help="only this one")
+    s = lsub.add_parser("stop", parents=[common], help="stop lab processes",
+                        description="Stop one lab process or cluster (--name) or all of them.")
+    s.add_argument("--name", default=None, help="only this broker or cluster")
     s.set_defaults(func=_cmd_stop)
-    s = lsub.add_parser("status", help="list lab processes", description="List lab processes and whether they run.")
+    s = lsub.add_parser("status", parents=[common], help="list lab processes",
+                        description="List lab processes and whether they run.")
     s.set_defaults(func=_cmd_status)
-    s = lsub.add_parser("jars", help="fetch the Kafka jars from Maven Central (cached)",
-                        description="Download the lab's jars into lab/.jars once.")
-    s.set_defaults(func=lambda a: print(fetch_jars()) or 0)
+    s = lsub.add_parser("jars", parents=[common], help="fetch the Kafka jars from Maven Central (cached)",
+                        description="Download the lab's jars into the jars folder once and print where it is.")
+    s.set_defaults(func=_cmd_jars)
     p.set_defaults(func=lambda a: p.print_help() or 2)
 
 
+def _use_dirs(args) -> None:
+    """--jars/--work act like the environment variables (child JVMs and helpers see them too)."""
+    if getattr(args, "jars", None):
+        os.environ[JARS_ENV] = str(Path(args.jars).expanduser().resolve())
+    if getattr(args, "work", None):
+        os.environ[WORK_ENV] = str(Path(args.work).expanduser().resolve())
+
+
+def _cmd_jars(args) -> int:
+    _use_dirs(args)
+    print(fetch_jars())
+    return 0
+
+
 def _cmd_start(args) -> int:
+    _use_dirs(args)
     settings = dict(kv.split("=", 1) for kv in args.set)
-    b = start_broker(args.name, settings=settings, request_log=args.request_log)
+    if args.nodes > 1:
+        c = start_cluster(args.nodes, name=args.name or "cluster", settings=settings, request_log=args.request_log)
+        print(f"cluster {c.name} ready: bootstrap {c.bootstrap}")
+        for b in c.nodes:
+            print(f"  node {b.node_id}: {b.bootstrap}, JMX {b.jmx_url}, logs in {b.logs}")
+        return 0
+    b = start_broker(args.name or "broker-1", settings=settings, request_log=args.request_log)
     print(f"{b.name} ready: bootstrap {b.bootstrap}, JMX {b.jmx_url}, logs in {b.logs}")
     return 0
 
 
 def _cmd_stop(args) -> int:
+    _use_dirs(args)
+    clusters: dict[str, list[Proc]] = {}
     for p in running():
-        if args.name in (None, p.name):
-            stop(p)
-            print(f"stopped {p.kind} {p.name} (pid {p.pid})")
+        if args.name not in (None, p.name, p.extra.get("cluster")):
+            continue
+        if p.extra.get("cluster"):  # a cluster's nodes stop together, while their quorum stands
+            clusters.setdefault(p.extra["cluster"], []).append(p)
+            continue
+        stop(p)
+        print(f"stopped {p.kind} {p.name} (pid {p.pid})")
+    for name, nodes in clusters.items():
+        stop_cluster(Cluster(name, "", nodes))
+        print(f"stopped cluster {name} (nodes {', '.join(str(n.node_id) for n in nodes)})")
     return 0
 
 
 def _cmd_status(args) -> int:
+    _use_dirs(args)
     procs = running()
     if not procs:
-        print("no lab process recorded")
+        print(f"no lab process recorded under {work_root()}")
     for p in procs:
-        print(f"{p.kind:8} {p.name:12} pid {p.pid:<8} {'running' if p.alive() else 'not running'}  "
+        print(f"{p.kind:8} {p.name:18} pid {p.pid:<8} {'running' if p.alive() else 'not running'}  "
               f"port {p.port}  jmx {p.jmx_port or '-'}  logs {p.logs}")
     return 0
 
@@ -464,3 +610,60 @@ def collect_logs(proc: Proc, dest: str | Path, names: tuple[str, ...] | None = N
             target.write_bytes(data)
         out.append(target)
     return out
+
+
+# the cluster builds on the single-node pieces above, so it is imported last
+from .cluster import (  # noqa: E402
+    CLUSTER_MBEANS,
+    Cluster,
+    active_controller,
+    kill_node,
+    log_offset,
+    pause,
+    restart_node,
+    resume,
+    start_cluster,
+    stop_cluster,
+    wait_for_log,
+)
+from .load import LoadStats, ProduceLoad  # noqa: E402
+from .scenario import Evidence, Hit, Scenario, grep_bundle, write_provenance  # noqa: E402
+
+__all__ = [
+    "BROKER_MBEANS",
+    "CLUSTER_MBEANS",
+    "Cluster",
+    "Evidence",
+    "Hit",
+    "LabError",
+    "LoadStats",
+    "Proc",
+    "ProduceLoad",
+    "Scenario",
+    "active_controller",
+    "collect_logs",
+    "enable_jmx",
+    "fetch_jars",
+    "finish_jmxtool",
+    "free_port",
+    "grep_bundle",
+    "jars_dir",
+    "kill_node",
+    "log_offset",
+    "pause",
+    "restart_node",
+    "resume",
+    "run_jmxtool",
+    "running",
+    "scrub_paths",
+    "start_broker",
+    "start_cluster",
+    "start_connect",
+    "stop",
+    "stop_cluster",
+    "template",
+    "wait_for_log",
+    "work_root",
+    "write_manifest",
+    "write_provenance",
+]
