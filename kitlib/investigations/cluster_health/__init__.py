@@ -13,4 +13,8 @@ INVESTIGATION = Investigation(
     finding_ids=("isr-shrink", "controller-failover", "broker-fenced", "log-dir-failure", "gc-pauses",
                  "unclean-election"),
     relevant=lambda b: has_rows(b, "gc_pauses") or has_rows(b, "node_events") or has_rows(b, "partition_changes"),
+    # a controller failover owns the fencing of the node that lost the role (see analysis), so
+    # controller-failover alone is expected there
+    examples={"isr-flapping": ("isr-shrink", "broker-fenced"), "controller-failover": ("controller-failover",),
+              "log-dir-failure": ("log-dir-failure",), "gc-pressure": ("gc-pauses",)},
 )

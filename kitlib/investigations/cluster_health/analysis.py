@@ -35,6 +35,7 @@ FLAP_MIN = 3                  # the same broker leaving the same partition's ISR
 STORM_S = 60                  # events of one failover / shrink burst lie within this many seconds
 HEAP_FULL = 0.9               # heap still this full after a collection = the heap is too small
 URP_MBEAN = "UnderReplicatedPartitions"
+HUMONGOUS_MIN = 5             # collections started by humongous allocations: the heap (or region) is too small for the batches
 
 
 @dataclass(frozen=True)
@@ -292,8 +293,8 @@ def isr_episodes(bundle) -> pd.DataFrame:
 def gc_summary(bundle) -> pd.DataFrame:
     """Per host: pauses, longest, total, share of the logged time spent paused, full GCs, heap."""
     g = bundle.table("gc_pauses")
-    cols = ["host", "node", "pauses", "longest_ms", "p99_ms", "total_paused_s", "span_s", "paused_share",
-            "full_pauses", "to_space_exhausted", "max_heap_after_share", "first", "last"]
+    cols = ["host", "node", "pauses", "pauses_per_min", "longest_ms", "p99_ms", "total_paused_s", "span_s",
+            "paused_share", "full_pauses", "humongous", "to_space_exhausted", "max_heap_after_share", "first", "last"]
     if not len(g):
         return pd.DataFrame(columns=cols)
     ids = node_ids(bundle)
@@ -306,6 +307,8 @@ def gc_summary(bundle) -> pd.DataFrame:
             span = float(grp["uptime_s"].max() - grp["uptime_s"].min())
         occ = (p["heap_after"].astype("Float64") / p["heap_total"].astype("Float64")).dropna()
         rows.append({"host": str(host), "node": ids.get(str(host)), "pauses": len(p),
+                     "pauses_per_min": len(p) / span * 60 if span and span == span else np.nan,
+                     "humongous": int(p["cause"].astype("string").str.contains("Humongous", na=False).sum()),
                      "longest_ms": float(p["duration_ms"].max()) if len(p) else np.nan,
                      "p99_ms": float(p["duration_ms"].quantile(0.99)) if len(p) else np.nan,
                      "total_paused_s": float(p["duration_ms"].sum()) / 1000, "span_s": span,
@@ -429,7 +432,8 @@ def outage_sequence(bundle, limit: int = 40) -> pd.DataFrame:
 
 @detector(ids=["gc-pauses"], needs=[],
           checks="stop-the-world GC pauses (>= 1 s, full GCs, to-space exhaustion, >= 5 % of time paused, heap "
-                 "full after GC) and OutOfMemoryError, and the ISR departures and session losses they caused")
+                 "full after GC, humongous-allocation collections) and OutOfMemoryError, "
+                 "and the ISR departures and session losses they caused")
 def detect_gc_pauses(bundle) -> list[Finding]:
     g = bundle.table("gc_pauses")
     ne = bundle.table("node_events")
@@ -450,6 +454,8 @@ def detect_gc_pauses(bundle) -> list[Finding]:
             reasons.append(f"{r.paused_share:.0%} of {r.span_s:,.0f} s paused")
         if r.max_heap_after_share == r.max_heap_after_share and r.max_heap_after_share >= HEAP_FULL:
             reasons.append(f"heap {r.max_heap_after_share:.0%} full after a collection")
+        if r.humongous >= HUMONGOUS_MIN:
+            reasons.append(f"{r.humongous} collections forced by humongous allocations")
         if reasons:
             bad_hosts.append((r, reasons))
     oom_hosts = sorted(oom["host"].astype(str).unique()) if len(oom) else []
@@ -465,7 +471,7 @@ def detect_gc_pauses(bundle) -> list[Finding]:
         parts.append(f"{r.host} (node {r.node}): " + ", ".join(reasons))
     for h in oom_hosts:
         parts.append(f"{h}: java.lang.OutOfMemoryError")
-    summary = "GC pauses stall brokers: " + "; ".join(parts)
+    summary = "GC trouble: " + "; ".join(parts)
     if conseq:
         said = []
         for (host, node), lks in conseq.items():
@@ -485,16 +491,22 @@ def detect_gc_pauses(bundle) -> list[Finding]:
                      "text": f"{lk.symptom} on node {lk.node}, {lk.pause_ms:,.0f} ms pause ended {lk.pause_ts.isoformat()}"})
     if len(oom):
         evid += evidence(oom.head(3))
-    severity = "critical" if oom_hosts else "high" if (conseq or (worst is not None and worst.longest_ms >= 5000)) else "medium"
+    severity = "critical" if oom_hosts else "high" if (conseq or (worst is not None and worst.longest_ms >= 5000)) \
+        else "medium" if (worst is not None and worst.longest_ms >= LONG_PAUSE_MS) else "low"
+    worst = max(bad_hosts, key=lambda x: (x[0].longest_ms >= LONG_PAUSE_MS, x[0].humongous, x[0].longest_ms))[0] \
+        if bad_hosts else None
     numbers = {"hosts": len(bad_hosts) + len([h for h in oom_hosts if h not in {r.host for r, _ in bad_hosts}]),
                "explained_symptoms": len(links), "oom_records": len(oom)}
     if worst is not None:
-        numbers.update(longest_pause_ms=round(worst.longest_ms, 1), longest_pause_host=worst.host,
+        numbers.update(worst_host=worst.host, worst_node=worst.node, pauses_per_min=round(float(worst.pauses_per_min), 1),
+                       humongous_collections=int(worst.humongous),
+                       longest_pause_ms=round(worst.longest_ms, 1), longest_pause_host=worst.host,
                        paused_share=round(float(worst.paused_share), 4) if worst.paused_share == worst.paused_share else None,
                        full_pauses=int(summ["full_pauses"].sum()))
     return [Finding(
         id="gc-pauses", severity=severity, summary=summary, numbers=numbers,
-        recommendation=("Give the broker heap room: Kafka needs little heap (6 GB is the usual ceiling; the page cache "
+        recommendation=("Give the broker heap room (collections forced by humongous allocations mean record "
+                        "batches of at least half a G1 region: raise -Xmx or -XX:G1HeapRegionSize): Kafka needs little heap (6 GB is the usual ceiling; the page cache "
                         "does the caching), so raise -Xmx (KAFKA_HEAP_OPTS) where the heap is full after collections, "
                         "keep G1 with -XX:MaxGCPauseMillis=20 -XX:InitiatingHeapOccupancyPercent=35 (Kafka's "
                         "KAFKA_JVM_PERFORMANCE_OPTS), look for what allocates (huge message.max.bytes batches, many "
