@@ -474,7 +474,7 @@ def detect_gc_pauses(bundle) -> list[Finding]:
     summary = "GC trouble: " + "; ".join(parts)
     if conseq:
         said = []
-        for (host, node), lks in conseq.items():
+        for (_host, node), lks in conseq.items():
             kinds = pd.Series([lk.symptom for lk in lks]).value_counts()
             words = {"isr_shrink": "left the ISR", "fenced": "was fenced", "broker_failed": "was declared failed",
                      "zk_session_expired": "lost its ZooKeeper session", "zk_session_timeout": "timed out its "
