@@ -297,3 +297,14 @@ def test_timeline_sequence_and_per_broker():
     assert seq["kind"].tolist()[:3] == ["gc_pause", "zk_session_timeout", "zk_session_expired"]
     pb = analysis.per_broker(b).set_index("node")
     assert pb.loc[3, "left_isr"] == 2 and pb.loc[3, "longest_gc_ms"] == pytest.approx(24487.912)
+
+
+def test_isr_shrink_from_topics_describe_alone(tmp_path):
+    """`kafka-topics --describe --under-replicated-partitions` output (parsed by the topics format)
+    names the brokers missing from each ISR, leaving out replicas a reassignment is still adding."""
+    (tmp_path / "ops").mkdir()
+    shutil.copy(Path(__file__).parent / "fixtures" / "cli" / "constructed-2.8-topics-under-replicated.txt", tmp_path / "ops")
+    f = findings(kitlib.load_bundle(tmp_path), "isr-shrink")[0]
+    assert f.numbers == {"under_replicated_partitions": 3, "offline_partitions": 1, "broker_3_missing": 2,
+                         "broker_1_missing": 1}
+    assert [e["line"] for e in f.evidence] == [2, 3, 4]

@@ -9,10 +9,12 @@ INVESTIGATION = Investigation(
     title="Broker and cluster health",
     question="Which broker left the ISR, lost its session, the controller role or a log directory, and what "
              "(a GC pause, a full disk, a crash) set it off?",
-    tables=("gc_pauses", "partition_changes", "node_events", "restarts", "metrics", "events"),
+    tables=("gc_pauses", "partition_changes", "node_events", "restarts", "metrics", "events", "topic_partitions",
+            "quorum_status", "quorum_replication"),
     finding_ids=("isr-shrink", "controller-failover", "broker-fenced", "log-dir-failure", "gc-pauses",
                  "unclean-election"),
-    relevant=lambda b: has_rows(b, "gc_pauses") or has_rows(b, "node_events") or has_rows(b, "partition_changes"),
+    relevant=lambda b: has_rows(b, "gc_pauses") or has_rows(b, "node_events") or has_rows(b, "partition_changes")
+    or has_rows(b, "quorum_status"),
     # a controller failover owns the fencing of the node that lost the role (see analysis), so
     # controller-failover alone is expected there
     examples={"isr-flapping": ("isr-shrink", "broker-fenced"), "controller-failover": ("controller-failover",),

@@ -113,6 +113,20 @@ def shrink_rows(bundle) -> pd.DataFrame:
     return s.reset_index(drop=True)
 
 
+def described_under_replication(bundle) -> pd.DataFrame:
+    """Under-replicated partitions in ``kafka-topics --describe`` output (``topic_partitions``), with
+    ``missing``: the replicas not in the ISR (replicas a reassignment is still adding left out)."""
+    d = bundle.table("topic_partitions")
+    if not len(d):
+        return d.assign(missing=pd.Series(dtype=object))
+    d = d[d["under_replicated"].fillna(False).astype(bool) | d["offline"].fillna(False).astype(bool)].copy()
+    def ids(v) -> list[str]:
+        return [] if v is None or v is pd.NA or v != v else [x.strip() for x in str(v).split(",") if x.strip().isdigit()]
+    d["missing"] = [[int(x) for x in ids(r) if x not in ids(i) and x not in ids(a)]
+                    for r, i, a in zip(d["replicas"], d["isr"], d["adding_replicas"])]
+    return d
+
+
 def long_pauses(bundle, min_ms: float = LONG_PAUSE_MS) -> pd.DataFrame:
     g = bundle.table("gc_pauses")
     if not len(g):
@@ -226,6 +240,14 @@ def failovers(bundle) -> list[Failover]:
             file=str(cur["file"]), line=int(cur["line"])))
         prev = cur
     return out
+
+
+def _described_quorum_leader(bundle) -> int | None:
+    """The active controller ``kafka-metadata-quorum describe --status`` last reported, if captured."""
+    q = bundle.table("quorum_status")
+    if not len(q) or q["leader_id"].isna().all():
+        return None
+    return int(q.sort_values("snapshot_ts", na_position="first")["leader_id"].dropna().iloc[-1])
 
 
 def _failover_owned(bundle, fos: list[Failover]) -> pd.DataFrame:
@@ -526,6 +548,23 @@ def detect_isr_shrink(bundle) -> list[Finding]:
     urp = metric_series(bundle, URP_MBEAN, "Value")
     urp_max = float(urp["value"].max()) if len(urp) else 0.0
     shrinks_metric = _count_increase(bundle, "IsrShrinksPerSec")
+    desc = described_under_replication(bundle)
+    if not len(sh) and not len(pchg) and len(desc):
+        brokers = desc.explode("missing")["missing"].dropna().astype(int).value_counts()
+        offline = int(desc["offline"].fillna(False).astype(bool).sum())
+        return [Finding(
+            id="isr-shrink", severity="high",
+            summary=(f"kafka-topics --describe shows {len(desc)} under-replicated partition(s)"
+                     + (f" ({offline} without a leader)" if offline else "") + "; missing from the ISR: "
+                     + ", ".join(f"broker {b} ({n} partition(s))" for b, n in brokers.items())),
+            numbers={"under_replicated_partitions": len(desc), "offline_partitions": offline,
+                     **{f"broker_{b}_missing": int(n) for b, n in brokers.items()}},
+            recommendation=(f"Look at broker {brokers.index[0]} first: its server.log and GC log around the snapshot "
+                            "(stopped, paused, disk or network trouble), and add every broker's server.log and "
+                            "state-change.log to the bundle to see when it left the ISR.") if len(brokers) else
+            "Add every broker's server.log and state-change.log to the bundle to see who left the ISR and when.",
+            evidence=evidence(desc.head(8), text=lambda x: f"{x['topic']}-{x['partition']} leader {x['leader']} "
+                                                            f"replicas {x['replicas']} isr {x['isr']}"))]
     if not len(sh):
         if len(pchg) or len(urp) < 3:
             return []
@@ -572,7 +611,8 @@ def detect_isr_shrink(bundle) -> list[Finding]:
                      "longest_out_of_isr_s": None if longest != longest else round(longest, 1),
                      "never_rejoined": never, "under_min_isr_updates": under_min,
                      "explained_by_gc": sum(1 for lk in links if lk.symptom == "isr_shrink"),
-                     "max_under_replicated_jmx": urp_max, "isr_shrinks_jmx": shrinks_metric},
+                     "max_under_replicated_jmx": urp_max, "isr_shrinks_jmx": shrinks_metric,
+                     "under_replicated_in_describe": len(desc)},
             recommendation=(f"Find why broker {node} stops fetching: its GC log (long pauses), CPU steal or a stopped "
                             f"process, disk latency on its log dirs, network to the leaders. replica.lag.time.max.ms "
                             f"(default 30000) is how long a follower may lag before it is dropped; raise it only if "
@@ -625,7 +665,8 @@ def detect_controller_failover(bundle) -> list[Finding]:
             summary=summary,
             numbers={"lost": fo.lost, "won": fo.won, "epoch": fo.epoch, "gap_s": None if fo.gap_s is None else round(fo.gap_s, 2),
                      "planned": fo.planned, "offline_partitions": len(off_parts), "offline_partitions_jmx": opc_max,
-                     "heartbeat_timeouts": len(hb), "old_controller_fenced": bool(len(fenced_old))},
+                     "heartbeat_timeouts": len(hb), "old_controller_fenced": bool(len(fenced_old)),
+                     "quorum_leader_described": _described_quorum_leader(bundle)},
             recommendation=(f"Find why node {fo.lost} stopped leading (its server.log / controller.log just before "
                             f"{(fo.lost_ts or fo.won_ts).isoformat()}: a crash, kill, GC pause or lost network). Run an "
                             "odd number of dedicated controllers (3 or 5) apart from brokers so a broker's trouble does "
