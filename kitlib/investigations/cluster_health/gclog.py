@@ -77,6 +77,7 @@ SIZE = r"\d+(?:[.,]\d+)?[BKMGT]"
 U_PAUSE = (rf"^GC\((\d+)\) (?:[YO]: )?Pause (.+?)(?: ({SIZE})->({SIZE})\(({SIZE})\))? (\d+(?:[.,]\d+)?)ms$")
 U_CONC = rf"^GC\((\d+)\) (?:[YO]: )?(Concurrent [A-Za-z ]+?)(?: \([^)]*\))*(?: {SIZE}->{SIZE}\({SIZE}\))? (\d+(?:[.,]\d+)?)ms$"
 U_TOSPACE = r"^GC\((\d+)\) (To-space exhausted)"
+U_CANDIDATE = r"\] ?GC\(\d+\) (?:[YO]: )?(?:Pause|Concurrent|To-space).*(?:\dms|exhausted)$"
 # a known phase word in parentheses belongs to the kind, the last other parenthesised word is the cause
 KIND_CAUSE = r"^(.+?(?: \((?:Normal|Mixed|Prepare Mixed|Concurrent Start|Initial Mark|Major|Minor)\))?)(?: \(([^\(\)]*)\))?$"
 
@@ -153,8 +154,10 @@ def classify_block(lines: pa.Array) -> tuple[pd.DataFrame, np.ndarray, np.ndarra
     unified = np.asarray(pc.match_substring_regex(lines, UNIFIED).to_numpy(zero_copy_only=False), bool)
     parsed = unified.copy()
 
-    # JDK 9+ unified logging
-    at = np.flatnonzero(unified)
+    # JDK 9+ unified logging: only pause ends, concurrent phases with a duration and to-space
+    # exhaustion become rows; one cheap regex pass picks them, the captures run on those alone
+    cand = unified & np.asarray(pc.match_substring_regex(lines, U_CANDIDATE).to_numpy(zero_copy_only=False), bool)
+    at = np.flatnonzero(cand)
     if len(at):
         sub = lines.take(pa.array(at))
         _, (deco, msg) = _extract(sub, DECO, ["d", "m"])
