@@ -13,13 +13,22 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field, replace
+from pathlib import Path
 
 import pandas as pd
 
 from kitlib import registry, tables
 from kitlib.ingest.pipeline import run
-from kitlib.ingest.store import ingest, is_store, load
+from kitlib.ingest.store import ingest, is_store, load, read_table, stored_tables
 from kitlib.summary import BundleSummary
+
+
+@dataclass(frozen=True)
+class Scope:
+    """A window over a bundle: ``start <= ts < end`` (UTC) and the hosts to keep."""
+    start: pd.Timestamp | None = None
+    end: pd.Timestamp | None = None
+    hosts: list[str] | None = None
 
 __all__ = ["Bundle", "ingest", "load", "load_bundle", "window"]
 
@@ -37,6 +46,8 @@ class Bundle:
     root: str
     tables: dict[str, pd.DataFrame] = field(default_factory=dict)
     summary: BundleSummary = field(default_factory=lambda: BundleSummary(bundle=""))
+    store: Path | None = None          # an ingest output the tables are read from on demand
+    scope: Scope | None = None         # the window those reads are cut to
 
     def __getattr__(self, name: str) -> pd.DataFrame:
         if name.startswith("_"):
@@ -52,9 +63,31 @@ class Bundle:
         if t is not None:
             return t
         registry.load()
+        store = self.__dict__.get("store")
+        if store is not None:
+            path = stored_tables(store).get(name)
+            if path is not None:
+                sc = self.scope or Scope()
+                t = read_table(path, name, sc.start, sc.end, sc.hosts)
+                self.tables[name] = t
+                return t
         if name in tables.SCHEMAS:
             return tables.empty(name)
         raise AttributeError(f"bundle has no table {name!r}; known: {sorted(tables.SCHEMAS)}")
+
+    def sql(self, query: str) -> pd.DataFrame:
+        """Run a DuckDB query over the stored tables (each table is a view of its Parquet files,
+        read by DuckDB without loading it into pandas), e.g. ``bundle.sql("select level, count(*)
+        from events group by level")``. Only for a bundle opened on an ingest output; the
+        bundle's window is not applied (add a ``where`` on ``ts``/``host``)."""
+        if self.store is None:
+            raise ValueError("sql() needs a bundle opened on a `kitlib ingest` output (kitlib.load(DIR))")
+        import duckdb
+        con = duckdb.connect()
+        for name, path in stored_tables(self.store).items():
+            pattern = str(path) if path.is_file() else str(path / "**" / "*.parquet")
+            con.execute(f"create view \"{name}\" as select * from read_parquet('{pattern}', hive_partitioning=false)")
+        return con.execute(query).df()
 
     def findings(self):
         """Run every detector; returns the list of findings (ranked)."""
@@ -111,8 +144,14 @@ def window(bundle: Bundle, start=None, end=None, hosts=None) -> Bundle:
         if hosts and "host" in df.columns:
             keep &= df["host"].astype("string").isin([str(h) for h in hosts])
         out[name] = df[keep.fillna(False)].reset_index(drop=True)
-    return Bundle(bundle.root, out, replace(bundle.summary, window=[str(start), str(end)],
-                                            hosts_filter=[str(h) for h in hosts] if hosts else None))
+    host_list = [str(h) for h in hosts] if hosts else None
+    scope = None
+    if bundle.store is not None:  # tables not read yet are read with the window pushed down
+        old = bundle.scope or Scope()
+        scope = Scope(max(filter(None, [old.start, lo]), default=None), min(filter(None, [old.end, hi]), default=None),
+                      host_list if host_list is not None else old.hosts)
+    return Bundle(bundle.root, out, replace(bundle.summary, window=[str(start), str(end)], hosts_filter=host_list),
+                  store=bundle.store, scope=scope)
 
 
 def _utc(t) -> pd.Timestamp:
