@@ -288,9 +288,11 @@ def _in_shutdown(bundle, df: pd.DataFrame, node_col: str = "about") -> np.ndarra
 # --- tables for the notebook ---
 
 def isr_episodes(bundle) -> pd.DataFrame:
-    """Each time a broker left a partition's ISR: when, until it rejoined (NaT: not seen), how long."""
+    """Each time a broker left a partition's ISR: when, when it rejoined (NaT: not logged), how long,
+    and ``back_by``: the rejoin, or else the next shrink naming it again (it was back by then; NaT:
+    never seen back)."""
     sh = shrink_rows(bundle)
-    cols = ["node", "topic", "partition", "left", "rejoined", "out_s", "leader", "file", "line"]
+    cols = ["node", "topic", "partition", "left", "rejoined", "out_s", "back_by", "leader", "file", "line"]
     if not len(sh):
         return pd.DataFrame(columns=cols)
     p = bundle.table("partition_changes")
@@ -303,11 +305,15 @@ def isr_episodes(bundle) -> pd.DataFrame:
     rows = []
     for key, grp in sh.groupby(["topic", "partition", "node"]):
         back = ex[(ex["topic"] == key[0]) & (ex["partition"] == key[1]) & (ex["node"] == key[2])]["ts"].sort_values()
-        for r in grp.sort_values("ts").itertuples():
-            after = back[back > r.ts]
+        lefts = grp.sort_values("ts")["ts"].tolist()
+        for k, r in enumerate(grp.sort_values("ts").itertuples()):
+            # the next shrink naming it again proves it was back by then, even when the rejoin was not logged
+            back_by = lefts[k + 1] if k + 1 < len(lefts) else pd.NaT
+            after = back[(back > r.ts) & ((back < back_by) if pd.notna(back_by) else True)]
             rej = after.iloc[0] if len(after) else pd.NaT
             rows.append({"node": key[2], "topic": key[0], "partition": key[1], "left": r.ts, "rejoined": rej,
-                         "out_s": (rej - r.ts).total_seconds() if pd.notna(rej) else np.nan, "leader": r.reporter,
+                         "out_s": (rej - r.ts).total_seconds() if pd.notna(rej) else np.nan,
+                         "back_by": rej if pd.notna(rej) else back_by, "leader": r.reporter,
                          "file": r.file, "line": r.line})
     return pd.DataFrame(rows, columns=cols).sort_values("left").reset_index(drop=True)
 
@@ -597,7 +603,7 @@ def detect_isr_shrink(bundle) -> list[Finding]:
         mine = ep[ep["node"] == node] if len(ep) else ep
         flapping = int((parts >= FLAP_MIN).sum())
         longest = float(mine["out_s"].max()) if len(mine) else np.nan
-        never = int(mine["rejoined"].isna().sum()) if len(mine) else 0
+        never = int(mine["back_by"].isna().sum()) if len(mine) else 0
         under_min = int(pchg[(pchg["kind"] == "isr_updated") & pchg["under_min_isr"].fillna(False).astype(bool)].shape[0])
         span = (grp["ts"].max() - grp["ts"].min()).total_seconds()
         summary = (f"Broker {node} left the ISR {len(grp)} times on {len(parts)} partition(s) over {_fmt_s(span)}"
