@@ -169,9 +169,12 @@ def _partition_fields(kind: str, g: list) -> dict:
     """Columns of one partition_changes row from its rule's capture groups."""
     r: dict = {"kind": kind}
     if kind in ("isr_shrink", "isr_expand"):
-        before, after = _ids(g[2]), _ids(g[3])
-        r.update(tp=g[0], reporter=_int(g[1]), isr_before=_join(before), isr_after=_join(after),
-                 removed=_join([b for b in before if b not in after]), added=_join([a for a in after if a not in before]))
+        before = (g[2] or "").replace(" ", "").strip(",")
+        after = (g[3] or "").replace(" ", "").strip(",")
+        b, a = before.split(","), after.split(",")
+        r.update(tp=g[0], reporter=int(g[1]), isr_before=before or None, isr_after=after or None,
+                 removed=",".join(x for x in b if x and x not in a) or None,
+                 added=",".join(x for x in a if x and x not in b) or None)
     elif kind == "isr_updated":
         r.update(tp=g[0], reporter=_int(g[1]), isr_after=_join(_ids(g[2])), under_min_isr=bool(g[3]))
     elif kind == "leader":
@@ -274,22 +277,73 @@ def _base(events: pd.DataFrame, rows: np.ndarray, first: pa.Array) -> pd.DataFra
                          "host": ev["host"].astype("string"), "file": ev["file"].astype("string"), "line": ev["line"]})
 
 
+# the frequent kinds are built column by column (no Python per row): column <- (group, conversion)
+COLUMNS = {
+    "isr_updated": {"tp": (0, "s"), "reporter": (1, "i"), "isr_after": (2, "ids"), "under_min_isr": (3, "flag")},
+    "leader": {"reporter": (0, "i"), "tp": (1, "s"), "epoch": (2, "i"), "isr_after": (3, "ids"), "leader": (0, "i")},
+    "follower": {"reporter": (0, "i"), "tp": (1, "s"), "epoch": (2, "i"), "leader": (3, "i")},
+    "offline": {"reporter": (0, "i"), "tp": (1, "s")},
+    "leader_change": {"reporter": (0, "i"), "tp": (1, "s"), "leader": (2, "i"), "epoch": (3, "i"), "isr_after": (4, "ids")},
+    "offline_dir_leader": {"reporter": (0, "i"), "tp": (1, "s")},
+}
+
+
+def _convert(values: list, how: str) -> pd.Series:
+    s = pd.Series(values, dtype=pd.StringDtype("pyarrow"))
+    if how == "i":
+        return pd.to_numeric(s, errors="coerce").astype("Int64")
+    if how == "ids":
+        return s.str.replace(r"[^\d,]", "", regex=True).str.strip(",")
+    if how == "flag":
+        return s.notna().astype("boolean")
+    return s
+
+
+def _partition_frame(events: pd.DataFrame) -> tuple[pd.DataFrame, pa.Array]:
+    """Rows of ``partition_changes`` (without the base columns), one frame per rule, concatenated
+    in record order (``row``: the record's index in ``events``), and the records' first lines."""
+    msgs = arrow_messages(events)
+    first = first_lines(msgs)
+    which = first_match(first, [p for _, p in PARTITION_RULES])
+    parts = []
+    for i, (kind, pattern) in enumerate(PARTITION_RULES):
+        sel = np.flatnonzero(which == i)
+        if not len(sel):
+            continue
+        gs = groups_of(first.take(pa.array(sel)), pattern)
+        if kind in COLUMNS:
+            f = pd.DataFrame({c: _convert(gs[g], how) for c, (g, how) in COLUMNS[kind].items()})
+            if kind == "offline":
+                f["leader"] = -1
+        else:  # shrink, expand (set differences) and unclean (two wordings): rare, field by field
+            f = pd.DataFrame([_partition_fields(kind, [col[j] for col in gs]) for j in range(len(sel))])
+        f["kind"] = kind
+        f["row"] = sel
+        parts.append(f)
+    if not parts:
+        return pd.DataFrame(), first
+    f = pd.concat(parts, ignore_index=True).sort_values("row", kind="stable").reset_index(drop=True)
+    if "tp" in f:
+        tp = f.pop("tp").astype(pd.StringDtype("pyarrow")).str.extract(r"^(.*)-(\d+)$")
+        f["topic"] = tp[0].fillna(f["topic"].astype("string")) if "topic" in f else tp[0]
+        part = pd.to_numeric(tp[1], errors="coerce").astype("Int64")
+        f["partition"] = part.fillna(pd.to_numeric(f["partition"], errors="coerce").astype("Int64")) \
+            if "partition" in f else part
+    return f, first
+
+
 @extractor("partition_changes", match=wanted_logger, contains=CONTAINS)
 def build_partition_changes(events: pd.DataFrame) -> pd.DataFrame:
     if not len(events):
         return tables.empty("partition_changes")
-    rows, fields, first = _classified(events, PARTITION_RULES)
-    if not len(rows):
+    f, first = _partition_frame(events)
+    if not len(f):
         return tables.empty("partition_changes")
+    rows = f.pop("row").to_numpy()
     df = _base(events, rows, first)
-    f = pd.DataFrame(fields)
-    if "tp" in f:
-        tp = [_tp(x) for x in f.pop("tp")]
-        f["topic"] = [t if t is not None else o for (t, _), o in zip(tp, f.get("topic", [None] * len(tp)))]
-        f["partition"] = [p if p is not None else o for (_, p), o in zip(tp, f.get("partition", [None] * len(tp)))]
     for c in f.columns:
         if c == "reporter":
-            df[c] = [a if a is not None and a == a else b for a, b in zip(f[c], df[c])]
+            df[c] = f[c].astype("Int64").fillna(pd.Series(df[c], dtype="Int64")).to_numpy()
         else:
             df[c] = f[c].to_numpy()
     return df.sort_values(["ts", "host", "file", "line"], kind="stable").reset_index(drop=True)
