@@ -75,6 +75,50 @@ class Bundle:
             return tables.empty(name)
         raise AttributeError(f"bundle has no table {name!r}; known: {sorted(tables.SCHEMAS)}")
 
+    def select(self, name: str, columns: list[str] | None = None, **isin) -> pd.DataFrame:
+        """Some columns of a table, only the rows whose ``column`` is one of the given values
+        (``bundle.select("events", ["ts", "host", "level"], level=["WARN", "ERROR"])``). On a
+        bundle opened on an ingest output both are pushed down to the Parquet scan, so the table is
+        never loaded whole; in memory it is a plain filter."""
+        store = self.__dict__.get("store")
+        if store is not None and name not in self.tables:
+            path = stored_tables(store).get(name)
+            if path is None:
+                df = self.table(name)
+                return df[columns] if columns else df
+            sc = self.scope or Scope()
+            return read_table(path, name, sc.start, sc.end, sc.hosts, columns=columns, isin=isin)
+        df = self.table(name)
+        for col, values in isin.items():
+            df = df[df[col].astype("string").isin([str(v) for v in values])]
+        return (df[columns] if columns else df).reset_index(drop=True)
+
+    def span(self) -> tuple[pd.Timestamp, pd.Timestamp] | None:
+        """First and last record time (UTC) within the bundle's window; None without records.
+        On an ingest output it is computed from the Parquet files' statistics and columns by
+        DuckDB, not by loading the events."""
+        store = self.__dict__.get("store")
+        if store is not None and "events" not in self.tables and "events" in stored_tables(store):
+            sc = self.scope or Scope()
+            where = []
+            if sc.start is not None:
+                where.append(f"ts >= TIMESTAMPTZ '{sc.start.isoformat()}'")
+            if sc.end is not None:
+                where.append(f"ts < TIMESTAMPTZ '{sc.end.isoformat()}'")
+            if sc.hosts:
+                where.append("CAST(host AS VARCHAR) IN (" + ", ".join("'" + h.replace("'", "''") + "'"
+                                                                   for h in sc.hosts) + ")")
+            got = self.sql("select min(ts) as lo, max(ts) as hi from events"
+                           + (" where " + " and ".join(where) if where else ""))
+            lo, hi = got["lo"].iloc[0], got["hi"].iloc[0]
+            if pd.isna(lo):
+                return None
+            return _utc(lo), _utc(hi)
+        ev = self.table("events")
+        if not len(ev) or ev["ts"].isna().all():
+            return None
+        return ev["ts"].min(), ev["ts"].max()
+
     def sql(self, query: str) -> pd.DataFrame:
         """Run a DuckDB query over the stored tables (each table is a view of its Parquet files,
         read by DuckDB without loading it into pandas), e.g. ``bundle.sql("select level, count(*)

@@ -71,7 +71,8 @@ def stored_tables(out: Path) -> dict[str, Path]:
 
 
 def read_table(path: Path, name: str, start: pd.Timestamp | None = None, end: pd.Timestamp | None = None,
-               hosts: list[str] | None = None, columns: list[str] | None = None) -> pd.DataFrame:
+               hosts: list[str] | None = None, columns: list[str] | None = None,
+               isin: dict[str, list] | None = None) -> pd.DataFrame:
     """One stored table as a DataFrame with its declared dtypes, only the rows in
     ``start <= ts < end`` and ``hosts`` when given (the filter is pushed down to the Parquet scan)."""
     import pyarrow.compute as pc
@@ -88,6 +89,14 @@ def read_table(path: Path, name: str, start: pd.Timestamp | None = None, end: pd
     if hosts and "host" in names:
         c = pc.field("host").cast(pa.string()).isin([str(h) for h in hosts])
         cond = c if cond is None else cond & c
+    for col, values in (isin or {}).items():
+        c = pc.field(col).cast(pa.string()).isin([str(v) for v in values])
+        cond = c if cond is None else cond & c
     t = dataset.to_table(columns=columns, filter=cond)
-    df = to_pandas(t) if name == "events" and columns is None else t.to_pandas()
-    return tables.conform(name, df) if name in tables.SCHEMAS and columns is None else df
+    if columns is None:
+        df = to_pandas(t) if name == "events" else t.to_pandas()
+        return tables.conform(name, df) if name in tables.SCHEMAS else df
+    df = t.to_pandas(types_mapper={pa.large_string(): pd.StringDtype("pyarrow"), pa.string(): pd.StringDtype("pyarrow")}.get)
+    if "ts" in df.columns:
+        df["ts"] = df["ts"].astype("datetime64[ns, UTC]")
+    return df

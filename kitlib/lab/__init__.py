@@ -633,7 +633,8 @@ def run_tool(main_class: str, args: list[str], timeout: float = 120, stderr: boo
         cmd = ["java", "-Xmx256m", "-XX:TieredStopAtLevel=1", f"-Dlog4j.configuration={Path(f.name).as_uri()}",
                "-cp", _classpath(), main_class, *args]
         try:
-            r = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL)
+            r = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL,
+                               check=False)
         except subprocess.TimeoutExpired:
             raise LabError(f"{main_class} ran longer than {timeout:.0f} s") from None
     finally:
@@ -653,6 +654,7 @@ from .cluster import (  # noqa: E402
     resume,
     start_cluster,
     stop_cluster,
+    wait_for_full_isr,
     wait_for_log,
 )
 from .load import LoadStats, ProduceLoad  # noqa: E402
@@ -692,6 +694,7 @@ __all__ = [
     "stop",
     "stop_cluster",
     "template",
+    "wait_for_full_isr",
     "wait_for_log",
     "work_root",
     "write_manifest",

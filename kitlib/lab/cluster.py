@@ -267,3 +267,23 @@ def log_offset(node: Proc, log: str = "server.log") -> int:
     """The current size of one of a node's logs (pass it as ``after`` to :func:`wait_for_log`)."""
     path = Path(node.logs) / log
     return path.stat().st_size if path.is_file() else 0
+
+
+def wait_for_full_isr(cluster: Cluster, topic: str, timeout: float = 60) -> None:
+    """Wait until every partition of ``topic`` has all its replicas in sync (a new topic's
+    followers need a moment to start fetching, more on a busy machine)."""
+    from kafka.admin import KafkaAdminClient
+    a = KafkaAdminClient(bootstrap_servers=cluster.bootstrap)
+    try:
+        deadline = time.monotonic() + timeout
+        behind: list = []
+        while time.monotonic() < deadline:
+            (desc,) = a.describe_topics([topic])
+            parts = desc.get("partitions") or []
+            behind = [p["partition_index"] for p in parts if sorted(p["isr_nodes"]) != sorted(p["replica_nodes"])]
+            if parts and not behind:
+                return
+            time.sleep(0.5)
+        raise LabError(f"topic {topic}: partitions {behind} still had replicas out of sync after {timeout:.0f} s")
+    finally:
+        a.close()

@@ -47,6 +47,7 @@ def run(out: str | Path, before_s: float = 10, down_s: float = 15, after_s: floa
         a = KafkaAdminClient(bootstrap_servers=c.bootstrap)
         a.create_topics([NewTopic(TOPIC, 6, 3, topic_configs={"min.insync.replicas": "2"})])
         a.close()
+        lab.wait_for_full_isr(c, TOPIC)
         s.mark(f"cluster up; active controller node {old.node_id}; topic {TOPIC} (6 partitions, RF 3, "
                "min.insync.replicas=2, leaders spread over the three nodes)")
         with lab.ProduceLoad(c.bootstrap, TOPIC, rate=rate) as load:

@@ -42,6 +42,7 @@ def run(out: str | Path, seconds: float = 45, rate: int = 600, size: int = 4096,
         a = KafkaAdminClient(bootstrap_servers=c.bootstrap)
         a.create_topics([NewTopic(TOPIC, 12, 3, topic_configs={"min.insync.replicas": "2"})])
         a.close()
+        lab.wait_for_full_isr(c, TOPIC)
         s.mark(f"cluster up; node {VICTIM} with heap {heap}, nodes "
                f"{[n.node_id for n in c.nodes if n.node_id != VICTIM]} with 512m; topic {TOPIC} "
                "(12 partitions, RF 3, min.insync.replicas=2)")

@@ -35,6 +35,7 @@ def run(out: str | Path, seconds: float = 40, rate: int = 400, work: Path | None
         a = KafkaAdminClient(bootstrap_servers=c.bootstrap)
         a.create_topics([NewTopic(TOPIC, 6, 3, topic_configs={"min.insync.replicas": "2"})])
         a.close()
+        lab.wait_for_full_isr(c, TOPIC)
         s.mark(f"cluster up; active controller node {controller.node_id}; topic {TOPIC} (6 partitions, RF 3, "
                "min.insync.replicas=2)")
         with lab.ProduceLoad(c.bootstrap, TOPIC, rate=rate) as load:

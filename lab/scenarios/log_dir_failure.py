@@ -76,6 +76,7 @@ def run(out: str | Path, rate: int = 1000, size: int = 1000, work: Path | None =
             a.create_topics([NewTopic(TOPIC, 6, 3, topic_configs={"min.insync.replicas": "2",
                                                                    "segment.bytes": "262144"})])
             a.close()
+            lab.wait_for_full_isr(c, TOPIC)
             time.sleep(2)
             on_small = sorted(p.name for p in small.iterdir() if p.name.startswith(TOPIC + "-"))
             if not on_small:
@@ -115,8 +116,9 @@ def run(out: str | Path, rate: int = 1000, size: int = 1000, work: Path | None =
         f"node {victim_id}, UnderReplicatedPartitions rises on the leaders, ...); `live/` is a capture after the run "
         f"(node {victim_id}'s offline dir shows up in the log-dir description). The log dir paths read "
         "`/var/lib/kafka-lab/log-dir-failure/broker-3/data` and `/var/lib/kafka-lab/log-dir-failure-small-disk`.",
-        f"`log-dir-failure` (node {victim_id}, the small-disk dir), possibly `isr-shrink` (node {victim_id} "
-        "drops out of the ISR of the partitions it held there)",
+        f"`log-dir-failure` (node {victim_id}, the small-disk dir); `cleaner-stalled` as a consequence (the log "
+        "cleaner logs `Stopping cleaning logs in dir` for the failed dir); possibly `isr-shrink` (node "
+        f"{victim_id} drops out of the ISR of the partitions it held there)",
         evidence(victim_id, fault), f".venv/bin/python lab/scenarios/log_dir_failure.py {out}")
     return out
 
