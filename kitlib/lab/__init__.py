@@ -287,8 +287,8 @@ def _prepare_node(work: Path, name: str, node_id: int, port: int, cport: int, vo
     data.mkdir(parents=True, exist_ok=True)
     props = _render("server.properties", port=port, controller_port=cport, data_dir=data, node_id=node_id,
                     voters=voters)
-    for k, v in (settings or {}).items():
-        props += f"{k}={v}\n"
+    for k, v in (settings or {}).items():  # {port} and {controller_port} in a value name the chosen ports
+        props += f"{k}={str(v).replace('{port}', str(port)).replace('{controller_port}', str(cport))}\n"
     (work / "server.properties").write_text(props)
     return logs, data
 
@@ -334,18 +334,21 @@ def _log_size(b: Proc) -> int:
 
 def start_broker(name: str = "broker-1", work: str | Path | None = None, settings: dict | None = None,
                  request_log: str = "DEBUG", jmx: bool = True, heap: str = "512m", timeout: float = 90,
-                 fresh: bool = True, gc_log: bool = False) -> Proc:
+                 fresh: bool = True, gc_log: bool = False, cluster_id: str | None = None) -> Proc:
     """Format storage and start a single-node broker (KRaft, broker and controller in one
     process); returns once "Kafka Server started" is logged.
 
     ``settings`` are appended to server.properties (e.g. ``{"log.cleaner.dedupe.buffer.size":
     1048577}``). ``request_log`` is the level of ``kafka.request.logger`` (DEBUG logs every
     request with its API version to kafka-request.log). ``gc_log`` writes kafkaServer-gc.log
-    as kafka-run-class.sh does."""
+    as kafka-run-class.sh does. ``{port}`` / ``{controller_port}`` in a setting's value are
+    replaced by the ports chosen (to add a listener: ``{"listeners": "PLAINTEXT://127.0.0.1:{port},
+    SASL_PLAINTEXT://127.0.0.1:40001,CONTROLLER://127.0.0.1:{controller_port}"}``); nodes of one
+    cluster started one by one (a controller-only and a broker-only node) share ``cluster_id``."""
     work = Path(work) if work else work_root() / name
     port, cport = free_port(), free_port()
     logs, _ = _prepare_node(work, name, 1, port, cport, f"1@127.0.0.1:{cport}", settings, fresh)
-    _format([work], _cluster_id())
+    _format([work], cluster_id or _cluster_id())
     b = Proc("broker", name, str(work), 0, port, 0, cport, str(logs), node_id=1)
     p = _launch(b, request_log, heap, gc_log)
     _wait_for_line(logs / "server.log", READY, p, p.pid, timeout, f"broker {name}", work / "broker.out")
