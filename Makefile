@@ -27,7 +27,8 @@ check: $(STAMP)
 	$(PYTEST) -n 2 --dist loadfile $(FAST) --doctest-modules kitlib tests
 
 test: check chromium
-	$(PYTEST) -m "broker or chromium or slow" tests
+	$(PYTEST) -m broker tests
+	$(PYTEST) -n 2 --dist loadfile -m "(chromium or slow) and not broker" tests
 	$(PYTEST) -n 2 --dist loadfile kitlib/notebooks --nbval --nbval-sanitize-with tests/nbval-sanitize.cfg
 
 venv: $(STAMP)
