@@ -130,10 +130,11 @@ RULES: list[Rule] = [
          re.compile(r"\bxox[abprs]-[A-Za-z0-9-]{10,}")),
     Rule("google-api-key", "Google API key (AIza...)", "AIza" + "Sy" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q",
          re.compile(r"\bAIza[0-9A-Za-z_\-]{35}")),
-    Rule("base64-key-line", "a line that is only a base64 run of 16+ characters mixing upper case, "
-         "lower case and digits (the body of a PEM key whose BEGIN line is elsewhere)",
-         "MIIEowIBAAKCAQEA7bq3xYz0PqR9 (on a line of its own)",
-         re.compile(r"(?m)^[ \t]*(?P<value>[A-Za-z0-9+/]{16,}={0,2})[ \t]*$")),
+    Rule("base64-key-line", "a line that is only a base64 run of 40+ characters mixing upper case, "
+         "lower case and digits (the body of a PEM key whose BEGIN line is elsewhere; shorter runs are "
+         "Kafka's own ids: cluster, topic and member ids are 22 characters)",
+         "MIIEowIBAAKCAQEA7bq3xYz0PqR9aB3cD4eF5gH6iJ7k (on a line of its own)",
+         re.compile(r"(?m)^[ \t]*(?P<value>[A-Za-z0-9+/]{40,}={0,2})[ \t]*$")),
 ]
 
 # the RE2 pre-check over whole columns: every value a rule can change matches it (the tests
@@ -142,7 +143,7 @@ PREFILTER = (
     r"(?i:passw|passphrase|pwd|secret|token|api[._-]key|credential|access.?key|auth.user.info|bind.pw|jaas"
     r"|private.?key|keystore.key|user_|authorization|bearer|://[^/\s:@]+:[^@\s]+@|eyj|gh[pousr]_|xox[abprs]-|aiza)"
     r"|apikey|APIKEY|(?:^|[^A-Za-z])[Aa]piKey\\?[\"']?\s*[=:]\s*[^\s0-9]|AKIA|ASIA|ABIA|ACCA"
-    r"|(?m:^[ \t]*[A-Za-z0-9+/]{16,}={0,2}[ \t]*$)"
+    r"|(?m:^[ \t]*[A-Za-z0-9+/]{40,}={0,2}[ \t]*$)"
 )
 _PREFILTER_PY = re.compile(PREFILTER.replace("(?m:", "(?:").replace("(?i:", "(?:"), re.I | re.M)
 _PEM_BEGIN = re.compile(r"-----BEGIN[A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----")
