@@ -70,8 +70,9 @@ def rebalance_summary(group_events: pd.DataFrame) -> pd.DataFrame:
             "generation_last": int(gens.max()) if len(gens) else None,
             "generations_per_min": round(float(gens.max() - gens.min()) / minutes, 2) if len(gens) else 0.0,
             "members_failed": int((k == "member_failed").sum()), "members_left": int((k == "member_left").sum()),
-            "new_members": int((k == "unknown_member_join").sum()
-                               + prep["reason"].astype("string").str.contains("Adding new member", na=False).sum()),
+            # a new member shows as an unknown-member join and as the reason of the rebalance it starts
+            "new_members": int(max((k == "unknown_member_join").sum(),
+                                   prep["reason"].astype("string").str.contains("Adding new member", na=False).sum())),
             "poll_timeouts": int((k == "poll_timeout").sum()), "commit_failures": int((k == "commit_failed").sum()),
             "top_reasons": "; ".join(f"{r} ({n}x)" for r, n in reasons.head(3).items()),
         })
@@ -90,7 +91,7 @@ def _storm_advice(s: pd.Series, reasons: str) -> str:
         steps.append("members miss heartbeats for session.timeout.ms: look for GC pauses, CPU starvation or network "
                      "trouble on the consumers; raise session.timeout.ms (keep heartbeat.interval.ms at a third of it "
                      "or less)")
-    if s["new_members"] >= 2:
+    if s["new_members"] >= 3:
         steps.append("new member ids keep joining (restarts or rolling deploys): use static membership "
                      "(group.instance.id per instance, session.timeout.ms longer than a restart) and the "
                      "CooperativeStickyAssignor so a restart does not move every partition")
@@ -226,7 +227,8 @@ def transaction_summary(txn_events: pd.DataFrame) -> pd.DataFrame:
                 if pid[i] == pid[i - 1] and e[i] - e[i - 1] >= 2 and not rolled:
                     jumps += 1
         rows.append({"transactional_id": tx, "inits": len(inits), "timeout_rollbacks": int((k == "timeout_rollback").sum()),
-                     "fenced": int(k.isin(["fenced", "old_epoch"]).sum()), "epoch_jumps": jumps,
+                     "fenced": int(k.isin(["fenced", "old_epoch"]).sum()
+                                   + (r["error"].astype("string") == "PRODUCER_FENCED").sum()), "epoch_jumps": jumps,
                      "refused": int(k.isin(["init_refused", "end_refused", "rollback_failed"]).sum()),
                      "producer_ids": ", ".join(sorted({str(int(x)) for x in r["producer_id"].dropna()})),
                      "last_epoch": None if not len(inits) else int(inits["epoch"].iloc[-1]),
@@ -261,7 +263,7 @@ def transaction_timeouts(bundle) -> list[Finding]:
         if r["timeout_rollbacks"]:
             bits.append(f"rolled back on timeout {r['timeout_rollbacks']}x")
         if r["fenced"] or r["epoch_jumps"]:
-            bits.append(f"fenced {max(r['fenced'], r['epoch_jumps'])}x")
+            bits.append(f"fenced by a newer producer ({max(r['fenced'], r['epoch_jumps'])} signs)")
         parts.append(f"{r['transactional_id']} ({', '.join(bits)})")
     if len(anonymous):
         parts.append(f"{len(anonymous)} writes refused for an old producer epoch")
@@ -294,7 +296,7 @@ def transaction_timeouts(bundle) -> list[Finding]:
         "Transactions in trouble: " + "; ".join(parts),
         numbers={"transactional_ids": ", ".join(trouble["transactional_id"]) if len(trouble) else "",
                  "timeout_rollbacks": int(trouble["timeout_rollbacks"].sum()) if len(trouble) else 0,
-                 "fenced": int((trouble["fenced"] + trouble["epoch_jumps"]).sum()) if len(trouble) else 0,
+                 "fenced": int(trouble[["fenced", "epoch_jumps"]].max(axis=1).sum()) if len(trouble) else 0,
                  "refused_old_epoch_writes": len(anonymous), "late_transaction_partitions_max": late_max},
         recommendation=_sentence("; ".join(fixes)),
         evidence=ev_list)]

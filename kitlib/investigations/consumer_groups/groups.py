@@ -86,10 +86,10 @@ RULES = [
                                   r"group (?P<group>\S+) because it is rebalancing"),
     Rule("session_expired", r"(?i)Heartbeat session expired|Attempt to heartbeat failed since member id "
                             r"(?P<member>\S+) is not valid|Heartbeat failed: local member id was not recognized"),
-    Rule("revoking", r"(?i)Revoking previously assigned partitions"),
+    Rule("revoking", r"(?i)Revoking previously assigned partitions(?:.* for group (?P<group>\S+))?"),
     Rule("rejoining", r"(?i)\(Re-\)joining group(?: (?P<group>[^\s(]+))?"),
-    Rule("joined", r"(?i)Successfully joined group(?: (?P<group>\S+))? with generation (?:Generation\{generationId=)?"
-                   r"(?P<generation>-?\d+)"),
+    Rule("joined", r"(?i)Successfully joined group(?: (?P<group>[^\s<]+))? (?:with generation "
+                   r"(?:Generation\{generationId=)?|<Generation )(?P<generation>-?\d+)"),
     Rule("leaving", r"(?i)sending LeaveGroup request|Leaving consumer group(?: \(?(?P<group>[^\s()]+))?"),
 ]
 COORDINATOR_KINDS = tuple(r.kind for r in RULES[:RULES.index(next(r for r in RULES if r.kind == "poll_timeout"))])
