@@ -40,6 +40,7 @@ def auth_summary(auth: pd.DataFrame) -> pd.DataFrame:
     cols = ["kind", "who", "mechanism", "reason", "failures", "first", "last"]
     if not len(auth):
         return pd.DataFrame(columns=cols)
+    auth = auth.reset_index(drop=True)
     who = auth["principal"].astype("string").fillna(auth["address"].astype("string")).fillna("(unknown)")
     what = auth["reason"].astype("string")
     what = what.where(auth["kind"].astype("string") != "authorization",
@@ -98,6 +99,7 @@ def throttle_summary(requests: pd.DataFrame) -> pd.DataFrame:
             "first_throttled"]
     if not len(requests):
         return pd.DataFrame(columns=cols)
+    requests = requests.reset_index(drop=True)
     r = requests.assign(thr=requests["throttle_ms"].fillna(0) > 0)
     if not r["thr"].any():
         return pd.DataFrame(columns=cols)
@@ -180,6 +182,7 @@ def idle_samples(metrics: pd.DataFrame) -> pd.DataFrame:
     cols = ["ts", "host", "metric", "idle", "file", "line", "mbean", "attribute"]
     if not len(metrics):
         return pd.DataFrame(columns=cols)
+    metrics = metrics.reset_index(drop=True)
     m = metrics[metrics["name"].astype("string").isin(IDLE_NAMES)]
     attr = m["attribute"].astype("string")
     m = m[attr.isin(["OneMinuteRate", "Value"]) | (attr == "")]
@@ -195,6 +198,7 @@ def broker_latency(requests: pd.DataFrame) -> pd.DataFrame:
     cols = ["host", "requests", "own_ms_median", "own_ms_p99", "queue_ms_p99", "slow_queue_share"]
     if not len(requests):
         return pd.DataFrame(columns=cols)
+    requests = requests.reset_index(drop=True)
     r = requests.assign(own=(requests["total_ms"] - requests["remote_ms"].fillna(0) - requests["throttle_ms"].fillna(0)),
                         slowq=requests["request_queue_ms"].fillna(0) >= QUEUE_SLOW_MS)
     g = r.groupby(r["host"].astype("string"))
