@@ -85,7 +85,8 @@ def test_group_events_from_kafka_python_layout():
     # what the extractor's selection keeps: loggers that name a coordinator or consumer
     wanted = ev[[kitlib.extract.EXTRACTORS["group_events"].wants(lg)
                  for lg in ev["logger"]]]
-    assert list(wanted["logger"].unique()) == ["kafka.coordinator.consumer", "kafka.coordinator"]
+    assert list(wanted["logger"].unique()) == ["kafka.coordinator.consumer", "kafka.coordinator",
+                                              "kafka.coordinator.heartbeat"]
     ge = groups.build(wanted)
     assert rows(ge, ["line", "kind", "group", "generation"]) == [
         (1, "revoking", "order-enricher", None),
@@ -96,6 +97,10 @@ def test_group_events_from_kafka_python_layout():
         (6, "commit_failed", None, None),
         (8, "heartbeat_rebalancing", "order-enricher", None),
         (9, "leaving", "order-enricher", None),
+        (11, "poll_timeout", None, None),                   # kafka-python 3.x wording from here on
+        (12, "heartbeat_rebalancing", "order-enricher", None),
+        (13, "lost_membership", "order-enricher", None),
+        (14, "assigned", "order-enricher", None),
     ]
     assert set(ge["source"]) == {"client"}
 

@@ -36,8 +36,8 @@ tables.declare("group_events", "Consumer-group lines: the group coordinator's (r
                    ("kind", "category", "coordinator: prepare_rebalance, stabilized, member_failed, member_left, "
                                         "unknown_member_join, static_member_replaced, assignment, group_empty, "
                                         "group_loaded, loaded, unloading, unloaded, elected, resigned; client: "
-                                        "poll_timeout, commit_failed, heartbeat_rebalancing, session_expired, "
-                                        "revoking, rejoining, joined, leaving"),
+                                        "poll_timeout, commit_failed, heartbeat_rebalancing, lost_membership, "
+                                        "session_expired, assigned, revoking, rejoining, joined, leaving"),
                    ("group", "str", "consumer group id (client lines: from the Java prefix or the line itself)"),
                    ("generation", "int", "generation: the old one on prepare_rebalance lines, the new one otherwise"),
                    ("member", "str", "member id the line names"),
@@ -82,10 +82,13 @@ RULES = [
                          r"\(\d+ ?ms\) exceeded|MAX_POLL_EXCEEDED|\|MAXPOLL\|"),
     Rule("commit_failed", r"(?i)Offset commit failed|CommitFailed(?:Exception|Error)|Commit cannot be completed since "
                           r"the group has already rebalanced|auto-commit of offsets .* failed"),
-    Rule("heartbeat_rebalancing", r"(?i)Attempt to heartbeat failed since group is rebalancing|Heartbeat failed for "
-                                  r"group (?P<group>\S+) because it is rebalancing"),
+    Rule("heartbeat_rebalancing", r"(?i)Attempt to heartbeat failed since group is rebalancing|(?:Heartbeat failed for )?"
+                                  r"group (?P<group>\S+) (?:because it )?is rebalancing"),
+    Rule("lost_membership", r"(?i)Group (?P<group>\S+) lost membership"),
     Rule("session_expired", r"(?i)Heartbeat session expired|Attempt to heartbeat failed since member id "
                             r"(?P<member>\S+) is not valid|Heartbeat failed: local member id was not recognized"),
+    Rule("assigned", r"(?i)Setting newly assigned partitions.*? for group (?P<group>\S+)|Setting newly assigned "
+                     r"partitions|Adding newly assigned partitions"),
     Rule("revoking", r"(?i)Revoking previously assigned partitions(?:.* for group (?P<group>\S+))?"),
     Rule("rejoining", r"(?i)\(Re-\)joining group(?: (?P<group>[^\s(]+))?"),
     Rule("joined", r"(?i)Successfully joined group(?: (?P<group>[^\s<]+))? (?:with generation "
@@ -96,7 +99,8 @@ COORDINATOR_KINDS = tuple(r.kind for r in RULES[:RULES.index(next(r for r in RUL
 # a cheap first cut (checked on whole blocks by the extractor): every rule above contains one of these
 _ANCHORS = (r"(?i)rebalanc|Stabilized group|in group|left group|member id|Assignment received|is now empty|"
             r"group metadata|group coordinator|Finished unloading|poll timeout|poll expired|poll interval|MAX_?POLL|"
-            r"ommit|heartbeat|Revoking|joining group|joined group|LeaveGroup|Leaving consumer group")
+            r"ommit|heartbeat|Revoking|joining group|joined group|LeaveGroup|Leaving consumer group|lost membership|"
+            r"newly assigned partitions")
 _JAVA_PREFIX = (r"\[Consumer (?:instanceId=(?P<instance>[^,\]]+), )?clientId=(?P<client>[^,\]]+)"
                 r"(?:, groupId=(?P<group>[^,\]]+))?\]")
 _UUID_TAIL = r"^(?P<client>.+)-[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$"
