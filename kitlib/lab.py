@@ -464,3 +464,32 @@ def collect_logs(proc: Proc, dest: str | Path, names: tuple[str, ...] | None = N
             target.write_bytes(data)
         out.append(target)
     return out
+
+
+TOOLS_LOG4J = "log4j.rootLogger=ERROR, stderr\nlog4j.appender.stderr=org.apache.log4j.ConsoleAppender\n" \
+              "log4j.appender.stderr.Target=System.err\nlog4j.appender.stderr.layout=org.apache.log4j.PatternLayout\n" \
+              "log4j.appender.stderr.layout.ConversionPattern=[%d] %p %m (%c)%n\n"
+
+
+def run_tool(main_class: str, args: list[str], timeout: float = 120, stderr: bool = True) -> str:
+    """Run one of Kafka's command-line tools (by main class) with the lab's jars and return what
+    it printed (stdout, then stderr unless ``stderr=False``), as a user running it with ``2>&1``
+    would capture it. Tool logging goes to stderr at ERROR, like ``config/tools-log4j.properties``.
+
+    Example:
+        >>> run_tool("org.apache.kafka.tools.TopicCommand", ["--bootstrap-server", b.bootstrap, "--list"])  # doctest: +SKIP
+        '__consumer_offsets\\norders\\n'
+    """
+    import tempfile
+    with tempfile.NamedTemporaryFile("w", suffix=".properties", delete=False) as f:
+        f.write(TOOLS_LOG4J)
+    try:
+        cmd = ["java", "-Xmx256m", "-XX:TieredStopAtLevel=1", f"-Dlog4j.configuration={Path(f.name).as_uri()}",
+               "-cp", _classpath(), main_class, *args]
+        try:
+            r = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL)
+        except subprocess.TimeoutExpired:
+            raise LabError(f"{main_class} ran longer than {timeout:.0f} s") from None
+    finally:
+        os.unlink(f.name)
+    return r.stdout + (r.stderr if stderr else "")

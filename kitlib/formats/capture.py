@@ -21,10 +21,12 @@ tables.declare("brokers", "Brokers of a live-captured cluster.", [
     ("broker_host", "str", "advertised host"), ("port", "int", "advertised port"), ("rack", "str", "rack, if set"),
     ("controller", "bool", "this broker was the controller"),
 ])
-tables.declare("log_dirs", "Partition sizes per broker log directory (describe_log_dirs).", [
+tables.declare("log_dirs", "Partition sizes per broker log directory (describe_log_dirs, live or from `kafka-log-dirs --describe` output).", [
     ("ts", "ts", "capture time"), ("broker_id", "int", "broker"), ("log_dir", "str", "log directory"),
     ("topic", "str", "topic"), ("partition", "int", "partition"), ("size_bytes", "int", "bytes on disk"),
     ("offset_lag", "int", "lag of a future replica (moves between dirs)"), ("is_future", "bool", "a future replica"),
+    ("error", "str", "error of the log directory as kafka-log-dirs printed it (an exception class, e.g. "
+     "KafkaStorageException for an offline dir); empty when fine"),
 ])
 tables.declare("consumer_lag", "Committed offsets, end offsets and lag per consumer group and partition.", [
     ("ts", "ts", "capture time"), ("group", "str", "consumer group"), ("topic", "str", "topic"),

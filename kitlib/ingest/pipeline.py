@@ -69,7 +69,7 @@ def run(path, tz, out: Path | None, progress) -> tuple[dict[str, pd.DataFrame], 
                     else:
                         rows += n
             except Exception as e:  # noqa: BLE001 - one bad file must not stop the bundle
-                ctx.fail(f"{src.rel}: parser {fmt.name} stopped after line {ctx.lines}: {type(e).__name__}: {e}",
+                ctx.fail(f"{src.rel}: parser {fmt.name if fmt else 'unknown'} stopped after line {ctx.lines}: {type(e).__name__}: {e}",
                          ctx.lines + 1)
             rec.update(lines=ctx.lines, parsed=ctx.parsed, unparsed=n_unparsed, rows=rows,
                        error=ctx.error, error_line=ctx.error_line if ctx.error_line is not None else pd.NA)

@@ -12,6 +12,8 @@ Example:
 """
 from __future__ import annotations
 
+from typing import Any
+
 import pandas as pd
 
 from kitlib.findings import Finding, detector, evidence
@@ -67,7 +69,7 @@ def detect_down_conversion(bundle) -> list[Finding]:
     clients = old_clients(req)
     if not len(conv) and not len(clients):
         return []
-    nums = {}
+    nums: dict[str, Any] = {}
     ev = []
     if len(conv):
         for r in conv.itertuples():
