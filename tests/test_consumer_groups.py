@@ -229,3 +229,16 @@ def test_late_transactions_metric_alone_is_a_finding():
     found = analysis.transaction_timeouts(Bundle("x", {"metrics": m}))
     assert found[0].severity == "high" and found[0].numbers["late_transaction_partitions_max"] == 2
     assert "find-hanging" in found[0].recommendation
+
+
+def test_consumer_stalled_on_real_describe_snapshots():
+    """kafka-consumer-groups --describe run three times on a real 3.9 broker while records were
+    produced and the group had no member (fixture recorded with the CLI-output parsers)."""
+    b = kitlib.load_bundle(Path(__file__).parent / "fixtures" / "cli" / "real-3.9-consumer-groups-lag-history-date.txt")
+    found = analysis.consumer_stalled(b)
+    assert len(found) == 1
+    f = found[0]
+    assert (f.numbers["group"], f.numbers["stalled_partitions"], f.numbers["total_lag"], f.numbers["members_owning"]) \
+        == ("billing", 3, 100, "none")
+    assert f.summary.endswith("(group has no active members)")
+    assert "No member owns these partitions" in f.recommendation

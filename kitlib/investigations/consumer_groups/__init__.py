@@ -18,8 +18,9 @@ INVESTIGATION = Investigation(
     title="Consumer groups and transactions",
     question="Is a consumer group rebalancing over and over, has a consumer stopped while lag grows, "
              "or are transactions timing out, fenced or hanging?",
-    tables=("group_events", "txn_events", "consumer_lag", "metrics", "configs"),
+    tables=("group_events", "txn_events", "consumer_lag", "group_offsets", "group_states", "metrics", "configs"),
     finding_ids=("rebalance-storm", "consumer-stalled", "transaction-timeouts"),
-    relevant=lambda b: has_rows(b, "group_events") or has_rows(b, "txn_events") or has_rows(b, "consumer_lag"),
+    relevant=lambda b: (has_rows(b, "group_events") or has_rows(b, "txn_events") or has_rows(b, "consumer_lag")
+                        or has_rows(b, "group_offsets")),
     examples={},
 )

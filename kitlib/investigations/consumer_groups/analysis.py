@@ -183,6 +183,9 @@ def consumer_stalled(bundle, rules: LagRules | None = None) -> list[Finding]:
                               list(zip(worst["topic"], worst["partition"])))]
         ev_rows = pd.concat([ev_rows.groupby(["topic", "partition"]).head(1), ev_rows.groupby(["topic", "partition"]).tail(1)])
         ev_rows = ev_rows.drop_duplicates().sort_values(["topic", "partition", "ts"])
+        state = _group_state(bundle, history, g)
+        if state:
+            summary += f" (group {state})"
         out.append(Finding(
             "consumer-stalled", severity, summary,
             numbers={"group": name, "stalled_partitions": len(stalled), "lagging_partitions": len(lagging),
@@ -195,6 +198,23 @@ def consumer_stalled(bundle, rules: LagRules | None = None) -> list[Finding]:
                                                   f"committed {r['committed']}, log end {r['end_offset']}, "
                                                   f"lag {r['lag']}"))))
     return out
+
+
+def _group_state(bundle, history: pd.DataFrame, group: str) -> str:
+    """The group's state at the last snapshot: from the lag rows (captures) or the describe tool's
+    --state rows and notes ('has no active members'); empty when unknown."""
+    h = history[history["group"].astype("string").fillna("") == group]
+    st = h["group_state"].dropna() if "group_state" in h else h.iloc[0:0]
+    if len(st):
+        return f"state {st.iloc[-1]}"
+    from kitlib import tables
+    if "group_states" in tables.SCHEMAS:
+        gs = bundle.table("group_states")
+        gs = gs[gs["group"].astype("string").fillna("") == group] if len(gs) else gs
+        if len(gs):
+            last = gs.iloc[-1]
+            return str(last["note"]) if pd.notna(last["note"]) else f"state {last['state']}"
+    return ""
 
 
 LATE_TXN_MBEAN = "PartitionsWithLateTransactionsCount"
