@@ -61,7 +61,7 @@ RULES = [
     Rule("fenced", r"(?i)ProducerFenced(?:Exception|Error)|PRODUCER_FENCED|There is a newer producer with the same "
                    r"transactionalId|has been fenced|fenced by a newer producer"),
     Rule("aborting", r"(?i)Aborting incomplete transaction|Transiting to abortable error state"),
-    Rule("loaded", rf"Finished loading \d+ transaction metadata from (?P<partition>{_TS})"),
+    Rule("loaded", rf"(?:Finished|Completed) loading (?:\d+ )?transaction metadata from (?P<partition>{_TS})"),
     Rule("unloaded", rf"(?:Unloaded|Finished unloading) transaction metadata .*?(?P<partition>{_TS})"),
 ]
 _SOURCE = {"initialized": "coordinator", "timeout_rollback": "coordinator", "rollback_failed": "coordinator",
