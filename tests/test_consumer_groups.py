@@ -127,7 +127,7 @@ def test_rebalance_storm_names_the_group_and_the_settings(storm):
     assert [f.numbers["group"] for f in found] == ["order-enricher"]
     f = found[0]
     assert (f.numbers["rebalances"], f.numbers["busiest_10min"], f.numbers["members_failed"],
-            f.numbers["members_left"], f.numbers["poll_timeouts_in_client_logs"]) == (7, 7, 3, 3, 2)
+            f.numbers["members_left"], f.numbers["poll_timeouts_in_client_logs"]) == (7, 6, 3, 3, 2)
     assert "max.poll.interval.ms" in f.recommendation and "session.timeout.ms" in f.recommendation
     assert "generation 0 -> 7" in f.summary
     assert {e["file"] for e in f.evidence} == {"broker-1/server.log", "app-1/consumer.log"}
@@ -141,6 +141,29 @@ def test_rebalance_storm_silent_on_a_few_rebalances(storm):
     slow.loc[prep, "ts"] = pd.Timestamp("2026-05-04 10:00", tz="UTC") + pd.to_timedelta(range(prep.sum()), unit="m") * 15
     assert analysis.rebalance_storm(Bundle("x", {"group_events": slow})) == []
     assert analysis.rebalance_storm(Bundle("x", {"group_events": ge[ge["group"] == "billing"]})) == []
+
+
+def test_a_consumer_started_and_stopped_is_not_a_storm(storm):
+    """One member joining an empty group and leaving it again, four times in a few minutes: each
+    rebalance starts or ends with the group empty, so none of them is churn."""
+    ge = storm.group_events
+    start = ge[(ge["group"] == "billing") & ge["kind"].isin(["prepare_rebalance", "stabilized"])].iloc[:2]
+    rows_, t0 = [], pd.Timestamp("2026-05-04 11:00", tz="UTC")
+    for i in range(4):
+        gen = 2 * i
+        join = start.iloc[0].copy()
+        join[["ts", "generation"]] = [t0 + pd.Timedelta(seconds=60 * i), gen]
+        leave = join.copy()
+        leave[["ts", "generation", "reason"]] = [t0 + pd.Timedelta(seconds=60 * i + 20), gen + 1,
+                                                  "Removing member m on LeaveGroup; client reason: not provided"]
+        empty = leave.copy()
+        empty[["kind", "generation"]] = ["group_empty", gen + 2]
+        rows_ += [join, leave, empty]
+    ge2 = pd.DataFrame(rows_)
+    assert (ge2["kind"] == "prepare_rebalance").sum() == 8
+    s = analysis.rebalance_summary(ge2)
+    assert (s["rebalances"].iloc[0], s["churn_rebalances"].iloc[0]) == (8, 0)
+    assert analysis.rebalance_storm(Bundle("x", {"group_events": ge2})) == []
 
 
 def snapshots(committed, end, group="g", topic="orders", partition=0, start="2026-05-04 10:00", every="30s",

@@ -100,7 +100,7 @@ def throttle_summary(requests: pd.DataFrame) -> pd.DataFrame:
     if not len(requests):
         return pd.DataFrame(columns=cols)
     requests = requests.reset_index(drop=True)
-    r = requests.assign(thr=requests["throttle_ms"].fillna(0) > 0)
+    r = requests.assign(thr=requests["throttle_ms"].fillna(0) > 0, api_name=requests["api_name"].astype("string"))
     if not r["thr"].any():
         return pd.DataFrame(columns=cols)
     g = r.groupby([r["client_id"].astype("string").fillna(""), r["principal"].astype("string").fillna("")])

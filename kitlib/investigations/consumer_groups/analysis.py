@@ -43,10 +43,23 @@ def reason_pattern(reason: str | None) -> str:
     return _MEMBER.sub("<member>", str(reason))
 
 
+def churn_mask(prepares: pd.DataFrame, empty_generations: pd.Series) -> np.ndarray:
+    """Which rebalances are churn: not a member joining an empty group (old generation 0, or one
+    the group was empty at) and not the last member leaving (the group is empty at the next
+    generation). A single consumer started and stopped twice makes four rebalances and no churn."""
+    old = prepares["generation"].astype("float64").to_numpy()
+    empty = set(empty_generations.dropna().astype(int).tolist())
+    from_empty = (old == 0) | np.isin(old, list(empty))
+    to_empty = np.isin(old + 1, list(empty))
+    return ~from_empty & ~to_empty
+
+
 def rebalance_summary(group_events: pd.DataFrame) -> pd.DataFrame:
-    """Per group: rebalances started, the busiest 10-minute window, generations reached, members
+    """Per group: rebalances started (and how many were churn, see :func:`churn_mask`), the busiest
+    10 minutes of churn, generations reached, members
     removed or left, the client-side symptoms and the most frequent reasons."""
-    cols = ["group", "rebalances", "busiest_10min", "first", "last", "generation_first", "generation_last",
+    cols = ["group", "rebalances", "churn_rebalances", "busiest_10min", "first", "last", "generation_first",
+            "generation_last",
             "generations_per_min", "members_failed", "members_left", "new_members", "poll_timeouts",
             "commit_failures", "top_reasons"]
     ge = group_events
@@ -59,12 +72,14 @@ def rebalance_summary(group_events: pd.DataFrame) -> pd.DataFrame:
         prep = rows_g[k == "prepare_rebalance"]
         if not len(prep):
             continue
+        churn = prep[churn_mask(prep, rows_g.loc[k == "group_empty", "generation"])]
         gens = rows_g.loc[k.isin(["prepare_rebalance", "stabilized", "assignment", "joined"]), "generation"].dropna()
         first, last = rows_g["ts"].min(), rows_g["ts"].max()
         minutes = max((last - first).total_seconds() / 60, 1 / 60)
         reasons = prep["reason"].map(reason_pattern).value_counts()
         rows.append({
-            "group": g, "rebalances": len(prep), "busiest_10min": busiest_window(prep["ts"], STORM_WINDOW),
+            "group": g, "rebalances": len(prep), "churn_rebalances": len(churn),
+            "busiest_10min": busiest_window(churn["ts"], STORM_WINDOW),
             "first": first, "last": last,
             "generation_first": int(gens.min()) if len(gens) else None,
             "generation_last": int(gens.max()) if len(gens) else None,
