@@ -220,11 +220,13 @@ def enable_jmx(pid: int, port: int | None = None, timeout: float = 30) -> int:
 
 def start_broker(name: str = "broker-1", work: str | Path | None = None, settings: dict | None = None,
                  request_log: str = "DEBUG", jmx: bool = True, heap: str = "512m", timeout: float = 90,
-                 fresh: bool = True) -> Proc:
+                 fresh: bool = True, cluster_id: str | None = None) -> Proc:
     """Format storage and start a broker; returns once "Kafka Server started" is logged.
 
     ``settings`` are appended to server.properties (e.g. ``{"log.cleaner.dedupe.buffer.size":
-    1048577}``). ``request_log`` is the level of ``kafka.request.logger`` (DEBUG logs every
+    1048577}``); a later key overrides the template's, and ``{port}`` / ``{controller_port}`` in a
+    value are replaced by the ports chosen (to add a listener: ``{"listeners":
+    "PLAINTEXT://127.0.0.1:{port},SASL_PLAINTEXT://127.0.0.1:40001,CONTROLLER://127.0.0.1:{controller_port}"}``). ``request_log`` is the level of ``kafka.request.logger`` (DEBUG logs every
     request with its API version to kafka-request.log)."""
     work = Path(work) if work else WORK / name
     if fresh and work.exists():
@@ -234,13 +236,13 @@ def start_broker(name: str = "broker-1", work: str | Path | None = None, setting
     data.mkdir(parents=True, exist_ok=True)
     port, cport = free_port(), free_port()
     props = _render(LAB / "config" / "server.properties", port=port, controller_port=cport, data_dir=data)
-    for k, v in (settings or {}).items():
-        props += f"{k}={v}\n"
+    for k, v in (settings or {}).items():  # {port} and {controller_port} in a value name the chosen ports
+        props += f"{k}={str(v).replace('{port}', str(port)).replace('{controller_port}', str(cport))}\n"
     (work / "server.properties").write_text(props)
     cp = _classpath()
-    cluster = uuid.uuid4().bytes
-    import base64
-    cluster_id = base64.urlsafe_b64encode(cluster).decode().rstrip("=")
+    if cluster_id is None:  # nodes of one cluster (a controller-only and a broker-only node) share one
+        import base64
+        cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
     fmt = subprocess.run(["java", "-cp", cp, "kafka.tools.StorageTool", "format", f"--cluster-id={cluster_id}",
                           "-c", str(work / "server.properties"), "--ignore-formatted"],
                          capture_output=True, text=True, timeout=120)
