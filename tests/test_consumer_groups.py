@@ -265,3 +265,14 @@ def test_consumer_stalled_on_real_describe_snapshots():
         == ("billing", 3, 100, "none")
     assert f.summary.endswith("(group has no active members)")
     assert "No member owns these partitions" in f.recommendation
+
+
+def test_a_storm_explains_the_stall(storm):
+    """Lag snapshots of a storming group that froze: one finding (the storm, with the lag it cost),
+    not a second consumer-stalled one."""
+    snaps = snapshots([100, 100, 100, 100], [100, 150, 220, 300], group="order-enricher", start="2026-05-04 10:00:30",
+                      shape="consumer_lag")
+    b = Bundle("x", {"group_events": storm.group_events, "consumer_lag": snaps})
+    assert analysis.consumer_stalled(b) == []
+    (f,) = analysis.rebalance_storm(b)
+    assert f.numbers["partitions_behind"] == 1 and "lag 200" in f.summary

@@ -21,5 +21,6 @@ INVESTIGATION = Investigation(
     finding_ids=("auth-failures", "quota-throttling", "request-saturation"),
     relevant=lambda b: has_rows(b, "auth_failures") or has_rows(b, "requests")
     or has_rows(b, "metrics", analysis.saturation_metrics_present),
-    examples={},
+    examples={"auth-failures": ("auth-failures",), "quota-throttling": ("quota-throttling",),
+              "request-saturation": ("request-saturation",)},
 )

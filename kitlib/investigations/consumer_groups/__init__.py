@@ -22,5 +22,6 @@ INVESTIGATION = Investigation(
     finding_ids=("rebalance-storm", "consumer-stalled", "transaction-timeouts"),
     relevant=lambda b: (has_rows(b, "group_events") or has_rows(b, "txn_events") or has_rows(b, "consumer_lag")
                         or has_rows(b, "group_offsets")),
-    examples={},
+    examples={"rebalance-storm": ("rebalance-storm",), "consumer-stalled": ("consumer-stalled",),
+              "transactions": ("transaction-timeouts",)},
 )

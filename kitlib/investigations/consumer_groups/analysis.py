@@ -123,8 +123,12 @@ def rebalance_storm(bundle) -> list[Finding]:
     ge = bundle.table("group_events")
     out = []
     summary = rebalance_summary(ge)
+    status = partition_status(lag_history(bundle))
     for _, s in summary[summary["busiest_10min"] >= STORM_REBALANCES].iterrows():
         g = s["group"]
+        behind = status[(status["group"].astype("string") == g) & (status["status"] != "ok")] if len(status) else status
+        lag_note = (f"; meanwhile {len(behind)} partition(s) stopped or fell behind, lag {int(behind['lag_last'].sum()):,}"
+                    if len(behind) else "")
         rows = ge[ge["group"].astype("string") == g]
         k = rows["kind"].astype("string")
         shown = pd.concat([rows[k.isin(["member_failed", "member_left", "poll_timeout", "commit_failed"])].head(8),
@@ -133,11 +137,12 @@ def rebalance_storm(bundle) -> list[Finding]:
             "rebalance-storm", "high" if s["busiest_10min"] >= 2 * STORM_REBALANCES else "medium",
             f"Consumer group {g} rebalanced {s['rebalances']} times (up to {s['busiest_10min']} in 10 minutes, "
             f"generation {s['generation_first']} -> {s['generation_last']}); "
-            f"{s['members_failed']} members removed after missing heartbeats, {s['members_left']} left",
+            f"{s['members_failed']} members removed after missing heartbeats, {s['members_left']} left" + lag_note,
             numbers={"group": g, "rebalances": int(s["rebalances"]), "busiest_10min": int(s["busiest_10min"]),
                      "generations_per_min": s["generations_per_min"], "members_failed": int(s["members_failed"]),
                      "members_left": int(s["members_left"]), "poll_timeouts_in_client_logs": int(s["poll_timeouts"]),
                      "commit_failures_in_client_logs": int(s["commit_failures"]), "reasons": s["top_reasons"],
+                     "partitions_behind": len(behind),
                      "first": s["first"], "last": s["last"]},
             recommendation=_storm_advice(s, s["top_reasons"]),
             evidence=evidence(shown)))
@@ -158,6 +163,10 @@ def consumer_stalled(bundle, rules: LagRules | None = None) -> list[Finding]:
         return []
     status = partition_status(history, rules)
     bad = status[status["status"] != "ok"]
+    # a group in a rebalance storm stops and falls behind because of it: rebalance-storm says so
+    storms = rebalance_summary(bundle.table("group_events"))
+    storming = set(storms.loc[storms["busiest_10min"] >= STORM_REBALANCES, "group"])
+    bad = bad[~bad["group"].astype("string").isin(storming)]
     out = []
     for g, rows in bad.groupby(bad["group"].astype("string").fillna(""), sort=True):
         stalled = rows[rows["status"] == "stalled"]
