@@ -156,8 +156,11 @@ def test_rebalance_storm(tmp_path):
                                        "\n".join(lines(out, "broker-1/server.log*", "Stabilized group")))]
     assert len(gens) >= 5 and gens == sorted(gens)
     assert len(lines(out, "broker-1/server.log*", "on LeaveGroup")) >= 3
-    failed = lines(out, "broker-1/server.log*", "in group order-enricher has failed, removing it from the group")
-    assert len(failed) == 1 and "order-enricher-4-" in failed[0]
+    # the killed member is removed by the coordinator: on session expiry, or (killed during a
+    # rebalance) when the rebalance times out without it
+    removed = (lines(out, "broker-1/server.log*", "in group order-enricher has failed, removing it from the group")
+               + lines(out, "broker-1/server.log*", "Group order-enricher removed dynamic members who haven't joined"))
+    assert [ln for ln in removed if "order-enricher-4-" in ln]
     assert lines(out, "clients/order-enricher-1.log", "Consumer poll timeout has expired")
     assert not lines(out, "clients/order-enricher-3.log", "Consumer poll timeout has expired")
     b = kitlib.load_bundle(out)

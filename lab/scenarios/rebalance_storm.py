@@ -106,7 +106,9 @@ BODY = f"""
   rejoin on their next poll, so the group rebalances every few seconds. `{GROUP}-3` and
   `{GROUP}-4` keep up (200 ms per batch) and are dragged through every rebalance.
 - Half-way through, `{GROUP}-4`'s process is killed (SIGKILL): it never leaves, and the
-  coordinator removes it when its session times out (`has failed, removing it from the group`).
+  coordinator removes it when its session times out (`has failed, removing it from the group`)
+  or, if it died during a rebalance, when that rebalance times out without it (`removed dynamic
+  members who haven't joined`).
 - `broker-1/`: server.log (group coordinator at INFO), controller and state-change logs, and
   `jmx-broker.csv` (JmxTool, 1 s) with the byte-rate MBeans and GroupMetadataManager
   NumGroupsPreparingRebalance / NumGroupsCompletingRebalance / NumGroupsStable / NumGroups.
@@ -123,6 +125,8 @@ EVIDENCE = [
                         "on LeaveGroup; client reason"),
     labclients.Evidence("member removed on session timeout (killed process)", "broker-1/server.log*",
                         f"in group {GROUP} has failed, removing it from the group"),
+    labclients.Evidence("member removed when a rebalance timed out without it", "broker-1/server.log*",
+                        f"Group {GROUP} removed dynamic members who haven't joined"),
     labclients.Evidence("client: poll interval exceeded", "clients/*.log", "Consumer poll timeout has expired"),
 ]
 
