@@ -139,3 +139,34 @@ def test_request_saturation_silent_on_idle_brokers():
     m = pd.concat([idle_metrics([0.9, 0.85, 0.95]), idle_metrics([0.7, 0.25, 0.8], "NetworkProcessorAvgIdlePercent")])
     req = pd.concat([requests_frame([0.0] * 30), requests_frame([0.0] * 30, host="broker-2")])
     assert analysis.request_saturation(Bundle("x", {"metrics": m, "requests": req})) == []
+
+
+def test_quota_changes_from_controller_and_zookeeper_lines():
+    text = (b"[2026-05-04 10:00:01,000] INFO [QuorumController id=1] Replayed ClientQuotaRecord for ClientQuotaEntity("
+            b"entries={client-id=etl-loader}) setting producer_byte_rate to 1048576.0. "
+            b"(org.apache.kafka.controller.ClientQuotaControlManager)\n"
+            b"[2026-05-04 10:05:00,000] INFO [QuorumController id=1] Replayed ClientQuotaRecord for ClientQuotaEntity("
+            b"entries={user=alice}) removing consumer_byte_rate. (org.apache.kafka.controller.ClientQuotaControlManager)\n"
+            b"[2026-05-04 10:06:00,000] INFO Processing override for entityPath: clients/legacy-app with config: "
+            b"Map(producer_byte_rate -> 2048, consumer_byte_rate -> 4096) (kafka.server.DynamicConfigManager)\n")
+    ev, _ = parse_bytes(text, host="controller-1", rel="controller-1/controller.log")
+    from kitlib.investigations.client_requests import quotas
+    q = quotas.build(ev)
+    assert rows(q, ["line", "entity", "client_id", "key", "value", "removed"]) == [
+        (1, "client-id=etl-loader", "etl-loader", "producer_byte_rate", 1048576.0, False),
+        (2, "user=alice", None, "consumer_byte_rate", None, True),
+        (3, "clients/legacy-app", "legacy-app", "producer_byte_rate", 2048.0, False),
+        (3, "clients/legacy-app", "legacy-app", "consumer_byte_rate", 4096.0, False),
+    ]
+    inforce = analysis.quotas_in_force(pd.DataFrame(), q)
+    assert rows(inforce, ["entity", "key", "value"]) == [
+        ("client-id=etl-loader", "producer_byte_rate", "1048576"),
+        ("clients/legacy-app", "producer_byte_rate", "2048"),
+        ("clients/legacy-app", "consumer_byte_rate", "4096")]
+
+
+def test_quota_throttling_on_the_real_lab_bundle():
+    b = kitlib.load_bundle(Path(__file__).parents[1] / "sample_data" / "quota-throttling")
+    (f,) = analysis.quota_throttling(b)
+    assert f.numbers["clients"] == "bulk-loader"
+    assert f.numbers["quota_in_force"] == "client-id=bulk-loader producer_byte_rate=65536"

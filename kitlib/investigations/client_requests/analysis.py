@@ -127,11 +127,22 @@ def throttle_metrics(metrics: pd.DataFrame) -> pd.DataFrame:
     return m
 
 
-def quotas_in_force(configs: pd.DataFrame) -> pd.DataFrame:
-    """Quota configs the bundle holds (kafka-configs --describe output, config dumps)."""
-    if not len(configs):
-        return configs.iloc[0:0]
-    return configs[configs["key"].astype("string").isin(QUOTA_KEYS)]
+def quotas_in_force(configs: pd.DataFrame, quota_changes: pd.DataFrame | None = None) -> pd.DataFrame:
+    """Quota settings the bundle holds: kafka-configs --describe output and config dumps
+    (``configs``), and the last value the controllers or brokers logged applying per entity and key
+    (``quota_changes``). Columns: entity, key, value and where it was read (ts, host, file, line)."""
+    cols = ["entity", "key", "value", "ts", "host", "file", "line"]
+    parts = []
+    if len(configs):
+        c = configs[configs["key"].astype("string").isin(QUOTA_KEYS)]
+        parts.append(c.assign(entity=c["entity"].astype("string"), value=c["value"].astype("string"))[cols])
+    if quota_changes is not None and len(quota_changes):
+        q = quota_changes.sort_values("ts").groupby(["entity", "key"], dropna=False).tail(1)
+        q = q[~q["removed"].fillna(False).astype(bool)]
+        parts.append(q.assign(value=q["value"].map(lambda v: format(v, ".15g")))[cols])
+    if not parts:
+        return pd.DataFrame(columns=cols)
+    return pd.concat(parts, ignore_index=True)
 
 
 @detector(ids=["quota-throttling"], needs=[],
@@ -145,7 +156,7 @@ def quota_throttling(bundle) -> list[Finding]:
     tm_clients = tm_clients[tm_clients["samples"] >= 2]
     if not len(t) and not len(tm_clients):
         return []
-    q = quotas_in_force(bundle.table("configs"))
+    q = quotas_in_force(bundle.table("configs"), bundle.table("quota_changes"))
     quota_text = "; ".join(f"{r['entity'] or '(default)'} {r['key']}={r['value']}" for _, r in q.head(5).iterrows()) \
         if len(q) else "not in the bundle (kafka-configs --describe --entity-type clients/users shows it)"
     clients = list(t["client_id"]) + [c for c in tm_clients.index if c not in set(t["client_id"])]
