@@ -170,3 +170,12 @@ def test_quota_throttling_on_the_real_lab_bundle():
     (f,) = analysis.quota_throttling(b)
     assert f.numbers["clients"] == "bulk-loader"
     assert f.numbers["quota_in_force"] == "client-id=bulk-loader producer_byte_rate=65536"
+
+
+@pytest.mark.parametrize("bundle, fid, key, name", [
+    ("auth-failures", "auth-failures", "who", "127.0.0.1, User:reporting"),
+    ("request-saturation", "request-saturation", "hosts", "broker-2"),
+])
+def test_real_lab_bundles_name_who(bundle, fid, key, name):
+    found = kitlib.triage(Path(__file__).parents[1] / "sample_data" / bundle, investigations=["client_requests"]).findings
+    assert [(f.id, f.numbers[key]) for f in found] == [(fid, name)]

@@ -276,3 +276,17 @@ def test_a_storm_explains_the_stall(storm):
     assert analysis.consumer_stalled(b) == []
     (f,) = analysis.rebalance_storm(b)
     assert f.numbers["partitions_behind"] == 1 and "lag 200" in f.summary
+
+
+SAMPLES = Path(__file__).parents[1] / "sample_data"
+
+
+@pytest.mark.parametrize("bundle, fid, key, name", [
+    ("rebalance-storm", "rebalance-storm", "group", "order-enricher"),
+    ("consumer-stalled", "consumer-stalled", "group", "billing"),
+    ("transactions", "transaction-timeouts", "transactional_ids", "ledger-tx, payments-tx"),
+])
+def test_real_lab_bundles_name_the_group_or_transactional_id(bundle, fid, key, name):
+    found = kitlib.triage(SAMPLES / bundle, investigations=["consumer_groups"]).findings
+    assert [(f.id, f.numbers[key]) for f in found] == [(fid, name)]
+    assert all(e["file"] and e["line"] for e in found[0].evidence)
