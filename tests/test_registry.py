@@ -167,6 +167,7 @@ def test_timezone_rule_is_option_then_manifest_then_utc_in_every_command(berlin_
     assert kitlib.load_bundle(berlin_bundle).summary.time_span[0].startswith("2024-05-22T10:00:00")
 
 
+@pytest.mark.slow
 def test_report_follows_the_manifest_timezone(berlin_bundle, tmp_path):
     from kitlib.report import report
     res = report(berlin_bundle, tmp_path / "out", only=["triage"], log=lambda *a: None)

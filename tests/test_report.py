@@ -4,10 +4,12 @@ import shutil
 from pathlib import Path
 
 import nbformat
+import pytest
 
 from kitlib.report import report
 
 ROOT = Path(__file__).resolve().parents[1]
+pytestmark = pytest.mark.slow  # each runs notebooks in Jupyter kernels
 
 
 def test_report_on_a_sample_bundle(tmp_path):

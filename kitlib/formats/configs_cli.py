@@ -56,7 +56,7 @@ def _inline(m: re.Match) -> tuple[str, str, list[tuple[str, str]]] | None:
         scopes.append(_scope(e.group("scope") or e.group("dscope")))
         names.append("<default>" if e.group("dscope") else e.group("name"))
     rest = m.group("rest").strip()
-    items = []
+    items: list[tuple[str, str]] = []
     if rest:  # "a=1.0, b=2.0" (3.x quotas) or "a=1,b=2" (ZooKeeper era); SCRAM values hold '=' and ','
         parts = re.split(r",\s*(?=[\w.-]+=)", rest) if m.group("what") != "SCRAM credential" else \
             re.split(r",\s*(?=SCRAM-)", rest)
@@ -113,7 +113,7 @@ def parse(src, ctx: Context):
             continue
         m = _INLINE.match(text)
         got = _inline(m) if m else None
-        if got is None:
+        if m is None or got is None:
             out.bad(n, text, "not a kafka-configs --describe line")
             continue
         scope, entity, items = got

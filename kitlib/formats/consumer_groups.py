@@ -137,9 +137,9 @@ def _state_row(header: list[str], text: str) -> dict | None:
         return None
     row["coordinator"], row["coordinator_id"] = vals[i], int(m.group(1))
     after = header[header.index("(ID)") + 1:]
-    rest = vals[i + 2:]
+    rest: list[str | None] = list(vals[i + 2:])
     if len(rest) == len(after) - 1 and after[0] == "ASSIGNMENT-STRATEGY":
-        rest = [None] + rest
+        rest.insert(0, None)
     if len(rest) != len(after):
         return None
     for name, v in zip(after, rest):

@@ -246,7 +246,7 @@ def _chunk(buf_n: list[int], buf_t: list[str], carry: dict, out: Collector, ctx:
     texts = pa.array(buf_t, type=pa.string())
     lines = np.asarray(buf_n)
     dumping = pc.starts_with(texts, "Dumping ").to_numpy(zero_copy_only=False)
-    seg = pd.Series(np.where(dumping, np.asarray(buf_t, dtype=object), None), dtype=object)
+    seg = pd.Series(np.where(dumping, np.asarray(buf_t, dtype=object), np.array(None)), dtype=object)
     seg = seg.str.slice(len("Dumping ")).ffill().fillna(carry["segment"] or "").to_numpy(dtype=object)
     carry["segment"] = seg[-1] or carry["segment"]
     is_rec = pc.starts_with(texts, "| ").to_numpy(zero_copy_only=False)

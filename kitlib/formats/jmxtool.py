@@ -162,10 +162,10 @@ def _parse_wide(src, ctx: Context, stream):
             fields = None
         if header is None:
             fields = None
-        if fields and len(fields) > len(header) and not fields[0].isdigit():
+        if fields and header and len(fields) > len(header) and not fields[0].isdigit():
             extra = len(fields) - len(header)  # a --date-format with commas ("HH:mm:ss,SSS")
             fields = [",".join(fields[:extra + 1])] + fields[extra + 1:]
-        if fields is None or len(fields) != len(header):
+        if fields is None or header is None or len(fields) != len(header):
             why = "not valid UTF-8" if not ok else (
                 f"{len(fields)} fields where the header has {len(header)}" if fields and header else "not a JmxTool CSV row")
             bad_n.append(n)
@@ -176,10 +176,10 @@ def _parse_wide(src, ctx: Context, stream):
         rows.append(fields)
         row_lines.append(n)
         ctx.parsed += 1
-        if len(rows) >= 20000:
+        if len(rows) >= 20000 and header:
             yield "metrics", _frame(header, rows, row_lines, src)
             rows, row_lines = [], []
-    if rows:
+    if rows and header:
         yield "metrics", _frame(header, rows, row_lines, src)
     if bad_n:
         un = unparsed_frame(src, bad_n, bad_t, "")

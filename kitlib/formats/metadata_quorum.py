@@ -106,7 +106,8 @@ def _time(v: str) -> tuple[pd.Timestamp | None, int | None]:
 
 def parse(src, ctx: Context):
     out = Collector(src, ctx)
-    snap, status, header = None, None, None
+    snap, header = None, None
+    status: dict | None = None
 
     def flush():
         if status:

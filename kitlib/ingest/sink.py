@@ -91,19 +91,27 @@ class Sink:
             w = self.spills[group] = pa.ipc.new_stream(self.out / f".selected-{group}.arrow", plain)
         w.write_table(sel.cast(plain))
 
-    def finish(self) -> tuple[dict[str, pd.DataFrame], list[BuildError]]:
-        """Close the streams, build every derived table; returns the tables still in memory (all
-        of them unless streaming) and the builders that failed."""
+    def close_streams(self) -> dict[str, Path]:
+        """Finish the Parquet writes and close the spill files; returns the spill file of each
+        selection group (streaming only)."""
         if self._last is not None:
             self._last.result()
         if self._pool is not None:
             self._pool.shutdown()
         for w in self.writers.values():
             w.close()
+        spilled = {}
         for group, w in self.spills.items():
             w.close()
             assert self.out is not None  # only streaming spills
-            path = self.out / f".selected-{group}.arrow"
+            spilled[group] = self.out / f".selected-{group}.arrow"
+        self.spills = {}
+        return spilled
+
+    def finish(self) -> tuple[dict[str, pd.DataFrame], list[BuildError]]:
+        """Close the streams, build every derived table; returns the tables still in memory (all
+        of them unless streaming) and the builders that failed."""
+        for group, path in self.close_streams().items():
             with pa.memory_map(str(path)) as f:
                 self.selected[group] = [pa.ipc.open_stream(f).read_all()]
             path.unlink()
