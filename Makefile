@@ -58,4 +58,4 @@ bench: $(STAMP)
 	$(BIN)/python bench/ingest_bench.py --size-mb 1024
 
 clean:
-	rm -rf $(VENV) $(OUT) lab/.work
+	rm -rf $(VENV) $(OUT)

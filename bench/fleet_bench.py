@@ -98,6 +98,23 @@ def main(argv=None) -> int:
     for k, (wall, rss, _, peaks) in results.items():
         extra = ", ".join(f"{x:,.0f}" for x in ([peaks[-1]] + peaks[:-1])) if peaks else "-"
         print(f"| {k} | {wall:.1f} | {size / wall:,.0f} | {rss:,.0f} | {extra} |")
+    # analysing the output: triage, and the triage notebook, on the dataset written by the workers
+    store = results["--workers 2"][2]
+    events = rows["one process"].get("events", 0)
+    r = subprocess.run(["/usr/bin/time", "-f", "%e %M", kit, "triage", str(store), "--json"], capture_output=True,
+                       text=True)
+    t_wall, t_kb = r.stderr.strip().splitlines()[-1].split()
+    nb = ROOT / "kitlib" / "notebooks" / "triage.ipynb"
+    r = subprocess.run(["/usr/bin/time", "-f", "%e %M", str(BIN / "papermill"), "-k", "python3", "--cwd", str(nb.parent),
+                        "-p", "BUNDLE", str(store), str(nb), str(work / "triage-out.ipynb")], capture_output=True,
+                       text=True)
+    n_wall, n_kb = r.stderr.strip().splitlines()[-1].split()
+    out_mb = sum(p.stat().st_size for p in store.rglob("*.parquet")) / 1e6
+    print(f"\nanalysis of the --workers 2 output ({out_mb:,.0f} MB of Parquet, {events:,} events):\n")
+    print("| step | wall s | peak RSS MB |\n|---|---|---|")
+    print(f"| kitlib triage | {float(t_wall):.1f} | {int(t_kb) / 1024:,.0f} |")
+    print(f"| triage notebook (papermill; the kernel is a child: its peak is the larger figure) | {float(n_wall):.1f} | "
+          f"{int(n_kb) / 1024:,.0f} |")
     return 0 if same else 1
 
 

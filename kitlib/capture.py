@@ -22,7 +22,7 @@ import json
 import time
 import uuid
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 from kitlib.redact import redact_value
@@ -31,7 +31,7 @@ CODECS = ("none", "gzip", "snappy", "lz4", "zstd")
 
 
 def _now() -> str:
-    return datetime.now(timezone.utc).isoformat(timespec="milliseconds")
+    return datetime.now(UTC).isoformat(timespec="milliseconds")
 
 
 class _Writer:
@@ -60,11 +60,25 @@ def _admin(bootstrap: str, client_kw: dict):
     return KafkaAdminClient(bootstrap_servers=bootstrap, client_id="kitlib-capture", request_timeout_ms=30000, **client_kw)
 
 
+def _is_default(meta: dict) -> bool:
+    """Whether a described config is at Kafka's default (not set by the broker's properties
+    file, a dynamic update or a topic override)."""
+    from kafka.admin._configs import ConfigSourceType
+    src = meta.get("config_source")
+    if src is None:
+        return bool(meta.get("is_default", False))
+    try:
+        return ConfigSourceType.build_from(src) is ConfigSourceType.DEFAULT_CONFIG
+    except (ValueError, KeyError, TypeError):
+        return False
+
+
 def capture(bootstrap: str, out: str | Path, groups: list[str] | None = None, all_configs: bool = False,
             **client_kw) -> Path:
     """Capture cluster facts into ``out/capture-<time>.jsonl``; returns the file.
 
-    ``all_configs`` includes default-valued configs (otherwise only the ones set explicitly).
+    ``all_configs`` includes default-valued configs (otherwise every config that is not at its
+    default: static broker settings from server.properties, dynamic updates, topic overrides).
     ``groups`` limits the consumer groups (default: all)."""
     from kafka.admin import ConfigResource, ConfigResourceType
     out = Path(out)
@@ -79,10 +93,14 @@ def capture(bootstrap: str, out: str | Path, groups: list[str] | None = None, al
         topics = sorted(t for t in admin.list_topics())
         res = [ConfigResource(ConfigResourceType.BROKER, str(i)) for i in broker_ids]
         res += [ConfigResource(ConfigResourceType.TOPIC, t) for t in topics]
-        got = admin.describe_configs(res, config_filter="all" if all_configs else "modified")
+        # "all", then keep what is not at Kafka's default: kafka-python's "modified" filter also drops
+        # static broker configs, which is every setting a broker's server.properties makes
+        got = admin.describe_configs(res, config_filter="all")
         for scope, entities in got.items():
             for entity, cfg in entities.items():
                 for key, meta in sorted(cfg.items()):
+                    if not all_configs and _is_default(meta):
+                        continue
                     value = "[hidden]" if meta.get("is_sensitive") else redact_value(key, meta.get("value"))
                     w.row("configs", source="live", scope=scope, entity=str(entity), key=key, value=value,
                           config_source=str(meta.get("config_source", "")))

@@ -17,7 +17,6 @@ from __future__ import annotations
 import base64
 import json
 import re
-import shutil
 import time
 import traceback
 from dataclasses import dataclass
@@ -25,6 +24,7 @@ from pathlib import Path
 from typing import Callable
 
 from kitlib.display import esc
+from kitlib.redact import redact_text
 
 _IMG_SVG = re.compile(r'<img alt="[^"]*" src="data:image/svg\+xml;base64,([A-Za-z0-9+/=]+)"\s*/?>')
 EXEC_TIMEOUT = 600  # seconds per cell
@@ -67,12 +67,60 @@ def offline_html(nb_path: Path) -> str:
     return body
 
 
+BUNDLE_MARKS = ("PROVENANCE.md", "README.md", "bundle.yaml", "bundle.yml", "bundle.json")
+_MANIFESTS = ("bundle.yaml", "bundle.yml", "bundle.json")
+_NOTES = ("PROVENANCE.md", "README.md")
+
+
+def _is_file(p: Path) -> bool:
+    try:
+        return p.is_file()
+    except OSError:
+        return False
+
+
+def _entries(path: Path) -> list[Path]:
+    try:
+        return sorted(path.iterdir())
+    except OSError:
+        return []
+
+
+def _looks_like_bundle(d: Path) -> bool:
+    """A folder that is a bundle of its own: it has a manifest, or notes (PROVENANCE.md or
+    README.md) next to host folders of its own. A host folder with a README beside its logs is
+    not one."""
+    if any(_is_file(d / m) for m in _MANIFESTS):
+        return True
+    return any(_is_file(d / m) for m in _NOTES) and any(
+        e.is_dir() for e in _entries(d) if not e.name.startswith("."))
+
+
 def _bundles_in(path: Path) -> list[Path]:
-    """Subfolders of ``path`` that are bundles on their own (they carry a PROVENANCE.md, a
-    README.md or a bundle manifest)."""
-    marks = ("PROVENANCE.md", "README.md", "bundle.yaml", "bundle.yml", "bundle.json")
-    return sorted(d for d in path.iterdir() if d.is_dir() and not d.name.startswith(".")
-                  and any((d / m).is_file() for m in marks))
+    """The bundles of a folder of bundles (like sample_data/), or [] when ``path`` is one bundle.
+
+    ``path`` is a folder of bundles only when it has no manifest of its own, no loose files of
+    its own (other than notes: README.md, PROVENANCE.md, hidden files), and every visible
+    subfolder is a bundle itself (see :func:`_looks_like_bundle`). Otherwise it is one bundle,
+    and folders inside it are its hosts, whatever notes they hold."""
+    if not path.is_dir() or any(_is_file(path / m) for m in _MANIFESTS):
+        return []
+    subs = []
+    for e in _entries(path):
+        if e.name.startswith("."):
+            continue
+        try:
+            is_dir = e.is_dir()
+        except OSError:
+            return []
+        if not is_dir:
+            if e.name in _NOTES:
+                continue
+            return []   # a loose file: path is a bundle
+        subs.append(e)
+    if not subs or not all(_looks_like_bundle(d) for d in subs):
+        return []
+    return subs
 
 
 def report(bundle_path: str | Path, out: str | Path, tz: str | None = None, only: list[str] | None = None,
@@ -83,14 +131,14 @@ def report(bundle_path: str | Path, out: str | Path, tz: str | None = None, only
     partial HTML and an error line; the others are still written."""
     import kitlib
 
+    from kitlib.sources import check_output
     bundle_path, out = Path(bundle_path), Path(out)
+    check_output(bundle_path, out)  # before anything is written or removed
     nb_dir = Path(notebook_folder) if notebook_folder else notebook_dir()
     out.mkdir(parents=True, exist_ok=True)
     tables = out / "tables"
-    if tables.exists():
-        shutil.rmtree(tables)
     t0 = time.perf_counter()
-    kitlib.ingest(bundle_path, tables, tz=tz, progress=False)
+    kitlib.ingest(bundle_path, tables, tz=tz, progress=False)  # replaces out/tables only when complete
     bundle = kitlib.load(tables)
     result = kitlib.triage(bundle)
     findings = result.findings
@@ -106,8 +154,9 @@ def report(bundle_path: str | Path, out: str | Path, tz: str | None = None, only
             continue
         runs.append(_run_notebook(n, nb_dir, out, tables, tz, timeout, log))
     index = out / "index.html"
-    index.write_text(_index_html(bundle_path, bundle.summary, findings, result.runs, runs), encoding="utf-8")
-    (out / "findings.json").write_text(json.dumps([f.to_dict() for f in findings], indent=2) + "\n")
+    index.write_text(redact_text(_index_html(bundle_path, bundle.summary, findings, result.runs, runs)),
+                     encoding="utf-8")
+    (out / "findings.json").write_text(redact_text(json.dumps([f.to_dict() for f in findings], indent=2)) + "\n")
     return {"bundle": str(bundle_path), "index": str(index), "findings": [f.id for f in findings],
             "notebooks": runs, "seconds": round(time.perf_counter() - t0, 1)}
 
@@ -128,6 +177,7 @@ def _run_notebook(n: Notebook, nb_dir: Path, out: Path, tables: Path, tz: str | 
         status["error"] = _short_error(e)
     try:
         if executed.is_file():
+            redact_notebook(executed)
             html_path.write_text(offline_html(executed), encoding="utf-8")
         else:
             html_path.write_text(f"<html><body><h1>{esc(n.title)}</h1><pre>{esc(status['error'])}</pre></body></html>")
@@ -137,6 +187,38 @@ def _run_notebook(n: Notebook, nb_dir: Path, out: Path, tables: Path, tz: str | 
     status["seconds"] = round(time.perf_counter() - t, 1)
     log(f"  {n.file:24} {'FAILED: ' + status['error'] if status['error'] else 'ok'} ({status['seconds']} s)")
     return status
+
+
+def redact_notebook(path: Path) -> None:
+    """Rewrite an executed notebook with every cell output passed through the redaction rules
+    (text, HTML, streams, error messages), so neither it nor its HTML holds a secret."""
+    import nbformat
+    nb = nbformat.read(str(path), as_version=4)
+    changed = False
+
+    def fix(v):
+        nonlocal changed
+        if isinstance(v, str):
+            r = redact_text(v)
+            changed |= r != v
+            return r
+        if isinstance(v, list):
+            return [fix(x) for x in v]
+        return v
+
+    for cell in nb.cells:
+        for o in cell.get("outputs", []):
+            if "text" in o:
+                o["text"] = fix(o["text"])
+            for mime, v in list(o.get("data", {}).items()):
+                if mime.startswith("text/") or mime.endswith("json") and isinstance(v, str):
+                    o["data"][mime] = fix(v)
+            if "evalue" in o:
+                o["evalue"] = fix(o["evalue"])
+            if "traceback" in o:
+                o["traceback"] = fix(o["traceback"])
+    if changed:
+        nbformat.write(nb, str(path))
 
 
 def _short_error(e: Exception) -> str:
@@ -176,7 +258,9 @@ def _index_html(bundle_path: Path, summary, findings, checked, runs) -> str:
 def report_many(path: str | Path, out: str | Path, tz: str | None = None, log=print, **kw) -> dict:
     """Report every bundle under ``path`` (see :func:`_bundles_in`) into ``out/<bundle>/`` and
     write ``out/index.html`` linking them."""
+    from kitlib.sources import check_output
     path, out = Path(path), Path(out)
+    check_output(path, out)
     results = []
     for b in _bundles_in(path):
         log(f"{b.name}:")
@@ -193,9 +277,9 @@ def report_many(path: str | Path, out: str | Path, tz: str | None = None, log=pr
         for r in results)
     out.mkdir(parents=True, exist_ok=True)
     index = out / "index.html"
-    index.write_text(f"<!doctype html><html><head><meta charset='utf-8'><title>Kafka incident kit reports</title>"
-                     f"<style>{_CSS}</style></head><body><h1>Kafka incident kit reports</h1><ul>{items}</ul></body></html>",
-                     encoding="utf-8")
+    index.write_text(redact_text(f"<!doctype html><html><head><meta charset='utf-8'><title>Kafka incident kit reports"
+                                 f"</title><style>{_CSS}</style></head><body><h1>Kafka incident kit reports</h1>"
+                                 f"<ul>{items}</ul></body></html>"), encoding="utf-8")
     return {"index": str(index), "bundles": results}
 
 
@@ -204,9 +288,11 @@ def register_cli(sub) -> None:
         "report", help="run the notebooks on a bundle and write offline HTML reports",
         description="Execute the triage notebook and every investigation notebook relevant to BUNDLE with "
                     "papermill and write one HTML page per notebook plus index.html into OUT. The pages load "
-                    "nothing from the network. If BUNDLE is a folder of bundles (its subfolders carry a "
-                    "PROVENANCE.md, README.md or bundle manifest, like sample_data/), each is reported into "
-                    "OUT/<name>/ and OUT/index.html links them. Exit status: 0 all notebooks ran, 1 some failed.")
+                    "nothing from the network. If BUNDLE is a folder of bundles (like sample_data/: no files of "
+                    "its own but README.md/PROVENANCE.md, and every subfolder a bundle, i.e. with a manifest, or "
+                    "with PROVENANCE.md/README.md beside folders of its own), each is reported into OUT/<name>/ "
+                    "and OUT/index.html links them. OUT must not be inside or around a bundle. Exit status: 0 all "
+                    "notebooks ran, 1 some failed, 2 error.")
     p.add_argument("bundle", help="bundle folder, or a folder of bundles")
     p.add_argument("--out", required=True, help="output folder for the HTML reports")
     p.add_argument("--tz", default=None,
@@ -218,9 +304,11 @@ def register_cli(sub) -> None:
 
 
 def _cmd(args) -> int:
+    from kitlib.sources import check_output, shown
     path = Path(args.bundle)
     if not path.exists():
-        raise FileNotFoundError(f"bundle not found: {path}")
+        raise FileNotFoundError(f"bundle not found: {shown(str(path))}")
+    check_output(path, args.out)
     kw = dict(tz=args.tz, only=args.notebooks, timeout=args.timeout)
     if path.is_dir() and _bundles_in(path):
         res = report_many(path, args.out, **kw)

@@ -61,7 +61,7 @@ def _row_json(msg: str) -> dict | None:
     i = msg.find("{")
     try:
         d = json.loads(msg[i:])
-    except (ValueError, TypeError):
+    except (ValueError, TypeError, RecursionError):
         return None
     h = d.get("requestHeader") or {}
     ci = d.get("clientInformation") or {}

@@ -233,6 +233,8 @@ def ingest_on_dask(path, out, tz=None, workers: int | None = None, scheduler: st
     root, out = Path(path), Path(out)
     if not root.exists():
         raise FileNotFoundError(f"bundle not found: {path}")
+    from kitlib.sources import check_output
+    check_output(root, out)  # before anything is written or removed
     out.mkdir(parents=True, exist_ok=True)
     work = out / ".work"
     units = plan(root, tz, split_bytes)

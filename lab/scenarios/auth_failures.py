@@ -18,7 +18,8 @@ import sys
 import time
 from pathlib import Path
 
-from kitlib import lab, labclients
+from kitlib import lab
+from kitlib.lab import clients as labclients
 
 TOPIC = "sales"
 USER, CLIENT_ID = "reporting", "reporting-app"

@@ -13,7 +13,8 @@ import threading
 import time
 from pathlib import Path
 
-from kitlib import lab, labclients
+from kitlib import lab
+from kitlib.lab import clients as labclients
 
 TOPIC = "invoices"
 STALLED, HEALTHY = "billing", "audit"

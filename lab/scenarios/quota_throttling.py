@@ -14,7 +14,8 @@ import threading
 import time
 from pathlib import Path
 
-from kitlib import lab, labclients
+from kitlib import lab
+from kitlib.lab import clients as labclients
 
 TOPIC = "clickstream-raw"
 CLIENT_ID = "bulk-loader"

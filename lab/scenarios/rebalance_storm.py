@@ -15,7 +15,8 @@ import sys
 import time
 from pathlib import Path
 
-from kitlib import capture, lab, labclients
+from kitlib import capture, lab
+from kitlib.lab import clients as labclients
 
 GROUP = "order-enricher"
 TOPIC = "orders"

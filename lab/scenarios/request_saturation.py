@@ -17,7 +17,8 @@ import sys
 import time
 from pathlib import Path
 
-from kitlib import lab, labclients
+from kitlib import lab
+from kitlib.lab import clients as labclients
 
 TOPIC = "telemetry"
 LOADGENS = 3
@@ -74,12 +75,12 @@ def run(out: str | Path, seconds: float = 80, work: Path | None = None) -> Path:
             name = f"loadgen-{i}"
             cfg = Path(b.work) / f"{name}-log4j.properties"
             cfg.write_text(CLIENT_LOG4J.replace("{file}", str((clients / f"{name}.log").resolve())))
-            procs.append(labclients.java_tool(
+            procs.append(labclients.start_java_tool(
                 "org.apache.kafka.tools.ProducerPerformance", "--topic", TOPIC, "--num-records", "100000000",
                 "--record-size", "1000", "--throughput", "-1", "--print-metrics",
                 "--producer-props", f"bootstrap.servers={b.bootstrap}", f"client.id={name}", "acks=1",
                 "linger.ms=0", "batch.size=16384", "compression.type=none", "enable.idempotence=false", "max.in.flight.requests.per.connection=50",
-                log4j=cfg, wait=False, out=clients / f"{name}.out"))
+                log4j=cfg, out=clients / f"{name}.out"))
         time.sleep(seconds)
         for p in procs:
             p.terminate()  # ProducerPerformance prints its summary on SIGTERM
@@ -111,6 +112,9 @@ BODY = f"""
 - Topic `{TOPIC}` ({PARTITIONS} partitions) with `compression.type=zstd`,
   `compression.zstd.level=12`; the producers send uncompressed batches, so the handler thread
   recompresses every batch it appends.
+- The recompression is counted by the broker as produce-side message conversions
+  (BrokerTopicMetrics ProduceMessageConversionsPerSec, `messageConversionsTime` on PRODUCE v11
+  lines of kafka-request.log): current clients, no down-conversion.
 - Load: {LOADGENS} of Kafka's own `ProducerPerformance` tools (Kafka 3.9.1 clients, client ids
   `loadgen-1` .. `loadgen-{LOADGENS}`) for 80 s (RequestHandlerAvgIdlePercent is read as a
   one-minute moving average, so the load must outlast a minute), 1000-byte records as fast as

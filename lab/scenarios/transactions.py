@@ -14,7 +14,8 @@ import sys
 import time
 from pathlib import Path
 
-from kitlib import lab, labclients
+from kitlib import lab
+from kitlib.lab import clients as labclients
 
 TOPIC = "payments"
 STUCK_TXID, FENCED_TXID = "payments-tx", "ledger-tx"
