@@ -179,3 +179,18 @@ def test_quota_throttling_on_the_real_lab_bundle():
 def test_real_lab_bundles_name_who(bundle, fid, key, name):
     found = kitlib.triage(Path(__file__).parents[1] / "sample_data" / bundle, investigations=["client_requests"]).findings
     assert [(f.id, f.numbers[key]) for f in found] == [(fid, name)]
+
+
+def test_combined_kraft_nodes_are_not_read_as_saturated():
+    """A broker+controller node's handler meter sums two pools (about 2.0 idle): 1.95 is a busy but
+    healthy broker pool, 1.1 is a saturated one."""
+    healthy = idle_metrics([2.0, 1.97, 1.95, 1.99])
+    assert analysis.request_saturation(Bundle("x", {"metrics": healthy})) == []
+    busy = idle_metrics([2.0, 1.2, 1.1, 1.05])
+    (f,) = analysis.request_saturation(Bundle("x", {"metrics": busy}))
+    assert f.numbers["min_handler_idle"] == 0.05
+
+
+def test_request_saturation_silent_on_the_lab_cluster():
+    b = kitlib.load_bundle(Path(__file__).parents[1] / "sample_data" / "healthy-cluster")
+    assert analysis.request_saturation(b) == []

@@ -3,8 +3,8 @@ throttles, and whether request handlers or network threads are saturated (or one
 slower than the rest).
 
 Example:
-    >>> idle_fraction(pd.Series([0.25, 35.0]))          # a percentage is read as a fraction
-    [0.25, 0.35]
+    >>> idle_fraction(pd.Series([2.0, 1.1]))       # a combined KRaft node's handler meter (two pools)
+    [1.0, 0.1]
 """
 from __future__ import annotations
 
@@ -24,9 +24,29 @@ IDLE_NAMES = ("RequestHandlerAvgIdlePercent", "NetworkProcessorAvgIdlePercent")
 
 
 def idle_fraction(values: pd.Series) -> list[float]:
-    """Idle values as fractions (the JMX meters give 0..1; some exporters give percentages)."""
+    """Idle values of one broker's meter or gauge as fractions of 0..1.
+
+    The JMX values are fractions. A series that goes above 2.5 is a percentage (some exporters).
+    A RequestHandlerAvgIdlePercent series between 1 and 2 comes from a combined KRaft node
+    (process.roles=broker,controller), where the broker's and the controller's handler pools add
+    to the one meter (about 2.0 when both idle): the broker pool's idle is read as the value minus
+    the controller pool's 1.0 (a controller pool is nearly always idle), clipped to 0..1.
+
+    Example:
+        >>> idle_fraction(pd.Series([0.25, 0.9]))          # a broker-only node
+        [0.25, 0.9]
+        >>> idle_fraction(pd.Series([2.0, 1.98, 1.12]))    # a combined node: broker pool 100 %, 98 %, 12 % idle
+        [1.0, 0.98, 0.12]
+        >>> idle_fraction(pd.Series([35.0, 80.0]))         # percentages
+        [0.35, 0.8]
+    """
     v = pd.to_numeric(values, errors="coerce").astype("float64")
-    return [round(x / 100 if x > 1.5 else x, 4) for x in v]
+    top = v.max() if len(v) else 0.0
+    if top > 2.5:
+        v = v / 100
+    elif top > 1.05:
+        v = (v - 1.0).clip(lower=0.0, upper=1.0)
+    return [round(float(x), 4) for x in v]
 
 
 def saturation_metrics_present(metrics: pd.DataFrame) -> bool:
@@ -199,7 +219,9 @@ def idle_samples(metrics: pd.DataFrame) -> pd.DataFrame:
     m = m[attr.isin(["OneMinuteRate", "Value"]) | (attr == "")]
     if not len(m):
         return pd.DataFrame(columns=cols)
-    return m.assign(metric=m["name"].astype("string"), idle=idle_fraction(m["value"]))[cols].reset_index(drop=True)
+    m = m.assign(metric=m["name"].astype("string"), host=m["host"].astype("string"))
+    parts = [g.assign(idle=idle_fraction(g["value"])) for _, g in m.groupby(["host", "metric"], sort=False)]
+    return pd.concat(parts)[cols].sort_values("ts", kind="stable").reset_index(drop=True)
 
 
 def broker_latency(requests: pd.DataFrame) -> pd.DataFrame:
