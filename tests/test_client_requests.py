@@ -183,14 +183,21 @@ def test_real_lab_bundles_name_who(bundle, fid, key, name):
 
 def test_combined_kraft_nodes_are_not_read_as_saturated():
     """A broker+controller node's handler meter sums two pools (about 2.0 idle): 1.95 is a busy but
-    healthy broker pool, 1.1 is a saturated one."""
+    healthy broker pool; 1.05 is saturation only when requests are seen waiting on that node."""
     healthy = idle_metrics([2.0, 1.97, 1.95, 1.99])
     assert analysis.request_saturation(Bundle("x", {"metrics": healthy})) == []
     busy = idle_metrics([2.0, 1.2, 1.1, 1.05])
-    (f,) = analysis.request_saturation(Bundle("x", {"metrics": busy}))
-    assert f.numbers["min_handler_idle"] == 0.05
+    # the meter mixes the broker's and the controller's planes: alone it is not enough there...
+    assert analysis.request_saturation(Bundle("x", {"metrics": busy})) == []
+    # ...with requests queueing on that broker it is
+    queued = requests_frame([0.0] * 30, queue=[250.0] * 10 + [1.0] * 20)
+    (f,) = analysis.request_saturation(Bundle("x", {"metrics": busy, "requests": queued}))
+    assert f.numbers["min_handler_idle"] == 0.05 and f.numbers["hosts"] == "broker-1"
 
 
-def test_request_saturation_silent_on_the_lab_cluster():
-    b = kitlib.load_bundle(Path(__file__).parents[1] / "sample_data" / "healthy-cluster")
+@pytest.mark.parametrize("bundle", ["healthy-cluster", "gc-pressure", "isr-flapping", "controller-failover",
+                                    "log-dir-failure"])
+def test_request_saturation_silent_on_the_lab_cluster_bundles(bundle):
+    """Three combined broker+controller nodes under other incidents: no request queueing, no finding."""
+    b = kitlib.load_bundle(Path(__file__).parents[1] / "sample_data" / bundle)
     assert analysis.request_saturation(b) == []

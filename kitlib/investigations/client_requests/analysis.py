@@ -209,8 +209,9 @@ def quota_throttling(bundle) -> list[Finding]:
 
 def idle_samples(metrics: pd.DataFrame) -> pd.DataFrame:
     """Handler and network-processor idle samples as fractions, one row per host, metric and time
-    (the one-minute rate of the handler meter, the value of the network gauge)."""
-    cols = ["ts", "host", "metric", "idle", "file", "line", "mbean", "attribute"]
+    (the one-minute rate of the handler meter, the value of the network gauge); ``combined`` marks
+    a broker+controller node, whose meters mix two planes."""
+    cols = ["ts", "host", "metric", "idle", "combined", "file", "line", "mbean", "attribute"]
     if not len(metrics):
         return pd.DataFrame(columns=cols)
     metrics = metrics.reset_index(drop=True)
@@ -220,6 +221,8 @@ def idle_samples(metrics: pd.DataFrame) -> pd.DataFrame:
     if not len(m):
         return pd.DataFrame(columns=cols)
     m = m.assign(metric=m["name"].astype("string"), host=m["host"].astype("string"))
+    top = m.groupby("host")["value"].transform("max")
+    m = m.assign(combined=(top > 1.05) & (top <= 2.5))   # a broker+controller node (see idle_fraction)
     parts = [g.assign(idle=idle_fraction(g["value"])) for _, g in m.groupby(["host", "metric"], sort=False)]
     return pd.concat(parts)[cols].sort_values("ts", kind="stable").reset_index(drop=True)
 
@@ -252,6 +255,11 @@ def request_saturation(bundle) -> list[Finding]:
     low_by = low_by[low_by["samples"] >= IDLE_MIN_SAMPLES]
     lat = broker_latency(bundle.table("requests"))
     queued = lat[(lat["requests"] >= QUEUE_MIN_REQUESTS) & (lat["slow_queue_share"] >= QUEUE_SLOW_SHARE)]
+    # on a combined node the meters mix the broker's and the controller's planes: low idle there is
+    # saturation only when the request log shows requests waiting on that host
+    combined = set(idle.loc[idle["combined"].astype(bool), "host"]) if len(idle) else set()
+    low_by = low_by[~low_by["host"].isin(combined - set(queued["host"]))]
+    low = low[low["host"].isin(set(low_by["host"]))] if len(low) else low
     slow_peer = pd.DataFrame(columns=lat.columns)
     busy = lat[lat["requests"] >= QUEUE_MIN_REQUESTS]
     if len(busy) >= 2:
