@@ -71,11 +71,21 @@ def unread(bundle) -> list[str]:
     return out
 
 
+def inferred_hosts(bundle) -> list[str]:
+    """Files whose host was guessed from the file name or its content (under a folder such as
+    jmx/ or logs/ that names a kind of file, not a machine), so a wrong guess is visible."""
+    f = bundle.files
+    if not len(f) or "host_from" not in f.columns:
+        return []
+    guessed = f[f["host_from"].astype("string").isin(["file name", "file content"])]
+    return [f"{r.file} -> {r.host} (from the {r.host_from})" for r in guessed.itertuples()]
+
+
 def gaps_text(bundle) -> str:
-    """The two lists as a few lines of text (empty when the bundle lacks nothing)."""
-    lines = []
+    """The lists as a few lines of text (empty when there is nothing to say)."""
+    lines = [f"  host guessed: {h}" for h in inferred_hosts(bundle)]
     for g in lacks(bundle):
         lines.append(f"  missing {g.what}: {g.why}; collect: {g.how}")
     for u in unread(bundle):
         lines.append(f"  not read: {u}")
-    return ("What this bundle lacks:\n" + "\n".join(lines)) if lines else ""
+    return ("What this bundle lacks, and guesses made:\n" + "\n".join(lines)) if lines else ""

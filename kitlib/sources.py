@@ -226,6 +226,50 @@ def discover_all(path: str | os.PathLike, tz: str | dict | None = None) -> tuple
     return out, sorted(skipped, key=lambda s: s.rel)
 
 
+# folders that name a kind of file, not a machine: `incident/jmx/broker-1.csv` is broker-1's
+KIND_FOLDERS = {"jmx", "logs", "log", "connect", "metrics", "gc", "gclogs", "kafka", "brokers", "workers",
+                "clients", "cli", "tools", "prometheus", "jolokia", "server", "controller", "controllers"}
+_HOSTLIKE = re.compile(r"^(?P<h>(?:broker|kafka|node|controller|worker|connect|kraft|zk|zookeeper|server|host)"
+                       r"[-_]?[a-z]?\d+[a-z0-9-]*?)(?:[-_.](?:jmx|gc|metrics|server|log|out|csv|json|txt|\d{8}).*)?$", re.I)
+_ID_IN_LOG = [re.compile(rb"\[(?:KafkaServer|BrokerServer|ControllerServer|KafkaRaftServer) (?:id|nodeId)=(\d+)\]"),
+              re.compile(rb"^\s*(?:node\.id|broker\.id) = (\d+)\s*$", re.M)]
+
+
+def infer_host(rel: str, f: Path | None = None, head_bytes: bytes | None = None) -> tuple[str | None, str]:
+    """A host for a file under a kind folder (``jmx/``, ``logs/``, ``connect/`` ...): the next
+    folder down, else a host-like file name (``broker-1.csv``), else what the file says
+    (``[KafkaServer id=1]``, ``node.id = 1`` in a config dump: ``broker-1``). Returns
+    (host or None, how it was found).
+
+    Example:
+        >>> infer_host("jmx/broker-2.csv")
+        ('broker-2', 'file name')
+        >>> infer_host("connect/worker-a/connect.log")
+        ('worker-a', 'folder')
+    """
+    parts = rel.split("/")
+    if len(parts) > 2:
+        return parts[1], "folder"
+    stem = parts[-1]
+    for ext in (".gz", ".zst", ".xz", ".bz2", ".lz4"):
+        stem = stem.removesuffix(ext)
+    m = _HOSTLIKE.match(stem)
+    if m:
+        return m.group("h"), "file name"
+    data = head_bytes
+    if data is None and f is not None:
+        try:
+            with open(f, "rb") as fh:
+                data = fh.read(256 * 1024)
+        except OSError:
+            data = b""
+    for rx in _ID_IN_LOG:
+        hit = rx.search(data or b"")
+        if hit:
+            return f"broker-{hit.group(1).decode()}", "file content"
+    return None, ""
+
+
 def _source(f: Path, member: str, rel_raw: str, msize, root, p, manifest, hosts_map, file_map, default_tz, tz):
     rel = shown(rel_raw)
     parts = rel.split("/")
@@ -246,8 +290,12 @@ def _source(f: Path, member: str, rel_raw: str, msize, root, p, manifest, hosts_
             spec = {"name": spec}
         host = host or spec.get("name", folder)
         host_tz = spec.get("tz")
+    host_from = "manifest" if host is not None else ""
+    if host is None and folder is not None and folder.lower() in KIND_FOLDERS and not member:
+        host, host_from = infer_host(rel, f)
     if host is None:
         host = folder if folder is not None else (manifest.get("host") or shown(root.resolve().name))
+        host_from = "folder" if folder is not None else ("manifest" if manifest.get("host") else "bundle name")
     if isinstance(tz, dict):
         ftz = tz.get(host, host_tz or default_tz)
     else:
@@ -259,6 +307,7 @@ def _source(f: Path, member: str, rel_raw: str, msize, root, p, manifest, hosts_
     size = msize if msize is not None else f.stat().st_size
     src = SourceFile(f, rel, str(host), ftz, False, base, stamp, size, member=member)
     src.gz = bool(member) or _codec(src) is not None  # never split into byte ranges
+    src.meta["host_from"] = host_from
     layout = next((str(v) for g, v in (manifest.get("layouts") or {}).items() if fnmatch.fnmatch(rel, g)), None)
     if layout:
         src.meta["layout"] = layout

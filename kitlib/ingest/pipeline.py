@@ -20,6 +20,8 @@ tables.declare("files", "One row per file found in the bundle: its detected form
                "lines were accounted for (lines == parsed + unparsed for every parsed file).", [
                    ("file", "category", "path relative to the bundle root"),
                    ("host", "category", "host the file belongs to"),
+                   ("host_from", "category", "how the host was found: folder, manifest, file name, file content "
+                    "(under a folder that names a kind such as jmx/ or logs/), or bundle name"),
                    ("format", "category", "detected format, 'unknown' (every line kept in unparsed; binary files "
                                           "listed only), or 'not read' (a path not read as data: error says why)"),
                    ("tz", "str", "timezone its timestamps were read in"),
@@ -66,7 +68,7 @@ def parse_file(src: SourceFile, fmt: Format | None, sink: Sink, bar=None) -> dic
     """Parse one file (or one part of a split file) into ``sink``; returns its ``files`` row.
     Whatever goes wrong costs this file only, and is named in the row's ``error``."""
     t1 = time.perf_counter()
-    rec = {"file": src.rel, "host": src.host, "format": fmt.name if fmt else "unknown", "tz": src.tz,
+    rec = {"file": src.rel, "host": src.host, "host_from": src.meta.get("host_from", ""), "format": fmt.name if fmt else "unknown", "tz": src.tz,
            "bytes": src.size, "lines": pd.NA, "parsed": pd.NA, "unparsed": pd.NA, "rows": 0,
            "error": "", "error_line": pd.NA}
     nul = first_nul(head(src)) if fmt is None else -1
