@@ -290,3 +290,23 @@ def test_real_lab_bundles_name_the_group_or_transactional_id(bundle, fid, key, n
     found = kitlib.triage(SAMPLES / bundle, investigations=["consumer_groups"]).findings
     assert [(f.id, f.numbers[key]) for f in found] == [(fid, name)]
     assert all(e["file"] and e["line"] for e in found[0].evidence)
+
+
+def test_kafka_python_layout_through_a_bundle():
+    """The same kafka-python file read by the kit's layout inference: every line is an event and the
+    group's story comes out the same (line 7, logged by the application itself, counts too)."""
+    b = kitlib.load_bundle(FIX / "kafka-python.log")
+    assert len(b.events) == 14 and b.unparsed.empty
+    assert rows(b.group_events, ["line", "kind"]) == [
+        (1, "revoking"), (2, "rejoining"), (3, "joined"), (4, "poll_timeout"), (5, "session_expired"),
+        (6, "commit_failed"), (7, "commit_failed"), (8, "heartbeat_rebalancing"), (9, "leaving"),
+        (11, "poll_timeout"), (12, "heartbeat_rebalancing"), (13, "lost_membership"), (14, "assigned")]
+
+
+def test_real_storm_bundle_has_the_clients_side():
+    b = kitlib.load_bundle(SAMPLES / "rebalance-storm")
+    ge = b.group_events
+    client = ge[ge["source"] == "client"]
+    assert ((client["kind"] == "poll_timeout").sum(), (ge["kind"] == "member_left").sum()) == (26, 26), ge["source"].value_counts().to_dict()
+    (f,) = analysis.rebalance_storm(b)
+    assert f.numbers["poll_timeouts_in_client_logs"] == 26 and "max.poll.interval.ms" in f.recommendation

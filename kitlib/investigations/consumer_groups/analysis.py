@@ -54,6 +54,25 @@ def churn_mask(prepares: pd.DataFrame, empty_generations: pd.Series) -> np.ndarr
     return ~from_empty & ~to_empty
 
 
+def client_groups(group_events: pd.DataFrame) -> pd.DataFrame:
+    """Client lines that name no group (kafka-python's poll timeout, for one) get the group the
+    other client lines of the same file name, when they name exactly one: a consumer's log is
+    usually one consumer's."""
+    ge = group_events
+    if not len(ge):
+        return ge
+    client = ge["source"].astype("string") == "client"
+    named = ge[client & ge["group"].notna()]
+    if not len(named):
+        return ge
+    per_file = named.groupby(named["file"].astype("string"))["group"].agg(
+        lambda s: s.iloc[0] if s.nunique() == 1 else None)
+    fill = ge["file"].astype("string").map(per_file)
+    out = ge.copy()
+    out["group"] = out["group"].astype("string").where(~client | out["group"].notna(), fill.astype("string"))
+    return out
+
+
 def rebalance_summary(group_events: pd.DataFrame) -> pd.DataFrame:
     """Per group: rebalances started (and how many were churn, see :func:`churn_mask`), the busiest
     10 minutes of churn, generations reached, members
@@ -62,7 +81,7 @@ def rebalance_summary(group_events: pd.DataFrame) -> pd.DataFrame:
             "generation_last",
             "generations_per_min", "members_failed", "members_left", "new_members", "poll_timeouts",
             "commit_failures", "top_reasons"]
-    ge = group_events
+    ge = client_groups(group_events)
     if not len(ge):
         return pd.DataFrame(columns=cols)
     rows = []
@@ -120,7 +139,7 @@ def _storm_advice(s: pd.Series, reasons: str) -> str:
           checks=f"a consumer group rebalancing {STORM_REBALANCES}+ times within {int(STORM_WINDOW.total_seconds() // 60)}"
                  " minutes (group coordinator lines)")
 def rebalance_storm(bundle) -> list[Finding]:
-    ge = bundle.table("group_events")
+    ge = client_groups(bundle.table("group_events"))
     out = []
     summary = rebalance_summary(ge)
     status = partition_status(lag_history(bundle))
