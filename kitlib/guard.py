@@ -23,8 +23,8 @@ import contextlib
 import os
 import shutil
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
 # what an output folder of the kit may hold (anything else means it is not ours to replace)
 _OURS = (".parquet", ".arrow", ".json")

@@ -28,9 +28,9 @@ import re
 import stat
 import zipfile
 import zlib
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterator
 
 CHUNK = 16 * 1024 * 1024
 # a line longer than this keeps its first MAX_LINE bytes; the rest of it is counted, not stored

@@ -94,6 +94,7 @@ def kitlib(*args: str, cwd: Path | None = None) -> Run:
 def kitlib_here(*args: str) -> Run:
     """Run the CLI in this process (no start-up cost; for commands whose memory is not measured)."""
     import io
+
     from kitlib.cli import main
     out, err = io.StringIO(), io.StringIO()
     saved = sys.stdout, sys.stderr

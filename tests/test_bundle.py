@@ -293,3 +293,20 @@ def test_folders_that_name_a_kind_are_not_hosts(tmp_path):
     from kitlib.gaps import inferred_hosts
     assert inferred_hosts(b) == ["jmx/broker-1.csv -> broker-1 (from the file name)",
                                  "logs/server.log -> broker-3 (from the file content)"]
+
+
+@pytest.mark.parametrize("sample", ["remote-storage", "isr-flapping"])
+def test_triage_page_tables_are_the_same_from_duckdb(tmp_path, sample):
+    """On an ingest output the triage page groups WARN/ERROR messages in DuckDB; the table must be
+    the one pandas gives on the bundle loaded in memory."""
+    import pandas as pd
+
+    from kitlib.display import triage as page
+    root = os.path.join(os.path.dirname(__file__), "..", "sample_data", sample)
+    kitlib.ingest(root, tmp_path / "kit", progress=False)
+    lazy_b = kitlib.load(tmp_path / "kit")
+    cols = {c: "string" for c in ("level", "logger", "message", "hosts", "first")}
+    lazy = page.top_messages(lazy_b).astype(cols)
+    mem = page.top_messages(kitlib.load_bundle(root)).astype(cols).astype({"count": "int64"})
+    assert len(lazy) > 0 and "events" not in lazy_b.tables
+    pd.testing.assert_frame_equal(lazy, mem, check_dtype=False)

@@ -19,8 +19,8 @@ Example:
 """
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import Callable, Iterator
 
 import pandas as pd
 
@@ -66,7 +66,7 @@ def detect(head: bytes, src: SourceFile | None = None) -> Format | None:
         try:
             if f.detect(head, src):
                 return f
-        except Exception:
+        except Exception:  # noqa: BLE001 - a detector that fails on odd bytes says no
             continue
     return None
 

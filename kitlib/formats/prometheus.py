@@ -16,8 +16,17 @@ import re
 
 import pandas as pd
 
-from kitlib.formats import (TS_MAX, TS_MIN, Context, decode_line, iter_lines, register, ts_in_range, unparsed_frame,
-                            with_provenance)
+from kitlib.formats import (
+    TS_MAX,
+    TS_MIN,
+    Context,
+    decode_line,
+    iter_lines,
+    register,
+    ts_in_range,
+    unparsed_frame,
+    with_provenance,
+)
 from kitlib.metrics import mbean_from_prometheus, with_keys
 
 _SAMPLE = re.compile(r'^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(.*)\})?\s+(\S+)(?:\s+(-?\d+))?\s*$')

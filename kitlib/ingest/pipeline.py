@@ -11,8 +11,8 @@ import pandas as pd
 from kitlib import formats, registry, tables
 from kitlib.extract import BuildError
 from kitlib.formats import Context, Format, first_nul, unknown_lines
-from kitlib.ingest.sink import Sink
 from kitlib.guard import account_rest, cut_line_note, not_read_rows
+from kitlib.ingest.sink import Sink
 from kitlib.sources import SourceFile, discover_all, head
 from kitlib.summary import BundleSummary
 
