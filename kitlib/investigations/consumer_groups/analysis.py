@@ -1,0 +1,365 @@
+"""Detectors for consumer groups and transactions: rebalance storms (from the group coordinator's
+lines, with the consumers' own lines saying why), stalled consumers (window rules over lag
+snapshots, see :mod:`.lag`), and transactions rolled back on timeout, fenced or left hanging.
+
+Example:
+    >>> busiest_window(pd.Series(pd.to_datetime(["2026-01-01 00:00", "2026-01-01 00:01",
+    ...                                            "2026-01-01 00:30"], utc=True)), pd.Timedelta("10min"))
+    2
+"""
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pandas as pd
+
+from kitlib.findings import Finding, detector, evidence
+from kitlib.investigations.consumer_groups.lag import LagRules, lag_history, partition_status
+
+STORM_WINDOW = pd.Timedelta("10min")
+STORM_REBALANCES = 4          # rebalances of one group within STORM_WINDOW that make a storm
+_MEMBER = re.compile(r"\S*-[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
+
+
+def busiest_window(times: pd.Series, window: pd.Timedelta) -> int:
+    """The largest number of ``times`` that fall within one ``window``."""
+    t = np.sort(times.dropna().to_numpy(dtype="datetime64[ns]"))
+    if not len(t):
+        return 0
+    ends = np.searchsorted(t, t + np.timedelta64(window.value, "ns"), side="right")
+    return int((ends - np.arange(len(t))).max())
+
+
+def reason_pattern(reason: str | None) -> str:
+    """A rebalance reason with member ids taken out, so reasons can be counted.
+
+    Example:
+        >>> reason_pattern("removing member c-1-0f8e4f4e-2c4a-4f7e-9d1b-3a6f2b8c9d10 on heartbeat expiration")
+        'removing member <member> on heartbeat expiration'
+    """
+    if reason is None or reason is pd.NA:
+        return "(not logged)"
+    return _MEMBER.sub("<member>", str(reason))
+
+
+def churn_mask(prepares: pd.DataFrame, empty_generations: pd.Series) -> np.ndarray:
+    """Which rebalances are churn: not a member joining an empty group (old generation 0, or one
+    the group was empty at) and not the last member leaving (the group is empty at the next
+    generation). A single consumer started and stopped twice makes four rebalances and no churn."""
+    old = prepares["generation"].astype("float64").to_numpy()
+    empty = set(empty_generations.dropna().astype(int).tolist())
+    from_empty = (old == 0) | np.isin(old, list(empty))
+    to_empty = np.isin(old + 1, list(empty))
+    return ~from_empty & ~to_empty
+
+
+def client_groups(group_events: pd.DataFrame) -> pd.DataFrame:
+    """Client lines that name no group (kafka-python's poll timeout, for one) get the group the
+    other client lines of the same file name, when they name exactly one: a consumer's log is
+    usually one consumer's."""
+    ge = group_events
+    if not len(ge):
+        return ge
+    client = ge["source"].astype("string") == "client"
+    named = ge[client & ge["group"].notna()]
+    if not len(named):
+        return ge
+    per_file = named.groupby(named["file"].astype("string"))["group"].agg(
+        lambda s: s.iloc[0] if s.nunique() == 1 else None)
+    fill = ge["file"].astype("string").map(per_file)
+    out = ge.copy()
+    out["group"] = out["group"].astype("string").where(~client | out["group"].notna(), fill.astype("string"))
+    return out
+
+
+def rebalance_summary(group_events: pd.DataFrame) -> pd.DataFrame:
+    """Per group: rebalances started (and how many were churn, see :func:`churn_mask`), the busiest
+    10 minutes of churn, generations reached, members
+    removed or left, the client-side symptoms and the most frequent reasons."""
+    cols = ["group", "rebalances", "churn_rebalances", "busiest_10min", "first", "last", "generation_first",
+            "generation_last",
+            "generations_per_min", "members_failed", "members_left", "new_members", "poll_timeouts",
+            "commit_failures", "top_reasons"]
+    ge = client_groups(group_events)
+    if not len(ge):
+        return pd.DataFrame(columns=cols)
+    rows = []
+    kind = ge["kind"].astype("string")
+    for g, rows_g in ge[ge["group"].notna()].groupby(ge["group"].astype("string"), sort=True):
+        k = rows_g["kind"].astype("string")
+        prep = rows_g[k == "prepare_rebalance"]
+        if not len(prep):
+            continue
+        churn = prep[churn_mask(prep, rows_g.loc[k == "group_empty", "generation"])]
+        gens = rows_g.loc[k.isin(["prepare_rebalance", "stabilized", "assignment", "joined"]), "generation"].dropna()
+        first, last = rows_g["ts"].min(), rows_g["ts"].max()
+        minutes = max((last - first).total_seconds() / 60, 1 / 60)
+        reasons = prep["reason"].map(reason_pattern).value_counts()
+        rows.append({
+            "group": g, "rebalances": len(prep), "churn_rebalances": len(churn),
+            "busiest_10min": busiest_window(churn["ts"], STORM_WINDOW),
+            "first": first, "last": last,
+            "generation_first": int(gens.min()) if len(gens) else None,
+            "generation_last": int(gens.max()) if len(gens) else None,
+            "generations_per_min": round(float(gens.max() - gens.min()) / minutes, 2) if len(gens) else 0.0,
+            "members_failed": int((k == "member_failed").sum()), "members_left": int((k == "member_left").sum()),
+            # a new member shows as an unknown-member join and as the reason of the rebalance it starts
+            "new_members": int(max((k == "unknown_member_join").sum(),
+                                   prep["reason"].astype("string").str.contains("Adding new member", na=False).sum())),
+            "poll_timeouts": int((k == "poll_timeout").sum()), "commit_failures": int((k == "commit_failed").sum()),
+            "top_reasons": "; ".join(f"{r} ({n}x)" for r, n in reasons.head(3).items()),
+        })
+    del kind
+    return pd.DataFrame(rows, columns=cols)
+
+
+def _storm_advice(s: pd.Series, reasons: str) -> str:
+    low = reasons.lower()
+    steps = []
+    if s["poll_timeouts"] or "poll" in low or "leavegroup" in low:
+        steps.append("members leave because processing a batch takes longer than max.poll.interval.ms: raise "
+                     "max.poll.interval.ms above the slowest batch, or lower max.poll.records so a batch finishes in "
+                     "time (and move slow work off the polling thread)")
+    if s["members_failed"] or "heartbeat expiration" in low:
+        steps.append("members miss heartbeats for session.timeout.ms: look for GC pauses, CPU starvation or network "
+                     "trouble on the consumers; raise session.timeout.ms (keep heartbeat.interval.ms at a third of it "
+                     "or less)")
+    if s["new_members"] >= 3:
+        steps.append("new member ids keep joining (restarts or rolling deploys): use static membership "
+                     "(group.instance.id per instance, session.timeout.ms longer than a restart) and the "
+                     "CooperativeStickyAssignor so a restart does not move every partition")
+    if not steps:
+        steps.append("see the reasons on the coordinator's lines; static membership (group.instance.id) and the "
+                     "CooperativeStickyAssignor make each rebalance cheaper")
+    return "; ".join(steps) + "."
+
+
+@detector(ids=["rebalance-storm"], needs=["group_events"],
+          checks=f"a consumer group rebalancing {STORM_REBALANCES}+ times within {int(STORM_WINDOW.total_seconds() // 60)}"
+                 " minutes (group coordinator lines)")
+def rebalance_storm(bundle) -> list[Finding]:
+    ge = client_groups(bundle.table("group_events"))
+    out = []
+    summary = rebalance_summary(ge)
+    status = partition_status(lag_history(bundle))
+    for _, s in summary[summary["busiest_10min"] >= STORM_REBALANCES].iterrows():
+        g = s["group"]
+        behind = status[(status["group"].astype("string") == g) & (status["status"] != "ok")] if len(status) else status
+        lag_note = (f"; meanwhile {len(behind)} partition(s) stopped or fell behind, lag {int(behind['lag_last'].sum()):,}"
+                    if len(behind) else "")
+        rows = ge[ge["group"].astype("string") == g]
+        k = rows["kind"].astype("string")
+        shown = pd.concat([rows[k.isin(["member_failed", "member_left", "poll_timeout", "commit_failed"])].head(8),
+                           rows[k == "prepare_rebalance"].head(8), rows[k == "stabilized"].tail(4)]).sort_values("ts")
+        out.append(Finding(
+            "rebalance-storm", "high" if s["busiest_10min"] >= 2 * STORM_REBALANCES else "medium",
+            f"Consumer group {g} rebalanced {s['rebalances']} times (up to {s['busiest_10min']} in 10 minutes, "
+            f"generation {s['generation_first']} -> {s['generation_last']}); "
+            f"{s['members_failed']} members removed after missing heartbeats, {s['members_left']} left" + lag_note,
+            numbers={"group": g, "rebalances": int(s["rebalances"]), "busiest_10min": int(s["busiest_10min"]),
+                     "generations_per_min": s["generations_per_min"], "members_failed": int(s["members_failed"]),
+                     "members_left": int(s["members_left"]), "poll_timeouts_in_client_logs": int(s["poll_timeouts"]),
+                     "commit_failures_in_client_logs": int(s["commit_failures"]), "reasons": s["top_reasons"],
+                     "partitions_behind": len(behind),
+                     "first": s["first"], "last": s["last"]},
+            recommendation=_storm_advice(s, s["top_reasons"]),
+            evidence=evidence(shown)))
+    return out
+
+
+def _fmt_ts(ts) -> str:
+    return "?" if ts is None or pd.isna(ts) else pd.Timestamp(ts).strftime("%Y-%m-%d %H:%M:%S UTC")
+
+
+@detector(ids=["consumer-stalled"], needs=[],
+          checks="lag snapshots: committed offsets frozen while lag > 0, lag never decreasing, lag over "
+                 f"{LagRules().max_lag:,} records")
+def consumer_stalled(bundle, rules: LagRules | None = None) -> list[Finding]:
+    rules = rules or LagRules()
+    history = lag_history(bundle)
+    if not len(history):
+        return []
+    status = partition_status(history, rules)
+    bad = status[status["status"] != "ok"]
+    # a group in a rebalance storm stops and falls behind because of it: rebalance-storm says so
+    storms = rebalance_summary(bundle.table("group_events"))
+    storming = set(storms.loc[storms["busiest_10min"] >= STORM_REBALANCES, "group"])
+    bad = bad[~bad["group"].astype("string").isin(storming)]
+    out = []
+    for g, rows in bad.groupby(bad["group"].astype("string").fillna(""), sort=True):
+        stalled = rows[rows["status"] == "stalled"]
+        lagging = rows[rows["status"] == "lagging"]
+        over = rows[rows["status"] == "over-threshold"]
+        worst = stalled if len(stalled) else lagging if len(lagging) else over
+        topics = ", ".join(sorted(worst["topic"].astype(str).unique()))
+        total = int(rows["lag_last"].sum())
+        owners = worst["consumer_id"].dropna()
+        owners = owners[~owners.astype(str).str.strip().isin(["", "-"])]
+        name = g or "(group not named in the tool's output)"
+        if len(stalled):
+            since = stalled["stalled_since"].min()
+            summary = (f"Consumer group {name} stopped consuming {topics}: committed offsets frozen on "
+                       f"{len(stalled)} partition(s) since {_fmt_ts(since)} while lag grew to {total:,}")
+            severity = "high"
+            fix = ("The committed offsets do not move while records arrive. "
+                   + ("No member owns these partitions: the consumer process stopped or left the group; restart it "
+                      "and find out why it stopped. " if not len(owners) else
+                      "A member still owns them, so it is alive but not making progress: look at its processing "
+                      "thread (stuck on a call, a poison record, paused partitions) and its log around the time "
+                      "the offsets froze. ")
+                   + "If it reads with isolation.level=read_committed, a hanging transaction holds the last stable "
+                     "offset: check the transaction-timeouts finding and PartitionsWithLateTransactionsCount.")
+        elif len(lagging):
+            summary = (f"Consumer group {name} is falling behind on {topics}: lag never decreased over "
+                       f"{int(lagging['snapshots'].max())} snapshots on {len(lagging)} partition(s), now {total:,}")
+            severity = "medium"
+            fix = ("The group consumes, but slower than producers write: add consumers (up to the partition count), "
+                   "raise max.poll.records / fetch.max.bytes if each poll is small, or speed up processing.")
+        else:
+            summary = (f"Consumer group {name} has {total:,} records of lag on {topics} (over the "
+                       f"{rules.max_lag:,}-record threshold) and it is not shrinking")
+            severity = "medium"
+            fix = "Lag above the threshold: check that the group has members and keeps up with the producers."
+        ev_rows = history[(history["group"].astype("string").fillna("") == g)
+                          & history.set_index(["topic", "partition"]).index.isin(
+                              list(zip(worst["topic"], worst["partition"])))]
+        ev_rows = pd.concat([ev_rows.groupby(["topic", "partition"]).head(1), ev_rows.groupby(["topic", "partition"]).tail(1)])
+        ev_rows = ev_rows.drop_duplicates().sort_values(["topic", "partition", "ts"])
+        state = _group_state(bundle, history, g)
+        if state:
+            summary += f" (group {state})"
+        out.append(Finding(
+            "consumer-stalled", severity, summary,
+            numbers={"group": name, "stalled_partitions": len(stalled), "lagging_partitions": len(lagging),
+                     "over_threshold_partitions": len(over), "total_lag": total,
+                     "snapshots": int(rows["snapshots"].max()),
+                     "members_owning": ", ".join(sorted(set(owners.astype(str)))) or "none",
+                     "first_snapshot": rows["first_ts"].min(), "last_snapshot": rows["last_ts"].max()},
+            recommendation=fix,
+            evidence=evidence(ev_rows, lambda r: (f"{_fmt_ts(r['ts'])} {r['group']} {r['topic']}-{r['partition']}: "
+                                                  f"committed {r['committed']}, log end {r['end_offset']}, "
+                                                  f"lag {r['lag']}"))))
+    return out
+
+
+def _group_state(bundle, history: pd.DataFrame, group: str) -> str:
+    """The group's state at the last snapshot: from the lag rows (captures) or the describe tool's
+    --state rows and notes ('has no active members'); empty when unknown."""
+    h = history[history["group"].astype("string").fillna("") == group]
+    st = h["group_state"].dropna() if "group_state" in h else h.iloc[0:0]
+    if len(st):
+        return f"state {st.iloc[-1]}"
+    from kitlib import tables
+    if "group_states" in tables.SCHEMAS:
+        gs = bundle.table("group_states")
+        gs = gs[gs["group"].astype("string").fillna("") == group] if len(gs) else gs
+        if len(gs):
+            last = gs.iloc[-1]
+            return str(last["note"]) if pd.notna(last["note"]) else f"state {last['state']}"
+    return ""
+
+
+LATE_TXN_MBEAN = "PartitionsWithLateTransactionsCount"
+
+
+def _sentence(text: str) -> str:
+    return (text[:1].upper() + text[1:] + ".") if text else ""
+
+
+def transaction_summary(txn_events: pd.DataFrame) -> pd.DataFrame:
+    """Per transactional id: inits, rollbacks on timeout, fencing signs (fenced errors, refused old
+    epochs, an epoch bumped by two or more between inits without a timeout rollback), first/last."""
+    cols = ["transactional_id", "inits", "timeout_rollbacks", "fenced", "epoch_jumps", "refused", "producer_ids",
+            "last_epoch", "first", "last"]
+    te = txn_events
+    if not len(te):
+        return pd.DataFrame(columns=cols)
+    rows = []
+    for tx, r in te[te["transactional_id"].notna()].groupby(te["transactional_id"].astype("string"), sort=True):
+        k = r["kind"].astype("string")
+        inits = r[k == "initialized"].sort_values("ts")
+        jumps = 0
+        if len(inits) > 1:
+            e = inits["epoch"].astype("float64").to_numpy()
+            pid = inits["producer_id"].astype("float64").to_numpy()
+            times = inits["ts"].to_numpy()
+            roll = r.loc[k == "timeout_rollback", "ts"].to_numpy()
+            for i in range(1, len(e)):
+                rolled = ((roll > times[i - 1]) & (roll <= times[i])).any()
+                if pid[i] == pid[i - 1] and e[i] - e[i - 1] >= 2 and not rolled:
+                    jumps += 1
+        rows.append({"transactional_id": tx, "inits": len(inits), "timeout_rollbacks": int((k == "timeout_rollback").sum()),
+                     "fenced": int(k.isin(["fenced", "old_epoch"]).sum()
+                                   + (r["error"].astype("string") == "PRODUCER_FENCED").sum()), "epoch_jumps": jumps,
+                     "refused": int(k.isin(["init_refused", "end_refused", "rollback_failed"]).sum()),
+                     "producer_ids": ", ".join(sorted({str(int(x)) for x in r["producer_id"].dropna()})),
+                     "last_epoch": None if not len(inits) else int(inits["epoch"].iloc[-1]),
+                     "first": r["ts"].min(), "last": r["ts"].max()})
+    return pd.DataFrame(rows, columns=cols)
+
+
+def late_transactions(metrics: pd.DataFrame) -> pd.DataFrame:
+    """PartitionsWithLateTransactionsCount samples above 0 (per host), the broker's count of
+    partitions whose open transaction is older than transaction.max.timeout.ms."""
+    if not len(metrics):
+        return metrics.iloc[0:0]
+    m = metrics[metrics["mbean"].astype("string").str.contains(LATE_TXN_MBEAN, regex=False, na=False)]
+    return m[m["value"] > 0]
+
+
+@detector(ids=["transaction-timeouts"], needs=[],
+          checks="transactions rolled back on timeout, producers fenced, partitions with late (hanging) transactions")
+def transaction_timeouts(bundle) -> list[Finding]:
+    te = bundle.table("txn_events")
+    late = late_transactions(bundle.table("metrics"))
+    s = transaction_summary(te)
+    trouble = s[(s["timeout_rollbacks"] > 0) | (s["fenced"] > 0) | (s["epoch_jumps"] > 0)] if len(s) else s
+    # fenced lines that name no transactional id (a partition leader refusing an old epoch) still count
+    anonymous = te[te["transactional_id"].isna() & te["kind"].astype("string").isin(["fenced", "old_epoch"])] \
+        if len(te) else te
+    if not len(trouble) and not len(late) and not len(anonymous):
+        return []
+    parts = []
+    for _, r in trouble.iterrows():
+        bits = []
+        if r["timeout_rollbacks"]:
+            bits.append(f"rolled back on timeout {r['timeout_rollbacks']}x")
+        if r["fenced"] or r["epoch_jumps"]:
+            bits.append(f"fenced by a newer producer ({max(r['fenced'], r['epoch_jumps'])} signs)")
+        parts.append(f"{r['transactional_id']} ({', '.join(bits)})")
+    if len(anonymous):
+        parts.append(f"{len(anonymous)} writes refused for an old producer epoch")
+    late_max = int(late["value"].max()) if len(late) else 0
+    if late_max:
+        parts.append(f"up to {late_max} partition(s) with late transactions: read_committed consumers cannot read "
+                     "past their last stable offset")
+    fixes = []
+    if trouble["timeout_rollbacks"].sum() if len(trouble) else 0:
+        fixes.append("a producer stopped between beginning and committing a transaction (crash, kill, long pause) "
+                     "and the coordinator aborted it after transaction.timeout.ms; until then read_committed consumers "
+                     "of those partitions wait at the last stable offset, so keep transaction.timeout.ms short and "
+                     "make the application commit or abort on every path")
+    if (trouble["fenced"].sum() + trouble["epoch_jumps"].sum() if len(trouble) else 0) or len(anonymous):
+        fixes.append("two producer instances used the same transactional.id, and the newer one fenced the older: "
+                     "give each instance its own transactional.id (stable per instance or per input partition), "
+                     "and close and recreate a producer that gets ProducerFencedException")
+    if late_max:
+        fixes.append("for a transaction that never ends, list it with kafka-transactions.sh find-hanging and abort "
+                     "it with kafka-transactions.sh abort")
+    ev = pd.concat([te[te["transactional_id"].astype("string").isin(list(trouble["transactional_id"]))
+                       & te["kind"].astype("string").isin(["timeout_rollback", "fenced", "old_epoch", "initialized",
+                                                           "end_refused", "init_refused"])] if len(trouble) else te.iloc[0:0],
+                    anonymous.head(5)]).sort_values("ts")
+    ev_list = evidence(ev)
+    if len(late):
+        ev_list += evidence(late.head(3), lambda r: f"{r['mbean']} {r['attribute']} = {r['value']:g}")
+    return [Finding(
+        "transaction-timeouts", "high" if late_max or (len(trouble) and trouble["timeout_rollbacks"].sum()) else "medium",
+        "Transactions in trouble: " + "; ".join(parts),
+        numbers={"transactional_ids": ", ".join(trouble["transactional_id"]) if len(trouble) else "",
+                 "timeout_rollbacks": int(trouble["timeout_rollbacks"].sum()) if len(trouble) else 0,
+                 "fenced": int(trouble[["fenced", "epoch_jumps"]].max(axis=1).sum()) if len(trouble) else 0,
+                 "refused_old_epoch_writes": len(anonymous), "late_transaction_partitions_max": late_max},
+        recommendation=_sentence("; ".join(fixes)),
+        evidence=ev_list)]
