@@ -326,8 +326,8 @@ def _walk(root: Path, skipped: list[NotRead]) -> list[tuple[Path, str]]:
     def visit(d: Path, rel_dir: str):
         try:
             entries = sorted(os.scandir(d), key=lambda e: e.name)
-        except OSError as e:
-            skipped.append(NotRead(shown(rel_dir or "."), f"folder cannot be read: {e.strerror or e}"))
+        except OSError as err:
+            skipped.append(NotRead(shown(rel_dir or "."), f"folder cannot be read: {err.strerror or err}"))
             return
         for e in entries:
             rel = f"{rel_dir}/{e.name}" if rel_dir else e.name
@@ -388,7 +388,7 @@ def _is_zip(f: Path) -> bool:
         return False
 
 
-def _zip_members(f: Path, rel: str, skipped: list[NotRead]) -> list[tuple[str, str, int | None]]:
+def _zip_members(f: Path, rel: str, skipped: list[NotRead]) -> list[tuple[str, str, int]]:
     """A zip archive read as a folder: (member name, rel path, size) for each file member."""
     try:
         with zipfile.ZipFile(f) as z:
@@ -431,7 +431,7 @@ def _open(src: SourceFile):
     if src.member:
         z = zipfile.ZipFile(src.path)
         fh = z.open(src.member)
-        fh._kit_archive = z  # closed with the member
+        fh._kit_archive = z  # type: ignore[attr-defined]  # closed with the member
         return fh
     return open(src.path, "rb")
 
@@ -716,7 +716,7 @@ def head(src: SourceFile, n: int = 64 * 1024) -> bytes:
     except SourceError:
         pass
     finally:
-        it.close()
+        it.close()  # type: ignore[attr-defined]  # a generator: closing it closes the file
     return bytes(buf[:n])
 
 

@@ -259,12 +259,12 @@ def parse_block(block: bytes, lines_before: int, src: SourceFile, first: bool = 
     span = (last - H + 1).astype(np.int32)
 
     # unparsed: lines before the first anchor + junk lines + lines following junk
-    un_idx = []
+    pieces: list[np.ndarray] = []
     lead = anchors[0] if len(anchors) else nlines
-    un_idx.append(np.arange(lead))
+    pieces.append(np.arange(lead))
     for j0, j1 in zip(anchors[~a_is_h], next_anchor[~a_is_h]):
-        un_idx.append(np.arange(j0, j1))
-    un_idx = np.concatenate(un_idx) if un_idx else np.zeros(0, np.int64)
+        pieces.append(np.arange(j0, j1))
+    un_idx = np.concatenate(pieces) if pieces else np.zeros(0, np.int64)
     un_lines, un_text, un_reason = [], [], []
     for i in un_idx.tolist():
         raw = block[starts[i]:eff[i]]
@@ -298,7 +298,7 @@ def parse_block(block: bytes, lines_before: int, src: SourceFile, first: bool = 
     msg_start = np.minimum(msg_start, hend)
     parens = np.flatnonzero(a == 40)
     if len(parens):
-        k = np.searchsorted(parens, hend - 1, side="left") - 1
+        k = np.searchsorted(parens, hend - 1, side="left") - 1  # type: ignore[assignment]  # an array, k was a scalar above
         po = np.where(k >= 0, parens[np.maximum(k, 0)], -1)
     else:
         po = np.full(nrec, -1, np.int64)
@@ -440,7 +440,7 @@ def _clean_loggers(arr: pa.LargeStringArray) -> tuple[pa.DictionaryArray, np.nda
         okv = v == "" or bool(_LOGGER_OK.match(c))
         bad_val.append(not okv)
         clean.append(c if okv else "")
-    uniq = {}
+    uniq: dict[str, int] = {}
     remap = np.array([uniq.setdefault(c, len(uniq)) for c in clean], np.int32)
     new_idx = remap[idx] if len(idx) else idx.astype(np.int32)
     bad = np.array(bad_val, bool)[idx] if len(idx) else np.zeros(0, bool)
@@ -477,7 +477,8 @@ def parse_bytes(data: bytes, host: str = "test", rel: str = "test.log", tz: str 
         p.write_bytes(data)
         src = SourceFile(p, rel, host, tz)
         ctx = Context(src)
-        evs, uns = [], []
+        evs: list[pa.Table] = []
+        uns: list[pd.DataFrame] = []
         for name, chunk in parse(src, ctx):
             (evs if name == "events" else uns).append(chunk)
     ev = to_pandas(pa.concat_tables(evs)) if evs else to_pandas(empty_events())

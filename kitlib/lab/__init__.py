@@ -376,9 +376,9 @@ def start_connect(broker: Proc, connectors: list[dict], name: str = "connect-1",
         props += f"{k}={v}\n"
     (work / "worker.properties").write_text(props)
     files = []
-    for c in connectors:
-        f = work / f"{c['name']}.properties"
-        f.write_text("".join(f"{k}={v}\n" for k, v in c.items()))
+    for conn in connectors:
+        f = work / f"{conn['name']}.properties"
+        f.write_text("".join(f"{k}={v}\n" for k, v in conn.items()))
         files.append(str(f))
     out = work / "connect.out"
     cmd = _jvm(work, logs, "connect-log4j.properties", heap, {"kit.connect.task.log.level": task_log_level})
@@ -418,7 +418,7 @@ def running(root: Path | None = None) -> list[Proc]:
 
 def run_jmxtool(proc: Proc, object_names: list[str], out_csv: str | Path, seconds: float = 10,
                 interval_ms: int = 1000, attributes: list[str] | None = None, date_format: str | None = None,
-                wait: bool = True) -> subprocess.Popen | Path:
+                wait: bool = True) -> subprocess.Popen | Path | None:
     """Run Kafka's JmxTool against a lab process, writing its CSV to ``out_csv``.
 
     With ``wait`` it runs for ``seconds`` and returns the path; otherwise it returns the running
@@ -442,7 +442,7 @@ def run_jmxtool(proc: Proc, object_names: list[str], out_csv: str | Path, second
     return finish_jmxtool(p, out_csv)
 
 
-def finish_jmxtool(p: subprocess.Popen, out_csv: str | Path) -> Path:
+def finish_jmxtool(p: subprocess.Popen, out_csv: str | Path) -> Path | None:
     """Stop a JmxTool started with ``wait=False``; keeps only whole CSV lines."""
     _kill(p.pid, grace=3)
     p._kit_fh.close()  # type: ignore[attr-defined]
@@ -467,8 +467,8 @@ def scrub_paths(bundle: str | Path, roots: list[str | Path] | None = None) -> in
     config files and connector source files) with a neutral ``/var/lib/kafka-lab``; plain and
     gzipped files. Returns the number of files changed. Line structure is unchanged."""
     import gzip
-    roots = {str(Path(r).resolve()) for r in (*(roots or []), work_root(), jars_dir())}
-    roots = sorted(roots, key=len, reverse=True)  # the most specific folder first
+    folders = sorted({str(Path(r).resolve()) for r in (*(roots or []), work_root(), jars_dir())},
+                     key=len, reverse=True)  # the most specific folder first
     changed = 0
     for f in Path(bundle).rglob("*"):
         if not f.is_file() or f.suffix in (".parquet",):
@@ -477,7 +477,7 @@ def scrub_paths(bundle: str | Path, roots: list[str | Path] | None = None) -> in
         gz = raw[:2] == b"\x1f\x8b"
         data = gzip.decompress(raw) if gz else raw
         new = data
-        for r in roots:
+        for r in folders:
             new = new.replace(r.encode(), NEUTRAL_ROOT.encode())
         if new != data:
             f.write_bytes(gzip.compress(new, 9, mtime=0) if gz else new)

@@ -214,7 +214,7 @@ def write_provenance(bundle: str | Path, title: str, script: str, body: str, ite
     evidence table counted from the bundle's own files (:func:`evidence_table`)."""
     bundle = Path(bundle)
     # client logs can carry tracebacks naming this checkout or its virtualenv: neutral paths too
-    lab.scrub_paths(bundle, [lab.LAB.parent, sys.prefix])
+    lab.scrub_paths(bundle, [Path(__file__).resolve().parents[2], sys.prefix])  # the checkout, the venv
     text = (f"# {bundle.name}: {title}\n\n"
             f"Real data from a real Apache Kafka 3.9.1 broker (KRaft, single node, Java 17) run by the kit's lab on "
             f"127.0.0.1 with kafka-python {_kafka_python_version()} clients, produced on {time.strftime('%Y-%m-%d')} by "

@@ -15,7 +15,6 @@ import threading
 import time
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Self
 
 
 @dataclass
@@ -45,12 +44,11 @@ class ProduceLoad:
         self._lock = threading.Lock()
         self._thread: threading.Thread | None = None
 
-    def __enter__(self) -> Self:
+    def __enter__(self) -> ProduceLoad:
         return self.start()
 
-    def __exit__(self, *exc) -> bool:
+    def __exit__(self, *exc) -> None:
         self.stop()
-        return False
 
     def start(self) -> ProduceLoad:
         from kafka import KafkaProducer

@@ -57,9 +57,8 @@ class Scenario:
         self.out.mkdir(parents=True, exist_ok=True)
         return self
 
-    def __exit__(self, *exc) -> bool:
+    def __exit__(self, *exc) -> None:
         self.stop_all()
-        return False
 
     def broker(self, *args, **kwargs) -> Proc:
         """:func:`kitlib.lab.start_broker`, stopped when the scenario ends."""
@@ -86,11 +85,12 @@ class Scenario:
         out_csv = Path(out_csv)
         out_csv.parent.mkdir(parents=True, exist_ok=True)
         p = run_jmxtool(proc, object_names, out_csv, interval_ms=interval_ms, wait=False, **kwargs)
+        assert isinstance(p, subprocess.Popen)  # wait=False: the tool is still running
         self.jmx.append((p, out_csv))
         return p
 
     def finish(self, logs: dict[str, Proc | tuple[Proc, tuple[str, ...]]], live: Proc | Cluster | None = None,
-               scrub: list[str | Path] = (), hosts: dict[str, str] | None = None) -> Path:
+               scrub: tuple[str | Path, ...] | list[str | Path] = (), hosts: dict[str, str] | None = None) -> Path:
         """End a successful run: finish the JmxTools still running, capture ``live`` (a broker or
         cluster) into ``live/``, copy each host's logs (``{"broker-1": proc}`` or ``{"broker-1":
         (proc, ("server.log",))}``), stop every process, replace this machine's paths (the work

@@ -20,6 +20,8 @@ Example:
 """
 from __future__ import annotations
 
+from typing import Any
+
 import re
 from dataclasses import dataclass
 
@@ -491,7 +493,7 @@ def detect_gc_pauses(bundle) -> list[Finding]:
         return []
     links = gc_links(bundle)
     worst = max(bad_hosts, key=lambda x: x[0].longest_ms)[0] if bad_hosts else None
-    conseq = {}
+    conseq: dict = {}
     for lk in links:
         conseq.setdefault((lk.host, lk.node), []).append(lk)
     parts = []
@@ -523,7 +525,7 @@ def detect_gc_pauses(bundle) -> list[Finding]:
         else "medium" if (worst is not None and worst.longest_ms >= LONG_PAUSE_MS) else "low"
     worst = max(bad_hosts, key=lambda x: (x[0].longest_ms >= LONG_PAUSE_MS, x[0].humongous, x[0].longest_ms))[0] \
         if bad_hosts else None
-    numbers = {"hosts": len(bad_hosts) + len([h for h in oom_hosts if h not in {r.host for r, _ in bad_hosts}]),
+    numbers: dict[str, Any] = {"hosts": len(bad_hosts) + len([h for h in oom_hosts if h not in {r.host for r, _ in bad_hosts}]),
                "explained_symptoms": len(links), "oom_records": len(oom)}
     if worst is not None:
         numbers.update(worst_host=worst.host, worst_node=worst.node, pauses_per_min=round(float(worst.pauses_per_min), 1),
