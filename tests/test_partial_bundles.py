@@ -71,3 +71,53 @@ def test_triage_notebook_runs_on_a_bundle_with_only_a_log(tmp_path):
     b.mkdir(parents=True)
     shutil.copy(ROOT / "sample_data" / "compaction" / "broker-1" / "server.log", b / "server.log")
     assert run("triage.ipynb", tmp_path / "bundle", tmp_path / "triage.ipynb") == ""
+
+
+def _run_cells(notebook: Path, params: dict) -> None:
+    """Run a notebook's code cells in this process as Jupyter would (the parameters cell's values
+    replaced, each cell's last expression rendered through its rich display), without a kernel."""
+    import ast
+
+    import nbformat
+    nb = nbformat.read(str(notebook), as_version=4)
+    ns: dict = {"__name__": "__main__"}
+    cwd = os.getcwd()
+    os.chdir(notebook.parent)
+    try:
+        for cell in nb.cells:
+            if cell.cell_type != "code":
+                continue
+            tree = ast.parse(cell.source)
+            last = tree.body.pop() if tree.body and isinstance(tree.body[-1], ast.Expr) else None
+            exec(compile(tree, f"{notebook.name}", "exec"), ns)
+            if "parameters" in cell.metadata.get("tags", []):
+                ns.update(params)
+            if last is not None:
+                value = eval(compile(ast.Expression(last.value), notebook.name, "eval"), ns)
+                for rich in ("_repr_mimebundle_", "_repr_html_"):
+                    if hasattr(value, rich):
+                        getattr(value, rich)()
+                        break
+    finally:
+        os.chdir(cwd)
+
+
+@pytest.fixture(scope="module")
+def stores(tmp_path_factory):
+    out = {}
+    for b in sorted(p.name for p in (ROOT / "sample_data").iterdir() if p.is_dir()):
+        out[b] = tmp_path_factory.mktemp("stores") / b
+        kitlib.ingest(ROOT / "sample_data" / b, out[b], progress=False)
+    return out
+
+
+@pytest.mark.parametrize("notebook", sorted(p.name for p in NOTEBOOKS.glob("*.ipynb")))
+def test_every_notebook_runs_on_every_sample_bundle(notebook, stores):
+    """Whatever a bundle holds (or lacks), every notebook runs to the end on it."""
+    failures = []
+    for name, store in stores.items():
+        try:
+            _run_cells(NOTEBOOKS / notebook, {"BUNDLE": str(store)})
+        except Exception as e:  # noqa: BLE001 - collected, all bundles tried
+            failures.append(f"{notebook} on {name}: {type(e).__name__}: {e}")
+    assert not failures, "\n".join(failures)
