@@ -15,6 +15,14 @@ Example:
 from __future__ import annotations
 
 import html
+import sys
+
+# altair validates chart specs with jsonschema, which imports rfc3987_syntax when it is installed
+# (a Jupyter dependency) and that compiles a grammar at import: seconds of CPU in every notebook
+# kernel, for an IRI format check no chart spec uses. Skip that optional import unless something
+# already loaded it.
+if "jsonschema" not in sys.modules:
+    sys.modules.setdefault("rfc3987_syntax", None)
 
 import pandas as pd
 
