@@ -50,6 +50,9 @@ def conversion_rates(metrics: pd.DataFrame, tz: str = "UTC"):
     d = rates_frame(metrics, ["FetchMessageConversionsPerSec", "ProduceMessageConversionsPerSec"])
     if not len(d):
         return _none("message-conversion metrics (FetchMessageConversionsPerSec)", JMX_HOW)
+    if not (d["rate"].fillna(0) != 0).any():
+        text = "No message conversions: the conversion counters stayed at 0 on every broker."
+        return HTML(f"<p>{text}</p>", text)
     d = d.assign(ts=chart_times(d["ts"], tz))
     return alt.Chart(d, name="throughput_conversions").mark_area(opacity=0.6, line=True).encode(
         x=time_x("ts", d["ts"], tz), y=alt.Y("rate:Q", title="messages converted / s", stack=None),
