@@ -1,7 +1,10 @@
 # The two commands of the README:
 #   make report   - the main job: every notebook over every bundle in sample_data/, HTML in reports/
-#   make test     - the whole test suite (unit, real-broker, notebooks via nbval, Chromium render)
+#   make test     - the whole test suite: `make check`, then the real-broker, Chromium and slow tests
+#                   and every notebook under nbval
 # Each creates or reuses the local virtualenv .venv by itself.
+#   make check    - the fast lane: ruff, mypy, doctests and the tests that need neither a broker
+#                   nor Chromium (under a minute)
 
 PYTHON ?= python3
 VENV   := .venv
@@ -9,13 +12,23 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-stamp
 OUT    ?= reports
 
-.PHONY: report test venv chromium bench notebooks clean
+FAST   := -m "not broker and not chromium and not slow"
+PYTEST := $(BIN)/python -m pytest -q -p no:cacheprovider
+
+.PHONY: report test check venv chromium bench notebooks clean
 
 report: $(STAMP)
 	$(BIN)/kitlib report sample_data --out $(OUT)
 
-test: $(STAMP) chromium
-	$(BIN)/python -m pytest tests kitlib/notebooks --nbval --nbval-sanitize-with tests/nbval-sanitize.cfg -p no:cacheprovider
+check: $(STAMP)
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+	$(BIN)/mypy
+	$(PYTEST) -n 2 $(FAST) --doctest-modules kitlib tests
+
+test: check chromium
+	$(PYTEST) -m "broker or chromium or slow" tests
+	$(PYTEST) -n 2 kitlib/notebooks --nbval --nbval-sanitize-with tests/nbval-sanitize.cfg
 
 venv: $(STAMP)
 
@@ -45,4 +58,4 @@ bench: $(STAMP)
 	$(BIN)/python bench/ingest_bench.py --size-mb 1024
 
 clean:
-	rm -rf $(VENV) $(OUT) lab/.work
+	rm -rf $(VENV) $(OUT)

@@ -13,13 +13,22 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field, replace
+from pathlib import Path
 
 import pandas as pd
 
 from kitlib import registry, tables
 from kitlib.ingest.pipeline import run
-from kitlib.ingest.store import ingest, is_store, load
+from kitlib.ingest.store import ingest, is_store, load, read_table, stored_tables
 from kitlib.summary import BundleSummary
+
+
+@dataclass(frozen=True)
+class Scope:
+    """A window over a bundle: ``start <= ts < end`` (UTC) and the hosts to keep."""
+    start: pd.Timestamp | None = None
+    end: pd.Timestamp | None = None
+    hosts: list[str] | None = None
 
 __all__ = ["Bundle", "ingest", "load", "load_bundle", "window"]
 
@@ -37,6 +46,8 @@ class Bundle:
     root: str
     tables: dict[str, pd.DataFrame] = field(default_factory=dict)
     summary: BundleSummary = field(default_factory=lambda: BundleSummary(bundle=""))
+    store: Path | None = None          # an ingest output the tables are read from on demand
+    scope: Scope | None = None         # the window those reads are cut to
 
     def __getattr__(self, name: str) -> pd.DataFrame:
         if name.startswith("_"):
@@ -52,9 +63,75 @@ class Bundle:
         if t is not None:
             return t
         registry.load()
+        store = self.__dict__.get("store")
+        if store is not None:
+            path = stored_tables(store).get(name)
+            if path is not None:
+                sc = self.scope or Scope()
+                t = read_table(path, name, sc.start, sc.end, sc.hosts)
+                self.tables[name] = t
+                return t
         if name in tables.SCHEMAS:
             return tables.empty(name)
         raise AttributeError(f"bundle has no table {name!r}; known: {sorted(tables.SCHEMAS)}")
+
+    def select(self, name: str, columns: list[str] | None = None, **isin) -> pd.DataFrame:
+        """Some columns of a table, only the rows whose ``column`` is one of the given values
+        (``bundle.select("events", ["ts", "host", "level"], level=["WARN", "ERROR"])``). On a
+        bundle opened on an ingest output both are pushed down to the Parquet scan, so the table is
+        never loaded whole; in memory it is a plain filter."""
+        store = self.__dict__.get("store")
+        if store is not None and name not in self.tables:
+            path = stored_tables(store).get(name)
+            if path is None:
+                df = self.table(name)
+                return df[columns] if columns else df
+            sc = self.scope or Scope()
+            return read_table(path, name, sc.start, sc.end, sc.hosts, columns=columns, isin=isin)
+        df = self.table(name)
+        for col, values in isin.items():
+            df = df[df[col].astype("string").isin([str(v) for v in values])]
+        return (df[columns] if columns else df).reset_index(drop=True)
+
+    def span(self) -> tuple[pd.Timestamp, pd.Timestamp] | None:
+        """First and last record time (UTC) within the bundle's window; None without records.
+        On an ingest output it is computed from the Parquet files' statistics and columns by
+        DuckDB, not by loading the events."""
+        store = self.__dict__.get("store")
+        if store is not None and "events" not in self.tables and "events" in stored_tables(store):
+            sc = self.scope or Scope()
+            where = []
+            if sc.start is not None:
+                where.append(f"ts >= TIMESTAMPTZ '{sc.start.isoformat()}'")
+            if sc.end is not None:
+                where.append(f"ts < TIMESTAMPTZ '{sc.end.isoformat()}'")
+            if sc.hosts:
+                where.append("CAST(host AS VARCHAR) IN (" + ", ".join("'" + h.replace("'", "''") + "'"
+                                                                   for h in sc.hosts) + ")")
+            got = self.sql("select min(ts) as lo, max(ts) as hi from events"
+                           + (" where " + " and ".join(where) if where else ""))
+            lo, hi = got["lo"].iloc[0], got["hi"].iloc[0]
+            if pd.isna(lo):
+                return None
+            return _utc(lo), _utc(hi)
+        ev = self.table("events")
+        if not len(ev) or ev["ts"].isna().all():
+            return None
+        return ev["ts"].min(), ev["ts"].max()
+
+    def sql(self, query: str) -> pd.DataFrame:
+        """Run a DuckDB query over the stored tables (each table is a view of its Parquet files,
+        read by DuckDB without loading it into pandas), e.g. ``bundle.sql("select level, count(*)
+        from events group by level")``. Only for a bundle opened on an ingest output; the
+        bundle's window is not applied (add a ``where`` on ``ts``/``host``)."""
+        if self.store is None:
+            raise ValueError("sql() needs a bundle opened on a `kitlib ingest` output (kitlib.load(DIR))")
+        import duckdb
+        con = duckdb.connect()
+        for name, path in stored_tables(self.store).items():
+            pattern = str(path) if path.is_file() else str(path / "**" / "*.parquet")
+            con.execute(f"create view \"{name}\" as select * from read_parquet('{pattern}', hive_partitioning=false)")
+        return con.execute(query).df()
 
     def findings(self):
         """Run every detector; returns the list of findings (ranked)."""
@@ -111,8 +188,14 @@ def window(bundle: Bundle, start=None, end=None, hosts=None) -> Bundle:
         if hosts and "host" in df.columns:
             keep &= df["host"].astype("string").isin([str(h) for h in hosts])
         out[name] = df[keep.fillna(False)].reset_index(drop=True)
-    return Bundle(bundle.root, out, replace(bundle.summary, window=[str(start), str(end)],
-                                            hosts_filter=[str(h) for h in hosts] if hosts else None))
+    host_list = [str(h) for h in hosts] if hosts else None
+    scope = None
+    if bundle.store is not None:  # tables not read yet are read with the window pushed down
+        old = bundle.scope or Scope()
+        scope = Scope(max(filter(None, [old.start, lo]), default=None), min(filter(None, [old.end, hi]), default=None),
+                      host_list if host_list is not None else old.hosts)
+    return Bundle(bundle.root, out, replace(bundle.summary, window=[str(start), str(end)], hosts_filter=host_list),
+                  store=bundle.store, scope=scope)
 
 
 def _utc(t) -> pd.Timestamp:

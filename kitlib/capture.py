@@ -21,7 +21,8 @@ from __future__ import annotations
 import json
 import time
 import uuid
-from datetime import datetime, timezone
+from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 
 from kitlib.redact import redact_value
@@ -30,7 +31,7 @@ CODECS = ("none", "gzip", "snappy", "lz4", "zstd")
 
 
 def _now() -> str:
-    return datetime.now(timezone.utc).isoformat(timespec="milliseconds")
+    return datetime.now(UTC).isoformat(timespec="milliseconds")
 
 
 class _Writer:
@@ -59,13 +60,26 @@ def _admin(bootstrap: str, client_kw: dict):
     return KafkaAdminClient(bootstrap_servers=bootstrap, client_id="kitlib-capture", request_timeout_ms=30000, **client_kw)
 
 
+def _is_default(meta: dict) -> bool:
+    """Whether a described config is at Kafka's default (not set by the broker's properties
+    file, a dynamic update or a topic override)."""
+    from kafka.admin._configs import ConfigSourceType
+    src = meta.get("config_source")
+    if src is None:
+        return bool(meta.get("is_default", False))
+    try:
+        return ConfigSourceType.build_from(src) is ConfigSourceType.DEFAULT_CONFIG
+    except (ValueError, KeyError, TypeError):
+        return False
+
+
 def capture(bootstrap: str, out: str | Path, groups: list[str] | None = None, all_configs: bool = False,
             **client_kw) -> Path:
     """Capture cluster facts into ``out/capture-<time>.jsonl``; returns the file.
 
-    ``all_configs`` includes default-valued configs (otherwise only the ones set explicitly).
+    ``all_configs`` includes default-valued configs (otherwise every config that is not at its
+    default: static broker settings from server.properties, dynamic updates, topic overrides).
     ``groups`` limits the consumer groups (default: all)."""
-    from kafka import KafkaConsumer
     from kafka.admin import ConfigResource, ConfigResourceType
     out = Path(out)
     w = _Writer(out / f"capture-{time.strftime('%Y%m%d-%H%M%S')}.jsonl", "cluster", bootstrap)
@@ -79,10 +93,14 @@ def capture(bootstrap: str, out: str | Path, groups: list[str] | None = None, al
         topics = sorted(t for t in admin.list_topics())
         res = [ConfigResource(ConfigResourceType.BROKER, str(i)) for i in broker_ids]
         res += [ConfigResource(ConfigResourceType.TOPIC, t) for t in topics]
-        got = admin.describe_configs(res, config_filter="all" if all_configs else "modified")
+        # "all", then keep what is not at Kafka's default: kafka-python's "modified" filter also drops
+        # static broker configs, which is every setting a broker's server.properties makes
+        got = admin.describe_configs(res, config_filter="all")
         for scope, entities in got.items():
             for entity, cfg in entities.items():
                 for key, meta in sorted(cfg.items()):
+                    if not all_configs and _is_default(meta):
+                        continue
                     value = "[hidden]" if meta.get("is_sensitive") else redact_value(key, meta.get("value"))
                     w.row("configs", source="live", scope=scope, entity=str(entity), key=key, value=value,
                           config_source=str(meta.get("config_source", "")))
@@ -95,25 +113,108 @@ def capture(bootstrap: str, out: str | Path, groups: list[str] | None = None, al
                               is_future=p.get("is_future_key", False))
         for key, (lo, hi) in sorted(admin.api_versions().items(), key=lambda kv: int(kv[0])):
             w.row("api_versions", api_key=int(key), api_name=getattr(key, "name", str(key)), min_version=lo, max_version=hi)
-        group_ids = groups if groups is not None else sorted(g["group_id"] for g in admin.list_groups())
-        if group_ids:
-            offsets = admin.list_group_offsets({g: None for g in group_ids})
-            tps = sorted({tp for o in offsets.values() for tp in o}, key=lambda tp: (tp.topic, tp.partition))
-            ends = {}
-            if tps:
-                c = KafkaConsumer(bootstrap_servers=bootstrap, client_id="kitlib-capture", **client_kw)
-                try:
-                    ends = c.end_offsets(tps)
-                finally:
-                    c.close()
-            for g, o in sorted(offsets.items()):
-                for tp, om in sorted(o.items(), key=lambda kv: (kv[0].topic, kv[0].partition)):
-                    end = ends.get(tp)
-                    w.row("consumer_lag", group=g, topic=tp.topic, partition=tp.partition, committed=om.offset,
-                          end_offset=end, lag=None if end is None or om.offset < 0 else end - om.offset)
+        for row in lag_rows(admin, bootstrap, groups, client_kw):
+            w.row("consumer_lag", **row)
     finally:
         admin.close()
     return w.close()
+
+
+def lag_rows(admin, bootstrap: str, groups: list[str] | None, client_kw: dict, consumer=None) -> list[dict]:
+    """One lag snapshot: a row per (group, partition) with the committed offset, the log end
+    offset, the lag, the group's state and the member the partition is assigned to (the columns
+    of ``kafka-consumer-groups.sh --describe``). Assigned partitions without a committed offset
+    have ``committed`` None. ``consumer`` (a group-less KafkaConsumer) is reused when given."""
+    from kafka import KafkaConsumer, TopicPartition
+    known = sorted(g["group_id"] for g in admin.list_groups())
+    # a named group that does not exist (yet) has no rows: asking its coordinator would create the
+    # offsets topic and wait on its loading
+    group_ids = known if groups is None else [g for g in groups if g in known]
+    if not group_ids:
+        return []
+    offsets = admin.list_group_offsets({g: None for g in group_ids})
+    described = admin.describe_groups(group_ids)
+    owners: dict[tuple[str, TopicPartition], dict] = {}
+    for g, d in described.items():
+        for m in d.get("members") or []:
+            for a in (m.get("member_assignment") or {}).get("assigned_partitions") or []:
+                for part in a["partitions"]:
+                    owners[(g, TopicPartition(a["topic"], part))] = m
+    keys = {(g, tp) for g, o in offsets.items() for tp in o} | set(owners)
+    tps = sorted({tp for _, tp in keys}, key=lambda tp: (tp.topic, tp.partition))
+    ends = {}
+    if tps:
+        c = consumer or KafkaConsumer(bootstrap_servers=bootstrap, client_id="kitlib-capture", **client_kw)
+        try:
+            ends = c.end_offsets(tps)
+        finally:
+            if consumer is None:
+                c.close()
+    rows = []
+    for g, tp in sorted(keys, key=lambda k: (k[0], k[1].topic, k[1].partition)):
+        om = offsets.get(g, {}).get(tp)
+        committed = om.offset if om is not None and om.offset >= 0 else None
+        end = ends.get(tp)
+        m = owners.get((g, tp), {})
+        rows.append({"group": g, "topic": tp.topic, "partition": tp.partition, "committed": committed,
+                     "end_offset": end, "lag": None if end is None or committed is None else end - committed,
+                     "group_state": described.get(g, {}).get("group_state"), "consumer_id": m.get("member_id"),
+                     "client_id": m.get("client_id"), "member_host": m.get("client_host")})
+    return rows
+
+
+@dataclass
+class LagSeries:
+    """What :func:`capture_lag_series` wrote: the file, how many snapshots and whether it was
+    stopped (Ctrl-C) before ``count`` was reached."""
+    path: Path
+    snapshots: int
+    interrupted: bool = False
+
+
+def capture_lag_series(bootstrap: str, out: str | Path, every: float, count: int | None = None,
+                       groups: list[str] | None = None, progress=None, **client_kw) -> LagSeries:
+    """Take a consumer-lag snapshot every ``every`` seconds, ``count`` times (None: until Ctrl-C),
+    into ``out/lag-<time>.jsonl``. Every row of a snapshot carries the snapshot's time in ``ts``,
+    so the file loads as one ``consumer_lag`` table (one snapshot per distinct ``ts``). Each
+    snapshot is written whole and flushed before the next starts; Ctrl-C keeps every finished
+    one. ``progress`` is called with (number, time, rows, total lag) after each snapshot.
+
+    Example:
+        >>> capture_lag_series("127.0.0.1:9092", "incident/live", every=10, count=30)  # doctest: +SKIP
+        LagSeries(path=PosixPath('incident/live/lag-20261123-114500.jsonl'), snapshots=30, interrupted=False)
+    """
+    from kafka import KafkaConsumer
+    if every <= 0 or (count is not None and count < 1):
+        raise ValueError("--every must be > 0 seconds and --count at least 1")
+    out = Path(out)
+    w = _Writer(out / f"lag-{time.strftime('%Y%m%d-%H%M%S')}.jsonl", "consumer_lag_series", bootstrap)
+    admin = consumer = None
+    done, interrupted = 0, False
+    try:
+        admin = _admin(bootstrap, client_kw)
+        consumer = KafkaConsumer(bootstrap_servers=bootstrap, client_id="kitlib-capture", **client_kw)
+        start = time.monotonic()
+        while count is None or done < count:
+            ts = _now()
+            rows = lag_rows(admin, bootstrap, groups, client_kw, consumer)
+            # a snapshot reaches the file whole or not at all (one write, then flushed)
+            w.fh.write("".join(json.dumps({"kind": "consumer_lag", "ts": ts, **r}, default=str, sort_keys=True) + "\n"
+                               for r in rows))
+            w.fh.flush()
+            done += 1
+            if progress:
+                progress(done, ts, len(rows), sum(r["lag"] or 0 for r in rows))
+            if count is not None and done >= count:
+                break
+            time.sleep(max(0.0, start + done * every - time.monotonic()))
+    except KeyboardInterrupt:
+        interrupted = True
+    finally:
+        for c in (consumer, admin):
+            if c is not None:
+                c.close()
+    return LagSeries(w.close(), done, interrupted)
 
 
 def probe_consume(bootstrap: str, topic: str, out: str | Path, api_version: tuple | None = None,
@@ -244,17 +345,61 @@ def _security_args(p) -> None:
     g.add_argument("--ssl-keyfile")
 
 
+def _cmd_capture(args) -> int:
+    import signal
+    import sys
+    if args.every is None:
+        if args.count is not None:
+            print("kitlib capture: --count needs --every SECONDS", file=sys.stderr)
+            return 2
+        print(capture(args.bootstrap, args.out, args.groups, args.all_configs, **_client_kw(args)))
+        return 0
+    if args.every <= 0 or (args.count is not None and args.count < 1):
+        print("kitlib capture: --every must be more than 0 seconds and --count at least 1", file=sys.stderr)
+        return 2
+    tty = sys.stderr.isatty()
+    of = f"/{args.count}" if args.count else ""
+
+    def progress(n: int, ts: str, rows: int, lag: int) -> None:
+        if tty:
+            print(f"\rsnapshot {n}{of} at {ts[11:19]} UTC: {rows} partitions, total lag {lag:,}   ",
+                  end="", file=sys.stderr, flush=True)
+
+    def stop(signum, frame):  # a service manager's SIGTERM stops as cleanly as Ctrl-C
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGTERM, stop)
+    if tty:
+        print(f"lag snapshot every {args.every:g} s{' until Ctrl-C' if not args.count else ''}", file=sys.stderr)
+    got = capture_lag_series(args.bootstrap, args.out, args.every, args.count, args.groups, progress,
+                             **_client_kw(args))
+    if tty:
+        print(file=sys.stderr)
+    if got.interrupted:
+        print(f"stopped after {got.snapshots} snapshots, all kept", file=sys.stderr)
+    print(got.path)
+    return 0
+
+
 def register_cli(sub) -> None:
     p = sub.add_parser("capture", help="capture configs, log-dir sizes, consumer lag and API versions from a cluster",
                        description="Connect with kafka-python and write cluster facts into OUT (a bundle folder): "
                                    "broker/topic configs (secrets redacted), log-dir sizes per partition, consumer "
-                                   "groups with committed offsets, end offsets and lag, and supported API versions.")
+                                   "groups with committed offsets, end offsets and lag, and supported API versions. "
+                                   "With --every, record a lag history instead: a consumer-lag snapshot every SECONDS "
+                                   "(--count times, or until Ctrl-C, which keeps every finished snapshot) into "
+                                   "OUT/lag-<time>.jsonl, the same JSON-lines format with one consumer_lag row per "
+                                   "group and partition and snapshot, all rows of a snapshot stamped with its UTC time "
+                                   "(ts): the file loads as one consumer_lag table.")
     p.add_argument("--bootstrap", required=True, help="HOST:PORT of a broker")
     p.add_argument("--out", required=True, help="bundle folder to write into (e.g. incident/live)")
     p.add_argument("--group", action="append", dest="groups", help="only this consumer group (repeatable)")
     p.add_argument("--all-configs", action="store_true", help="include configs left at their defaults")
+    p.add_argument("--every", type=float, metavar="SECONDS",
+                   help="lag history: take a consumer-lag snapshot every SECONDS (only lag, no configs)")
+    p.add_argument("--count", type=int, metavar="N", help="with --every: stop after N snapshots (default: until Ctrl-C)")
     _security_args(p)
-    p.set_defaults(func=lambda a: print(capture(a.bootstrap, a.out, a.groups, a.all_configs, **_client_kw(a))) or 0)
+    p.set_defaults(func=_cmd_capture)
 
     p = sub.add_parser("probe", help="measure consume throughput or codec trade-offs against a cluster",
                        description="Active measurements written into a bundle folder.")

@@ -32,6 +32,14 @@ def register_cli(sub) -> None:
     p.add_argument("--out", required=True, help="output folder (created; must not be inside the bundle)")
     p.add_argument("--tz", default=None, help=TZ_HELP)
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    p.add_argument("--workers", type=int, default=None, metavar="N",
+                   help="parse on a local Dask cluster of N worker processes (127.0.0.1); tables are written "
+                        "as one Parquet dataset per table, partitioned by host")
+    p.add_argument("--scheduler", default=None, metavar="tcp://HOST:PORT",
+                   help="parse on this existing Dask cluster instead (its workers must see BUNDLE and OUT at "
+                        "the same paths: the same machine or a shared filesystem)")
+    p.add_argument("--split-mb", type=int, default=256, metavar="MB",
+                   help="with --workers/--scheduler: parse plain logs bigger than this in parts (default 256)")
     p.set_defaults(func=_cmd_ingest)
 
     p = sub.add_parser("summary", help="load a bundle (or ingest output) and print what it holds",
@@ -75,7 +83,13 @@ TZ_HELP = "timezone the logs were written in (default: the bundle manifest's tz,
 def _cmd_ingest(args) -> int:
     from kitlib.bundle import ingest
     from kitlib.summary import summary_text
-    s = ingest(args.bundle, args.out, tz=args.tz, progress=False if args.no_progress else None)
+    progress = False if args.no_progress else None
+    if args.workers or args.scheduler:
+        from kitlib.ingest.distributed import ingest_on_dask
+        s = ingest_on_dask(args.bundle, args.out, tz=args.tz, workers=args.workers, scheduler=args.scheduler,
+                           split_bytes=args.split_mb * 1024 * 1024, progress=progress)
+    else:
+        s = ingest(args.bundle, args.out, tz=args.tz, progress=progress)
     print(summary_text(s))
     print(f"tables written to {args.out}")
     return 1 if s.errors and not s.rows else 0

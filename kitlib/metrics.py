@@ -151,9 +151,9 @@ def rate(metrics: pd.DataFrame, attribute: str = "Count", by: tuple[str, ...] = 
     m = metrics[metrics["attribute"] == attribute].dropna(subset=["value"])
     if not len(m):
         return m.assign(delta=pd.Series(dtype=float), rate=pd.Series(dtype=float), seconds=pd.Series(dtype=float))
-    by = [c for c in by if c in m.columns]
-    m = m.sort_values(by + ["ts"])
-    g = m.groupby(by, sort=False, observed=True)
+    keys = [c for c in by if c in m.columns]
+    m = m.sort_values(keys + ["ts"])
+    g = m.groupby(keys, sort=False, observed=True)
     prev = g["value"].shift()
     dt = (m["ts"] - g["ts"].shift()).dt.total_seconds()
     delta = m["value"] - prev

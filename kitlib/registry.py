@@ -117,12 +117,12 @@ def check() -> None:
         if unknown:
             raise RegistryError(f"investigation {inv.name!r} reads undeclared tables {unknown}")
     for d in DETECTORS.values():
-        inv = _investigation_of_module(d.module)
-        if inv is None:
+        home = _investigation_of_module(d.module)
+        if home is None:
             raise RegistryError(f"detector {d.name} ({d.module}) is not inside any investigation's package")
-        stray = [i for i in d.ids if i not in inv.finding_ids]
+        stray = [i for i in d.ids if i not in home.finding_ids]
         if stray:
-            raise RegistryError(f"detector {d.name} may emit {stray}, which investigation {inv.name!r} does not declare")
+            raise RegistryError(f"detector {d.name} may emit {stray}, which investigation {home.name!r} does not declare")
         missing = [t for t in d.needs if t not in TABLES]
         if missing:
             raise RegistryError(f"detector {d.name} needs undeclared tables {missing}")

@@ -33,10 +33,10 @@ import re
 import shutil
 import threading
 import time
+from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
 
 EXEC_TIMEOUT = 600  # seconds per cell
 TEMPLATES = Path(__file__).parent / "templates"

@@ -4,7 +4,8 @@ Host identity, in order of precedence:
 1. ``bundle.yaml`` / ``bundle.json`` at the bundle root: ``files: {glob: host}`` maps paths
    (relative, fnmatch globs) to hosts; ``hosts: {folder: {name:, tz:}}`` renames a folder's
    host and sets its log timezone; ``host:`` names the host of files at the root; ``tz:`` the
-   default timezone.
+   default timezone; ``layouts: {glob: pattern}`` names the log layout of matching files (a
+   log4j/logback pattern, or ``json``), read by :mod:`kitlib.formats.layouts`.
 2. The first folder under the bundle root (``broker-3/server.log`` -> ``broker-3``).
 3. For files at the root: the bundle folder's own name.
 
@@ -56,6 +57,9 @@ class SourceFile:
     stamp: str = ""     # rotation suffix: '2024-05-22-00' or '1'
     size: int = 0
     meta: dict = field(default_factory=dict)
+    start: int = 0             # a part of a big plain file: its first byte (a record start) ...
+    end: int | None = None     # ... and the byte after its last (None: to the end of the file)
+    first_line: int = 1        # the line number its first byte is on
 
 
 def load_manifest(root: Path) -> dict:
@@ -84,6 +88,7 @@ def discover(path: str | os.PathLike, tz: str | dict | None = None) -> list[Sour
     hosts_map = manifest.get("hosts") or {}
     file_map = manifest.get("files") or {}
     default_tz = manifest.get("tz") or "UTC"
+    layouts_map = manifest.get("layouts") or {}
     out = []
     for f in files:
         rel = f.relative_to(root).as_posix()
@@ -113,7 +118,11 @@ def discover(path: str | os.PathLike, tz: str | dict | None = None) -> list[Sour
         gz = f.name.endswith(".gz")
         base = m.group("base") if m else f.name
         stamp = (m.group("stamp") or m.group("num") or "") if m else ""
-        out.append(SourceFile(f, rel, str(host), ftz, gz, base, stamp, f.stat().st_size))
+        sf = SourceFile(f, rel, str(host), ftz, gz, base, stamp, f.stat().st_size)
+        layout = next((str(v) for g, v in layouts_map.items() if fnmatch.fnmatch(rel, g)), None)
+        if layout:
+            sf.meta["layout"] = layout
+        out.append(sf)
     out.sort(key=_order)
     return out
 
@@ -145,6 +154,16 @@ def read_chunks(src: SourceFile, chunk: int = CHUNK) -> Iterator[bytes]:
     on_read = src.meta.get("on_read")
     with open(src.path, "rb") as raw:
         fh = _Counting(raw, on_read) if on_read else raw
+        if src.end is not None:  # one part of a plain file split for parallel parsing
+            fh.seek(src.start)
+            left = src.end - src.start
+            while left > 0:
+                b = fh.read(min(chunk, left))
+                if not b:
+                    return
+                left -= len(b)
+                yield b
+            return
         if not _is_gzip(src, fh):
             while True:
                 b = fh.read(chunk)

@@ -246,3 +246,25 @@ def test_a_bundle_read_back_has_every_declared_table(tmp_path):
     assert r.returncode == 0, r.stderr
     names = json.loads(r.stdout)
     assert {"file_io", "probe_throughput", "tierstate_events", "remote_log_events", "commits"} <= set(names)
+
+
+def test_an_ingest_output_answers_without_loading_whole_tables(tmp_path):
+    """select() and span() on an ingest output push filters down (nothing is cached), and agree
+    with the same questions asked of the bundle loaded in memory, also inside a window."""
+    from kitlib.bundle import window
+    root = os.path.join(os.path.dirname(__file__), "..", "sample_data", "compaction")
+    kitlib.ingest(root, tmp_path / "kit", progress=False)
+    lazy, mem = kitlib.load(tmp_path / "kit"), kitlib.load_bundle(root)
+    assert lazy.span() == mem.span()
+    cols = ["ts", "host", "logger", "level"]
+    a = lazy.select("events", cols, level=["WARN", "INFO"])
+    b = mem.select("events", cols, level=["WARN", "INFO"])
+    assert len(a) == len(b) > 0 and a["level"].astype(str).tolist() == b["level"].astype(str).tolist()
+    assert lazy.tables == {}                       # nothing was loaded whole
+    lo, hi = mem.span()
+    mid = lo + (hi - lo) / 2
+    wl, wm = window(lazy, mid, None), window(mem, mid, None)
+    assert wl.span() == wm.span() and wl.span()[0] >= mid
+    assert len(wl.events) == len(wm.events) < len(mem.events)
+    n = lazy.sql("select count(*) as n from events where level = 'WARN'")["n"].iloc[0]
+    assert n == (mem.events["level"] == "WARN").sum()

@@ -39,6 +39,11 @@ def test_capture_writes_a_bundle_the_ingest_core_reads(filled, tmp_path):
     cfg = b.configs
     row = cfg[(cfg["entity"] == "cap-orders") & (cfg["key"] == "retention.ms")]
     assert row["value"].tolist() == ["86400000"] and row["source"].tolist() == ["live"]
+    # every setting not at Kafka's default, static ones from server.properties included; defaults left out
+    broker_cfg = cfg[cfg["entity"] == "1"].set_index("key")["value"]
+    assert broker_cfg["log.dirs"].endswith("data") and broker_cfg["offsets.topic.replication.factor"] == "1"
+    assert broker_cfg["log.cleaner.dedupe.buffer.size"] == "1048577" and broker_cfg["log.cleaner.backoff.ms"] == "1000"
+    assert "message.max.bytes" not in broker_cfg.index and "num.io.threads" not in broker_cfg.index
     sizes = b.log_dirs[b.log_dirs["topic"] == "cap-orders"]
     assert sorted(sizes["partition"].tolist()) == [0, 1] and sizes["size_bytes"].sum() > 3000 * 300
     lag = b.consumer_lag[b.consumer_lag["group"] == "cap-group"]

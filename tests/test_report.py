@@ -4,10 +4,12 @@ import shutil
 from pathlib import Path
 
 import nbformat
+import pytest
 
 from kitlib.report import report
 
 ROOT = Path(__file__).resolve().parents[1]
+pytestmark = pytest.mark.slow  # each runs notebooks in Jupyter kernels
 
 
 def test_report_on_a_sample_bundle(tmp_path):
@@ -88,6 +90,7 @@ def test_reader_cells_drop_parameters_demo_and_the_narrative_of_empty_sections()
 
 def test_tables_drop_the_index_and_format_units():
     import pandas as pd
+
     from kitlib.display import table
     t = table(pd.DataFrame({"host": ["broker-4"], "size_before": [698423835], "reduction_pct": [-99.394814],
                             "records": [1234567], "drain_s": [11.23], "conversion_ms": [82.731]}))
@@ -99,6 +102,7 @@ def test_tables_drop_the_index_and_format_units():
 
 def _svg_texts(chart) -> list[str]:
     import re
+
     import vl_convert as vlc
     svg = vlc.vegalite_to_svg(chart.to_dict())
     return [re.sub(r"<[^>]+>", "", t) for t in re.findall(r"<text[^>]*>(.*?)</text>", svg)]
@@ -106,8 +110,10 @@ def _svg_texts(chart) -> list[str]:
 
 def test_time_axis_reads_the_same_from_milliseconds_to_weeks():
     import re
+
     import altair as alt
     import pandas as pd
+
     from kitlib.display.axes import chart_times, count_y, time_x
     start = pd.Timestamp("2024-05-22 13:59:58", tz="UTC")
     for span in ("1500ms", "9min", "30h", "21D"):
@@ -130,6 +136,7 @@ def test_time_axis_reads_the_same_from_milliseconds_to_weeks():
 
 def test_cited_lines_come_from_the_bundle_files_redacted(tmp_path):
     import gzip
+
     from kitlib.report import cited_lines, redact_line
     host = tmp_path / "b" / "connect-1"
     host.mkdir(parents=True)
@@ -155,7 +162,9 @@ def test_every_notebook_documents_its_parameters_for_papermill():
     """papermill --help-notebook shows a type and a help line for every parameter, and reads every
     assignment of the parameters cell (a comment holding '=' makes it skip the line)."""
     import ast
+
     import papermill as pm
+
     from kitlib.report import notebook_dir
     for path in sorted(notebook_dir().glob("*.ipynb")):
         nb = nbformat.read(str(path), as_version=4)

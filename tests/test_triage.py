@@ -24,13 +24,26 @@ def test_every_example_names_a_sample_bundle():
             assert b in BUNDLES, f"{inv.name} names sample bundle {b!r}, which sample_data/ lacks"
 
 
+def triage_json(bundle: str) -> list[dict]:
+    """What `kitlib triage --json` prints, computed in this process (the CLI itself is run once below)."""
+    import kitlib
+    return json.loads(json.dumps([f.to_dict() for f in kitlib.triage(ROOT / "sample_data" / bundle).findings]))
+
+
+def test_the_cli_prints_the_same_json_and_exit_status():
+    r = subprocess.run([sys.executable, "-m", "kitlib.cli", "triage", str(ROOT / "sample_data" / "compaction"), "--json"],
+                       capture_output=True, text=True)
+    assert r.returncode == 1, r.stderr
+    assert json.loads(r.stdout) == triage_json("compaction")
+    r = subprocess.run([sys.executable, "-m", "kitlib.cli", "triage", str(ROOT / "sample_data" / "healthy"), "--json"],
+                       capture_output=True, text=True)
+    assert r.returncode == 0 and json.loads(r.stdout) == []
+
+
 @pytest.mark.parametrize("bundle", BUNDLES)
 def test_triage_json(bundle):
-    r = subprocess.run([sys.executable, "-m", "kitlib.cli", "triage", str(ROOT / "sample_data" / bundle), "--json"],
-                       capture_output=True, text=True)
-    found = json.loads(r.stdout)
+    found = triage_json(bundle)
     want = expected(bundle)
-    assert r.returncode == (1 if want else 0), r.stderr
     assert {f["id"] for f in found} == want
     for f in found:
         assert set(f) >= {"id", "severity", "summary", "recommendation", "evidence", "numbers", "investigation"}
@@ -40,19 +53,26 @@ def test_triage_json(bundle):
         assert (ROOT / "sample_data" / bundle / f["evidence"][0]["file"]).is_file()
 
 
+def triage_text(bundle: str) -> str:
+    import contextlib
+    import io
+
+    from kitlib.cli import main
+    buf = io.StringIO()
+    with contextlib.redirect_stdout(buf):
+        main(["triage", str(ROOT / "sample_data" / bundle)])
+    return buf.getvalue()
+
+
 def test_healthy_text_says_what_was_checked():
-    r = subprocess.run([sys.executable, "-m", "kitlib.cli", "triage", str(ROOT / "sample_data" / "healthy")],
-                       capture_output=True, text=True)
-    assert r.returncode == 0
-    assert "No findings. Checked:" in r.stdout
+    out = triage_text("healthy")
+    assert "No findings. Checked:" in out
     for d in registry.DETECTORS.values():
-        assert d.name in r.stdout
+        assert d.name in out
 
 
 def test_findings_are_ranked_and_cite_file_and_line():
-    r = subprocess.run([sys.executable, "-m", "kitlib.cli", "triage", str(ROOT / "sample_data" / "compaction")],
-                       capture_output=True, text=True)
-    out = r.stdout
+    out = triage_text("compaction")
     assert out.index("[HIGH] cleaner-buffer-too-small") < out.index("[MEDIUM] cleaner-no-reclaim")
     assert "evidence broker-1/log-cleaner.log:" in out and "fix: Raise log.cleaner.dedupe.buffer.size" in out
     assert "open: notebook compaction.ipynb (compaction)" in out

@@ -17,7 +17,7 @@ Example:
 from __future__ import annotations
 
 import math
-from typing import Callable
+from collections.abc import Callable
 
 import pandas as pd
 

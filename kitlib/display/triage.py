@@ -14,6 +14,7 @@ import pandas as pd
 from kitlib.display import HTML, esc
 from kitlib.display.axes import chart_times, count_y, time_x
 
+
 def inventory(bundle) -> pd.DataFrame:
     """One row per file: host, format, lines, unparsed lines and the first problem met."""
     f = bundle.files
@@ -27,10 +28,10 @@ def inventory(bundle) -> pd.DataFrame:
 def overview(bundle) -> HTML:
     """Hosts, formats, time span and unparsed lines in a few lines."""
     s = bundle.summary
-    ev = bundle.events
     span = "no timestamps"
-    if len(ev):
-        lo, hi = ev["ts"].min(), ev["ts"].max()
+    got = bundle.span()
+    if got is not None:
+        lo, hi = got
         span = f"{lo:%Y-%m-%d %H:%M:%S} → {hi:%Y-%m-%d %H:%M:%S} UTC ({_dur(hi - lo)})"
     rows = {k: v for k, v in s.rows.items() if v}
     items = [
@@ -59,11 +60,10 @@ def _dur(td: pd.Timedelta) -> str:
 def problems(bundle, top: int = 8) -> pd.DataFrame:
     """WARN and worse per host and logger, counted per time bucket (bucket chosen from the span
     so the chart stays under a few hundred points per series)."""
-    ev = bundle.events
-    bad = ev[ev["level"].isin(["WARN", "ERROR", "FATAL"])]
+    bad = bundle.select("events", ["ts", "host", "logger", "level"], level=["WARN", "ERROR", "FATAL"])
     if not len(bad):
         return pd.DataFrame(columns=["bucket", "host", "logger", "level", "count"])
-    span = (ev["ts"].max() - ev["ts"].min()).total_seconds()
+    span = _span_seconds(bundle, bad)
     freq = _bucket(span)
     logger = bad["logger"].astype("string").fillna("").replace("", "(no logger)")
     short = logger.str.rsplit(".", n=1).str[-1]
@@ -72,6 +72,14 @@ def problems(bundle, top: int = 8) -> pd.DataFrame:
     g = pd.DataFrame({"bucket": bad["ts"].dt.floor(freq), "host": bad["host"].astype("string"),
                       "logger": short, "level": bad["level"].astype("string")})
     return g.groupby(["bucket", "host", "logger", "level"]).size().rename("count").reset_index()
+
+
+def _span_seconds(bundle, rows: pd.DataFrame) -> float:
+    """The bundle's time span in seconds (from its summary, so the events need not be loaded)."""
+    ts = bundle.summary.time_span
+    if ts:
+        return (pd.Timestamp(ts[1]) - pd.Timestamp(ts[0])).total_seconds()
+    return (rows["ts"].max() - rows["ts"].min()).total_seconds() if len(rows) else 0.0
 
 
 def _bucket(span_s: float) -> str:
@@ -127,8 +135,7 @@ def next_steps(findings) -> HTML:
 def top_messages(bundle, levels=("WARN", "ERROR", "FATAL"), top: int = 15) -> pd.DataFrame:
     """The most frequent WARN/ERROR messages (first line, numbers masked so repeats group
     together), with how often, on which hosts, and where the first one is (file:line)."""
-    ev = bundle.events
-    bad = ev[ev["level"].isin(list(levels))]
+    bad = bundle.select("events", ["ts", "level", "logger", "message", "host", "file", "line"], level=list(levels))
     if not len(bad):
         return pd.DataFrame(columns=["level", "logger", "message", "count", "hosts", "first"])
     first_line = bad["message"].astype("string").str.split("\n", n=1).str[0].str.slice(0, 200)

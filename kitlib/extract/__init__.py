@@ -144,7 +144,7 @@ def iter_build(selected: dict[str, list[pa.Table]], to_pandas):
             continue
         if g not in frames:
             frames.clear()  # extractors sharing a selection are adjacent: keep one frame at a time
-            parts = selected.pop(g, None) or []  # consumed: a spilled (memory-mapped) selection is let go
+            parts = selected.pop(g, [])  # consumed: a spilled (memory-mapped) selection is let go
             t = pa.concat_tables([p.cast(parts[0].schema) for p in parts]) if parts else EVENTS_SCHEMA.empty_table()
             del parts
             # sorted in Arrow (host and file by name), so that pandas holds one copy of the records

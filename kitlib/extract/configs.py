@@ -34,7 +34,8 @@ from kitlib.redact import redact_value
 tables.declare("configs", "Configuration values, one row per key: from the `XxxConfig values:` "
                "dumps in logs (source 'log') or captured from a live cluster (source 'live').", [
                    ("ts", "ts", "when the config was logged or captured (UTC)"),
-                   ("source", "category", "'log' (config dump in a log file) or 'live' (captured from the cluster)"),
+                   ("source", "category", "'log' (config dump in a log file), 'live' (captured from the cluster) "
+                    "or 'cli' (saved kafka-configs / kafka-topics output)"),
                    ("scope", "category", "config class simple name (ProducerConfig, ConsumerConfig, AdminClientConfig, "
                     "KafkaConfig, ConnectorConfig, EnrichedSourceConnectorConfig, DistributedConfig, ...) "
                     "or 'topic' / 'broker' for live captures"),
@@ -43,6 +44,9 @@ tables.declare("configs", "Configuration values, one row per key: from the `XxxC
                    ("key", "str", "config key"),
                    ("value", "str", "value as Kafka printed it; secrets replaced by '[redacted]', "
                     "PASSWORD-typed keys show Kafka's own '[hidden]'"),
+                   ("origin", "category", "where the value comes from, as kafka-configs printed it: "
+                    "DYNAMIC_BROKER_CONFIG, DYNAMIC_DEFAULT_BROKER_CONFIG, STATIC_BROKER_CONFIG, DEFAULT_CONFIG, "
+                    "DYNAMIC_TOPIC_CONFIG, ...; empty for other sources"),
                ])
 
 _CTX = re.compile(r"^\[(?P<conn>[^|\]]+)\|[^\]]*\] ")
@@ -101,7 +105,7 @@ def _entity(scope: str, values: dict, context_connector: str) -> str:
     return context_connector or ""
 
 
-def latest(configs: pd.DataFrame, scope: str | tuple = None, entity: str | None = None) -> dict:
+def latest(configs: pd.DataFrame, scope: str | tuple | None = None, entity: str | None = None) -> dict:
     """The last logged value of every key for a scope/entity, as a dict.
 
     Example:

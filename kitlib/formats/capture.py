@@ -2,6 +2,9 @@
 ``"kit_capture": 1``) -> brokers, configs, log_dirs, consumer_lag, api_versions,
 probe_throughput, probe_codecs.
 
+A lag history (``kitlib capture --every``, header ``"what": "consumer_lag_series"``) is the same
+format: ``consumer_lag`` rows only, every row of one snapshot stamped with that snapshot's time.
+
 Example:
     >>> detect(b'{"kind": "header", "kit_capture": 1}\\n', None)
     True
@@ -21,15 +24,20 @@ tables.declare("brokers", "Brokers of a live-captured cluster.", [
     ("broker_host", "str", "advertised host"), ("port", "int", "advertised port"), ("rack", "str", "rack, if set"),
     ("controller", "bool", "this broker was the controller"),
 ])
-tables.declare("log_dirs", "Partition sizes per broker log directory (describe_log_dirs).", [
+tables.declare("log_dirs", "Partition sizes per broker log directory (describe_log_dirs, live or from `kafka-log-dirs --describe` output).", [
     ("ts", "ts", "capture time"), ("broker_id", "int", "broker"), ("log_dir", "str", "log directory"),
     ("topic", "str", "topic"), ("partition", "int", "partition"), ("size_bytes", "int", "bytes on disk"),
     ("offset_lag", "int", "lag of a future replica (moves between dirs)"), ("is_future", "bool", "a future replica"),
+    ("error", "str", "error of the log directory as kafka-log-dirs printed it (an exception class, e.g. "
+     "KafkaStorageException for an offline dir); empty when fine"),
 ])
 tables.declare("consumer_lag", "Committed offsets, end offsets and lag per consumer group and partition.", [
     ("ts", "ts", "capture time"), ("group", "str", "consumer group"), ("topic", "str", "topic"),
     ("partition", "int", "partition"), ("committed", "int", "committed offset"),
     ("end_offset", "int", "log end offset"), ("lag", "int", "end_offset - committed"),
+    ("group_state", "str", "group state at the snapshot (Stable, PreparingRebalance, Empty, ...)"),
+    ("consumer_id", "str", "member the partition was assigned to (empty: none)"),
+    ("client_id", "str", "that member's client id"), ("member_host", "str", "that member's host"),
 ])
 tables.declare("api_versions", "API versions the broker supports.", [
     ("ts", "ts", "capture time"), ("api_key", "int", "API key number"), ("api_name", "str", "API name"),

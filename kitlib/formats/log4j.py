@@ -19,8 +19,8 @@ names the first of them.
 Example:
     >>> from kitlib.formats.log4j import parse_bytes
     >>> ev, un = parse_bytes(b"[2024-05-22 00:32:03,023] INFO Hello (kafka.Foo)\\n")
-    >>> ev.loc[0, ["level", "logger", "message", "line"]].tolist()
-    ['INFO', 'kafka.Foo', 'Hello', 1]
+    >>> ev.loc[0, ["level", "logger", "message"]].tolist(), int(ev.loc[0, "line"])
+    (['INFO', 'kafka.Foo', 'Hello'], 1)
 """
 from __future__ import annotations
 
@@ -35,7 +35,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from kitlib.events import EVENTS_SCHEMA, LEVELS, empty_events, to_pandas
-from kitlib.formats import Context, register, unparsed_frame
+from kitlib.formats import Context, container, register, unparsed_frame
 from kitlib.redact import SUSPECT, redact_message
 from kitlib.sources import SourceError, SourceFile, read_chunks
 
@@ -44,11 +44,9 @@ MAX_CARRY = 128 * 1024 * 1024
 THREADS = min(2, os.cpu_count() or 1)
 _LOGGER_OK = re.compile(r"^[A-Za-z_$][\w$.\-]*$")
 
-# what container tooling puts before every line: `kafka-1  | ` (docker compose) and/or an
-# RFC 3339 stamp (`docker logs -t`)
-_WRAP = rb"^(?:[\w.-]+ +\| ?)?(?:\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d+)?(?:Z|[+-]\d{2}:?\d{2}) )?"
-WRAPPER = re.compile(_WRAP + rb"(?=\[)", re.M)
-STRIP = re.compile(_WRAP, re.M)
+# what container tooling puts before every line (docker compose `kafka-1  | `, an RFC 3339
+# stamp from `docker logs -t` / `kubectl logs --timestamps`, CRI `<stamp> stdout F `): see container.py
+WRAPPER = re.compile(container.PREFIX.pattern + rb"(?=\[)", re.MULTILINE)
 
 
 def detect(head: bytes, src) -> bool:
@@ -80,9 +78,9 @@ def _unwrap(chunks):
         cut = data.rfind(b"\n") + 1
         tail = data[cut:]
         if cut:
-            yield STRIP.sub(b"", data[:cut])
+            yield container.strip(data[:cut])
     if tail:
-        yield STRIP.sub(b"", tail)
+        yield container.strip(tail)
 
 
 def parse(src: SourceFile, ctx: Context, block_size: int | None = None, threads: int = THREADS):
@@ -106,7 +104,7 @@ def parse(src: SourceFile, ctx: Context, block_size: int | None = None, threads:
             yield from _emit(fut.result() if fut is not None else res, src, ctx)
 
     carry = b""
-    lines_before = 0
+    lines_before = src.first_line - 1  # a part of a split file starts further down
     first = True
     chunks = read_chunks(src, block_size) if block_size else read_chunks(src)
     from kitlib.sources import head as _head

@@ -9,9 +9,10 @@ from pathlib import Path
 import pandas as pd
 
 from kitlib import formats, registry, tables
-from kitlib.formats import Context, first_nul, unknown_lines
+from kitlib.extract import BuildError
+from kitlib.formats import Context, Format, first_nul, unknown_lines
 from kitlib.ingest.sink import Sink
-from kitlib.sources import discover, head
+from kitlib.sources import SourceFile, discover, head
 from kitlib.summary import BundleSummary
 
 tables.declare("files", "One row per file found in the bundle: its detected format and how its "
@@ -48,56 +49,67 @@ def run(path, tz, out: Path | None, progress) -> tuple[dict[str, pd.DataFrame], 
     for src in srcs:
         if bar is not None:
             src.meta["on_read"] = bar.update
-        t1 = time.perf_counter()
         fmt = formats.detect(head(src), src)
-        rec = {"file": src.rel, "host": src.host, "format": fmt.name if fmt else "unknown", "tz": src.tz,
-               "bytes": src.size, "lines": pd.NA, "parsed": pd.NA, "unparsed": pd.NA, "rows": 0,
-               "error": "", "error_line": pd.NA}
-        nul = first_nul(head(src)) if fmt is None else -1
-        if nul >= 0:
-            rec["error"] = f"{src.rel}: binary content (NUL byte at offset {nul}): listed, not read as lines"
-            if bar is not None:
-                bar.update(src.size)
-        else:
-            ctx = Context(src)
-            n_unparsed = rows = 0
-            try:
-                for name, chunk in (fmt.parse if fmt else unknown_lines)(src, ctx):
-                    n = sink.add(name, chunk)
-                    if name == "unparsed":
-                        n_unparsed += n
-                    else:
-                        rows += n
-            except Exception as e:  # noqa: BLE001 - one bad file must not stop the bundle
-                ctx.fail(f"{src.rel}: parser {fmt.name} stopped after line {ctx.lines}: {type(e).__name__}: {e}",
-                         ctx.lines + 1)
-            rec.update(lines=ctx.lines, parsed=ctx.parsed, unparsed=n_unparsed, rows=rows,
-                       error=ctx.error, error_line=ctx.error_line if ctx.error_line is not None else pd.NA)
-            if ctx.parsed + n_unparsed != ctx.lines and not ctx.error:
-                rec["error"] = (f"{src.rel}: line accounting mismatch: {ctx.lines} lines, {ctx.parsed} parsed, "
-                                f"{n_unparsed} unparsed")
-        rec["seconds"] = round(time.perf_counter() - t1, 4)
-        inventory.append(rec)
+        inventory.append(parse_file(src, fmt, sink, bar))
     if bar is not None:
         bar.close()
     result, build_errors = sink.finish()
     result["files"] = tables.conform("files", pd.DataFrame(inventory))
-    files = result["files"]
-    summary = BundleSummary(
+    summary = summarize(root, result["files"], sink.rows, build_errors, sink.time_span(), t0)
+    return result, summary
+
+
+def parse_file(src: SourceFile, fmt: Format | None, sink: Sink, bar=None) -> dict:
+    """Parse one file (or one part of a split file) into ``sink``; returns its ``files`` row.
+    Whatever goes wrong costs this file only, and is named in the row's ``error``."""
+    t1 = time.perf_counter()
+    rec = {"file": src.rel, "host": src.host, "format": fmt.name if fmt else "unknown", "tz": src.tz,
+           "bytes": src.size, "lines": pd.NA, "parsed": pd.NA, "unparsed": pd.NA, "rows": 0,
+           "error": "", "error_line": pd.NA}
+    nul = first_nul(head(src)) if fmt is None else -1
+    if nul >= 0:
+        rec["error"] = f"{src.rel}: binary content (NUL byte at offset {nul}): listed, not read as lines"
+        if bar is not None:
+            bar.update(src.size)
+    else:
+        ctx = Context(src)
+        n_unparsed = rows = 0
+        try:
+            for name, chunk in (fmt.parse if fmt else unknown_lines)(src, ctx):
+                n = sink.add(name, chunk)
+                if name == "unparsed":
+                    n_unparsed += n
+                else:
+                    rows += n
+        except Exception as e:  # noqa: BLE001 - one bad file must not stop the bundle
+            ctx.fail(f"{src.rel}: parser {rec['format']} stopped after line {src.first_line - 1 + ctx.lines}: "
+                     f"{type(e).__name__}: {e}", src.first_line + ctx.lines)
+        rec.update(lines=ctx.lines, parsed=ctx.parsed, unparsed=n_unparsed, rows=rows,
+                   error=ctx.error, error_line=ctx.error_line if ctx.error_line is not None else pd.NA)
+        if ctx.parsed + n_unparsed != ctx.lines and not ctx.error:
+            rec["error"] = (f"{src.rel}: line accounting mismatch: {ctx.lines} lines, {ctx.parsed} parsed, "
+                            f"{n_unparsed} unparsed")
+    rec["seconds"] = round(time.perf_counter() - t1, 4)
+    return rec
+
+
+def summarize(root: Path, files: pd.DataFrame, rows: dict[str, int], build_errors: list[BuildError],
+              time_span: list[str] | None, t0: float) -> BundleSummary:
+    """The bundle summary from the ``files`` table, rows per table and the failed builders."""
+    return BundleSummary(
         bundle=str(root),
         files=len(files),
         bytes=int(files["bytes"].sum()) if len(files) else 0,
-        formats={k: int(v) for k, v in files["format"].value_counts().items() if v},
+        formats={str(k): int(v) for k, v in files["format"].value_counts().items() if v},
         hosts=sorted(str(h) for h in files["host"].dropna().unique()),
-        rows={k: int(v) for k, v in sorted(sink.rows.items())},
-        unparsed_lines=int(sink.rows.get("unparsed", 0)),
-        errors=[f"{r.error}" for r in files.itertuples() if r.error and r.format != "unknown"]
+        rows={k: int(v) for k, v in sorted(rows.items())},
+        unparsed_lines=int(rows.get("unparsed", 0)),
+        errors=[str(r.error) for r in files.itertuples() if r.error and r.format != "unknown"]
         + [f"building {e.table}: {e.message}" for e in build_errors],
-        unknown_files=[r.file for r in files.itertuples() if r.format == "unknown"],
-        time_span=sink.time_span(),
+        unknown_files=[str(r.file) for r in files.itertuples() if r.format == "unknown"],
+        time_span=time_span,
         seconds=round(time.perf_counter() - t0, 3),
     )
-    return result, summary
 
 
 def _progress(progress, total: int, label: str):

@@ -2,7 +2,7 @@
 block, with the records the table extractors want set aside and their tables built at the end."""
 from __future__ import annotations
 
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 
 import pandas as pd
@@ -34,7 +34,7 @@ class Sink:
         # Parquet writes run on their own thread (one in flight, in order) so that reading
         # and parsing the next blocks overlaps with compressing this one
         self._pool = ThreadPoolExecutor(1) if out is not None else None
-        self._last = None
+        self._last: Future | None = None
 
     def add(self, name: str, chunk) -> int:
         n = chunk.num_rows if isinstance(chunk, pa.Table) else len(chunk)
@@ -57,6 +57,7 @@ class Sink:
                     use_dictionary=[f.name for f in at.schema if pa.types.is_dictionary(f.type)])
             if self._last is not None:
                 self._last.result()
+            assert self._pool is not None  # streaming implies a writer thread
             self._last = self._pool.submit(w.write_table, at.cast(w.schema) if at.schema != w.schema else at)
         else:
             self.parts.setdefault(name, []).append(chunk)
@@ -90,18 +91,27 @@ class Sink:
             w = self.spills[group] = pa.ipc.new_stream(self.out / f".selected-{group}.arrow", plain)
         w.write_table(sel.cast(plain))
 
-    def finish(self) -> tuple[dict[str, pd.DataFrame], list[BuildError]]:
-        """Close the streams, build every derived table; returns the tables still in memory (all
-        of them unless streaming) and the builders that failed."""
+    def close_streams(self) -> dict[str, Path]:
+        """Finish the Parquet writes and close the spill files; returns the spill file of each
+        selection group (streaming only)."""
         if self._last is not None:
             self._last.result()
         if self._pool is not None:
             self._pool.shutdown()
         for w in self.writers.values():
             w.close()
+        spilled = {}
         for group, w in self.spills.items():
             w.close()
-            path = self.out / f".selected-{group}.arrow"
+            assert self.out is not None  # only streaming spills
+            spilled[group] = self.out / f".selected-{group}.arrow"
+        self.spills = {}
+        return spilled
+
+    def finish(self) -> tuple[dict[str, pd.DataFrame], list[BuildError]]:
+        """Close the streams, build every derived table; returns the tables still in memory (all
+        of them unless streaming) and the builders that failed."""
+        for group, path in self.close_streams().items():
             with pa.memory_map(str(path)) as f:
                 self.selected[group] = [pa.ipc.open_stream(f).read_all()]
             path.unlink()
@@ -131,22 +141,6 @@ class Sink:
             else:
                 out[k] = v
         return out, list(errors.values())
-
-
-def release_memory() -> None:
-    """Hand freed memory back to the OS between the big steps of a streaming ingest (glibc keeps
-    it otherwise, and the next step's peak lands on top of it)."""
-    pa.default_memory_pool().release_unused()
-    try:
-        import ctypes
-        ctypes.CDLL("libc.so.6").malloc_trim(0)
-    except (OSError, AttributeError):  # not glibc: nothing to do
-        pass
-
-
-def _arrow(name: str, df: pd.DataFrame) -> pa.Table:
-    df = tables.conform(name, df) if name in tables.SCHEMAS else df
-    return pa.Table.from_pandas(df, preserve_index=False)
 
 
 def release_memory() -> None:

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pandas as pd
+import pyarrow as pa
 import pyarrow.parquet as pq
 
 from kitlib import registry, tables
@@ -50,17 +51,52 @@ def ingest(path: str | os.PathLike, out: str | os.PathLike, tz: str | dict | Non
 
 
 def load(out: str | os.PathLike) -> Bundle:
-    """Read back what :func:`ingest` wrote, without parsing anything again."""
+    """Open what :func:`ingest` (or a Dask ingest) wrote, without parsing anything again. Tables
+    are read when first asked for, and only the rows of the bundle's window (see
+    :func:`kitlib.bundle.window`), so a big output is never loaded whole by accident; use
+    :meth:`~kitlib.bundle.Bundle.sql` for aggregates DuckDB computes over the files."""
     from kitlib.bundle import Bundle
     registry.load()
     out = Path(out)
     summary = BundleSummary.from_dict(json.loads((out / "summary.json").read_text()))
-    result = {}
-    for p in sorted(out.glob("*.parquet")):
-        name = p.stem
-        t = pq.read_table(p)
+    return Bundle(summary.bundle or str(out), {}, summary, store=out)
+
+
+def stored_tables(out: Path) -> dict[str, Path]:
+    """Table name -> its Parquet file (single-process ingest) or folder (dataset by host)."""
+    found = {p.stem: p for p in out.glob("*.parquet")}
+    found.update({p.name: p for p in out.iterdir() if p.is_dir() and not p.name.startswith(".")
+                  and any(p.rglob("*.parquet"))})
+    return found
+
+
+def read_table(path: Path, name: str, start: pd.Timestamp | None = None, end: pd.Timestamp | None = None,
+               hosts: list[str] | None = None, columns: list[str] | None = None,
+               isin: dict[str, list] | None = None) -> pd.DataFrame:
+    """One stored table as a DataFrame with its declared dtypes, only the rows in
+    ``start <= ts < end`` and ``hosts`` when given (the filter is pushed down to the Parquet scan)."""
+    import pyarrow.compute as pc
+    import pyarrow.dataset as ds
+    dataset = ds.dataset(str(path), format="parquet", partitioning=None)
+    names = dataset.schema.names
+    cond = None
+    if "ts" in names and name != "files":
+        if start is not None:
+            cond = pc.field("ts") >= pa.scalar(start.to_pydatetime(), pa.timestamp("ms", tz="UTC"))
+        if end is not None:
+            c = pc.field("ts") < pa.scalar(end.to_pydatetime(), pa.timestamp("ms", tz="UTC"))
+            cond = c if cond is None else cond & c
+    if hosts and "host" in names:
+        c = pc.field("host").cast(pa.string()).isin([str(h) for h in hosts])
+        cond = c if cond is None else cond & c
+    for col, values in (isin or {}).items():
+        c = pc.field(col).cast(pa.string()).isin([str(v) for v in values])
+        cond = c if cond is None else cond & c
+    t = dataset.to_table(columns=columns, filter=cond)
+    if columns is None:
         df = to_pandas(t) if name == "events" else t.to_pandas()
-        result[name] = tables.conform(name, df) if name in tables.SCHEMAS else df
-    return Bundle(summary.bundle or str(out), result, summary)
-
-
+        return tables.conform(name, df) if name in tables.SCHEMAS else df
+    df = t.to_pandas(types_mapper={pa.large_string(): pd.StringDtype("pyarrow"), pa.string(): pd.StringDtype("pyarrow")}.get)
+    if "ts" in df.columns:
+        df["ts"] = df["ts"].astype("datetime64[ns, UTC]")
+    return df

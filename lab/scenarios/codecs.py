@@ -38,14 +38,10 @@ def run(out: str | Path, records: int = 3000, repeat: int = 6, work: Path | None
     out = Path(out)
     (out / "payloads").mkdir(parents=True, exist_ok=True)
     sample = write_sample(out / "payloads" / "orders.jsonl", records)
-    b = lab.start_broker("codec-broker", work=work, request_log="WARN")
-    try:
+    with lab.Scenario(out) as s:
+        b = s.broker("codec-broker", work=work, request_log="WARN")
         capture.probe_codecs(b.bootstrap, sample, out / "probes", repeat=repeat)
-        lab.collect_logs(b, out / "broker-1", names=("server.log",))
-    finally:
-        lab.stop(b)
-    lab.write_manifest(out)
-    return out
+        return s.finish(logs={"broker-1": (b, ("server.log",))})
 
 
 if __name__ == "__main__":

@@ -16,7 +16,7 @@ import sys
 import time
 from pathlib import Path
 
-from kitlib import capture, lab
+from kitlib import lab
 
 DEDUPE = 1048577
 MBEANS = ["kafka.log:type=LogCleaner,name=max-buffer-utilization-percent",
@@ -28,13 +28,18 @@ MBEANS = ["kafka.log:type=LogCleaner,name=max-buffer-utilization-percent",
 def run(out: str | Path, keys: int = 120_000, value_size: int = 100, min_runs: int = 4, timeout: float = 150,
         work: Path | None = None) -> Path:
     from kafka import KafkaProducer
-    from kafka.admin import AlterConfigOp, ConfigResource, ConfigResourceType, KafkaAdminClient, NewTopic
+    from kafka.admin import (
+        ConfigResource,
+        ConfigResourceType,
+        KafkaAdminClient,
+        NewTopic,
+    )
     out = Path(out)
     host = out / "broker-1"
     host.mkdir(parents=True, exist_ok=True)
-    b = lab.start_broker("compaction-broker", work=work, settings={
-        "log.cleaner.dedupe.buffer.size": DEDUPE, "log.cleaner.threads": 1, "log.cleaner.backoff.ms": 1000})
-    try:
+    with lab.Scenario(out) as s:
+        b = s.broker("compaction-broker", work=work, settings={
+            "log.cleaner.dedupe.buffer.size": DEDUPE, "log.cleaner.threads": 1, "log.cleaner.backoff.ms": 1000})
         a = KafkaAdminClient(bootstrap_servers=b.bootstrap)
         a.create_topics([NewTopic("tickets", 1, 1, topic_configs={"cleanup.policy": "delete", "segment.bytes": "1048576"})])
         p = KafkaProducer(bootstrap_servers=b.bootstrap, client_id="ticket-publisher", linger_ms=20, batch_size=262144)
@@ -44,7 +49,7 @@ def run(out: str | Path, keys: int = 120_000, value_size: int = 100, min_runs: i
                 p.send("tickets", key=f"ticket-{k}".encode(), value=generation + pad)
             p.flush()
         p.close()
-        jmx = lab.run_jmxtool(b, MBEANS, host / "jmx-cleaner.csv", wait=False, interval_ms=2000)
+        s.jmxtool(b, MBEANS, host / "jmx-cleaner.csv", interval_ms=2000)
         a.alter_configs([ConfigResource(ConfigResourceType.TOPIC, "tickets", configs={
             "cleanup.policy": "compact", "min.cleanable.dirty.ratio": "0.01"})])
         log = Path(b.logs) / "log-cleaner.log"
@@ -55,14 +60,8 @@ def run(out: str | Path, keys: int = 120_000, value_size: int = 100, min_runs: i
                 break
             time.sleep(1)
         time.sleep(2)
-        lab.finish_jmxtool(jmx, host / "jmx-cleaner.csv")
         a.close()
-        capture.capture(b.bootstrap, out / "live")
-        lab.collect_logs(b, host)
-    finally:
-        lab.stop(b)
-    lab.write_manifest(out)
-    return out
+        return s.finish(logs={"broker-1": b}, live=b)
 
 
 if __name__ == "__main__":

@@ -49,9 +49,8 @@ def run(out: str | Path, lines: int = 400_000, period_s: float = 20, flush_timeo
     out = Path(out)
     host = out / "connect-1"
     host.mkdir(parents=True, exist_ok=True)
-    b = lab.start_broker("connect-broker", work=work, request_log="WARN")
-    c = None
-    try:
+    with lab.Scenario(out) as s:
+        b = s.broker("connect-broker", work=work, request_log="WARN")
         src_dir = Path(b.work) / "source"
         src_dir.mkdir(exist_ok=True)
         src = src_dir / "orders.jsonl"
@@ -59,7 +58,7 @@ def run(out: str | Path, lines: int = 400_000, period_s: float = 20, flush_timeo
             for i in range(lines):
                 f.write(json.dumps({"order_id": i, "customer": f"c{i % 9973}", "status": "paid", "amount": i % 1000 / 10,
                                     "note": "binlog row image"}) + "\n")
-        c = lab.start_connect(b, [connector(src, 16)], work=(Path(work).parent / "connect-1") if work else None,
+        c = s.connect(b, [connector(src, 16)], work=(Path(work).parent / "connect-1") if work else None,
                               flush_interval_ms=1000, flush_timeout_ms=flush_timeout_ms, task_log_level="DEBUG")
         time.sleep(3)
         jmx = lab.run_jmxtool(c, mbeans(), host / "jmx-connect-before.csv", wait=False, interval_ms=2000)
@@ -75,14 +74,7 @@ def run(out: str | Path, lines: int = 400_000, period_s: float = 20, flush_timeo
         jmx = lab.run_jmxtool(c, mbeans(), host / "jmx-connect-after.csv", wait=False, interval_ms=2000)
         time.sleep(period_s)
         lab.finish_jmxtool(jmx, host / "jmx-connect-after.csv")
-        lab.collect_logs(c, host)
-        lab.collect_logs(b, out / "broker-1", names=("server.log",))
-    finally:
-        if c is not None:
-            lab.stop(c)
-        lab.stop(b)
-    lab.write_manifest(out)
-    return out
+        return s.finish(logs={"connect-1": c, "broker-1": (b, ("server.log",))})
 
 
 if __name__ == "__main__":

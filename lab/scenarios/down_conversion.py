@@ -18,7 +18,6 @@ from pathlib import Path
 from kitlib import capture, lab
 
 
-
 def produce(bootstrap: str, topic: str, n: int, size: int = 400) -> None:
     from kafka import KafkaProducer
     from kafka.admin import KafkaAdminClient, NewTopic
@@ -38,11 +37,10 @@ def produce(bootstrap: str, topic: str, n: int, size: int = 400) -> None:
 def run(out: str | Path, records: int = 60000, probe_seconds: float = 15, work: Path | None = None) -> Path:
     out = Path(out)
     host = out / "broker-1"
-    b = lab.start_broker("dc-broker", work=work)
-    try:
+    with lab.Scenario(out) as s:
+        b = s.broker("dc-broker", work=work)
         produce(b.bootstrap, "clickstream", records)
-        host.mkdir(parents=True, exist_ok=True)
-        jmx = lab.run_jmxtool(b, lab.BROKER_MBEANS, host / "jmx-broker.csv", wait=False, interval_ms=1000)
+        s.jmxtool(b, lab.BROKER_MBEANS, host / "jmx-broker.csv", interval_ms=1000)
         time.sleep(2)
         capture.probe_consume(b.bootstrap, "clickstream", out / "probes", api_version=(0, 9), seconds=probe_seconds,
                               probe_id="secor-0.9-client")
@@ -50,13 +48,7 @@ def run(out: str | Path, records: int = 60000, probe_seconds: float = 15, work: 
         capture.probe_consume(b.bootstrap, "clickstream", out / "probes", seconds=probe_seconds,
                               probe_id="upgraded-client")
         time.sleep(3)
-        lab.finish_jmxtool(jmx, host / "jmx-broker.csv")
-        capture.capture(b.bootstrap, out / "live")
-        lab.collect_logs(b, host)
-    finally:
-        lab.stop(b)
-    lab.write_manifest(out)
-    return out
+        return s.finish(logs={"broker-1": b}, live=b)
 
 
 if __name__ == "__main__":

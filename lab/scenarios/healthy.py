@@ -13,17 +13,16 @@ from pathlib import Path
 from kitlib import capture, lab
 
 
-
 def run(out: str | Path, records: int = 20000, work: Path | None = None) -> Path:
     from kafka import KafkaConsumer, KafkaProducer
     from kafka.admin import KafkaAdminClient, NewTopic
     out = Path(out)
     host = out / "broker-1"
     host.mkdir(parents=True, exist_ok=True)
-    b = lab.start_broker("healthy-broker", work=work, settings={"log.cleaner.dedupe.buffer.size": 33554432},
-                         request_log="WARN")
-    try:
-        jmx = lab.run_jmxtool(b, lab.BROKER_MBEANS, host / "jmx-broker.csv", wait=False, interval_ms=1000)
+    with lab.Scenario(out) as s:
+        b = s.broker("healthy-broker", work=work, settings={"log.cleaner.dedupe.buffer.size": 33554432},
+                     request_log="WARN")
+        s.jmxtool(b, lab.BROKER_MBEANS, host / "jmx-broker.csv", interval_ms=1000)
         a = KafkaAdminClient(bootstrap_servers=b.bootstrap)
         a.create_topics([NewTopic("payments", 3, 1),
                          NewTopic("customer-profiles", 1, 1, topic_configs={
@@ -42,14 +41,8 @@ def run(out: str | Path, records: int = 20000, work: Path | None = None) -> Path
         assert n == records, n
         capture.probe_consume(b.bootstrap, "payments", out / "probes", seconds=10, probe_id="ledger-replay")
         time.sleep(12)  # let the cleaner take its turn on customer-profiles
-        lab.finish_jmxtool(jmx, host / "jmx-broker.csv")
         a.close()
-        capture.capture(b.bootstrap, out / "live")
-        lab.collect_logs(b, host)
-    finally:
-        lab.stop(b)
-    lab.write_manifest(out)
-    return out
+        return s.finish(logs={"broker-1": b}, live=b)
 
 
 if __name__ == "__main__":

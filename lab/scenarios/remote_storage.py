@@ -23,7 +23,7 @@ import sys
 import time
 from pathlib import Path
 
-from kitlib import capture, lab
+from kitlib import lab
 
 TOPIC = "clickstream"
 MBEANS = ["kafka.server:type=BrokerTopicMetrics,name=RemoteCopy*",
@@ -64,12 +64,12 @@ def run(out: str | Path, records: int = 40_000, phase_s: float = 20, work: Path 
     out = Path(out)
     host = out / "broker-1"
     host.mkdir(parents=True, exist_ok=True)
-    work = Path(work) if work else lab.WORK / "remote-storage-broker"
+    work = Path(work) if work else lab.work_root() / "remote-storage-broker"
     remote = work.parent / (work.name + "-remote")
     shutil.rmtree(remote, ignore_errors=True)
-    b = lab.start_broker("remote-storage-broker", work=work, settings=settings(remote), request_log="WARN")
-    try:
-        jmx = lab.run_jmxtool(b, MBEANS, host / "jmx-remote.csv", wait=False, interval_ms=1000)
+    with lab.Scenario(out) as s:
+        b = s.broker("remote-storage-broker", work=work, settings=settings(remote), request_log="WARN")
+        s.jmxtool(b, MBEANS, host / "jmx-remote.csv", interval_ms=1000)
         a = KafkaAdminClient(bootstrap_servers=b.bootstrap)
         a.create_topics([NewTopic(TOPIC, 1, 1, topic_configs={
             "remote.storage.enable": "true", "segment.bytes": "524288", "local.retention.ms": "5000",
@@ -86,15 +86,8 @@ def run(out: str | Path, records: int = 40_000, phase_s: float = 20, work: Path 
         parked.rename(store)                                          # 3. recovery
         _produce(b.bootstrap, records // 2, phase_s / 2)
         time.sleep(8)
-        lab.finish_jmxtool(jmx, host / "jmx-remote.csv")
         a.close()
-        capture.capture(b.bootstrap, out / "live")
-        lab.collect_logs(b, host, names=("server.log", "controller.log"))
-    finally:
-        lab.stop(b)
-    lab.scrub_paths(out, [work, remote])
-    lab.write_manifest(out)
-    return out
+        return s.finish(logs={"broker-1": (b, ("server.log", "controller.log"))}, live=b, scrub=[work, remote])
 
 
 if __name__ == "__main__":

@@ -16,6 +16,7 @@ Example:
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import pandas as pd
 
@@ -95,7 +96,7 @@ def days_until_cleaning(clean_records: float, updates_per_s: float, dirty_ratio:
 def settings(bundle) -> dict:
     """Cleaner settings from the bundle's configs (broker dump or live capture), else Kafka's
     defaults; ``_from`` says which were found."""
-    out = dict(DEFAULTS)
+    out: dict[str, Any] = dict(DEFAULTS)
     found = []
     cfg = bundle.configs
     if len(cfg):

@@ -12,6 +12,8 @@ Example:
 """
 from __future__ import annotations
 
+from typing import Any
+
 import re
 
 import numpy as np
@@ -83,7 +85,7 @@ _EVENTS = [
     ("thread", re.compile(r"kafka-log-cleaner-thread-(\d+)\]: (?:Starting|Stopped|Shutting down|Shutdown completed)|"
                           r"Starting the log cleaner|Shutting down the log cleaner")),
 ]
-_LOGGERS = dict(loggers=["kafka.log.LogCleaner", "kafka.log.LogCleanerManager$", "kafka.log.LogCleaner$"],
+_LOGGERS: dict[str, Any] = dict(loggers=["kafka.log.LogCleaner", "kafka.log.LogCleanerManager$", "kafka.log.LogCleaner$"],
                 prefixes=["org.apache.kafka.storage.internals.log.LogCleaner", "org.apache.kafka.storage.internals.log.Cleaner"])
 
 
@@ -136,7 +138,7 @@ def classify(message: str) -> dict:
         m = rx.search(first)
         if not m:
             continue
-        r = {"kind": kind}
+        r: dict[str, Any] = {"kind": kind}
         gs = [x for x in m.groups() if x is not None]
         if kind == "offset_map":
             r.update(thread=int(m.group(1)), log=m.group(2), segments=int(m.group(3)),
@@ -155,9 +157,10 @@ def classify(message: str) -> dict:
 
 def _thread_and_log(kind: str, groups: list[list], n: int) -> tuple[list, list]:
     """Thread id and log name per row from a rule's capture groups (as :func:`classify` reads them)."""
-    threads, logs = [None] * n, [None] * n
-    for j, gs in enumerate(zip(*groups) if groups else [()] * n):
-        gs = [g for g in gs if g is not None]
+    threads: list[Any] = [None] * n
+    logs: list[Any] = [None] * n
+    for j, row in enumerate(zip(*groups) if groups else [()] * n):
+        gs = [g for g in row if g is not None]
         if gs and gs[0].isdigit():
             threads[j] = int(gs[0])
             gs = gs[1:]
@@ -235,14 +238,14 @@ def build_runs(events: pd.DataFrame) -> pd.DataFrame:
         if not stats[j]:
             (begun if segments[j] < 0 else mapped)[(hosts[j], logs[j])] = j if segments[j] < 0 else int(segments[j])
             continue
-        st = parse_stats(msgs[j].as_py())
-        if st is None:
+        run = parse_stats(msgs[j].as_py())
+        if run is None:
             continue
-        key = (hosts[j], st["log"])
-        st["row"] = j
+        key = (hosts[j], run["log"])
+        run["row"] = j
         started.append(begun.pop(key, -1))
         mapped_segs.append(mapped.pop(key, None))
-        rows.append(st)
+        rows.append(run)
     if not rows:
         return tables.empty("cleaner_runs")
     df = pd.DataFrame(rows)

@@ -27,6 +27,7 @@ Example:
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 import pandas as pd
 
@@ -221,8 +222,63 @@ def _in_window(df: pd.DataFrame, start, end) -> pd.DataFrame:
     return df[(df["ts"] >= start) & (df["ts"] <= end)]
 
 
+@dataclass
+class AfterChange:
+    """The task's producer re-created with another batch.size after the last failure, with every
+    later commit going through."""
+    since: pd.Timestamp
+    batch_size: float
+    linger_ms: float | None
+    commits_ok: int
+    outstanding_max: float          # NaN when the log does not say
+    duration_ms_max: float
+
+
+@dataclass
+class DrainModel:
+    """What the drain model knows about one source task. ``*_source`` fields say where a
+    figure came from; a figure the bundle does not give is NaN (and its source says so)."""
+    connector: str
+    task: int
+    attempts: int
+    failed: int
+    timeouts: int
+    start: pd.Timestamp
+    end: pd.Timestamp
+    bad: pd.DataFrame                       # the failed attempts
+    outstanding: float                      # messages outstanding at flush (median of the failures)
+    outstanding_max: float
+    outstanding_source: str
+    drained_per_timeout: float
+    timeout_ms: float                       # offset.flush.timeout.ms
+    timeout_rows: pd.DataFrame
+    batch_size: float
+    linger_ms: float
+    in_flight: int
+    max_request_size: float
+    client_id: str
+    producer_rows: pd.DataFrame
+    records_per_request: float
+    records_per_request_source: str
+    round_trip_s: float
+    round_trip_source: str
+    override_policy: str
+    after: AfterChange | None
+
+    @property
+    def missing(self) -> list[str]:
+        """The figures the model lacks, as the settings or log lines that would give them."""
+        out = []
+        if math.isnan(self.outstanding):
+            out.append("outstanding messages at flush (Kafka 2.x 'flushing N outstanding messages' lines, or the "
+                       "source-record-active-count-max metric)")
+        if math.isnan(self.round_trip_s):
+            out.append("the producer's round trip (a timed-out flush that says how many messages remained)")
+        return out
+
+
 def task_model(bundle, connector: str, task: int, commits: pd.DataFrame | None = None,
-               record_bytes_hint: float | None = None) -> dict:
+               record_bytes_hint: float | None = None) -> DrainModel:
     """Everything the drain model needs for one source task, read from the bundle: the failed
     attempts, outstanding at flush, offset.flush.timeout.ms, the producer's batch.size /
     linger.ms / max.in.flight, records per request (metrics, else estimated), and the round trip
@@ -277,42 +333,43 @@ def task_model(bundle, connector: str, task: int, commits: pd.DataFrame | None =
         drained = float((tm["outstanding"] - tm["remaining"]).median())
     else:
         rtt, rtt_src, drained = float("nan"), "unknown (no 'outstanding N messages' on timeout)", float("nan")
-    return {"connector": connector, "task": task, "attempts": int(len(c)), "failed": int(len(bad)),
-            "timeouts": int((bad["outcome"] == "timeout").sum()), "start": start, "end": end,
-            "bad": bad, "outstanding": outstanding, "outstanding_max": outstanding_max,
-            "outstanding_source": outstanding_src, "drained_per_timeout": drained,
-            "timeout_ms": timeout, "timeout_rows": timeout_rows, "batch_size": batch, "linger_ms": linger,
-            "in_flight": in_flight, "max_request_size": max_req, "client_id": cid,
-            "producer_rows": prod.get("_rows", pd.DataFrame()), "records_per_request": rpr,
-            "records_per_request_source": rpr_src, "round_trip_s": rtt, "round_trip_source": rtt_src,
-            "override_policy": latest(configs[configs["ts"] <= end], WORKER_SCOPES).get(
-                "connector.client.config.override.policy", "") if not configs.empty else "",
-            "after": _after_change(c, configs, connector, task, end, batch)}
+    policy = latest(configs[configs["ts"] <= end], WORKER_SCOPES).get(
+        "connector.client.config.override.policy", "") if not configs.empty else ""
+    return DrainModel(
+        connector=connector, task=task, attempts=int(len(c)), failed=int(len(bad)),
+        timeouts=int((bad["outcome"] == "timeout").sum()), start=start, end=end, bad=bad,
+        outstanding=outstanding, outstanding_max=outstanding_max, outstanding_source=outstanding_src,
+        drained_per_timeout=drained, timeout_ms=timeout, timeout_rows=timeout_rows, batch_size=batch,
+        linger_ms=linger, in_flight=in_flight, max_request_size=max_req, client_id=cid,
+        producer_rows=prod.get("_rows", pd.DataFrame()), records_per_request=rpr, records_per_request_source=rpr_src,
+        round_trip_s=rtt, round_trip_source=rtt_src, override_policy=str(policy),
+        after=_after_change(c, configs, connector, task, end, batch))
 
 
-def _after_change(commits: pd.DataFrame, configs: pd.DataFrame, connector: str, task: int, last_bad, batch) -> dict:
+def _after_change(commits: pd.DataFrame, configs: pd.DataFrame, connector: str, task: int, last_bad,
+                  batch) -> AfterChange | None:
     """If the task's producer was re-created with a different batch.size / linger.ms after the
     last failure and every later commit went through: when, the new values, and how many."""
     if configs is None or configs.empty or pd.isna(last_bad):
-        return {}
+        return None
     later = configs[(configs["scope"] == "ProducerConfig") & (configs["ts"] > last_bad)]
     if later.empty:
-        return {}
+        return None
     prod = producer_settings(later, connector, task)
     if not prod:
-        return {}
+        return None
     new_batch, new_linger = _num(prod.get("batch.size")), _num(prod.get("linger.ms"))
     if new_batch is None or new_batch == batch:
-        return {}
+        return None
     since = prod["_rows"]["ts"].min()
     after = commits[commits["ts"] > since]
     if len(after) < 3 or after["outcome"].isin(["timeout", "failed"]).any():
-        return {}
+        return None
     o = pd.to_numeric(after["outstanding"], errors="coerce").dropna()
     d = pd.to_numeric(after["duration_ms"], errors="coerce").dropna()
-    return {"since": since, "batch_size": new_batch, "linger_ms": new_linger, "commits_ok": int(len(after)),
-            "outstanding_max": float(o.max()) if len(o) else float("nan"),
-            "duration_ms_max": float(d.max()) if len(d) else float("nan")}
+    return AfterChange(since=since, batch_size=new_batch, linger_ms=new_linger, commits_ok=int(len(after)),
+                       outstanding_max=float(o.max()) if len(o) else float("nan"),
+                       duration_ms_max=float(d.max()) if len(d) else float("nan"))
 
 
 # ----------------------------------------------------------------------------- detector
@@ -342,41 +399,41 @@ def detect_offset_commit_timeouts(bundle) -> list[findings.Finding]:
     return out
 
 
-def _finding(m: dict) -> findings.Finding:
-    conn, task = m["connector"], m["task"]
-    timeout_s = m["timeout_ms"] / 1000.0
-    rpr, rtt, outst = m["records_per_request"], m["round_trip_s"], m["outstanding"]
-    nums = {"failed_commits": m["failed"], "attempts": m["attempts"],
+def _finding(m: DrainModel) -> findings.Finding:
+    conn, task = m.connector, m.task
+    timeout_s = m.timeout_ms / 1000.0
+    rpr, rtt, outst = m.records_per_request, m.round_trip_s, m.outstanding
+    nums = {"failed_commits": m.failed, "attempts": m.attempts,
             "outstanding_at_flush_median": None if math.isnan(outst) else int(outst),
-            "outstanding_at_flush_max": None if math.isnan(m["outstanding_max"]) else int(m["outstanding_max"]),
-            "offset.flush.timeout.ms": int(m["timeout_ms"]), "batch.size": int(m["batch_size"]),
-            "linger.ms": int(m["linger_ms"]), "max.in.flight": m["in_flight"],
-            "records_per_request": round(rpr, 1), "records_per_request_from": m["records_per_request_source"]}
-    new_batch = int(min(m["batch_size"] * 20, m["max_request_size"]))
-    new_linger = max(int(m["linger_ms"]), 10)
+            "outstanding_at_flush_max": None if math.isnan(m.outstanding_max) else int(m.outstanding_max),
+            "offset.flush.timeout.ms": _int(m.timeout_ms), "batch.size": _int(m.batch_size),
+            "linger.ms": _int(m.linger_ms), "max.in.flight": m.in_flight,
+            "records_per_request": round(rpr, 1), "records_per_request_from": m.records_per_request_source}
+    new_batch = int(min(m.batch_size * 20, m.max_request_size))
+    new_linger = max(_int(m.linger_ms) or 0, 10)
     drain_now = drain_after = None
     if not math.isnan(rtt) and not math.isnan(outst):
-        t = what_if(outst, m["batch_size"], rpr, rtt, m["timeout_ms"], m["in_flight"], m["linger_ms"],
-                    new_batch, new_linger, m["max_request_size"])
+        t = what_if(outst, m.batch_size, rpr, rtt, m.timeout_ms, m.in_flight, m.linger_ms,
+                    new_batch, new_linger, m.max_request_size)
         drain_now, drain_after = float(t["drain_s"].iloc[0]), float(t["drain_s"].iloc[1])
         nums.update({"round_trip_ms": round(rtt * 1000, 2),
                      "requests_to_drain": int(t["requests_to_drain"].iloc[0]),
                      "drain_s_now": round(drain_now, 2),
                      "records_per_request_after": float(t["records_per_request"].iloc[1]),
                      "drain_s_after": round(drain_after, 2)})
-    share = m["failed"] / max(m["attempts"], 1)
-    severity = "high" if m["failed"] >= 3 or share >= 0.2 else "medium"
-    where = f"{m['start']:%Y-%m-%d %H:%M}" + (f" to {m['end']:%H:%M} UTC" if m["end"] != m["start"] else " UTC")
-    tiny = not math.isnan(outst) and outst <= max(rpr * m["in_flight"] * 2, 10)
-    bad = m["bad"]
+    share = m.failed / max(m.attempts, 1)
+    severity = "high" if m.failed >= 3 or share >= 0.2 else "medium"
+    where = f"{m.start:%Y-%m-%d %H:%M}" + (f" to {m.end:%H:%M} UTC" if m.end != m.start else " UTC")
+    tiny = not math.isnan(outst) and outst <= max(rpr * m.in_flight * 2, 10)
+    bad = m.bad
     # 2.x waits for the producer to drain; 3.0.1+ commits acknowledged records only, so a
     # timeout there is the offset store write itself
     gen_a = bool(bad["remaining"].notna().any() or bad["message"].astype(str).str.contains(
         "outstanding|flushing", regex=True).any())
     if not gen_a and not tiny:
-        pend = f" while ~{int(outst):,} messages were pending in the producer ({m['outstanding_source']})" \
+        pend = f" while ~{int(outst):,} messages were pending in the producer ({m.outstanding_source})" \
             if not math.isnan(outst) else ""
-        summary = (f"Source task {conn}-{task}: {m['failed']} of {m['attempts']} offset commits timed out or failed "
+        summary = (f"Source task {conn}-{task}: {m.failed} of {m.attempts} offset commits timed out or failed "
                    f"({where}): the offset write did not complete within offset.flush.timeout.ms "
                    f"{timeout_s:g} s{pend}")
         rec = ("Kafka 3.x commits only acknowledged records, so this timeout is the offset store: check the "
@@ -384,51 +441,56 @@ def _finding(m: dict) -> findings.Finding:
                "or, in standalone mode, the offsets file's disk; offset.flush.timeout.ms on the worker bounds "
                "the wait. If pending messages stay high (source-record-active-count), the task's producer is "
                f"also behind: producer.override.batch.size={new_batch} and producer.override.linger.ms={new_linger}"
-               + ("" if str(m["override_policy"]).strip().lower() == "all" else
+               + ("" if str(m.override_policy).strip().lower() == "all" else
                   " (needs connector.client.config.override.policy=All on the workers)") + ".")
     elif tiny:
-        summary = (f"Source task {conn}-{task}: {m['failed']} of {m['attempts']} offset commits failed ({where}) with "
+        summary = (f"Source task {conn}-{task}: {m.failed} of {m.attempts} offset commits failed ({where}) with "
                    f"only ~{int(outst)} outstanding messages: the producer was not delivering at all")
         rec = ("Batching is not the cause here: check that the task's producer can reach the brokers "
                "(NetworkException / TimeoutException / NOT_ENOUGH_REPLICAS in the worker log, broker health, "
                "ACLs and quotas on the target topic) before touching producer settings.")
     else:
         why = f"~{int(outst):,} outstanding messages at flush" if not math.isnan(outst) else "a backlog at flush"
-        summary = (f"Source task {conn}-{task}: {m['failed']} of {m['attempts']} offset commits timed out or failed "
+        summary = (f"Source task {conn}-{task}: {m.failed} of {m.attempts} offset commits timed out or failed "
                    f"({where}); {why}, ~{rpr:.0f} records per produce request "
-                   f"(batch.size {int(m['batch_size'])}, max.in.flight {m['in_flight']})")
+                   f"(batch.size {int(m.batch_size)}, max.in.flight {m.in_flight})")
         if drain_now is not None:
             summary += (f": draining takes ~{drain_now:.1f} s vs offset.flush.timeout.ms {timeout_s:g} s; "
                         f"~{drain_after:.1f} s with batch.size {new_batch}")
-        pol = str(m["override_policy"]).strip().lower()
+        pol = str(m.override_policy).strip().lower()
         rec = (f"Make each produce request carry more records: set producer.override.batch.size={new_batch} and "
                f"producer.override.linger.ms={new_linger} in the connector config of {conn}"
                + ("" if pol == "all" else
                   " (allow it on every worker with connector.client.config.override.policy=All, a worker restart)")
                + ". Check max.request.size stays >= batch.size and buffer.memory holds several batches. "
                f"Raising offset.flush.timeout.ms only hides the backlog.")
-    fixed = m.get("after") or {}
+    fixed = m.after
     if fixed and not tiny and gen_a:
         severity = "low"
-        summary += (f". Resolved: no failure in the {fixed['commits_ok']} commits since the producer was "
-                    f"re-created with batch.size {int(fixed['batch_size'])} at {fixed['since']:%Y-%m-%d %H:%M} UTC")
-        nums["batch.size_after_change"] = int(fixed["batch_size"])
-        nums["commits_ok_after_change"] = fixed["commits_ok"]
-        if not math.isnan(fixed["outstanding_max"]):
-            nums["outstanding_max_after_change"] = int(fixed["outstanding_max"])
-        rec = (f"Keep batch.size {int(fixed['batch_size'])} for {conn} (set as producer.override.batch.size) "
+        summary += (f". Resolved: no failure in the {fixed.commits_ok} commits since the producer was "
+                    f"re-created with batch.size {int(fixed.batch_size)} at {fixed.since:%Y-%m-%d %H:%M} UTC")
+        nums["batch.size_after_change"] = int(fixed.batch_size)
+        nums["commits_ok_after_change"] = fixed.commits_ok
+        if not math.isnan(fixed.outstanding_max):
+            nums["outstanding_max_after_change"] = int(fixed.outstanding_max)
+        rec = (f"Keep batch.size {int(fixed.batch_size)} for {conn} (set as producer.override.batch.size) "
                "and apply the same override to other high-volume single-partition source connectors.")
-    ev = findings.evidence(m["bad"].head(8), text=lambda r: _ev_text(r))
-    prows = m["producer_rows"]
+    ev = findings.evidence(m.bad.head(8), text=lambda r: _ev_text(r))
+    prows = m.producer_rows
     if isinstance(prows, pd.DataFrame) and not prows.empty:
         keys = ["batch.size", "linger.ms", "max.in.flight.requests.per.connection"]
         pr = prows[prows["key"].isin(keys)]
         ev += findings.evidence(pr, text=lambda r: f"ProducerConfig ({r['entity']}): {r['key']} = {r['value']}")
-    tr = m["timeout_rows"]
+    tr = m.timeout_rows
     if isinstance(tr, pd.DataFrame) and not tr.empty:
         ev += findings.evidence(tr, text=lambda r: f"{r['scope']}: {r['key']} = {r['value']}")
     return findings.Finding("offset-commit-timeouts", severity, summary, numbers=nums, recommendation=rec,
                             evidence=ev)
+
+
+def _int(v) -> int | None:
+    """An int, or None for a figure the bundle does not give (NaN)."""
+    return None if v is None or (isinstance(v, float) and math.isnan(v)) else int(v)
 
 
 def _ev_text(r) -> str:

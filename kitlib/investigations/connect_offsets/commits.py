@@ -36,6 +36,8 @@ Example:
 """
 from __future__ import annotations
 
+from typing import Any
+
 import re
 
 import numpy as np
@@ -153,7 +155,7 @@ def classify_many(messages) -> dict:
     first = first_lines(arr)
     total = len(first)
     rule = first_match(first, [rx.pattern for rx, _, _, _ in _RULES])
-    out = {"rule": rule, "conn": np.full(total, -1, np.int32), "conns": [], "task": np.full(total, -1, np.int64),
+    out: dict[str, Any] = {"rule": rule, "conn": np.full(total, -1, np.int32), "conns": [], "task": np.full(total, -1, np.int64),
            "kind": np.zeros(total, np.int8), **{k: np.full(total, np.nan) for k in ("n", "p", "ms")}}
     rows = np.flatnonzero(rule >= 0)
     if not len(rows):
@@ -194,7 +196,7 @@ def _classify_in_slices(msgs: pa.Array, size: int = 65536) -> dict:
     for p in parts:
         remap = np.array([names.setdefault(n, len(names)) for n in p["conns"]] + [-1], np.int32)
         p["conn"] = remap[p["conn"]]  # -1 indexes the trailing -1
-    out = {k: np.concatenate([p[k] for p in parts]) for k in ("rule", "conn", "task", "kind", "n", "p", "ms")}
+    out: dict[str, Any] = {k: np.concatenate([p[k] for p in parts]) for k in ("rule", "conn", "task", "kind", "n", "p", "ms")}
     out["conns"] = list(names)
     return out
 
@@ -284,8 +286,8 @@ def build_commits(events: pd.DataFrame) -> pd.DataFrame:
     last[:-1] = (g[:, 1:] != g[:, :-1]).any(axis=0)
     has_later = np.empty(len(by_task), bool)
     has_later[by_task] = ~last
-    outcome = np.array(["success", "failed", "timeout", None], dtype=object)[m[:, OUT]]
-    outcome = np.where(outcome == None, np.where(has_later, "success", "unknown"), outcome)  # noqa: E711
+    outcomes = np.array(["success", "failed", "timeout", None], dtype=object)[m[:, OUT]]
+    outcomes = np.where(outcomes == None, np.where(has_later, "success", "unknown"), outcomes)  # noqa: E711
     order = np.lexsort((line_of, task_of, conn_rank, host_rank, t0))
     text = pa.chunked_array([_first_line_400(msgs.take(pa.array(rows)))
                              for rows in np.array_split(keep[m[order, MSG]], max(1, len(order) // 65536))],
@@ -300,7 +302,7 @@ def build_commits(events: pd.DataFrame) -> pd.DataFrame:
         "connector": np.array(c["conns"], dtype=object)[conn_of[order]],
         "task": task_of[order], "kind": np.array(["source", "sink"])[kind_of[order]],
         "outstanding": opt(OUTS), "acknowledged": opt(ACK), "remaining": opt(REM), "partitions": opt(PART),
-        "outcome": outcome[order], "duration_ms": np.where(dur >= 0, dur, np.nan),
+        "outcome": outcomes[order], "duration_ms": np.where(dur >= 0, dur, np.nan),
         "elapsed_ms": (ts[last_row[order]] - t0[order]) / 1e6, "nlines": m[order, NL],
         "message": pd.array(text, dtype=pd.StringDtype("pyarrow")),
         "host": np.array(host_names, dtype=object)[host_of[order]],

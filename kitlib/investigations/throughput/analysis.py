@@ -12,6 +12,8 @@ Example:
 """
 from __future__ import annotations
 
+from typing import Any
+
 import pandas as pd
 
 from kitlib.findings import Finding, detector, evidence
@@ -44,9 +46,11 @@ def old_clients(requests: pd.DataFrame) -> pd.DataFrame:
     if not len(requests):
         return pd.DataFrame(columns=cols)
     r = requests[requests["api_name"].astype("string").isin(["FETCH", "PRODUCE"])]
-    old = r[((r["api_name"] == "FETCH") & (r["api_version"] <= OLD_FETCH_MAX))
-            | ((r["api_name"] == "PRODUCE") & (r["api_version"] <= OLD_PRODUCE_MAX))
-            | r["conversion_ms"].notna()]
+    # a current producer's batch converted by the broker is a recompression (the topic's
+    # compression.type differs from the producer's), not a down-conversion: only fetch-side
+    # conversion time counts here
+    old = r[((r["api_name"] == "FETCH") & ((r["api_version"] <= OLD_FETCH_MAX) | r["conversion_ms"].notna()))
+            | ((r["api_name"] == "PRODUCE") & (r["api_version"] <= OLD_PRODUCE_MAX))]
     if not len(old):
         return pd.DataFrame(columns=cols)
     per_api = r.groupby("api_name", observed=True).size()
@@ -65,9 +69,13 @@ def detect_down_conversion(bundle) -> list[Finding]:
     conv = conv[conv["messages"] > 0] if len(conv) else conv
     req = bundle.requests
     clients = old_clients(req)
+    if len(conv) and not (clients["api_name"] == "PRODUCE").any():
+        # produce-side conversions from current producers are recompressions (compression.type on the
+        # topic or broker differs from the producer's codec): a cost, but not down-conversion
+        conv = conv[conv["kind"] == "fetch"]
     if not len(conv) and not len(clients):
         return []
-    nums = {}
+    nums: dict[str, Any] = {}
     ev = []
     if len(conv):
         for r in conv.itertuples():

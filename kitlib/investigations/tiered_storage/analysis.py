@@ -6,6 +6,8 @@ Example:
 """
 from __future__ import annotations
 
+from typing import Any
+
 import pandas as pd
 
 from kitlib.findings import Finding, detector, evidence
@@ -87,7 +89,7 @@ def detect_tierstate_growth(bundle) -> list[Finding]:
     reclaim = clean[clean["pct_change"] <= -90]
     if not len(big) and not len(slow) and not len(reclaim):
         return []
-    nums = {"largest_state_file_bytes": int(sizes.max()) if len(sizes) else 0,
+    nums: dict[str, Any] = {"largest_state_file_bytes": int(sizes.max()) if len(sizes) else 0,
             "partitions_with_big_state_files": int(big[["host", "topic", "partition"]].drop_duplicates().shape[0]),
             "migrations": int(len(mig)), "slowest_migration_s": round(float(mig["duration_s"].max()), 1) if len(mig) else None,
             "migration_seconds_total": round(float(mig["duration_s"].sum()), 1) if len(mig) else None,
@@ -220,7 +222,7 @@ def detect_remote_copy_errors(bundle) -> list[Finding]:
     still = bad[bad["copied_after_errors"] == 0]
     m = bundle.metrics
     lag = m[m["mbean"].astype("string").str.contains("RemoteCopyLagBytes", regex=False)]["value"] if len(m) else []
-    nums = {"copy_errors": int(len(err)), "partitions": int(len(bad)),
+    nums: dict[str, Any] = {"copy_errors": int(len(err)), "partitions": int(len(bad)),
             "failing_s": round(float(bad["failing_s"].max()), 1),
             "segments_copied": int(per["copied"].sum()),
             "partitions_still_failing": int(len(still)),

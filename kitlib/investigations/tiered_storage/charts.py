@@ -9,9 +9,9 @@ from __future__ import annotations
 import altair as alt
 import pandas as pd
 
-from kitlib.investigations.tiered_storage.analysis import read_iops
 from kitlib.display import missing
 from kitlib.display.axes import chart_times, count_x, time_x
+from kitlib.investigations.tiered_storage.analysis import read_iops
 
 
 def read_iops_chart(file_io: pd.DataFrame, rating: float | None = None, tz: str = "UTC"):

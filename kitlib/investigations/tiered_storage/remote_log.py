@@ -9,6 +9,8 @@ Example:
 """
 from __future__ import annotations
 
+from typing import Any
+
 import re
 
 import pandas as pd
@@ -45,7 +47,7 @@ _KINDS = [
 def classify(message: str) -> dict:
     """Kind, broker, partition and segment of one remote-storage record."""
     first = message.split("\n", 1)[0]
-    r = {"kind": "other"}
+    r: dict[str, Any] = {"kind": "other"}
     for kind, rx in _KINDS:
         m = rx.search(first)
         if m:

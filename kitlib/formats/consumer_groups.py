@@ -1,0 +1,202 @@
+"""``kafka-consumer-groups --describe`` output (every view, Kafka 1.x to 4.x) -> ``group_offsets``,
+``group_members``, ``group_states``.
+
+Views and their header lines (columns are padded with spaces; a value is ``-`` when absent)::
+
+    TOPIC  PARTITION  CURRENT-OFFSET  LOG-END-OFFSET  LAG  CONSUMER-ID  HOST  CLIENT-ID          (1.x-2.2)
+    GROUP  TOPIC  PARTITION  CURRENT-OFFSET  LOG-END-OFFSET  LAG  CONSUMER-ID  HOST  CLIENT-ID   (2.3+, --offsets)
+    GROUP  TOPIC  PARTITION  LEADER-EPOCH  CURRENT-OFFSET  ...                                  (4.x --verbose)
+    GROUP  CONSUMER-ID  HOST  CLIENT-ID  #PARTITIONS  [ASSIGNMENT]                              (--members [--verbose])
+    GROUP  COORDINATOR (ID)  ASSIGNMENT-STRATEGY  STATE  #MEMBERS                              (--state)
+
+The GROUP column of ``--members``/``--state`` arrived in 2.4; without it the group is unknown
+(empty). Notes such as ``Consumer group 'billing' has no active members.``, ``... is
+rebalancing.`` and ``... does not exist.`` become ``group_states`` rows with the note. Several
+groups (``--all-groups``) and several snapshots in one file are fine: a line holding only a time
+(``date`` output, ISO-8601, epoch seconds) sets ``snapshot_ts`` for the rows after it, so a lag
+history saved in a loop loads as one table.
+
+Example (real 3.9 output):
+    >>> detect(b"\\nGROUP           TOPIC           PARTITION  CURRENT-OFFSET  LOG-END-OFFSET  LAG"
+    ...        b"             CONSUMER-ID     HOST            CLIENT-ID\\n"
+    ...        b"billing         orders          1          60              100             40"
+    ...        b"              -               -               -\\n", None)
+    True
+"""
+from __future__ import annotations
+
+import re
+
+from kitlib import tables
+from kitlib.formats import Context, register, text_lines
+from kitlib.formats._cli import Collector, head_lines, is_comment, stamp_line, to_int
+
+_SNAP = ("snapshot_ts", "ts", "time of the snapshot: the last time line before it in the file "
+         "(`date` output, ISO-8601, epoch); empty when the file holds none")
+tables.declare("group_offsets", "Consumer group offsets and lag per partition, from `kafka-consumer-groups "
+               "--describe` (and `--offsets`) output; one row per group, partition and snapshot.", [
+                   _SNAP,
+                   ("group", "str", "consumer group (empty in 1.x-2.2 output, which has no GROUP column)"),
+                   ("topic", "str", "topic ('-' rows of members without partitions have none)"),
+                   ("partition", "int", "partition"),
+                   ("leader_epoch", "int", "leader epoch of the committed offset (4.x --verbose only)"),
+                   ("current_offset", "int", "committed offset; empty when the group committed none"),
+                   ("log_end_offset", "int", "log end offset when the tool ran"),
+                   ("lag", "int", "log_end_offset - current_offset as the tool printed it; empty when unknown"),
+                   ("consumer_id", "str", "member id owning the partition, empty when no active member"),
+                   ("member_host", "str", "member's host as printed ('/10.0.0.12'), empty when none"),
+                   ("client_id", "str", "member's client.id, empty when none"),
+               ])
+tables.declare("group_members", "Consumer group members from `kafka-consumer-groups --describe --members "
+               "[--verbose]`.", [
+                   _SNAP,
+                   ("group", "str", "consumer group (empty before 2.4, which had no GROUP column)"),
+                   ("consumer_id", "str", "member id"),
+                   ("member_host", "str", "member's host as printed"),
+                   ("client_id", "str", "member's client.id"),
+                   ("partitions", "int", "number of partitions assigned"),
+                   ("assignment", "str", "assigned partitions as printed with --verbose, e.g. 'orders(0,1)'"),
+               ])
+tables.declare("group_states", "Consumer group state from `kafka-consumer-groups --describe --state`, and "
+               "the tool's notes about a group (no active members, rebalancing, does not exist).", [
+                   _SNAP,
+                   ("group", "str", "consumer group (empty before 2.4 for --state rows)"),
+                   ("coordinator", "str", "coordinator broker host:port"),
+                   ("coordinator_id", "int", "coordinator broker id"),
+                   ("assignment_strategy", "str", "partition assignor (range, roundrobin, ...); empty when none"),
+                   ("state", "str", "Stable, Empty, PreparingRebalance, CompletingRebalance, Dead, ..."),
+                   ("members", "int", "number of members"),
+                   ("note", "str", "the tool's note: 'has no active members', 'is rebalancing', 'does not exist'"),
+               ])
+
+_NOTE = re.compile(r"^(?:Warning: |Error: )?Consumer group '(?P<group>.*)' (?P<note>has no active members|"
+                   r"is rebalancing|does not exist|is not a consumer group|has no committed offsets)")
+_INFO = ("Note: This will not show information about old Zookeeper-based consumers.",)
+_OFFSET_COLS = {"GROUP": "group", "TOPIC": "topic", "PARTITION": "partition", "LEADER-EPOCH": "leader_epoch",
+                "CURRENT-OFFSET": "current_offset", "LOG-END-OFFSET": "log_end_offset", "LAG": "lag",
+                "CONSUMER-ID": "consumer_id", "HOST": "member_host", "CLIENT-ID": "client_id"}
+_MEMBER_COLS = {"GROUP": "group", "CONSUMER-ID": "consumer_id", "HOST": "member_host", "CLIENT-ID": "client_id",
+                "#PARTITIONS": "partitions", "ASSIGNMENT": "assignment"}
+_INT_COLS = {"partition", "leader_epoch", "current_offset", "log_end_offset", "lag", "partitions"}
+
+
+def _header_kind(text: str) -> str | None:
+    toks = text.split()
+    if "CURRENT-OFFSET" in toks and "LOG-END-OFFSET" in toks and "PARTITION" in toks:
+        return "offsets"
+    if "#PARTITIONS" in toks and "CONSUMER-ID" in toks:
+        return "members"
+    if "ASSIGNMENT-STRATEGY" in toks and "#MEMBERS" in toks:
+        return "state"
+    return None
+
+
+def detect(head: bytes, src) -> bool:
+    for ln in head_lines(head, 40):
+        if ln.startswith("[") and "] " in ln[:40]:
+            return False  # a log4j record came first
+        if _header_kind(ln) and ln.split()[0] in ("GROUP", "TOPIC", "CONSUMER-ID", "COORDINATOR"):
+            return True
+    return False
+
+
+def _table_row(header: list[str], colmap: dict, text: str) -> dict | None:
+    """Map a padded row onto the header's columns; the last column takes the rest of the line
+    (client ids and --verbose assignments may hold spaces). Trailing empty columns may be missing."""
+    vals = text.split(None, len(header) - 1)
+    if len(vals) < len(header) - 1:
+        return None
+    row = {}
+    for name, v in zip(header, vals):
+        col = colmap.get(name)  # columns of later versions (GROUP-EPOCH, ...) are skipped
+        v = v.strip()
+        if col is None:
+            continue
+        if col in _INT_COLS:
+            n = to_int(v)
+            if n is None and v != "-":
+                return None
+            row[col] = n
+        else:
+            row[col] = None if v == "-" else v
+    return row
+
+
+def _state_row(header: list[str], text: str) -> dict | None:
+    """``[GROUP] host:port (id) [STRATEGY] STATE [EPOCHS...] #MEMBERS``: the strategy is blank for
+    groups without members, so the columns after ``(id)`` are matched from the right."""
+    vals = text.split()
+    i = 0
+    row: dict = {}
+    if header[0] == "GROUP":
+        if not vals:
+            return None
+        row["group"], i = vals[0], 1
+    m = re.fullmatch(r"\((-?\d+)\)", vals[i + 1]) if len(vals) > i + 1 else None
+    if not m:
+        return None
+    row["coordinator"], row["coordinator_id"] = vals[i], int(m.group(1))
+    after = header[header.index("(ID)") + 1:]
+    rest: list[str | None] = list(vals[i + 2:])
+    if len(rest) == len(after) - 1 and after[0] == "ASSIGNMENT-STRATEGY":
+        rest.insert(0, None)
+    if len(rest) != len(after):
+        return None
+    for name, v in zip(after, rest):
+        if name == "ASSIGNMENT-STRATEGY":
+            row["assignment_strategy"] = v
+        elif name == "STATE":
+            row["state"] = v
+        elif name == "#MEMBERS":
+            row["members"] = to_int(v)
+    return row
+
+
+def parse(src, ctx: Context):
+    out = Collector(src, ctx)
+    kind, header, snap = None, [], None
+    for n, text, ok in text_lines(src, ctx):
+        if not ok:
+            out.bad(n, text, "not valid UTF-8")
+            continue
+        if is_comment(text) or text.strip() in _INFO:
+            out.structure()
+            continue
+        t = stamp_line(text, src.tz)
+        if t is not None:
+            snap = t
+            out.structure()
+            continue
+        hk = _header_kind(text)
+        if hk:
+            kind, header = hk, text.split()
+            out.structure()
+            continue
+        m = _NOTE.match(text.strip())
+        if m:
+            out.add("group_states", n, snapshot_ts=snap, group=m.group("group"), note=m.group("note"))
+            out.structure()
+            continue
+        row = None
+        if kind == "offsets":
+            row = _table_row(header, _OFFSET_COLS, text)
+            table = "group_offsets"
+        elif kind == "members":
+            row = _table_row(header, _MEMBER_COLS, text)
+            table = "group_members"
+        elif kind == "state":
+            row = _state_row(header, text)
+            table = "group_states"
+        if row is None:
+            out.bad(n, text, "not a row of the consumer-groups table above it" if kind else "before any table header")
+            continue
+        out.add(table, n, snapshot_ts=snap, **row)
+        out.structure()
+    if out.bad_n:
+        ctx.fail(f"{src.rel} line {out.bad_n[0]}: {out.bad_r[0]}", out.bad_n[0])
+    yield from out.frames()
+
+
+register("consumer_groups", detect=detect, parse=parse, tables=("group_offsets", "group_members", "group_states"),
+         priority=26, doc="kafka-consumer-groups --describe output (offsets/lag, --members, --state; "
+                          "one or many snapshots)")

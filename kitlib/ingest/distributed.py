@@ -1,0 +1,298 @@
+"""Ingest on a Dask cluster: files (and parts of big files) are parsed in parallel, then each
+host's derived tables are finished in one task per host.
+
+The work, in three steps:
+
+1. **Plan** (on the client): discover the files and detect their formats as a single-process
+   ingest does. A plain (uncompressed) log4j file bigger than ``split_bytes`` is cut into parts,
+   each starting exactly at a record header, so a stack trace is never split; the line number each
+   part starts on is counted (``bytes.count`` over the file, grep's speed) so every row keeps its
+   exact line. Compressed files cannot be entered in the middle and stay whole.
+2. **Parse** (one task per file or part): the same :func:`~kitlib.ingest.pipeline.parse_file`
+   into a streaming :class:`~kitlib.ingest.sink.Sink` in a work folder of its own: events and
+   unparsed lines go to Parquet, the records the table extractors want are spilled to Arrow
+   files, and the ``files`` accounting row comes back.
+3. **Finish** (one task per host, no shuffle): the host's spills feed every extractor, and all of
+   the host's tables are written as ``<out>/<table>/host=<host>/part-*.parquet``.
+
+The client then writes the ``files`` table and ``summary.json``, the same as a single-process
+ingest: parts of one file are added back into one row. Workers read the bundle and write the
+output by path, so they must see both at the same paths (one machine, or a shared filesystem).
+
+Example:
+    >>> from kitlib.ingest.distributed import ingest_on_dask          # doctest: +SKIP
+    >>> ingest_on_dask("incident/", "incident.kit", workers=2)         # doctest: +SKIP
+"""
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import sys
+import time
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from kitlib import formats, registry, tables
+from kitlib.events import to_pandas
+from kitlib.extract import BuildError, iter_build
+from kitlib.ingest.pipeline import parse_file, summarize
+from kitlib.ingest.sink import Sink, to_arrow
+from kitlib.sources import SourceFile, discover, head
+from kitlib.summary import BundleSummary
+
+SPLIT_BYTES = 256 * 1024 * 1024  # a plain log bigger than this is parsed in parts
+STREAMED = Sink.STREAMED
+_HEADER = re.compile(rb"\[\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2},\d{3}\] (?:TRACE|DEBUG|INFO|WARN|ERROR|FATAL)(?: |$)")
+
+
+@dataclass(frozen=True)
+class Unit:
+    """One task's worth of parsing: a whole file, or a part of one (``src.end`` set)."""
+    index: int           # the file's place in discovery order
+    part: int            # 0 for a whole file, else 0, 1, ... for its parts
+    src: SourceFile
+    fmt: str             # detected format name, "" when unknown
+
+
+@dataclass
+class UnitResult:
+    index: int
+    part: int
+    host: str
+    row: dict                                                   # its `files` accounting
+    folder: str                                                 # where its output is
+    rows: dict[str, int] = field(default_factory=dict)          # rows per table it produced
+    spills: dict[str, str] = field(default_factory=dict)        # selection group -> spill file
+    errors: list[BuildError] = field(default_factory=list)      # blockwise builders that failed
+    span: tuple[int | None, int | None] = (None, None)          # first/last record (ms)
+
+
+def record_starts(path: Path, size: int, parts: int, window: int = 1 << 20) -> list[tuple[int, int]]:
+    """Cut points for ``parts`` parts of a plain log4j file: (byte offset, line number) of the
+    first record header at or after each even share of the file, with the line numbers counted.
+
+    Example:
+        >>> import tempfile, pathlib
+        >>> p = pathlib.Path(tempfile.mkdtemp()) / "s.log"
+        >>> rec = b"[2024-05-22 00:00:00,000] INFO x (k)\\n\\tat a.B(C.java:1)\\n"
+        >>> _ = p.write_bytes(rec * 4)
+        >>> record_starts(p, p.stat().st_size, 2)
+        [(0, 1), (110, 5)]
+    """
+    cuts = [(0, 1)]
+    with open(path, "rb") as fh:
+        for k in range(1, parts):
+            target = max(size * k // parts, cuts[-1][0] + 1)
+            fh.seek(max(target - 1, 0))
+            buf = fh.read(window)
+            pos = -1
+            at = 0
+            while True:
+                nl = buf.find(b"\n", at)
+                if nl < 0 or nl + 1 >= len(buf):
+                    break
+                if _HEADER.match(buf, nl + 1, nl + 41):
+                    pos = max(target - 1, 0) + nl + 1
+                    break
+                at = nl + 1
+            if pos <= cuts[-1][0] or pos >= size:
+                continue
+            cuts.append((pos, 0))
+    # line numbers: count newlines up to each cut, in big chunks
+    out = [cuts[0]]
+    with open(path, "rb") as fh:
+        done, lines = 0, 1
+        for pos, _ in cuts[1:]:
+            while done < pos:
+                b = fh.read(min(16 << 20, pos - done))
+                lines += b.count(b"\n")
+                done += len(b)
+            out.append((pos, lines))
+    return out
+
+
+def plan(root: Path, tz, split_bytes: int = SPLIT_BYTES) -> list[Unit]:
+    """The units of work for a bundle: every file, big plain log4j files in parts."""
+    registry.load()
+    units = []
+    for i, src in enumerate(discover(root, tz)):
+        fmt = formats.detect(head(src), src)
+        name = fmt.name if fmt else ""
+        splittable = split_bytes > 0 and name == "log4j" and not src.gz and src.size > split_bytes and head(src)[:2] != b"\x1f\x8b"
+        if not splittable:
+            units.append(Unit(i, 0, src, name))
+            continue
+        cuts = record_starts(src.path, src.size, -(-src.size // split_bytes))
+        for p, (start, line) in enumerate(cuts):
+            end = cuts[p + 1][0] if p + 1 < len(cuts) else src.size
+            units.append(Unit(i, p, replace(src, start=start, end=end, first_line=line, meta={}), name))
+    return units
+
+
+def parse_unit(unit: Unit, work: str) -> UnitResult:
+    """Parse one unit into ``work/<index>-<part>/`` (runs on a worker)."""
+    registry.load()
+    folder = Path(work) / f"{unit.index:06d}-{unit.part:04d}"
+    folder.mkdir(parents=True, exist_ok=True)
+    fmt = formats.FORMATS.get(unit.fmt) if unit.fmt else None
+    sink = Sink(folder)
+    row = parse_file(unit.src, fmt, sink)
+    spills = sink.close_streams()
+    for name, parts in sink.parts.items():  # tables other formats fill (metrics, configs, ...): small
+        df = pd.concat([p.to_pandas() if isinstance(p, pa.Table) else p for p in parts], ignore_index=True)
+        pq.write_table(to_arrow(name, df), folder / f"{name}.parquet", compression="zstd")
+    return UnitResult(unit.index, unit.part, unit.src.host, row, str(folder), dict(sink.rows),
+                      {g: str(p) for g, p in spills.items()}, list(sink.block_errors.values()),
+                      (sink.first_ts, sink.last_ts))
+
+
+def finish_host(host: str, results: list[UnitResult], out: str) -> tuple[dict[str, int], list[BuildError]]:
+    """Build and write every table of one host from its units' output (runs on a worker)."""
+    registry.load()
+    out_dir = Path(out)
+    results = sorted(results, key=lambda r: (r.index, r.part))
+    rows: dict[str, int] = {}
+    selected: dict[str, list[pa.Table]] = {}
+    format_filled: dict[str, list[Path]] = {}
+    for r in results:
+        folder = Path(r.folder)
+        for p in sorted(folder.glob("*.parquet")):
+            name = p.stem
+            if name in STREAMED:
+                dest = _part_path(out_dir, name, host, f"{r.index:06d}-{r.part:04d}")
+                shutil.move(str(p), dest)
+                rows[name] = rows.get(name, 0) + pq.ParquetFile(dest).metadata.num_rows
+            else:
+                format_filled.setdefault(name, []).append(p)
+        for group, spill in r.spills.items():
+            with pa.memory_map(spill) as f:
+                selected.setdefault(group, []).append(pa.ipc.open_stream(f).read_all())
+    errors: list[BuildError] = [e for r in results for e in r.errors]
+    derived = set()
+    for name, df, err in iter_build(selected, to_pandas):
+        derived.add(name)
+        if err is not None:
+            errors.append(err)
+        extra = [pq.read_table(p).to_pandas() for p in format_filled.pop(name, [])]
+        if extra:
+            df = tables.conform(name, pd.concat([*extra, df], ignore_index=True))
+        _write(out_dir, name, host, df, rows)
+    for name, paths in format_filled.items():
+        df = pd.concat([pq.read_table(p).to_pandas() for p in paths], ignore_index=True)
+        _write(out_dir, name, host, tables.conform(name, df) if name in tables.SCHEMAS else df, rows)
+    for r in results:
+        shutil.rmtree(r.folder, ignore_errors=True)
+    return rows, errors
+
+
+def _part_path(out: Path, table: str, host: str, part: str) -> Path:
+    d = out / table / f"host={_safe(host)}"
+    d.mkdir(parents=True, exist_ok=True)
+    return d / f"part-{part}.parquet"
+
+
+def _safe(host: str) -> str:
+    return re.sub(r"[^\w.-]", "_", host) or "_"
+
+
+def _write(out: Path, name: str, host: str, df: pd.DataFrame, rows: dict[str, int]) -> None:
+    rows[name] = rows.get(name, 0) + len(df)
+    if len(df):
+        pq.write_table(to_arrow(name, df), _part_path(out, name, host, "0"), compression="zstd")
+
+
+def files_table(results: list[UnitResult]) -> pd.DataFrame:
+    """The ``files`` table: one row per file, its parts' accounting added up."""
+    by_file: dict[int, dict] = {}
+    for r in sorted(results, key=lambda r: (r.index, r.part)):
+        row = by_file.get(r.index)
+        if row is None:
+            by_file[r.index] = dict(r.row)
+            continue
+        for k in ("lines", "parsed", "unparsed", "rows", "seconds"):
+            if not pd.isna(r.row[k]):
+                row[k] = (0 if pd.isna(row[k]) else row[k]) + r.row[k]
+        if r.row["error"] and not row["error"]:
+            row["error"], row["error_line"] = r.row["error"], r.row["error_line"]
+    return tables.conform("files", pd.DataFrame([by_file[i] for i in sorted(by_file)]))
+
+
+def ingest_on_dask(path, out, tz=None, workers: int | None = None, scheduler: str | None = None,
+                   split_bytes: int = SPLIT_BYTES, progress: bool | None = None, log=print) -> BundleSummary:
+    """Ingest a bundle on Dask: a local cluster of ``workers`` processes on 127.0.0.1, or the
+    existing cluster at ``scheduler`` (``tcp://host:port``). The output is one Parquet dataset
+    per table, partitioned by host, plus ``files`` and ``summary.json``; it holds the same rows
+    and accounting as a single-process ingest. Returns the summary."""
+    from distributed import Client, LocalCluster, as_completed
+    t0 = time.perf_counter()
+    root, out = Path(path), Path(out)
+    if not root.exists():
+        raise FileNotFoundError(f"bundle not found: {path}")
+    out.mkdir(parents=True, exist_ok=True)
+    work = out / ".work"
+    units = plan(root, tz, split_bytes)
+    cluster = None
+    if scheduler:
+        client = Client(scheduler)
+    else:
+        cluster = LocalCluster(n_workers=workers or 2, threads_per_worker=1, processes=True, host="127.0.0.1",
+                               dashboard_address="127.0.0.1:0")
+        client = Client(cluster)
+    try:
+        if client.dashboard_link:
+            log(f"Dask dashboard: {client.dashboard_link}")
+        total = sum((u.src.end if u.src.end is not None else u.src.size) - u.src.start for u in units)
+        bar = _bar(progress, total, root.name)
+        futures = client.map(parse_unit, units, work=str(work.resolve()), pure=False)
+        size_of = {f.key: (u.src.end if u.src.end is not None else u.src.size) - u.src.start
+                   for f, u in zip(futures, units)}
+        results: list[UnitResult] = []
+        for fut in as_completed(futures):
+            results.append(fut.result())
+            if bar is not None:
+                bar.update(size_of[fut.key])
+        if bar is not None:
+            bar.close()
+        by_host: dict[str, list[UnitResult]] = {}
+        for r in results:
+            by_host.setdefault(r.host, []).append(r)
+        finished = client.gather(client.map(finish_host, list(by_host), list(by_host.values()),
+                                            out=str(out.resolve()), pure=False))
+    finally:
+        client.close()
+        if cluster is not None:
+            cluster.close()
+    shutil.rmtree(work, ignore_errors=True)
+    rows: dict[str, int] = {}
+    errors: dict[str, BuildError] = {}
+    for host_rows, host_errors in finished:
+        for k, v in host_rows.items():
+            rows[k] = rows.get(k, 0) + v
+        for e in host_errors:
+            errors.setdefault(e.table, e)
+    for name in tables.SCHEMAS:  # single-process ingest counts every derived table, empty ones too
+        if name in registry.EXTRACTORS:
+            rows.setdefault(name, 0)
+    files = files_table(results)
+    pq.write_table(to_arrow("files", files), out / "files.parquet", compression="zstd")
+    lo = [r.span[0] for r in results if r.span[0] is not None]
+    hi = [r.span[1] for r in results if r.span[1] is not None]
+    span = [pd.Timestamp(min(lo), unit="ms", tz="UTC").isoformat(),
+            pd.Timestamp(max(hi), unit="ms", tz="UTC").isoformat()] if lo else None
+    summary = summarize(root, files, {k: v for k, v in rows.items()}, list(errors.values()), span, t0)
+    (out / "summary.json").write_text(json.dumps(summary.to_dict(), indent=2, default=str) + "\n")
+    return summary
+
+
+def _bar(progress, total: int, label: str):
+    if progress is None:
+        progress = sys.stderr.isatty()
+    if not progress:
+        return None
+    from tqdm.auto import tqdm
+    return tqdm(total=total, unit="B", unit_scale=True, unit_divisor=1024, desc=f"ingest {label} on dask", leave=False)

@@ -1,0 +1,139 @@
+"""Rebalance storm: a consumer group whose members take longer to process a batch than
+``max.poll.interval.ms`` allows, so each one is dropped from the group (its heartbeat thread
+sends LeaveGroup) and rejoins on its next poll, over and over; one member is also killed outright
+and leaves only when its session times out. The group coordinator's lines tell the story:
+``Preparing to rebalance group order-enricher ... (reason: ...)``, ``Stabilized group
+order-enricher generation N``, member removals.
+
+    .venv/bin/python lab/scenarios/rebalance_storm.py OUT_DIR
+"""
+from __future__ import annotations
+
+import os
+import signal
+import sys
+import time
+from pathlib import Path
+
+from kitlib import capture, lab
+from kitlib.lab import clients as labclients
+
+GROUP = "order-enricher"
+TOPIC = "orders"
+MAX_POLL_MS = 6000
+SESSION_MS = 10000
+GROUP_MBEANS = [f"kafka.coordinator.group:type=GroupMetadataManager,name={n}"
+                for n in ("NumGroupsPreparingRebalance", "NumGroupsCompletingRebalance", "NumGroupsStable", "NumGroups")]
+
+
+def worker(bootstrap: str, client_id: str, log: str, process_ms: int) -> None:
+    """One member of the group: poll up to 20 records, 'process' them for ``process_ms``, repeat."""
+    from kafka import KafkaConsumer
+    with labclients.client_log(log) as app:
+        c = KafkaConsumer(TOPIC, bootstrap_servers=bootstrap, group_id=GROUP, client_id=client_id,
+                          max_poll_interval_ms=MAX_POLL_MS, session_timeout_ms=SESSION_MS, heartbeat_interval_ms=1000,
+                          max_poll_records=20, auto_offset_reset="earliest")
+        app.info("%s started, processing takes %d ms per batch (max.poll.interval.ms %d)", client_id, process_ms,
+                 MAX_POLL_MS)
+        while True:
+            batch = c.poll(timeout_ms=1000)
+            n = sum(len(v) for v in batch.values())
+            if n:
+                time.sleep(process_ms / 1000)
+                app.info("processed %d records in %d ms", n, process_ms)
+
+
+def run(out: str | Path, seconds: float = 60, work: Path | None = None) -> Path:
+    from kafka import KafkaProducer
+    from kafka.admin import KafkaAdminClient, NewTopic
+    out = Path(out)
+    host, clients = out / "broker-1", out / "clients"
+    host.mkdir(parents=True, exist_ok=True)
+    clients.mkdir(parents=True, exist_ok=True)
+    b = lab.start_broker("rebalance-broker", work=work, request_log="WARN")
+    workers: list = []
+    try:
+        jmx = lab.run_jmxtool(b, lab.BROKER_MBEANS + GROUP_MBEANS, host / "jmx-broker.csv", wait=False)
+        a = KafkaAdminClient(bootstrap_servers=b.bootstrap)
+        a.create_topics([NewTopic(TOPIC, 6, 1)])
+        a.close()
+        history = labclients.start_lag_history(b, out / "live", every=2, groups=(GROUP,))
+        # two slow members (8 s per batch > 6 s max.poll.interval.ms) and two that keep up
+        for i, ms in ((1, 8000), (2, 8000), (3, 200), (4, 200)):
+            name = f"{GROUP}-{i}"
+            workers.append(labclients.spawn(__file__, "--worker", b.bootstrap, name, str(clients / f"{name}.log"), str(ms),
+                                            out=Path(b.work) / f"{name}.out"))
+        # on a busy machine the members take a while to start: the clock starts once the group formed
+        labclients.wait_for(lambda: labclients.log_has(b, f"Stabilized group {GROUP} generation"), 120,
+                            f"group {GROUP} to form")
+        with labclients.client_log(clients / "order-producer.log") as app:
+            p = KafkaProducer(bootstrap_servers=b.bootstrap, client_id="order-api", linger_ms=5)
+            app.info("producing ~100 orders/s to %s", TOPIC)
+            t0 = time.monotonic()
+            i = killed = 0
+            while time.monotonic() - t0 < seconds:
+                p.send(TOPIC, key=str(i % 300).encode(), value=b'{"order":%d,"items":3}' % i)
+                i += 1
+                time.sleep(0.01)
+                if not killed and time.monotonic() - t0 > seconds / 2:
+                    os.killpg(workers[3].pid, signal.SIGKILL)  # member 4 dies without leaving the group
+                    app.info("killed %s-4 (pid %d)", GROUP, workers[3].pid)
+                    killed = 1
+            p.flush()
+            p.close()
+        labclients.stop_lag_history(history)
+        lab.finish_jmxtool(jmx, host / "jmx-broker.csv")
+        capture.capture(b.bootstrap, out / "live")
+    finally:
+        for w in workers:
+            try:
+                os.killpg(w.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            w.wait()
+        lab.collect_logs(b, host)
+        lab.stop(b)
+    lab.write_manifest(out, clients="clients")
+    labclients.write_provenance(out, "a consumer group that keeps rebalancing", "rebalance_storm.py", BODY, EVIDENCE)
+    return out
+
+
+BODY = f"""
+- Topic `{TOPIC}` (6 partitions), produced at ~100 records/s by client `order-api` for the whole run.
+- Group `{GROUP}`: four kafka-python consumers, each its own process, `max.poll.interval.ms` =
+  {MAX_POLL_MS}, `session.timeout.ms` = {SESSION_MS}, 20 records per poll. Members
+  `{GROUP}-1` and `{GROUP}-2` spend 8 s on every batch (longer than the poll interval): their
+  heartbeat thread gives up (`Consumer poll timeout has expired`), sends LeaveGroup, and they
+  rejoin on their next poll, so the group rebalances every few seconds. `{GROUP}-3` and
+  `{GROUP}-4` keep up (200 ms per batch) and are dragged through every rebalance.
+- Half-way through, `{GROUP}-4`'s process is killed (SIGKILL): it never leaves, and the
+  coordinator removes it when its session times out (`has failed, removing it from the group`)
+  or, if it died during a rebalance, when that rebalance times out without it (`removed dynamic
+  members who haven't joined`).
+- `broker-1/`: server.log (group coordinator at INFO), controller and state-change logs, and
+  `jmx-broker.csv` (JmxTool, 1 s) with the byte-rate MBeans and GroupMetadataManager
+  NumGroupsPreparingRebalance / NumGroupsCompletingRebalance / NumGroupsStable / NumGroups.
+- `clients/`: each application's own log (Python `logging`, kafka-python's loggers at INFO,
+  layout `time LEVEL logger [thread] message`, UTC).
+- `live/lag-*.jsonl`: `kitlib capture --every 2` over the run (lag, group state and assigned
+  member per partition); `live/capture-*.jsonl`: one `kitlib capture` at the end.
+"""
+EVIDENCE = [
+    labclients.Evidence("rebalance started, with its reason", "broker-1/server.log*",
+                        f"Preparing to rebalance group {GROUP}"),
+    labclients.Evidence("new generation", "broker-1/server.log*", f"Stabilized group {GROUP} generation"),
+    labclients.Evidence("member left on LeaveGroup (poll interval exceeded)", "broker-1/server.log*",
+                        "on LeaveGroup; client reason"),
+    labclients.Evidence("member removed on session timeout (killed process)", "broker-1/server.log*",
+                        f"in group {GROUP} has failed, removing it from the group"),
+    labclients.Evidence("member removed when a rebalance timed out without it", "broker-1/server.log*",
+                        f"Group {GROUP} removed dynamic members who haven't joined"),
+    labclients.Evidence("client: poll interval exceeded", "clients/*.log", "Consumer poll timeout has expired"),
+]
+
+
+if __name__ == "__main__":
+    if sys.argv[1:2] == ["--worker"]:
+        worker(sys.argv[2], sys.argv[3], sys.argv[4], int(sys.argv[5]))
+    else:
+        print(run(sys.argv[1] if len(sys.argv) > 1 else "sample_data/rebalance-storm"))
