@@ -263,8 +263,8 @@ def prepare(bundle_path: str | Path, out: str | Path, tz: str | None = None, onl
             notebook_folder: Path | None = None) -> BundleReport:
     """Ingest the bundle into ``out/tables``, run triage, and pick the relevant notebooks."""
     import kitlib
-    bundle_path, out = Path(bundle_path), Path(out)
-    nb_dir = Path(notebook_folder) if notebook_folder else notebook_dir()
+    bundle_path, out = Path(bundle_path).absolute(), Path(out).absolute()
+    nb_dir = (Path(notebook_folder) if notebook_folder else notebook_dir()).absolute()
     out.mkdir(parents=True, exist_ok=True)
     tables = out / "tables"
     if tables.exists():
@@ -332,7 +332,10 @@ def _run_notebook(n: Notebook, plan: BundleReport, pages: list[dict], tz: str | 
     try:
         pm.execute_notebook(str(plan.nb_dir / n.file), str(executed),
                             parameters={"BUNDLE": str(plan.tables.resolve()), "TZ": tz},
-                            cwd=str(plan.nb_dir), kernel_name="python3", execution_timeout=timeout,
+                            # the kernel starts in the notebooks' folder; papermill's own cwd= would
+                            # chdir this whole process, which notebooks running in threads must not do
+                            resources={"metadata": {"path": str(plan.nb_dir)}},
+                            kernel_name="python3", execution_timeout=timeout,
                             progress_bar=False, log_output=False,
                             # the kernel's own start-up warnings (TCP on loopback) are noise in a report run
                             extra_arguments=["--IPKernelApp.log_level=ERROR"])
@@ -554,7 +557,7 @@ def report_many(path: str | Path, out: str | Path, tz: str | None = None, log=pr
     """Report every bundle under ``path`` (see :func:`_bundles_in`) into ``out/<bundle>/`` and
     write ``out/index.html`` linking them. Notebooks of all bundles share one pool of ``jobs``
     workers: a bundle is ingested while the previous one's notebooks run."""
-    path, out = Path(path), Path(out)
+    path, out = Path(path).absolute(), Path(out).absolute()
     results: list[dict] = []
     plans: list[tuple[Path, BundleReport | None, str]] = []
     with ThreadPoolExecutor(max_workers=jobs or default_jobs()) as pool:
