@@ -24,11 +24,12 @@ check: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy
-	$(PYTEST) -n 2 $(FAST) --doctest-modules kitlib tests
+	$(PYTEST) -n 2 --dist loadfile $(FAST) --doctest-modules kitlib tests
 
 test: check chromium
-	$(PYTEST) -m "broker or chromium or slow" tests
-	$(PYTEST) -n 2 kitlib/notebooks --nbval --nbval-sanitize-with tests/nbval-sanitize.cfg
+	$(PYTEST) -m broker tests
+	$(PYTEST) -n 2 --dist loadfile -m "(chromium or slow) and not broker" tests
+	$(PYTEST) -n 2 --dist loadfile kitlib/notebooks --nbval --nbval-sanitize-with tests/nbval-sanitize.cfg
 
 venv: $(STAMP)
 

@@ -72,22 +72,25 @@ def main(argv=None) -> int:
     t = ["/usr/bin/time", "-f", "%M"]
     sched = subprocess.Popen([*t, str(BIN / "dask"), "scheduler", "--host", "127.0.0.1", "--port", "0",
                               "--dashboard-address", "127.0.0.1:0", "--scheduler-file", str(sched_file)],
-                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, start_new_session=True)
     while not sched_file.exists():
         time.sleep(0.2)
     address = json.loads(sched_file.read_text())["address"]
     workers = [subprocess.Popen([*t, str(BIN / "dask"), "worker", address, "--nthreads", "1", "--host", "127.0.0.1",
-                                 "--no-dashboard"], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+                                 "--no-dashboard"], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                                start_new_session=True)
                for _ in range(2)]
     time.sleep(3)
     out = work / "scheduler"
     shutil.rmtree(out, ignore_errors=True)
     wall, rss = timed([kit, "ingest", str(bundle), "--out", str(out), "--no-progress", "--scheduler", address])
     peaks = []
+    import signal
     for p in [*workers, sched]:
-        p.terminate()
-        err = p.communicate(timeout=60)[1]
-        peaks.append(int(err.strip().splitlines()[-1]) / 1024)
+        os.killpg(p.pid, signal.SIGTERM)  # the dask process, not only GNU time in front of it
+        err = p.communicate(timeout=120)[1]
+        nums = [ln for ln in err.strip().splitlines() if ln.strip().isdigit()]
+        peaks.append(int(nums[-1]) / 1024 if nums else float("nan"))
     results["scheduler + 2 worker processes"] = (wall, rss, out, peaks)
     rows = {k: json.loads((v[2] / "summary.json").read_text())["rows"] for k, v in results.items()}
     same = all(r == rows["one process"] for r in rows.values())

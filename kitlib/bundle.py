@@ -97,19 +97,8 @@ class Bundle:
         """First and last record time (UTC) within the bundle's window; None without records.
         On an ingest output it is computed from the Parquet files' statistics and columns by
         DuckDB, not by loading the events."""
-        store = self.__dict__.get("store")
-        if store is not None and "events" not in self.tables and "events" in stored_tables(store):
-            sc = self.scope or Scope()
-            where = []
-            if sc.start is not None:
-                where.append(f"ts >= TIMESTAMPTZ '{sc.start.isoformat()}'")
-            if sc.end is not None:
-                where.append(f"ts < TIMESTAMPTZ '{sc.end.isoformat()}'")
-            if sc.hosts:
-                where.append("CAST(host AS VARCHAR) IN (" + ", ".join("'" + h.replace("'", "''") + "'"
-                                                                   for h in sc.hosts) + ")")
-            got = self.sql("select min(ts) as lo, max(ts) as hi from events"
-                           + (" where " + " and ".join(where) if where else ""))
+        if self.lazy("events"):
+            got = self.sql("select min(ts) as lo, max(ts) as hi from events where " + self.where())
             lo, hi = got["lo"].iloc[0], got["hi"].iloc[0]
             if pd.isna(lo):
                 return None
@@ -118,6 +107,26 @@ class Bundle:
         if not len(ev) or ev["ts"].isna().all():
             return None
         return ev["ts"].min(), ev["ts"].max()
+
+    def lazy(self, name: str) -> bool:
+        """Whether table ``name`` is on disk (an ingest output) and not loaded: questions about it
+        are best asked with :meth:`sql` or :meth:`select`."""
+        store = self.__dict__.get("store")
+        return store is not None and name not in self.tables and name in stored_tables(store)
+
+    def where(self, **isin) -> str:
+        """The bundle's window (and ``column=[values]`` filters) as a DuckDB ``where`` clause for
+        :meth:`sql`; ``true`` when there is none."""
+        sc = self.scope or Scope()
+        cond = []
+        if sc.start is not None:
+            cond.append(f"ts >= TIMESTAMPTZ '{sc.start.isoformat()}'")
+        if sc.end is not None:
+            cond.append(f"ts < TIMESTAMPTZ '{sc.end.isoformat()}'")
+        for col, values in ([("host", sc.hosts)] if sc.hosts else []) + list(isin.items()):
+            quoted = ", ".join("'" + str(v).replace("'", "''") + "'" for v in values)
+            cond.append(f'CAST("{col}" AS VARCHAR) IN ({quoted})')
+        return " and ".join(cond) or "true"
 
     def sql(self, query: str) -> pd.DataFrame:
         """Run a DuckDB query over the stored tables (each table is a view of its Parquet files,

@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import json
+import os
 import sys
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
@@ -109,12 +110,19 @@ def _cmd_triage(args) -> int:
     from kitlib.findings import triage, triage_text
     from kitlib.summary import summary_text
     b = load_bundle(args.bundle, tz=args.tz)
+    if b.summary.files == 0 or not any(v for k, v in b.summary.rows.items() if k != "unparsed"):
+        what = "no files" if b.summary.files == 0 else "no file the kit recognises"
+        raise ValueError(f"{args.bundle}: {what} (nothing to triage); point it at the folder of logs, JMX dumps "
+                         "and captures pulled from the brokers (`kitlib formats` lists what is read)")
     result = triage(b)
     if args.json:
         json.dump([f.to_dict() for f in result.findings], sys.stdout, indent=2)
         print()
     else:
-        print(triage_text(result, summary_text(b.summary)))
+        from kitlib.gaps import gaps_text
+        head = summary_text(b.summary)
+        gaps = gaps_text(b)
+        print(triage_text(result, head + ("\n\n" + gaps if gaps else "")))
     return EXIT_FINDINGS if result.findings else EXIT_CLEAN
 
 
@@ -163,18 +171,45 @@ def _version() -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Run one command. Everything it prints passes :func:`kitlib.terminal.visible` (control
+    characters shown as escapes, secrets masked); a problem is one line on stderr and exit 2,
+    never a traceback (``KITLIB_DEBUG=1`` shows it)."""
+    from kitlib.terminal import VisibleStream
+    out, err = sys.stdout, sys.stderr
+    sys.stdout, sys.stderr = VisibleStream(out), VisibleStream(err)
+    try:
+        return _main(argv)
+    finally:
+        sys.stdout, sys.stderr = out, err
+
+
+def _main(argv: list[str] | None) -> int:
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args = parser.parse_args(argv)  # --help, --version and usage errors exit here (0 or 2), no traceback
     if not getattr(args, "func", None):
         parser.print_help()
         return 2
     try:
+        _check_tz(getattr(args, "tz", None))
         return int(args.func(args) or 0)
-    except (FileNotFoundError, ValueError) as e:
+    except (FileNotFoundError, NotADirectoryError, PermissionError, ValueError) as e:
         print(f"kitlib {args.command}: error: {e}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         return 130
+    except Exception as e:  # noqa: BLE001 - a user never gets a traceback as an error message
+        if os.environ.get("KITLIB_DEBUG"):
+            raise
+        print(f"kitlib {args.command}: error: {type(e).__name__}: {e} (set KITLIB_DEBUG=1 for the traceback)",
+              file=sys.stderr)
+        return 2
+
+
+def _check_tz(tz) -> None:
+    """A --tz that names no timezone is an error before anything is read."""
+    if tz:
+        from kitlib.sources import check_tz
+        check_tz(tz, "--tz")
 
 
 if __name__ == "__main__":

@@ -30,13 +30,14 @@ import ast
 import json
 import os
 import re
-import shutil
 import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from kitlib.redact import redact_text
 
 EXEC_TIMEOUT = 600  # seconds per cell
 TEMPLATES = Path(__file__).parent / "templates"
@@ -263,14 +264,14 @@ def prepare(bundle_path: str | Path, out: str | Path, tz: str | None = None, onl
             notebook_folder: Path | None = None) -> BundleReport:
     """Ingest the bundle into ``out/tables``, run triage, and pick the relevant notebooks."""
     import kitlib
+    from kitlib.sources import check_output
     bundle_path, out = Path(bundle_path).absolute(), Path(out).absolute()
+    check_output(bundle_path, out)  # before anything is written or removed
     nb_dir = (Path(notebook_folder) if notebook_folder else notebook_dir()).absolute()
     out.mkdir(parents=True, exist_ok=True)
     tables = out / "tables"
-    if tables.exists():
-        shutil.rmtree(tables)
     t0 = time.perf_counter()
-    kitlib.ingest(bundle_path, tables, tz=tz, progress=False)
+    kitlib.ingest(bundle_path, tables, tz=tz, progress=False)  # replaces out/tables only when complete
     bundle = kitlib.load(tables)
     result = kitlib.triage(bundle)
     chosen = []
@@ -300,8 +301,8 @@ def finish(plan: BundleReport) -> dict:
     findings = plan.triage.findings
     index = plan.out / "index.html"
     view = summary_view(plan, runs)
-    index.write_text(_render("bundle.html.j2", s=view), encoding="utf-8")
-    (plan.out / "findings.json").write_text(json.dumps([f.to_dict() for f in findings], indent=2) + "\n")
+    index.write_text(redact_text(_render("bundle.html.j2", s=view)), encoding="utf-8")
+    (plan.out / "findings.json").write_text(redact_text(json.dumps([f.to_dict() for f in findings], indent=2)) + "\n")
     return {"bundle": str(plan.bundle_path), "index": str(index), "findings": [f.id for f in findings],
             "severities": [f.severity for f in findings], "summaries": [f.summary for f in findings],
             "worst": view["worst"], "span": view["span"], "hosts": view["hosts_text"],
@@ -347,6 +348,7 @@ def _run_notebook(n: Notebook, plan: BundleReport, pages: list[dict], tz: str | 
                       parameters=[("time zone", tz or "bundle manifest, else UTC")])
     try:
         if executed.is_file():
+            redact_notebook(executed)
             html_path.write_text(page_html(executed, ctx), encoding="utf-8")
         else:
             html_path.write_text(_render("failed.html.j2", title=n.title, error=status["error"]), encoding="utf-8")
@@ -357,6 +359,38 @@ def _run_notebook(n: Notebook, plan: BundleReport, pages: list[dict], tz: str | 
     log(f"  {plan.bundle_path.name}/{n.file:24} {'FAILED: ' + status['error'] if status['error'] else 'ok'} "
         f"({status['seconds']} s)")
     return status
+
+
+def redact_notebook(path: Path) -> None:
+    """Rewrite an executed notebook with every cell output passed through the redaction rules
+    (text, HTML, streams, error messages), so neither it nor its HTML holds a secret."""
+    import nbformat
+    nb = nbformat.read(str(path), as_version=4)
+    changed = False
+
+    def fix(v):
+        nonlocal changed
+        if isinstance(v, str):
+            r = redact_text(v)
+            changed |= r != v
+            return r
+        if isinstance(v, list):
+            return [fix(x) for x in v]
+        return v
+
+    for cell in nb.cells:
+        for o in cell.get("outputs", []):
+            if "text" in o:
+                o["text"] = fix(o["text"])
+            for mime, v in list(o.get("data", {}).items()):
+                if mime.startswith("text/") or mime.endswith("json") and isinstance(v, str):
+                    o["data"][mime] = fix(v)
+            if "evalue" in o:
+                o["evalue"] = fix(o["evalue"])
+            if "traceback" in o:
+                o["traceback"] = fix(o["traceback"])
+    if changed:
+        nbformat.write(nb, str(path))
 
 
 def _short_error(e: Exception) -> str:
@@ -543,12 +577,60 @@ def _line_number(v) -> int | None:
 # a folder of bundles
 
 
+BUNDLE_MARKS = ("PROVENANCE.md", "README.md", "bundle.yaml", "bundle.yml", "bundle.json")
+_MANIFESTS = ("bundle.yaml", "bundle.yml", "bundle.json")
+_NOTES = ("PROVENANCE.md", "README.md")
+
+
+def _is_file(p: Path) -> bool:
+    try:
+        return p.is_file()
+    except OSError:
+        return False
+
+
+def _entries(path: Path) -> list[Path]:
+    try:
+        return sorted(path.iterdir())
+    except OSError:
+        return []
+
+
+def _looks_like_bundle(d: Path) -> bool:
+    """A folder that is a bundle of its own: it has a manifest, or notes (PROVENANCE.md or
+    README.md) next to host folders of its own. A host folder with a README beside its logs is
+    not one."""
+    if any(_is_file(d / m) for m in _MANIFESTS):
+        return True
+    return any(_is_file(d / m) for m in _NOTES) and any(
+        e.is_dir() for e in _entries(d) if not e.name.startswith("."))
+
+
 def _bundles_in(path: Path) -> list[Path]:
-    """Subfolders of ``path`` that are bundles on their own (they carry a PROVENANCE.md, a
-    README.md or a bundle manifest)."""
-    marks = ("PROVENANCE.md", "README.md", "bundle.yaml", "bundle.yml", "bundle.json")
-    return sorted(d for d in path.iterdir() if d.is_dir() and not d.name.startswith(".")
-                  and any((d / m).is_file() for m in marks))
+    """The bundles of a folder of bundles (like sample_data/), or [] when ``path`` is one bundle.
+
+    ``path`` is a folder of bundles only when it has no manifest of its own, no loose files of
+    its own (other than notes: README.md, PROVENANCE.md, hidden files), and every visible
+    subfolder is a bundle itself (see :func:`_looks_like_bundle`). Otherwise it is one bundle,
+    and folders inside it are its hosts, whatever notes they hold."""
+    if not path.is_dir() or any(_is_file(path / m) for m in _MANIFESTS):
+        return []
+    subs = []
+    for e in _entries(path):
+        if e.name.startswith("."):
+            continue
+        try:
+            is_dir = e.is_dir()
+        except OSError:
+            return []
+        if not is_dir:
+            if e.name in _NOTES:
+                continue
+            return []   # a loose file: path is a bundle
+        subs.append(e)
+    if not subs or not all(_looks_like_bundle(d) for d in subs):
+        return []
+    return subs
 
 
 def report_many(path: str | Path, out: str | Path, tz: str | None = None, log=print, jobs: int | None = None,
@@ -557,7 +639,9 @@ def report_many(path: str | Path, out: str | Path, tz: str | None = None, log=pr
     """Report every bundle under ``path`` (see :func:`_bundles_in`) into ``out/<bundle>/`` and
     write ``out/index.html`` linking them. Notebooks of all bundles share one pool of ``jobs``
     workers: a bundle is ingested while the previous one's notebooks run."""
+    from kitlib.sources import check_output
     path, out = Path(path).absolute(), Path(out).absolute()
+    check_output(path, out)
     results: list[dict] = []
     plans: list[tuple[Path, BundleReport | None, str]] = []
     with ThreadPoolExecutor(max_workers=jobs or default_jobs()) as pool:
@@ -591,7 +675,7 @@ def report_many(path: str | Path, out: str | Path, tz: str | None = None, log=pr
     rows.sort(key=lambda b: (0 if b["error"] else 1, SEVERITY_RANK.get(b["worst"], 9), b["name"]))
     out.mkdir(parents=True, exist_ok=True)
     index = out / "index.html"
-    index.write_text(_render("reports.html.j2", bundles=rows), encoding="utf-8")
+    index.write_text(redact_text(_render("reports.html.j2", bundles=rows)), encoding="utf-8")
     return {"index": str(index), "bundles": results}
 
 
@@ -601,8 +685,9 @@ def register_cli(sub) -> None:
         description="Execute the triage notebook and every investigation notebook relevant to BUNDLE with "
                     "papermill and write one HTML page per notebook plus a summary (index.html) into OUT. The "
                     "pages load nothing from the network. If BUNDLE is a folder of bundles (its subfolders carry "
-                    "a PROVENANCE.md, README.md or bundle manifest, like sample_data/), each is reported into "
-                    "OUT/<name>/ and OUT/index.html links them. Exit status: 0 all notebooks ran, 1 some failed.")
+                    "no files of its own but README.md/PROVENANCE.md, and every subfolder a bundle, like sample_data/), each is reported into "
+                    "OUT/<name>/ and OUT/index.html links them. OUT must not be inside or around a bundle. Exit status: 0 "
+                    "all notebooks ran, 1 some failed, 2 error.")
     p.add_argument("bundle", help="bundle folder, or a folder of bundles")
     p.add_argument("--out", required=True, help="output folder for the HTML reports")
     p.add_argument("--tz", default=None,

@@ -18,21 +18,34 @@ Example:
 """
 from __future__ import annotations
 
+import bz2
+import codecs
 import fnmatch
 import json
+import lzma
 import os
 import re
+import stat
+import zipfile
 import zlib
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterator
 
 CHUNK = 16 * 1024 * 1024
+# a line longer than this keeps its first MAX_LINE bytes; the rest of it is counted, not stored
+# (memory stays bounded whatever a file holds; the file's error says which line was cut)
+MAX_LINE = 8 * 1024 * 1024
 MANIFESTS = ("bundle.yaml", "bundle.yml", "bundle.json")
 # files a bundle may hold that are not data (manifests, notes, our own ingest output)
-SKIP_NAMES = set(MANIFESTS) | {"README.md", "PROVENANCE.md", ".DS_Store", "summary.json"}
+NOTES = {"README.md", "PROVENANCE.md", ".DS_Store", "summary.json"}
+SKIP_NAMES = set(MANIFESTS) | NOTES
 SKIP_SUFFIXES = (".parquet",)
-_ROTATED = re.compile(r"^(?P<base>.+?)(?:\.(?P<stamp>\d{4}-\d{2}-\d{2}(?:-\d{2})?)|\.(?P<num>\d+))?(?P<gz>\.gz)?$")
+_ROTATED = re.compile(r"^(?P<base>.+?)(?:\.(?P<stamp>\d{4}-\d{2}-\d{2}(?:-\d{2})?)|\.(?P<num>\d+))?"
+                      r"(?P<gz>\.(?:gz|zst|xz|bz2|lz4))?$")
+# compressed content, recognised by its first bytes (the name does not matter)
+MAGIC = {b"\x1f\x8b": "gzip", b"\x28\xb5\x2f\xfd": "zstd", b"\xfd7zXZ\x00": "xz", b"BZh": "bz2",
+         b"\x04\x22\x4d\x18": "lz4"}
 
 
 class SourceError(Exception):
@@ -46,84 +59,357 @@ class SourceError(Exception):
         super().__init__(f"{file}{where}: {message}")
 
 
+class ManifestError(ValueError):
+    """A bundle manifest (bundle.yaml/json) or a timezone option that cannot be used; the
+    message names the file and the key."""
+
+
 @dataclass
 class SourceFile:
-    path: Path          # absolute path on disk
+    path: Path          # absolute path on disk (of the zip archive, for a member)
     rel: str            # path relative to the bundle root, '/'-separated (what tables cite)
     host: str
     tz: str = "UTC"
-    gz: bool = False
-    base: str = ""      # name without rotation suffix and .gz: 'server.log'
+    gz: bool = False    # compressed (any codec in MAGIC)
+    base: str = ""      # name without rotation suffix and codec suffix: 'server.log'
     stamp: str = ""     # rotation suffix: '2024-05-22-00' or '1'
     size: int = 0
     meta: dict = field(default_factory=dict)
+    member: str = ""    # name inside the zip archive ``path``; empty for plain files
     start: int = 0             # a part of a big plain file: its first byte (a record start) ...
     end: int | None = None     # ... and the byte after its last (None: to the end of the file)
     first_line: int = 1        # the line number its first byte is on
 
 
+@dataclass(frozen=True)
+class NotRead:
+    """A path of the bundle the kit did not read as data, and why."""
+    rel: str
+    reason: str
+
+
+def shown(name: str) -> str:
+    """A file name as tables and messages show it: bytes that are not UTF-8 (kept by Python as
+    lone surrogates) become ``\\xNN``.
+
+    Example:
+        >>> shown(os.fsdecode(b"caf\\xe9.log"))
+        'caf\\\\xe9.log'
+    """
+    return name.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+
+
+def check_tz(name, where: str) -> str:
+    """``name`` when it is a timezone this machine knows, else :class:`ManifestError` naming
+    ``where`` (the manifest key or the option)."""
+    from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+    if not isinstance(name, str) or not name.strip():
+        raise ManifestError(f"{where}: a timezone name is expected (like UTC or Europe/Berlin), got {name!r}")
+    if name in ("UTC", "utc", "Z", "Etc/UTC"):
+        return name
+    try:
+        ZoneInfo(name)
+    except (ZoneInfoNotFoundError, ValueError, OSError):
+        raise ManifestError(f"{where}: unknown timezone {name!r} (use an IANA name such as UTC or "
+                            f"Europe/Berlin)") from None
+    return name
+
+
 def load_manifest(root: Path) -> dict:
+    """The bundle manifest at ``root`` as a checked mapping ({} when there is none). Any problem
+    (bad YAML/JSON, YAML tags that would build Python objects, wrong types, unknown timezones)
+    raises :class:`ManifestError` naming the file and key."""
     for name in MANIFESTS:
         p = root / name
         if p.is_file():
-            text = p.read_text(encoding="utf-8")
-            if name.endswith(".json"):
-                return json.loads(text) or {}
-            import yaml
-            return yaml.safe_load(text) or {}
+            try:
+                text = p.read_bytes().decode("utf-8-sig")
+            except (OSError, UnicodeDecodeError) as e:
+                raise ManifestError(f"{shown(str(p))}: cannot be read ({e})") from None
+            try:
+                if name.endswith(".json"):
+                    data = json.loads(text) if text.strip() else {}
+                else:
+                    import yaml
+                    data = yaml.safe_load(text)
+            except json.JSONDecodeError as e:
+                raise ManifestError(f"{shown(str(p))}: invalid JSON at line {e.lineno} ({e.msg})") from None
+            except Exception as e:  # noqa: BLE001 - yaml's errors (syntax, unsafe tags) and RecursionError
+                mark = getattr(e, "problem_mark", None)
+                where = f" at line {mark.line + 1}" if mark is not None else ""
+                what = getattr(e, "problem", None) or type(e).__name__
+                raise ManifestError(f"{shown(str(p))}: invalid YAML{where} ({what})") from None
+            return _check_manifest(data if data is not None else {}, shown(str(p)))
     return {}
+
+
+def _check_manifest(m, where: str) -> dict:
+    if not isinstance(m, dict):
+        raise ManifestError(f"{where}: a mapping of keys (files, hosts, host, tz) is expected, "
+                            f"got a {type(m).__name__}")
+    for k in ("host", "tz"):
+        if k in m and m[k] is not None and not isinstance(m[k], str):
+            raise ManifestError(f"{where}: key '{k}' must be a string, got {type(m[k]).__name__}")
+    if m.get("tz"):
+        check_tz(m["tz"], f"{where}: key 'tz'")
+    files = m.get("files")
+    if files is not None:
+        if not isinstance(files, dict):
+            raise ManifestError(f"{where}: key 'files' must map path globs to host names, got {type(files).__name__}")
+        for g, h in files.items():
+            if not isinstance(g, str) or not isinstance(h, (str, int)):
+                raise ManifestError(f"{where}: key 'files' entry {g!r}: a glob mapped to a host name is expected")
+    layouts = m.get("layouts")
+    if layouts is not None and not isinstance(layouts, dict):
+        raise ManifestError(f"{where}: key 'layouts' must map path globs to layout patterns, "
+                            f"got {type(layouts).__name__}")
+    hosts = m.get("hosts")
+    if hosts is not None:
+        if not isinstance(hosts, dict):
+            raise ManifestError(f"{where}: key 'hosts' must map folder names to a host name or "
+                                f"{{name:, tz:}}, got {type(hosts).__name__}")
+        for folder, spec in hosts.items():
+            if isinstance(spec, (str, int)):
+                continue
+            if not isinstance(spec, dict):
+                raise ManifestError(f"{where}: key 'hosts.{folder}' must be a host name or {{name:, tz:}}")
+            if "name" in spec and not isinstance(spec["name"], (str, int)):
+                raise ManifestError(f"{where}: key 'hosts.{folder}.name' must be a string")
+            if spec.get("tz") is not None:
+                check_tz(spec["tz"], f"{where}: key 'hosts.{folder}.tz'")
+    return m
 
 
 def discover(path: str | os.PathLike, tz: str | dict | None = None) -> list[SourceFile]:
     """Every data file under ``path`` (a folder or one file), sorted so rotated files come
     oldest first before the live file. ``tz`` (a zone name, or {host: zone}) overrides the
-    manifest."""
+    manifest. What is not read is listed by :func:`discover_all`."""
+    return discover_all(path, tz)[0]
+
+
+def discover_all(path: str | os.PathLike, tz: str | dict | None = None) -> tuple[list[SourceFile], list[NotRead]]:
+    """(data files, paths not read with why). Folders are walked without following symlinks
+    out of the bundle: a link is followed only when its target is inside the bundle; dangling
+    links, loops, unreadable files and folders, hidden paths, notes and kit output are listed
+    in the second list, never skipped silently. Zip archives are read as folders."""
     p = Path(path)
-    if p.is_file():
-        root, files = p.parent, [p]
-    else:
+    if isinstance(tz, str):
+        check_tz(tz, "--tz")
+    elif isinstance(tz, dict):
+        for h, z in tz.items():
+            check_tz(z, f"tz for host {h}")
+    if not os.path.lexists(p):
+        raise FileNotFoundError(f"bundle not found: {shown(str(p))}")
+    skipped: list[NotRead] = []
+    if p.is_dir():
         root = p
-        files = [f for f in p.rglob("*") if f.is_file()]
-    manifest = load_manifest(root) if p.is_dir() else {}
+        found = _walk(root, skipped)
+        manifest = load_manifest(root)
+    else:
+        root, manifest = p.parent, {}
+        found = [(p, p.name)]
+        try:
+            with open(p, "rb"):
+                pass
+        except OSError as e:
+            skipped.append(NotRead(shown(p.name), f"cannot be read: {e.strerror or e}"))
+            found = []
     hosts_map = manifest.get("hosts") or {}
     file_map = manifest.get("files") or {}
     default_tz = manifest.get("tz") or "UTC"
-    layouts_map = manifest.get("layouts") or {}
     out = []
-    for f in files:
-        rel = f.relative_to(root).as_posix()
-        parts = rel.split("/")
-        if f.name in SKIP_NAMES and p.is_dir() or f.name.endswith(SKIP_SUFFIXES) or any(x.startswith(".") for x in parts):
-            continue
-        folder = parts[0] if len(parts) > 1 else None
-        host = None
-        for pat, h in file_map.items():
-            if fnmatch.fnmatch(rel, pat):
-                host = h
-                break
-        host_tz = None
-        if folder is not None and folder in hosts_map:
-            spec = hosts_map[folder]
-            if isinstance(spec, str):
-                spec = {"name": spec}
-            host = host or spec.get("name", folder)
-            host_tz = spec.get("tz")
-        if host is None:
-            host = folder if folder is not None else (manifest.get("host") or root.resolve().name)
-        if isinstance(tz, dict):
-            ftz = tz.get(host, host_tz or default_tz)
-        else:
-            ftz = tz or host_tz or default_tz
-        m = _ROTATED.match(f.name)
-        gz = f.name.endswith(".gz")
-        base = m.group("base") if m else f.name
-        stamp = (m.group("stamp") or m.group("num") or "") if m else ""
-        sf = SourceFile(f, rel, str(host), ftz, gz, base, stamp, f.stat().st_size)
-        layout = next((str(v) for g, v in layouts_map.items() if fnmatch.fnmatch(rel, g)), None)
-        if layout:
-            sf.meta["layout"] = layout
-        out.append(sf)
+    for f, rel in found:
+        members = _zip_members(f, rel, skipped) if _is_zip(f) else [("", rel, None)]
+        for member, mrel, msize in members:
+            out.append(_source(f, member, mrel, msize, root, p, manifest, hosts_map, file_map, default_tz, tz))
     out.sort(key=_order)
+    return out, sorted(skipped, key=lambda s: s.rel)
+
+
+# folders that name a kind of file, not a machine: `incident/jmx/broker-1.csv` is broker-1's
+KIND_FOLDERS = {"jmx", "logs", "log", "connect", "metrics", "gc", "gclogs", "kafka", "brokers", "workers",
+                "clients", "cli", "tools", "prometheus", "jolokia", "server", "controller", "controllers"}
+_HOSTLIKE = re.compile(r"^(?P<h>(?:broker|kafka|node|controller|worker|connect|kraft|zk|zookeeper|server|host)"
+                       r"[-_]?[a-z]?\d+[a-z0-9-]*?)(?:[-_.](?:jmx|gc|metrics|server|log|out|csv|json|txt|\d{8}).*)?$", re.I)
+_ID_IN_LOG = [re.compile(rb"\[(?:KafkaServer|BrokerServer|ControllerServer|KafkaRaftServer) (?:id|nodeId)=(\d+)\]"),
+              re.compile(rb"^\s*(?:node\.id|broker\.id) = (\d+)\s*$", re.M)]
+
+
+def infer_host(rel: str, f: Path | None = None, head_bytes: bytes | None = None) -> tuple[str | None, str]:
+    """A host for a file under a kind folder (``jmx/``, ``logs/``, ``connect/`` ...): the next
+    folder down, else a host-like file name (``broker-1.csv``), else what the file says
+    (``[KafkaServer id=1]``, ``node.id = 1`` in a config dump: ``broker-1``). Returns
+    (host or None, how it was found).
+
+    Example:
+        >>> infer_host("jmx/broker-2.csv")
+        ('broker-2', 'file name')
+        >>> infer_host("connect/worker-a/connect.log")
+        ('worker-a', 'folder')
+    """
+    parts = rel.split("/")
+    if len(parts) > 2:
+        return parts[1], "folder"
+    stem = parts[-1]
+    for ext in (".gz", ".zst", ".xz", ".bz2", ".lz4"):
+        stem = stem.removesuffix(ext)
+    m = _HOSTLIKE.match(stem)
+    if m:
+        return m.group("h"), "file name"
+    data = head_bytes
+    if data is None and f is not None:
+        try:
+            with open(f, "rb") as fh:
+                data = fh.read(256 * 1024)
+        except OSError:
+            data = b""
+    for rx in _ID_IN_LOG:
+        hit = rx.search(data or b"")
+        if hit:
+            return f"broker-{hit.group(1).decode()}", "file content"
+    return None, ""
+
+
+def _source(f: Path, member: str, rel_raw: str, msize, root, p, manifest, hosts_map, file_map, default_tz, tz):
+    rel = shown(rel_raw)
+    parts = rel.split("/")
+    folder = parts[0] if len(parts) > 1 else None
+    if folder is not None and folder.endswith(".zip") and len(parts) == 2:
+        folder = folder[:-4]  # broker-1.zip/server.log belongs to broker-1
+    elif folder is not None and folder.endswith(".zip"):
+        folder = parts[1]     # logs.zip/broker-1/server.log belongs to broker-1
+    host = None
+    for pat, h in file_map.items():
+        if fnmatch.fnmatch(rel, pat):
+            host = h
+            break
+    host_tz = None
+    if folder is not None and folder in hosts_map:
+        spec = hosts_map[folder]
+        if not isinstance(spec, dict):
+            spec = {"name": spec}
+        host = host or spec.get("name", folder)
+        host_tz = spec.get("tz")
+    host_from = "manifest" if host is not None else ""
+    if host is None and folder is not None and folder.lower() in KIND_FOLDERS and not member:
+        host, host_from = infer_host(rel, f)
+    if host is None:
+        host = folder if folder is not None else (manifest.get("host") or shown(root.resolve().name))
+        host_from = "folder" if folder is not None else ("manifest" if manifest.get("host") else "bundle name")
+    if isinstance(tz, dict):
+        ftz = tz.get(host, host_tz or default_tz)
+    else:
+        ftz = tz or host_tz or default_tz
+    name = parts[-1]
+    m = _ROTATED.match(name)
+    base = m.group("base") if m else name
+    stamp = (m.group("stamp") or m.group("num") or "") if m else ""
+    size = msize if msize is not None else f.stat().st_size
+    src = SourceFile(f, rel, str(host), ftz, False, base, stamp, size, member=member)
+    src.gz = bool(member) or _codec(src) is not None  # never split into byte ranges
+    src.meta["host_from"] = host_from
+    layout = next((str(v) for g, v in (manifest.get("layouts") or {}).items() if fnmatch.fnmatch(rel, g)), None)
+    if layout:
+        src.meta["layout"] = layout
+    return src
+
+
+def _walk(root: Path, skipped: list[NotRead]) -> list[tuple[Path, str]]:
+    """(path to open, path relative to root) for every regular file under root."""
+    real_root = os.path.realpath(root)
+    found: list[tuple[Path, str]] = []
+    seen_dirs = {real_root}
+
+    def inside(real: str) -> bool:
+        return real == real_root or real.startswith(real_root.rstrip(os.sep) + os.sep)
+
+    def visit(d: Path, rel_dir: str):
+        try:
+            entries = sorted(os.scandir(d), key=lambda e: e.name)
+        except OSError as e:
+            skipped.append(NotRead(shown(rel_dir or "."), f"folder cannot be read: {e.strerror or e}"))
+            return
+        for e in entries:
+            rel = f"{rel_dir}/{e.name}" if rel_dir else e.name
+            if e.name.startswith("."):
+                skipped.append(NotRead(shown(rel), "hidden (its name starts with a dot)"))
+                continue
+            target = Path(e.path)
+            if e.is_symlink():
+                try:
+                    real = os.path.realpath(e.path, strict=True)
+                except OSError as err:
+                    loop = "loop" in str(err).lower() or err.errno == 40
+                    why = "symlink loop" if loop else "dangling symlink (its target does not exist)"
+                    skipped.append(NotRead(shown(rel), why))
+                    continue
+                if not inside(real):
+                    skipped.append(NotRead(shown(rel), "symlink to a path outside the bundle: not followed"))
+                    continue
+                target = Path(real)
+            try:
+                st = os.stat(target)
+            except OSError as err:
+                skipped.append(NotRead(shown(rel), f"cannot be examined: {err.strerror or err}"))
+                continue
+            if stat.S_ISDIR(st.st_mode):
+                real = os.path.realpath(target)
+                if real in seen_dirs:
+                    skipped.append(NotRead(shown(rel), "folder already read through another path (symlink loop)"))
+                    continue
+                seen_dirs.add(real)
+                visit(target, rel)
+                continue
+            if not stat.S_ISREG(st.st_mode):
+                skipped.append(NotRead(shown(rel), "not a regular file (device, socket or pipe)"))
+                continue
+            if "/" not in rel and e.name in MANIFESTS:
+                continue  # the manifest itself: read by load_manifest
+            if e.name in NOTES or e.name in MANIFESTS:
+                skipped.append(NotRead(shown(rel), "bundle notes or kit output, not log data"))
+                continue
+            if e.name.endswith(SKIP_SUFFIXES):
+                skipped.append(NotRead(shown(rel), "Parquet table (kit output), not log data"))
+                continue
+            if not os.access(target, os.R_OK):
+                skipped.append(NotRead(shown(rel), "cannot be read: permission denied"))
+                continue
+            found.append((target, rel))
+
+    visit(root, "")
+    return found
+
+
+def _is_zip(f: Path) -> bool:
+    try:
+        with open(f, "rb") as fh:
+            return fh.read(4) == b"PK\x03\x04"
+    except OSError:
+        return False
+
+
+def _zip_members(f: Path, rel: str, skipped: list[NotRead]) -> list[tuple[str, str, int | None]]:
+    """A zip archive read as a folder: (member name, rel path, size) for each file member."""
+    try:
+        with zipfile.ZipFile(f) as z:
+            infos = z.infolist()
+    except (zipfile.BadZipFile, OSError, ValueError) as e:
+        skipped.append(NotRead(shown(rel), f"zip archive cannot be read: {e}"))
+        return []
+    out = []
+    for i in infos:
+        if i.is_dir():
+            continue
+        mrel = f"{rel}/{i.filename.lstrip('/')}"
+        name = i.filename.rsplit("/", 1)[-1]
+        if any(part.startswith(".") for part in i.filename.split("/")) or ".." in i.filename.split("/"):
+            skipped.append(NotRead(shown(mrel), "hidden or parent-relative member of a zip archive"))
+        elif i.flag_bits & 0x1:
+            skipped.append(NotRead(shown(mrel), "encrypted zip member"))
+        elif name in NOTES or name in MANIFESTS or name.endswith(SKIP_SUFFIXES):
+            skipped.append(NotRead(shown(mrel), "bundle notes or kit output, not log data"))
+        else:
+            out.append((i.filename, mrel, i.file_size))
     return out
 
 
@@ -140,9 +426,34 @@ def _order(s: SourceFile):
     return (folder, s.base, rank, s.rel)
 
 
+def _open(src: SourceFile):
+    """The raw bytes of ``src``, opened read-only (a zip member is streamed from its archive)."""
+    if src.member:
+        z = zipfile.ZipFile(src.path)
+        fh = z.open(src.member)
+        fh._kit_archive = z  # closed with the member
+        return fh
+    return open(src.path, "rb")
+
+
+def _codec(src: SourceFile) -> str | None:
+    try:
+        with _open(src) as fh:
+            head6 = fh.read(6)
+    except (OSError, zipfile.BadZipFile, RuntimeError, ValueError):
+        return None
+    for magic, name in MAGIC.items():
+        if head6.startswith(magic):
+            return name
+    return None
+
+
 def read_chunks(src: SourceFile, chunk: int = CHUNK) -> Iterator[bytes]:
-    """Yield the file's (decompressed) bytes in chunks. Raises :class:`SourceError` after
-    yielding everything readable when a gzip stream is truncated or corrupt.
+    """Yield the file's content in chunks: decompressed (gzip, zstd, xz, bz2, lz4 frame, found
+    by their first bytes), UTF-16 (with a BOM) turned into UTF-8, a UTF-8 BOM dropped, lines
+    longer than :data:`MAX_LINE` cut (see :func:`cap_lines`). Memory stays bounded by ``chunk``
+    whatever the compression ratio. Raises :class:`SourceError` after yielding everything
+    readable when a compressed stream is truncated or corrupt, or the file cannot be read.
 
     Example:
         >>> import gzip, tempfile, pathlib
@@ -151,10 +462,18 @@ def read_chunks(src: SourceFile, chunk: int = CHUNK) -> Iterator[bytes]:
         >>> b"".join(read_chunks(SourceFile(p, "a.log.gz", "h", gz=True)))
         b'hello\\n'
     """
+    yield from cap_lines(_text(_decompressed(src, chunk), src), src)
+
+
+def _decompressed(src: SourceFile, chunk: int) -> Iterator[bytes]:
     on_read = src.meta.get("on_read")
-    with open(src.path, "rb") as raw:
+    try:
+        raw = _open(src)
+    except (OSError, zipfile.BadZipFile, RuntimeError, ValueError) as e:
+        raise SourceError(src.rel, f"cannot be read: {getattr(e, 'strerror', None) or e}") from None
+    try:
         fh = _Counting(raw, on_read) if on_read else raw
-        if src.end is not None:  # one part of a plain file split for parallel parsing
+        if src.end is not None and not src.member:  # one part of a plain file split for parallel parsing
             fh.seek(src.start)
             left = src.end - src.start
             while left > 0:
@@ -164,13 +483,25 @@ def read_chunks(src: SourceFile, chunk: int = CHUNK) -> Iterator[bytes]:
                 left -= len(b)
                 yield b
             return
-        if not _is_gzip(src, fh):
-            while True:
-                b = fh.read(chunk)
-                if not b:
-                    return
+        first = fh.read(min(chunk, 1024 * 1024))
+        codec = next((name for magic, name in MAGIC.items() if first.startswith(magic)), None)
+        if codec is None:
+            b = first
+            while b:
                 yield b
-        yield from _gunzip(src, fh, chunk)
+                b = fh.read(chunk)
+            return
+        if codec == "zstd":
+            yield from _unzstd(src, first, fh, chunk)
+        else:
+            yield from _inflate(src, codec, first, fh, chunk)
+    except OSError as e:
+        raise SourceError(src.rel, f"read failed: {e.strerror or e}") from None
+    finally:
+        raw.close()
+        z = getattr(raw, "_kit_archive", None)
+        if z is not None:
+            z.close()
 
 
 class _Counting:
@@ -189,56 +520,224 @@ class _Counting:
         return self.fh.seek(pos)
 
 
-def _is_gzip(src: SourceFile, fh) -> bool:
-    head = fh.read(2)
-    fh.seek(0)
-    return head == b"\x1f\x8b"
+def _new_decompressor(codec: str):
+    if codec == "gzip":
+        return zlib.decompressobj(wbits=31)
+    if codec == "xz":
+        return lzma.LZMADecompressor()
+    if codec == "bz2":
+        return bz2.BZ2Decompressor()
+    import lz4.frame
+    return lz4.frame.LZ4FrameDecompressor()
 
 
-def _gunzip(src: SourceFile, fh, chunk: int) -> Iterator[bytes]:
+def _inflate(src: SourceFile, codec: str, first: bytes, fh, chunk: int) -> Iterator[bytes]:
+    """gzip, xz, bz2 and lz4 streams, concatenated members included, never more than ``chunk``
+    bytes of output at a time (a small file that expands to gigabytes is read piece by piece)."""
     out_total = 0
-    d, fed = zlib.decompressobj(wbits=31), False
-    pending = b""
+    d = _new_decompressor(codec)
+    fed = False
+    pending = first
+    errors = (zlib.error, lzma.LZMAError, OSError, EOFError, RuntimeError, ValueError)
+    step = 64 * 1024  # input fed in small pieces: on corrupt data, what came before it is still yielded
     while True:
-        raw = pending or fh.read(1024 * 1024)
-        pending = b""
+        if not pending:
+            pending = fh.read(1024 * 1024)
+        raw, pending = pending[:step], pending[step:]
         if not raw:
             break
         fed = True
-        while raw:
+        while True:
             try:
                 piece = d.decompress(raw, chunk)
-            except zlib.error as e:
-                raise SourceError(src.rel, f"corrupt gzip data ({e})", offset=out_total) from None
-            raw = d.unconsumed_tail
+            except errors as e:
+                raise SourceError(src.rel, f"corrupt {codec} data ({e})", offset=out_total) from None
+            raw = d.unconsumed_tail if codec == "gzip" else b""
             if piece:
                 out_total += len(piece)
                 yield piece
             if d.eof:
-                rest = d.unused_data + raw
-                d, fed = zlib.decompressobj(wbits=31), False
-                if rest[:2] == b"\x1f\x8b":       # concatenated gzip members (`cat a.gz b.gz`)
+                rest = (d.unused_data or raw) + pending  # zlib may leave the same bytes in both
+                pending = b""
+                d, fed = _new_decompressor(codec), False
+                if any(rest.startswith(m) for m, c in MAGIC.items() if c == codec):  # concatenated streams
                     pending = rest
-                elif rest.strip(b"\0"):
-                    raise SourceError(src.rel, "junk after the end of the gzip stream", offset=out_total)
-                raw = b""
-    tail = d.flush()
-    if tail:
-        out_total += len(tail)
-        yield tail
+                elif rest.strip(b"\0") or fh.read(1):
+                    raise SourceError(src.rel, f"junk after the end of the {codec} stream", offset=out_total)
+                break
+            if (not raw) if codec == "gzip" else d.needs_input:
+                break
+    if codec == "gzip":
+        tail = d.flush()
+        if tail:
+            out_total += len(tail)
+            yield tail
     if fed and not d.eof:
-        raise SourceError(src.rel, "truncated gzip: the compressed stream ends before its end marker",
+        raise SourceError(src.rel, f"truncated {codec}: the compressed stream ends before its end marker",
                           offset=out_total)
+
+
+def _unzstd(src: SourceFile, first: bytes, fh, chunk: int) -> Iterator[bytes]:
+    """zstd frames, fed 1 KiB at a time: one call can expand that to at most ~32 MiB (zstd's
+    largest block ratio), so memory stays bounded; a stream cut before its frame ends is named."""
+    import zstandard
+
+    def new():
+        return zstandard.ZstdDecompressor().decompressobj(write_size=chunk)
+
+    out_total, d, fed = 0, new(), False
+    data = first
+    while True:
+        if not data:
+            data = fh.read(1024 * 1024)
+            if not data:
+                break
+        for i in range(0, len(data), 1024):
+            piece_in = data[i:i + 1024]
+            fed = True
+            try:
+                out = d.decompress(piece_in)
+            except zstandard.ZstdError as e:
+                raise SourceError(src.rel, f"corrupt zstd data ({e})", offset=out_total) from None
+            if out:
+                out_total += len(out)
+                yield out
+            if d.eof:
+                rest = d.unused_data + data[i + 1024:]
+                d, fed = new(), False
+                if rest.startswith(b"\x28\xb5\x2f\xfd"):
+                    data = rest
+                    break
+                if rest.strip(b"\0"):
+                    raise SourceError(src.rel, "junk after the end of the zstd stream", offset=out_total)
+                data = b""
+                break
+        else:
+            data = b""
+    if fed and not d.eof:
+        raise SourceError(src.rel, "truncated zstd: the compressed stream ends before its end marker",
+                          offset=out_total)
+
+
+def _text(chunks: Iterator[bytes], src: SourceFile) -> Iterator[bytes]:
+    """UTF-16 content (found by its byte-order mark) re-encoded as UTF-8; a UTF-8 BOM dropped."""
+    it = iter(chunks)
+    first = next(it, b"")
+    if first.startswith((b"\xff\xfe", b"\xfe\xff")):
+        src.meta["encoding"] = "utf-16"
+        dec = codecs.getincrementaldecoder("utf-16")(errors="backslashreplace")
+        yield dec.decode(first).encode("utf-8")
+        for b in it:
+            yield dec.decode(b).encode("utf-8")
+        yield dec.decode(b"", final=True).encode("utf-8")
+        return
+    if first.startswith(codecs.BOM_UTF8):
+        first = first[3:]
+    if first:
+        yield first
+    yield from it
+
+
+def cap_lines(chunks: Iterator[bytes], src: SourceFile, limit: int = MAX_LINE) -> Iterator[bytes]:
+    """The same bytes, except that a line longer than ``limit`` keeps its first ``limit`` bytes:
+    the rest is counted in ``src.meta['cut_lines']`` ([(line, bytes dropped)]), its newline kept, so
+    line numbers and counts are unchanged. Checking costs a few ``find`` calls per chunk.
+
+    Example:
+        >>> s = SourceFile(None, "x", "h")
+        >>> b"".join(cap_lines(iter([b"ab\\n", b"cdefgh", b"ij\\nk"]), s, limit=4)), s.meta["cut_lines"]
+        (b'ab\\ncdef\\nk', [(2, 4)])
+    """
+    since = 0           # bytes of the current line already passed on
+    dropping = 0        # > 0 while the rest of a long line is being dropped (bytes so far + 1)
+    lines_done = 0
+    half = max(limit // 2, 1)
+    for c in chunks:
+        if not dropping:
+            nl0 = c.find(b"\n")
+            fast = nl0 >= 0 and since + nl0 <= limit and len(c) - 1 - c.rfind(b"\n") <= limit - 0
+            if fast:
+                i = nl0 + 1
+                while i + half < len(c):
+                    if c.find(b"\n", i, i + half) < 0:
+                        fast = False
+                        break
+                    i += half
+            if fast:
+                lines_done += c.count(b"\n")
+                since = len(c) - 1 - c.rfind(b"\n")
+                yield c
+                continue
+        out = []
+        pos = 0
+        while pos < len(c):
+            nl = c.find(b"\n", pos)
+            end = nl if nl >= 0 else len(c)
+            seg = end - pos
+            if dropping:
+                dropping += seg
+                if nl < 0:
+                    break
+                src.meta.setdefault("cut_lines", []).append((lines_done + 1, dropping - 1))
+                dropping, since = 0, 0
+                lines_done += 1
+                out.append(b"\n")
+                pos = nl + 1
+                continue
+            room = limit - since
+            if seg <= room:
+                out.append(c[pos:end + 1] if nl >= 0 else c[pos:end])
+                if nl >= 0:
+                    since = 0
+                    lines_done += 1
+                else:
+                    since += seg
+                pos = end + 1 if nl >= 0 else len(c)
+                continue
+            out.append(c[pos:pos + room])
+            since = limit
+            dropping = 1
+            pos += room
+        if out:
+            yield b"".join(out)
+    if dropping:
+        src.meta.setdefault("cut_lines", []).append((lines_done + 1, dropping - 1))
 
 
 def head(src: SourceFile, n: int = 64 * 1024) -> bytes:
     """The first ``n`` bytes of the file's content (decompressed), for format detection."""
     buf = bytearray()
+    it = read_chunks(src, chunk=n)
     try:
-        for b in read_chunks(src, chunk=n):
+        for b in it:
             buf += b
             if len(buf) >= n:
                 break
     except SourceError:
         pass
+    finally:
+        it.close()
     return bytes(buf[:n])
+
+
+def check_output(bundle: str | os.PathLike, out: str | os.PathLike, what: str = "--out") -> None:
+    """Refuse (ValueError, before anything is written or removed) an output folder that is the
+    bundle, inside it, or around it (a parent of the bundle): writing or replacing it would touch
+    the input. Symlinks are resolved first.
+
+    Example:
+        >>> check_output("/data/b", "/data/b/tables")
+        Traceback (most recent call last):
+        ...
+        ValueError: --out /data/b/tables is inside the bundle /data/b: input files are never written to
+    """
+    b = Path(os.path.realpath(bundle))
+    o = Path(os.path.realpath(out))
+    if o == b:
+        raise ValueError(f"{what} {shown(str(out))} is the bundle itself: input files are never written to")
+    if b in o.parents:
+        raise ValueError(f"{what} {shown(str(out))} is inside the bundle {shown(str(bundle))}: "
+                         f"input files are never written to")
+    if o in b.parents:
+        raise ValueError(f"{what} {shown(str(out))} holds the bundle {shown(str(bundle))}: "
+                         f"input files are never written to")

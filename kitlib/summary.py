@@ -23,6 +23,7 @@ class BundleSummary:
     unparsed_lines: int = 0
     errors: list[str] = field(default_factory=list)         # file problems and failed table builders
     unknown_files: list[str] = field(default_factory=list)  # files no format recognised
+    not_read: list[str] = field(default_factory=list)       # paths not read as data, each with why
     time_span: list[str] | None = None                      # first and last record time (ISO, UTC)
     seconds: float = 0.0                                    # time the load took
     window: list[str] | None = None                         # set by kitlib.bundle.window
@@ -52,4 +53,8 @@ def summary_text(s: BundleSummary) -> str:
         lines.append("unknown  " + ", ".join(s.unknown_files))
     for e in s.errors:
         lines.append(f"error    {e}")
+    for e in s.not_read[:20]:
+        lines.append(f"not read {e}")
+    if len(s.not_read) > 20:
+        lines.append(f"not read ... {len(s.not_read) - 20} more (the files table lists them all)")
     return "\n".join(lines)

@@ -81,8 +81,11 @@ def empty(name: str) -> pd.DataFrame:
     return conform(name, pd.DataFrame())
 
 
-def conform(name: str, df: pd.DataFrame) -> pd.DataFrame:
-    """Return ``df`` with exactly the declared columns of ``name``, in order, with their dtypes.
+def conform(name: str, df: pd.DataFrame, redact: bool = True) -> pd.DataFrame:
+    """Return ``df`` with exactly the declared columns of ``name``, in order, with their dtypes,
+    and every string value passed through :func:`kitlib.redact.redact_frame` (the one place every
+    table goes through before it is stored or shown; ``redact=False`` only for tables read back
+    from the kit's own Parquet output, which was redacted when written).
 
     Missing columns are added as NA; extra columns are dropped.
 
@@ -100,17 +103,25 @@ def conform(name: str, df: pd.DataFrame) -> pd.DataFrame:
         else:
             s = pd.Series([pd.NA] * n, index=df.index, dtype="object")
         out[c.name] = _cast(s, c.dtype, target)
-    res = pd.DataFrame(out, index=df.index)
-    return res.reset_index(drop=True)
+    res = pd.DataFrame(out, index=df.index).reset_index(drop=True)
+    if redact:
+        from kitlib.redact import redact_frame
+        res = redact_frame(name, res)
+    return res
 
 
 def _cast(s: pd.Series, label: str, target: str) -> pd.Series:
     if label == "ts":
-        if isinstance(s.dtype, pd.DatetimeTZDtype):
-            return s.dt.tz_convert("UTC").astype(target)
-        if pd.api.types.is_datetime64_any_dtype(s.dtype):
-            return s.dt.tz_localize("UTC").astype(target)
-        return pd.to_datetime(s, utc=True, errors="coerce").astype(target)
+        try:
+            if isinstance(s.dtype, pd.DatetimeTZDtype):
+                return s.dt.tz_convert("UTC").astype(target)
+            if pd.api.types.is_datetime64_any_dtype(s.dtype):
+                return s.dt.tz_localize("UTC").astype(target)
+            return pd.to_datetime(s, utc=True, errors="coerce").astype(target)
+        except (OverflowError, ValueError, pd.errors.OutOfBoundsDatetime):
+            # a value beyond what datetime64[ns] holds (parsers send those lines to unparsed;
+            # this is the backstop): that value becomes NaT, the table is kept
+            return pd.to_datetime(s.astype("object").map(_in_ns_range), utc=True, errors="coerce").astype(target)
     if label == "category":
         return s if isinstance(s.dtype, pd.CategoricalDtype) else s.astype("string").astype("category")
     if label == "str":
@@ -122,6 +133,14 @@ def _cast(s: pd.Series, label: str, target: str) -> pd.Series:
     if label == "bool":
         return s.astype("boolean")
     return s.astype("object")
+
+
+def _in_ns_range(v):
+    try:
+        t = pd.Timestamp(v)
+        return t if pd.Timestamp.min < t.tz_localize(None) < pd.Timestamp.max else pd.NaT
+    except (ValueError, TypeError, OverflowError):
+        return pd.NaT
 
 
 def markdown() -> str:

@@ -268,3 +268,45 @@ def test_an_ingest_output_answers_without_loading_whole_tables(tmp_path):
     assert len(wl.events) == len(wm.events) < len(mem.events)
     n = lazy.sql("select count(*) as n from events where level = 'WARN'")["n"].iloc[0]
     assert n == (mem.events["level"] == "WARN").sum()
+
+
+def test_folders_that_name_a_kind_are_not_hosts(tmp_path):
+    """The README's own example: jmx/broker-1.csv belongs to broker-1, connect/worker-a/connect.log
+    to worker-a, and a server.log under logs/ to the broker its first lines name."""
+    root = tmp_path / "incident"
+    (root / "jmx").mkdir(parents=True)
+    (root / "connect" / "worker-a").mkdir(parents=True)
+    (root / "logs").mkdir()
+    (root / "jmx" / "broker-1.csv").write_text(
+        '"time","kafka.server:type=ReplicaManager,name=UnderReplicatedPartitions:Value"\n1716337923000,0\n')
+    (root / "connect" / "worker-a" / "connect.log").write_text(
+        "[2024-05-22 00:00:00,000] INFO Kafka Connect worker initialization took 4 ms "
+        "(org.apache.kafka.connect.cli.AbstractConnectCli:110)\n")
+    (root / "logs" / "server.log").write_text(
+        "[2024-05-22 00:00:00,000] INFO [BrokerServer id=3] Transition from SHUTDOWN to STARTING "
+        "(kafka.server.BrokerServer)\n")
+    b = kitlib.load_bundle(root)
+    hosts = dict(zip(b.files["file"].astype(str), b.files["host"].astype(str)))
+    assert hosts == {"jmx/broker-1.csv": "broker-1", "connect/worker-a/connect.log": "worker-a",
+                     "logs/server.log": "broker-3"}
+    assert b.summary.hosts == ["broker-1", "broker-3", "worker-a"]
+    from kitlib.gaps import inferred_hosts
+    assert inferred_hosts(b) == ["jmx/broker-1.csv -> broker-1 (from the file name)",
+                                 "logs/server.log -> broker-3 (from the file content)"]
+
+
+@pytest.mark.parametrize("sample", ["remote-storage", "isr-flapping"])
+def test_triage_page_tables_are_the_same_from_duckdb(tmp_path, sample):
+    """On an ingest output the triage page groups WARN/ERROR messages in DuckDB; the table must be
+    the one pandas gives on the bundle loaded in memory."""
+    import pandas as pd
+
+    from kitlib.display import triage as page
+    root = os.path.join(os.path.dirname(__file__), "..", "sample_data", sample)
+    kitlib.ingest(root, tmp_path / "kit", progress=False)
+    lazy_b = kitlib.load(tmp_path / "kit")
+    cols = {c: "string" for c in ("level", "logger", "message", "hosts", "first")}
+    lazy = page.top_messages(lazy_b).astype(cols)
+    mem = page.top_messages(kitlib.load_bundle(root)).astype(cols).astype({"count": "int64"})
+    assert len(lazy) > 0 and "events" not in lazy_b.tables
+    pd.testing.assert_frame_equal(lazy, mem, check_dtype=False)

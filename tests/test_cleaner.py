@@ -6,9 +6,9 @@ import pandas as pd
 import pytest
 
 import kitlib
+from kitlib.formats.log4j import parse_bytes
 from kitlib.investigations.compaction import analysis as c
 from kitlib.investigations.compaction.cleaner import build_events, build_runs, parse_stats
-from kitlib.formats.log4j import parse_bytes
 
 ROOT = Path(__file__).resolve().parents[1]
 

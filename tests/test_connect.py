@@ -1,6 +1,5 @@
 """Connect offset commits: the commits table (2.x and 3.x/4.x wording), the drain model with
 seed 001's own figures, the offset-commit-timeouts detector, the charts' data and the sample bundle."""
-import shutil
 from pathlib import Path
 
 import pandas as pd
@@ -8,8 +7,8 @@ import pytest
 
 import kitlib
 from kitlib import tables
-from kitlib.investigations.connect_offsets import analysis as offsets
 from kitlib.display import MAX_CHART_ROWS
+from kitlib.investigations.connect_offsets import analysis as offsets
 from kitlib.investigations.connect_offsets import charts
 from kitlib.investigations.connect_offsets.commits import build_commits, classify
 

@@ -96,7 +96,7 @@ def test_a_separate_scheduler_and_workers_give_the_single_process_tables(fleet, 
                                            "--host", "127.0.0.1", "--no-dashboard"],
                                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
         split = 200 * 1024
-        units = plan(fleet, None, split)
+        units, _ = plan(fleet, None, split)
         parts = [u for u in units if u.src.rel == "broker-1/server.log"]
         assert len(parts) >= 3   # the big log really is split
         r = subprocess.run([sys.executable, "-m", "kitlib.cli", "ingest", str(fleet), "--out", str(tmp_path / "dist"),

@@ -2,10 +2,9 @@
 import json
 
 import kitlib
-from kitlib.investigations.throughput.analysis import detect_down_conversion, old_clients
-from kitlib.extract.requests import client_versions
+from kitlib.extract.requests import build, client_versions
 from kitlib.formats.log4j import parse_bytes
-from kitlib.extract.requests import build
+from kitlib.investigations.throughput.analysis import detect_down_conversion, old_clients
 
 JSON_LINE = ('[2026-11-23 00:00:10,085] DEBUG Completed request:{"isForwarded":false,"requestHeader":{"requestApiKey":1,'
              '"requestApiVersion":1,"correlationId":4,"clientId":"secor-0.8","requestApiKeyName":"FETCH"},"request":{},'

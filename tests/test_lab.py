@@ -7,8 +7,6 @@ import pytest
 from kitlib import lab
 
 
-
-
 @pytest.mark.broker
 def test_broker_runs_on_loopback_only(broker):
     assert broker.alive()

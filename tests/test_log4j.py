@@ -144,10 +144,11 @@ def test_secrets_in_messages_are_redacted():
 
 @pytest.mark.parametrize("block_size", [64, 1000, 4096])
 def test_block_boundaries_do_not_change_the_result(block_size, tmp_path):
+    import pyarrow as pa
+
     from kitlib.formats import Context
     from kitlib.formats.log4j import parse, to_pandas
     from kitlib.sources import SourceFile
-    import pyarrow as pa
     data = (SERVER + CLEANER + CONNECT) * 7
     p = tmp_path / "server.log"
     p.write_bytes(data)
@@ -173,6 +174,7 @@ def test_random_damage_never_loses_a_line(seed, tmp_path):
     """Truncate, splice junk and shuffle real lines at random: the parser never raises and
     records + unparsed always add up to the lines in the file."""
     import random
+
     from kitlib.formats import Context
     from kitlib.formats.log4j import parse
     from kitlib.sources import SourceFile

@@ -1,6 +1,5 @@
 """JMX dumps into the metrics table: JmxTool CSV shapes, malformed rows, counters to rates."""
 import pandas as pd
-import pytest
 
 import kitlib
 from kitlib.formats import detect

@@ -22,7 +22,7 @@ def test_environment_yml_and_pyproject_name_the_same_packages():
     env = yaml.safe_load((ROOT / "environment.yml").read_text())
     pip_section = next(d["pip"] for d in env["dependencies"] if isinstance(d, dict) and "pip" in d)
     conda_specs = [s for s in pip_section if not s.startswith("-e")]
-    norm = lambda specs: sorted(s.replace(" ", "").lower() for s in specs)  # noqa: E731
+    norm = lambda specs: sorted(s.replace(" ", "").lower() for s in specs)
     assert norm(conda_specs) == norm(pip_specs), "environment.yml and pyproject.toml drifted apart"
     conda_python = next(d for d in env["dependencies"] if isinstance(d, str) and d.startswith("python"))
     assert conda_python.replace("python", "") == py["requires-python"]

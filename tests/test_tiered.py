@@ -4,10 +4,10 @@ import pandas as pd
 import pytest
 
 import kitlib
-from kitlib.investigations.tiered_storage import analysis as tiered
-from kitlib.investigations.tiered_storage.tierstate import build, parse_line
 from kitlib.formats import detect
 from kitlib.formats.log4j import parse_bytes
+from kitlib.investigations.tiered_storage import analysis as tiered
+from kitlib.investigations.tiered_storage.tierstate import build, parse_line
 
 SEED = b"""[2024-05-22 00:32:03,023] INFO Migrating tier partition state file format for flE-6I70RCyT2gK2Qc3YBw:retriever-mutation-10 (kafka.tier.state.FileTierPartitionState)
 [2024-05-22 00:32:29,962] INFO tier partition state file format migration complete for topicIdPartition flE-6I70RCyT2gK2Qc3YBw:retriever-mutation-10, state file size changed from 508509470 to 591531390 (kafka.tier.state.FileTierPartitionState)

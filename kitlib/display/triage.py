@@ -134,7 +134,17 @@ def next_steps(findings) -> HTML:
 
 def top_messages(bundle, levels=("WARN", "ERROR", "FATAL"), top: int = 15) -> pd.DataFrame:
     """The most frequent WARN/ERROR messages (first line, numbers masked so repeats group
-    together), with how often, on which hosts, and where the first one is (file:line)."""
+    together), with how often, on which hosts, and where the first one is (file:line). On an
+    ingest output DuckDB does the grouping over the Parquet files."""
+    if bundle.lazy("events"):
+        return bundle.sql(f"""
+            with b as (select level, logger, host, file || ':' || cast(line as varchar) as loc, ts,
+                              substr(split_part(message, chr(10), 1), 1, 200) as first_line
+                       from events where {bundle.where(level=list(levels))})
+            select level, logger, arg_min(first_line, (ts, loc)) as message, count(*) as count,
+                   string_agg(distinct host, ', ' order by host) as hosts, arg_min(loc, (ts, loc)) as first
+            from b group by level, logger, regexp_replace(first_line, '[0-9]+', 'N', 'g')
+            order by count desc, first limit {int(top)}""").astype({"count": "int64"})
     bad = bundle.select("events", ["ts", "level", "logger", "message", "host", "file", "line"], level=list(levels))
     if not len(bad):
         return pd.DataFrame(columns=["level", "logger", "message", "count", "hosts", "first"])

@@ -61,7 +61,7 @@ def _row_json(msg: str) -> dict | None:
     i = msg.find("{")
     try:
         d = json.loads(msg[i:])
-    except (ValueError, TypeError):
+    except (ValueError, TypeError, RecursionError):
         return None
     h = d.get("requestHeader") or {}
     ci = d.get("clientInformation") or {}
@@ -84,7 +84,7 @@ def _row_text(msg: str) -> dict | None:
     h = _OLD_HDR.search(m.group("desc"))
     t = dict(_OLD_T.findall(m.group("times")))
     key = int(h.group("key")) if h else None
-    f = lambda k: float(t[k]) if k in t else None  # noqa: E731
+    f = lambda k: float(t[k]) if k in t else None
     return {"api_name": _API_NAMES.get(key, str(key)) if key is not None else None, "api_key": key,
             "api_version": int(h.group("ver")) if h else None, "correlation_id": int(h.group("corr")) if h else None,
             "client_id": h.group("cid") if h else None, "client_address": _client_address(m.group("conn")),

@@ -19,8 +19,8 @@ Example:
 """
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import Callable, Iterator
 
 import pandas as pd
 
@@ -66,7 +66,7 @@ def detect(head: bytes, src: SourceFile | None = None) -> Format | None:
         try:
             if f.detect(head, src):
                 return f
-        except Exception:
+        except Exception:  # noqa: BLE001 - a detector that fails on odd bytes says no
             continue
     return None
 
@@ -87,10 +87,33 @@ class Context:
 
 
 def unparsed_frame(src: SourceFile, lines: list[int], texts: list[str], reason: str) -> pd.DataFrame:
-    """Rows for the ``unparsed`` table (text passes through secret redaction)."""
-    from kitlib.redact import redact_message
+    """Rows for the ``unparsed`` table (text passes through secret redaction, on the whole column:
+    consecutive lines let a PEM key's body lines be masked after its BEGIN line)."""
+    import pyarrow as pa
+
+    from kitlib.redact import redact_array
+    text = redact_array(pa.array(texts, pa.large_string()), lines=True) if texts else []
     return pd.DataFrame({"file": src.rel, "line": lines, "host": src.host,
-                         "text": [redact_message(t) for t in texts], "reason": reason})
+                         "text": pd.array(text, dtype="string") if len(texts) else pd.array([], dtype="string"),
+                         "reason": reason})
+
+
+# the time range pandas can hold (datetime64[ns]); a timestamp outside it costs its line
+TS_MIN = pd.Timestamp("1678-01-01", tz="UTC")
+TS_MAX = pd.Timestamp("2261-12-31", tz="UTC")
+
+
+def ts_in_range(ts) -> bool:
+    """False for a timestamp the tables cannot hold (before 1678 or after 2261).
+
+    Example:
+        >>> ts_in_range(pd.Timestamp("2026-01-01", tz="UTC")), ts_in_range(pd.Timestamp("9999-12-31", tz="UTC"))
+        (True, False)
+    """
+    if ts is None or ts is pd.NaT:
+        return True
+    t = ts if ts.tzinfo is not None else ts.tz_localize("UTC")
+    return TS_MIN <= t <= TS_MAX
 
 
 def decode_line(raw: bytes) -> tuple[str, bool]:

@@ -74,6 +74,8 @@ def parse(src, ctx: Context):
             rec = json.loads(text) if ok else None
         except json.JSONDecodeError as e:
             rec, why = None, f"bad JSON ({e.msg} at column {e.colno})"
+        except RecursionError:
+            rec, why = None, "JSON nested too deeply to read"
         else:
             why = "invalid bytes" if rec is None else ""
         if not isinstance(rec, dict) or (rec.get("kind") not in KINDS and rec.get("kind") != "header"):

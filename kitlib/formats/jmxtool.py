@@ -29,7 +29,7 @@ import re
 import numpy as np
 import pandas as pd
 
-from kitlib.formats import Context, register, text_lines, unparsed_frame, with_provenance
+from kitlib.formats import TS_MAX, TS_MIN, Context, register, text_lines, unparsed_frame, with_provenance
 from kitlib.metrics import long_from_wide, with_keys
 
 _CHATTER = ("Trying to connect to JMX url", "WARNING: The 'kafka.tools' package is deprecated",
@@ -77,12 +77,26 @@ def _header_fields(text: str) -> list[str]:
     return cols
 
 
+# epoch milliseconds the tables can hold (1678..2261)
+_MS_MIN, _MS_MAX = TS_MIN.value // 1_000_000, TS_MAX.value // 1_000_000
+
+
+def _bad_time(value: str) -> str:
+    """Why a row's time cannot be stored (an epoch-ms value out of range), or ''."""
+    v = value.strip()
+    if v.lstrip("-").isdigit() and not _MS_MIN <= int(v) <= _MS_MAX:
+        return f"time {v} is out of range (epoch ms for 1678-2261)"
+    return ""
+
+
 def _parse_time(values: list[str], tz: str) -> pd.Series:
     s = pd.Series(values, dtype="string")
     if s.str.fullmatch(r"\d{10,14}").all():
         ms = s.astype("int64")
         return pd.to_datetime(ms, unit="ms", utc=True)
     t = pd.to_datetime(s, errors="coerce", format="mixed")
+    if not isinstance(t.dtype, pd.DatetimeTZDtype) and not pd.api.types.is_datetime64_any_dtype(t.dtype):
+        t = pd.to_datetime(t, errors="coerce", utc=True)  # mixed offsets: object dtype
     if t.dt.tz is None:
         t = t.dt.tz_localize(tz or "UTC", ambiguous="NaT", nonexistent="shift_forward")
     return t.dt.tz_convert("UTC")
@@ -168,6 +182,13 @@ def _parse_wide(src, ctx: Context, stream):
         if fields is None or header is None or len(fields) != len(header):
             why = "not valid UTF-8" if not ok else (
                 f"{len(fields)} fields where the header has {len(header)}" if fields and header else "not a JmxTool CSV row")
+            bad_n.append(n)
+            bad_t.append(text)
+            bad_r.append(why)
+            ctx.fail(f"{src.rel} line {n}: {why}", n)
+            continue
+        why = _bad_time(fields[0])
+        if why:
             bad_n.append(n)
             bad_t.append(text)
             bad_r.append(why)

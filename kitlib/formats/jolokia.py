@@ -27,7 +27,7 @@ def detect(head: bytes, src) -> bool:
 
 def _rows(resp: dict, line: int):
     req = resp.get("request") or {}
-    ts = pd.Timestamp(resp["timestamp"], unit="s", tz="UTC") if "timestamp" in resp else pd.NaT
+    ts = _time(resp.get("timestamp"))
     val = resp.get("value")
     bean = req.get("mbean", "")
     if isinstance(val, dict) and val and all(isinstance(v, dict) for v in val.values()) and ":" in next(iter(val)):
@@ -41,6 +41,15 @@ def _rows(resp: dict, line: int):
             continue  # composite values (e.g. HeapMemoryUsage) are flattened one level below
         num = float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else float("nan")
         yield {"ts": ts, "mbean": b, "attribute": a, "value": num, "text": None if num == num else str(v), "line": line}
+
+
+def _time(value):
+    """A response's ``timestamp`` (epoch seconds); NaT when missing, not a number or out of range."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or value != value:
+        return pd.NaT
+    if not -9_000_000_000 < value < 9_000_000_000:  # beyond 1678..2255: the tables cannot hold it
+        return pd.NaT
+    return pd.Timestamp(value, unit="s", tz="UTC")
 
 
 def _flatten(resp: dict):
@@ -65,16 +74,17 @@ def parse(src, ctx: Context):
     docs = []
     try:
         docs.append((1, json.loads(text)))
-    except json.JSONDecodeError as whole_err:
+    except (json.JSONDecodeError, RecursionError) as whole_err:
         for i, ln in enumerate(lines, 1):  # one response per line (appended polls)
             if not ln.strip():
                 continue
             try:
                 docs.append((i, json.loads(ln)))
-            except json.JSONDecodeError as e:
+            except (json.JSONDecodeError, RecursionError) as e:
                 where = whole_err if len(docs) == 0 else e
-                line = where.lineno if where is whole_err else i
-                ctx.fail(f"{src.rel} line {line}: invalid JSON ({where.msg})", line)
+                line = getattr(where, "lineno", i) if where is whole_err else i
+                msg = getattr(where, "msg", "nested too deeply to read")
+                ctx.fail(f"{src.rel} line {line}: invalid JSON ({msg})", line)
                 bad = [n for n in range(1, ctx.lines + 1)]
                 yield "unparsed", unparsed_frame(src, bad, lines[: ctx.lines], "invalid Jolokia JSON")
                 return

@@ -579,7 +579,7 @@ def patterns_in_definition(text: str, name: str) -> list[str]:
         try:
             import yaml
             doc = yaml.safe_load(text)
-        except Exception:  # a broken definition is just not used
+        except Exception:  # noqa: BLE001 - a broken definition is just not used
             return []
 
         def walk(o):

@@ -32,11 +32,10 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 import pandas as pd
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from kitlib.events import EVENTS_SCHEMA, LEVELS, empty_events, to_pandas
 from kitlib.formats import Context, container, register, unparsed_frame
-from kitlib.redact import SUSPECT, redact_message
+from kitlib.redact import redact_array
 from kitlib.sources import SourceError, SourceFile, read_chunks
 
 HEADER = re.compile(rb"\[\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2},\d{3}\] (?:TRACE|DEBUG|INFO|WARN|ERROR|FATAL)(?: |$)")
@@ -218,12 +217,19 @@ def parse_block(block: bytes, lines_before: int, src: SourceFile, first: bool = 
     ss = D[:, 12] * 10 + D[:, 13]
     ms = D[:, 14] * 100 + D[:, 15] * 10 + D[:, 16]
     ok &= (mon >= 1) & (mon <= 12) & (day >= 1) & (day <= 31) & (hh < 24) & (mi < 60) & (ss < 61)
+    # a year the tables cannot hold (datetime64[ns]: 1678..2261) costs its record, not the file
+    far = ok & ((year < 1678) | (year > 2261))
+    ok &= ~far
     is_h = np.zeros(nlines, bool)
     is_h[cand[ok]] = True
 
-    # --- junk lines: NUL bytes or invalid UTF-8 -----------------------------------------
+    # --- junk lines: NUL bytes or invalid UTF-8, or a header whose year is out of range -----
     is_j = np.zeros(nlines, bool)
     junk_reason = {}
+    if far.any():
+        for i, y in zip(cand[far].tolist(), year[far].tolist()):
+            is_j[i] = True
+            junk_reason[i] = f"timestamp year {y:04d} is out of range (1678-2261)"
     zeros = np.flatnonzero(a == 0)
     if len(zeros):
         zl = np.unique(np.searchsorted(starts, zeros, side="right") - 1)
@@ -343,14 +349,9 @@ def parse_block(block: bytes, lines_before: int, src: SourceFile, first: bool = 
 
 
 def _redact(message: pa.LargeStringArray) -> pa.LargeStringArray:
-    """Secrets never reach the events table: messages that may hold one (config dumps,
-    JAAS strings, URLs with credentials) are rewritten by :func:`kitlib.redact.redact_message`."""
-    hit = pc.match_substring_regex(message, SUSPECT)
-    if not pc.any(hit).as_py():
-        return message
-    idx = np.flatnonzero(hit.to_numpy(zero_copy_only=False))
-    fixed = [redact_message(m) for m in message.take(pa.array(idx)).to_pylist()]
-    return pc.replace_with_mask(message, hit, pa.array(fixed, pa.large_string()))
+    """Secrets never reach the events table: the block's messages pass :func:`kitlib.redact.redact_array`
+    here, on the parser's worker thread (the sink skips this column, see ``REDACTED_BY_PARSER``)."""
+    return redact_array(message)
 
 
 def _utf8_ok(block: bytes) -> bool:

@@ -39,7 +39,7 @@ def detect(head: bytes, src) -> bool:
             try:
                 json.loads(s)
                 good += 1
-            except ValueError:
+            except (ValueError, RecursionError):
                 pass
     return good >= 0.9 * len(lines)  # a stray bad line still leaves the file a sample
 
@@ -49,7 +49,7 @@ def parse(src, ctx: Context):
     for n, text, ok in text_lines(src, ctx):
         try:
             json.loads(text) if ok else None
-        except ValueError:
+        except (ValueError, RecursionError):  # deeply nested JSON costs its line only
             ok = False
         if not ok:
             bad_n.append(n)

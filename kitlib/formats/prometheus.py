@@ -16,7 +16,17 @@ import re
 
 import pandas as pd
 
-from kitlib.formats import Context, decode_line, iter_lines, register, unparsed_frame, with_provenance
+from kitlib.formats import (
+    TS_MAX,
+    TS_MIN,
+    Context,
+    decode_line,
+    iter_lines,
+    register,
+    ts_in_range,
+    unparsed_frame,
+    with_provenance,
+)
 from kitlib.metrics import mbean_from_prometheus, with_keys
 
 _SAMPLE = re.compile(r'^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(.*)\})?\s+(\S+)(?:\s+(-?\d+))?\s*$')
@@ -34,7 +44,7 @@ def detect(head: bytes, src) -> bool:
 
 def parse(src, ctx: Context):
     rows = []
-    bad_n, bad_t = [], []
+    bad_n, bad_t, bad_r = [], [], []
     scrape_ts = pd.NaT
     for n, raw in iter_lines(src, ctx):
         text, ok = decode_line(raw)
@@ -43,13 +53,27 @@ def parse(src, ctx: Context):
             ctx.parsed += 1
             m = _STAMP.search(s) if s.startswith("#") and not s.startswith(("# HELP", "# TYPE")) else None
             if m:
-                t = pd.Timestamp(m.group(1))
-                scrape_ts = t.tz_localize(src.tz or "UTC") if t.tzinfo is None else t
+                try:
+                    t = pd.Timestamp(m.group(1))
+                    t = t.tz_localize(src.tz or "UTC") if t.tzinfo is None else t
+                except (ValueError, OverflowError) as e:
+                    t = None
+                    why = f"scrape time {m.group(1)!r} cannot be read ({type(e).__name__})"
+                if t is None or not ts_in_range(t):
+                    why = why if t is None else f"scrape time {m.group(1)} is out of range (1678-2261)"
+                    ctx.parsed -= 1
+                    bad_n.append(n)
+                    bad_t.append(text)
+                    bad_r.append(why)
+                    ctx.fail(f"{src.rel} line {n}: {why}", n)
+                    continue
+                scrape_ts = t
             continue
         m = _SAMPLE.match(s) if ok else None
         if not m:
             bad_n.append(n)
             bad_t.append(text)
+            bad_r.append("not a Prometheus sample")
             ctx.fail(f"{src.rel} line {n}: not a Prometheus sample line", n)
             continue
         name, labels_s, value, stamp = m.groups()
@@ -60,15 +84,32 @@ def parse(src, ctx: Context):
         except ValueError:
             bad_n.append(n)
             bad_t.append(text)
+            bad_r.append("value is not a number")
             ctx.fail(f"{src.rel} line {n}: value {value!r} is not a number", n)
             continue
-        ts = pd.Timestamp(int(stamp), unit="ms", tz="UTC") if stamp else scrape_ts
+        ts = _sample_time(stamp) if stamp else scrape_ts
+        if ts is None:
+            bad_n.append(n)
+            bad_t.append(text)
+            bad_r.append("sample timestamp out of range (1678-2261)")
+            ctx.fail(f"{src.rel} line {n}: sample timestamp {stamp} is out of range", n)
+            continue
         rows.append({"ts": ts, "mbean": mbean, "attribute": attr, "value": v, "line": n})
         ctx.parsed += 1
     if rows:
         yield "metrics", with_provenance(with_keys(pd.DataFrame(rows)), src, source="prometheus")
     if bad_n:
-        yield "unparsed", unparsed_frame(src, bad_n, bad_t, "not a Prometheus sample")
+        un = unparsed_frame(src, bad_n, bad_t, "")
+        un["reason"] = bad_r
+        yield "unparsed", un
+
+
+def _sample_time(stamp: str):
+    """The sample's own timestamp (epoch ms), or None when the tables cannot hold it."""
+    ms = int(stamp)
+    if not TS_MIN.value // 1_000_000 <= ms <= TS_MAX.value // 1_000_000:
+        return None
+    return pd.Timestamp(ms, unit="ms", tz="UTC")
 
 
 register("prometheus", detect=detect, parse=parse, tables=("metrics",), priority=40,

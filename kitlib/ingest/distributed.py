@@ -40,9 +40,10 @@ import pyarrow.parquet as pq
 from kitlib import formats, registry, tables
 from kitlib.events import to_pandas
 from kitlib.extract import BuildError, iter_build
+from kitlib.guard import fresh_output, not_read_rows
 from kitlib.ingest.pipeline import parse_file, summarize
 from kitlib.ingest.sink import Sink, to_arrow
-from kitlib.sources import SourceFile, discover, head
+from kitlib.sources import SourceFile, check_output, discover_all, head
 from kitlib.summary import BundleSummary
 
 SPLIT_BYTES = 256 * 1024 * 1024  # a plain log bigger than this is parsed in parts
@@ -116,11 +117,13 @@ def record_starts(path: Path, size: int, parts: int, window: int = 1 << 20) -> l
     return out
 
 
-def plan(root: Path, tz, split_bytes: int = SPLIT_BYTES) -> list[Unit]:
-    """The units of work for a bundle: every file, big plain log4j files in parts."""
+def plan(root: Path, tz, split_bytes: int = SPLIT_BYTES) -> tuple[list[Unit], list]:
+    """The units of work for a bundle (every file, big plain log4j files in parts), and the
+    paths not read with why (as a single-process ingest lists them)."""
     registry.load()
     units = []
-    for i, src in enumerate(discover(root, tz)):
+    srcs, skipped = discover_all(root, tz)
+    for i, src in enumerate(srcs):
         fmt = formats.detect(head(src), src)
         name = fmt.name if fmt else ""
         splittable = split_bytes > 0 and name == "log4j" and not src.gz and src.size > split_bytes and head(src)[:2] != b"\x1f\x8b"
@@ -130,8 +133,8 @@ def plan(root: Path, tz, split_bytes: int = SPLIT_BYTES) -> list[Unit]:
         cuts = record_starts(src.path, src.size, -(-src.size // split_bytes))
         for p, (start, line) in enumerate(cuts):
             end = cuts[p + 1][0] if p + 1 < len(cuts) else src.size
-            units.append(Unit(i, p, replace(src, start=start, end=end, first_line=line, meta={}), name))
-    return units
+            units.append(Unit(i, p, replace(src, start=start, end=end, first_line=line, meta={k: v for k, v in src.meta.items() if k != "on_read"}), name))
+    return units, skipped
 
 
 def parse_unit(unit: Unit, work: str) -> UnitResult:
@@ -206,8 +209,9 @@ def _write(out: Path, name: str, host: str, df: pd.DataFrame, rows: dict[str, in
         pq.write_table(to_arrow(name, df), _part_path(out, name, host, "0"), compression="zstd")
 
 
-def files_table(results: list[UnitResult]) -> pd.DataFrame:
-    """The ``files`` table: one row per file, its parts' accounting added up."""
+def files_table(results: list[UnitResult], not_read: list[dict] | None = None) -> pd.DataFrame:
+    """The ``files`` table: one row per file, its parts' accounting added up, then the paths
+    not read."""
     by_file: dict[int, dict] = {}
     for r in sorted(results, key=lambda r: (r.index, r.part)):
         row = by_file.get(r.index)
@@ -219,7 +223,7 @@ def files_table(results: list[UnitResult]) -> pd.DataFrame:
                 row[k] = (0 if pd.isna(row[k]) else row[k]) + r.row[k]
         if r.row["error"] and not row["error"]:
             row["error"], row["error_line"] = r.row["error"], r.row["error_line"]
-    return tables.conform("files", pd.DataFrame([by_file[i] for i in sorted(by_file)]))
+    return tables.conform("files", pd.DataFrame([by_file[i] for i in sorted(by_file)] + (not_read or [])))
 
 
 def ingest_on_dask(path, out, tz=None, workers: int | None = None, scheduler: str | None = None,
@@ -228,14 +232,21 @@ def ingest_on_dask(path, out, tz=None, workers: int | None = None, scheduler: st
     existing cluster at ``scheduler`` (``tcp://host:port``). The output is one Parquet dataset
     per table, partitioned by host, plus ``files`` and ``summary.json``; it holds the same rows
     and accounting as a single-process ingest. Returns the summary."""
-    from distributed import Client, LocalCluster, as_completed
     t0 = time.perf_counter()
     root, out = Path(path), Path(out)
     if not root.exists():
         raise FileNotFoundError(f"bundle not found: {path}")
-    out.mkdir(parents=True, exist_ok=True)
-    work = out / ".work"
-    units = plan(root, tz, split_bytes)
+    check_output(root, out)  # before anything is written or removed
+    units, skipped = plan(root, tz, split_bytes)
+    with fresh_output(out) as dest:  # replaces ``out`` only when everything below succeeded
+        summary = _run_on_dask(root, dest.resolve(), units, skipped, workers, scheduler, progress, log, t0)
+    return summary
+
+
+def _run_on_dask(root: Path, dest: Path, units: list[Unit], skipped: list, workers: int | None,
+                 scheduler: str | None, progress: bool | None, log, t0: float) -> BundleSummary:
+    from distributed import Client, LocalCluster, as_completed
+    work = dest / ".work"
     cluster = None
     if scheduler:
         client = Client(scheduler)
@@ -248,7 +259,7 @@ def ingest_on_dask(path, out, tz=None, workers: int | None = None, scheduler: st
             log(f"Dask dashboard: {client.dashboard_link}")
         total = sum((u.src.end if u.src.end is not None else u.src.size) - u.src.start for u in units)
         bar = _bar(progress, total, root.name)
-        futures = client.map(parse_unit, units, work=str(work.resolve()), pure=False)
+        futures = client.map(parse_unit, units, work=str(work), pure=False)
         size_of = {f.key: (u.src.end if u.src.end is not None else u.src.size) - u.src.start
                    for f, u in zip(futures, units)}
         results: list[UnitResult] = []
@@ -262,7 +273,7 @@ def ingest_on_dask(path, out, tz=None, workers: int | None = None, scheduler: st
         for r in results:
             by_host.setdefault(r.host, []).append(r)
         finished = client.gather(client.map(finish_host, list(by_host), list(by_host.values()),
-                                            out=str(out.resolve()), pure=False))
+                                            out=str(dest), pure=False))
     finally:
         client.close()
         if cluster is not None:
@@ -275,17 +286,14 @@ def ingest_on_dask(path, out, tz=None, workers: int | None = None, scheduler: st
             rows[k] = rows.get(k, 0) + v
         for e in host_errors:
             errors.setdefault(e.table, e)
-    for name in tables.SCHEMAS:  # single-process ingest counts every derived table, empty ones too
-        if name in registry.EXTRACTORS:
-            rows.setdefault(name, 0)
-    files = files_table(results)
-    pq.write_table(to_arrow("files", files), out / "files.parquet", compression="zstd")
+    files = files_table(results, not_read_rows(skipped))
+    pq.write_table(to_arrow("files", files), dest / "files.parquet", compression="zstd")
     lo = [r.span[0] for r in results if r.span[0] is not None]
     hi = [r.span[1] for r in results if r.span[1] is not None]
     span = [pd.Timestamp(min(lo), unit="ms", tz="UTC").isoformat(),
             pd.Timestamp(max(hi), unit="ms", tz="UTC").isoformat()] if lo else None
-    summary = summarize(root, files, {k: v for k, v in rows.items()}, list(errors.values()), span, t0)
-    (out / "summary.json").write_text(json.dumps(summary.to_dict(), indent=2, default=str) + "\n")
+    summary = summarize(root, files, rows, list(errors.values()), span, t0)
+    (dest / "summary.json").write_text(json.dumps(summary.to_dict(), indent=2, default=str) + "\n")
     return summary
 
 

@@ -11,15 +11,19 @@ import pandas as pd
 from kitlib import formats, registry, tables
 from kitlib.extract import BuildError
 from kitlib.formats import Context, Format, first_nul, unknown_lines
+from kitlib.guard import account_rest, cut_line_note, not_read_rows
 from kitlib.ingest.sink import Sink
-from kitlib.sources import SourceFile, discover, head
+from kitlib.sources import SourceFile, discover_all, head
 from kitlib.summary import BundleSummary
 
 tables.declare("files", "One row per file found in the bundle: its detected format and how its "
                "lines were accounted for (lines == parsed + unparsed for every parsed file).", [
                    ("file", "category", "path relative to the bundle root"),
                    ("host", "category", "host the file belongs to"),
-                   ("format", "category", "detected format, or 'unknown' (every line kept in unparsed; binary files listed only)"),
+                   ("host_from", "category", "how the host was found: folder, manifest, file name, file content "
+                    "(under a folder that names a kind such as jmx/ or logs/), or bundle name"),
+                   ("format", "category", "detected format, 'unknown' (every line kept in unparsed; binary files "
+                                          "listed only), or 'not read' (a path not read as data: error says why)"),
                    ("tz", "str", "timezone its timestamps were read in"),
                    ("bytes", "int", "size on disk"),
                    ("lines", "int", "physical lines read (decompressed)"),
@@ -41,7 +45,7 @@ def run(path, tz, out: Path | None, progress) -> tuple[dict[str, pd.DataFrame], 
     if not root.exists():
         raise FileNotFoundError(f"bundle not found: {path}")
     registry.load()  # every table is declared before anything is conformed
-    srcs = discover(root, tz)
+    srcs, skipped = discover_all(root, tz)
     total = sum(s.size for s in srcs)
     bar = _progress(progress, total, root.name)
     sink = Sink(out)
@@ -51,6 +55,7 @@ def run(path, tz, out: Path | None, progress) -> tuple[dict[str, pd.DataFrame], 
             src.meta["on_read"] = bar.update
         fmt = formats.detect(head(src), src)
         inventory.append(parse_file(src, fmt, sink, bar))
+    inventory += not_read_rows(skipped)
     if bar is not None:
         bar.close()
     result, build_errors = sink.finish()
@@ -63,7 +68,7 @@ def parse_file(src: SourceFile, fmt: Format | None, sink: Sink, bar=None) -> dic
     """Parse one file (or one part of a split file) into ``sink``; returns its ``files`` row.
     Whatever goes wrong costs this file only, and is named in the row's ``error``."""
     t1 = time.perf_counter()
-    rec = {"file": src.rel, "host": src.host, "format": fmt.name if fmt else "unknown", "tz": src.tz,
+    rec = {"file": src.rel, "host": src.host, "host_from": src.meta.get("host_from", ""), "format": fmt.name if fmt else "unknown", "tz": src.tz,
            "bytes": src.size, "lines": pd.NA, "parsed": pd.NA, "unparsed": pd.NA, "rows": 0,
            "error": "", "error_line": pd.NA}
     nul = first_nul(head(src)) if fmt is None else -1
@@ -84,6 +89,15 @@ def parse_file(src: SourceFile, fmt: Format | None, sink: Sink, bar=None) -> dic
         except Exception as e:  # noqa: BLE001 - one bad file must not stop the bundle
             ctx.fail(f"{src.rel}: parser {rec['format']} stopped after line {src.first_line - 1 + ctx.lines}: "
                      f"{type(e).__name__}: {e}", src.first_line + ctx.lines)
+            if src.end is None:  # the lines it had not reached are kept in unparsed with the reason
+                try:
+                    for name, chunk in account_rest(src, ctx, e):
+                        n_unparsed += sink.add(name, chunk)
+                except Exception as e2:  # noqa: BLE001 - it cannot even be read again: say so
+                    ctx.fail(f"{src.rel}: cannot be read again to keep its remaining lines: {type(e2).__name__}: {e2}")
+        note = cut_line_note(src)
+        if note and not ctx.error:
+            ctx.fail(note, src.meta["cut_lines"][0][0])
         rec.update(lines=ctx.lines, parsed=ctx.parsed, unparsed=n_unparsed, rows=rows,
                    error=ctx.error, error_line=ctx.error_line if ctx.error_line is not None else pd.NA)
         if ctx.parsed + n_unparsed != ctx.lines and not ctx.error:
@@ -98,15 +112,16 @@ def summarize(root: Path, files: pd.DataFrame, rows: dict[str, int], build_error
     """The bundle summary from the ``files`` table, rows per table and the failed builders."""
     return BundleSummary(
         bundle=str(root),
-        files=len(files),
+        files=int((files["format"] != "not read").sum()),
         bytes=int(files["bytes"].sum()) if len(files) else 0,
-        formats={str(k): int(v) for k, v in files["format"].value_counts().items() if v},
-        hosts=sorted(str(h) for h in files["host"].dropna().unique()),
+        formats={str(k): int(v) for k, v in files["format"].value_counts().items() if v and k != "not read"},
+        hosts=sorted(str(h) for h in files["host"].dropna().unique() if str(h)),
         rows={k: int(v) for k, v in sorted(rows.items())},
         unparsed_lines=int(rows.get("unparsed", 0)),
-        errors=[str(r.error) for r in files.itertuples() if r.error and r.format != "unknown"]
+        errors=[str(r.error) for r in files.itertuples() if r.error and r.format not in ("unknown", "not read")]
         + [f"building {e.table}: {e.message}" for e in build_errors],
         unknown_files=[str(r.file) for r in files.itertuples() if r.format == "unknown"],
+        not_read=[str(r.error).replace(": not read: ", ": ", 1) for r in files.itertuples() if r.format == "not read"],
         time_span=time_span,
         seconds=round(time.perf_counter() - t0, 3),
     )
@@ -120,6 +135,12 @@ def _progress(progress, total: int, label: str):
     if not progress:
         return None
     from tqdm.auto import tqdm
-    return tqdm(total=total, unit="B", unit_scale=True, unit_divisor=1024, desc=f"ingest {label}", leave=False)
+
+    from kitlib.terminal import visible
+    # the bar draws with '\r' itself: it writes to the real stderr, not the CLI's escaping wrapper,
+    # and its label (a folder name) is made visible first
+    stream = getattr(sys.stderr, "stream", sys.stderr)
+    return tqdm(total=total, unit="B", unit_scale=True, unit_divisor=1024, desc=f"ingest {visible(label)}",
+                leave=False, file=stream)
 
 

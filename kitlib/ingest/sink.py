@@ -13,6 +13,7 @@ import pyarrow.parquet as pq
 from kitlib import extract, tables
 from kitlib.events import to_pandas
 from kitlib.extract import BuildError
+from kitlib.redact import REDACTED_BY_PARSER, redact_table
 
 
 class Sink:
@@ -37,9 +38,17 @@ class Sink:
         self._last: Future | None = None
 
     def add(self, name: str, chunk) -> int:
+        """Take one chunk of a parser's output. Every chunk is conformed to its table's schema
+        and passed through the redaction rules here, on arrival (so a value the table cannot hold
+        costs the file it came from, inside the pipeline's per-file guard, and nothing unredacted
+        is ever kept or written)."""
         n = chunk.num_rows if isinstance(chunk, pa.Table) else len(chunk)
         if n == 0:
             return 0
+        if isinstance(chunk, pa.Table):
+            chunk = redact_table(name, chunk, skip=REDACTED_BY_PARSER.get(name, ()))
+        elif name in tables.SCHEMAS:
+            chunk = tables.conform(name, chunk)
         self.rows[name] = self.rows.get(name, 0) + n
         if name == "events":
             self._span(chunk)
@@ -122,7 +131,8 @@ class Sink:
             else:
                 frames = [p.to_pandas() if isinstance(p, pa.Table) else p for p in parts]
                 df = pd.concat(frames, ignore_index=True) if len(frames) > 1 else frames[0]
-            out[name] = tables.conform(name, df) if name in tables.SCHEMAS else df.reset_index(drop=True)
+            # every part was conformed and redacted on arrival (add)
+            out[name] = tables.conform(name, df, redact=False) if name in tables.SCHEMAS else df.reset_index(drop=True)
         errors: dict[str, BuildError] = dict(self.block_errors)
         selected, self.selected = self.selected, {}
         release_memory()

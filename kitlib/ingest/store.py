@@ -13,8 +13,10 @@ import pyarrow.parquet as pq
 
 from kitlib import registry, tables
 from kitlib.events import to_pandas
+from kitlib.guard import fresh_output
 from kitlib.ingest.pipeline import run
 from kitlib.ingest.sink import to_arrow
+from kitlib.sources import check_output, shown
 from kitlib.summary import BundleSummary
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -38,15 +40,15 @@ def ingest(path: str | os.PathLike, out: str | os.PathLike, tz: str | dict | Non
         >>> load("/tmp/healthy.kit").events.shape                    # doctest: +SKIP
     """
     out = Path(out)
-    src = Path(path).resolve()
-    if out.resolve() == src or src in out.resolve().parents:
-        raise ValueError("--out must not be inside the bundle (input files are never written to)")
-    out.mkdir(parents=True, exist_ok=True)
-    result, summary = run(path, tz, out, progress)
-    for name, df in result.items():
-        if isinstance(df, pd.DataFrame):
-            pq.write_table(to_arrow(name, df), out / f"{name}.parquet", compression="zstd")
-    (out / "summary.json").write_text(json.dumps(summary.to_dict(), indent=2, default=str) + "\n")
+    if not os.path.lexists(path):
+        raise FileNotFoundError(f"bundle not found: {shown(str(path))}")
+    check_output(path, out)  # before anything is written or removed
+    with fresh_output(out) as tmp:  # replaces ``out`` only when everything below succeeded
+        result, summary = run(path, tz, tmp, progress)
+        for name, df in result.items():
+            if isinstance(df, pd.DataFrame):
+                pq.write_table(to_arrow(name, df), tmp / f"{name}.parquet", compression="zstd")
+        (tmp / "summary.json").write_text(json.dumps(summary.to_dict(), indent=2, default=str) + "\n")
     return summary
 
 
@@ -95,7 +97,7 @@ def read_table(path: Path, name: str, start: pd.Timestamp | None = None, end: pd
     t = dataset.to_table(columns=columns, filter=cond)
     if columns is None:
         df = to_pandas(t) if name == "events" else t.to_pandas()
-        return tables.conform(name, df) if name in tables.SCHEMAS else df
+        return tables.conform(name, df, redact=False) if name in tables.SCHEMAS else df
     df = t.to_pandas(types_mapper={pa.large_string(): pd.StringDtype("pyarrow"), pa.string(): pd.StringDtype("pyarrow")}.get)
     if "ts" in df.columns:
         df["ts"] = df["ts"].astype("datetime64[ns, UTC]")

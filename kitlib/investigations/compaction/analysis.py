@@ -270,6 +270,8 @@ def detect_stalled(bundle) -> list[Finding]:
         return []
     bad = ev[ev["kind"].isin(["uncleanable", "error"]) | ((ev["kind"] == "manager") & (ev["level"].isin(["WARN", "ERROR"])))]
     bad = bad[bad["kind"] != "manager"] if (bad["kind"] != "manager").any() else bad
+    # the cleaner leaving a failed log dir is that dir's failure, reported by cluster_health's log-dir-failure
+    bad = bad[~bad["message"].astype("string").str.startswith("Stopping cleaning logs in dir", na=False)]
     if not len(bad):
         return []
     parts = sorted(bad["log"].dropna().astype(str).unique())

@@ -1,0 +1,381 @@
+"""Partition and node state from the broker and controller logs -> ``partition_changes`` (ISR
+shrink/expand/update, leaders and followers, offline and unclean elections) and ``node_events``
+(controller changes, fencing and session loss, log-directory failures, out-of-memory).
+
+Wording read from Apache Kafka's source (3.9 and the 2.x/3.x ZooKeeper-mode classes):
+
+- ``kafka.cluster.Partition``: ``[Partition orders-0 broker=1] Shrinking ISR from 1,2,3 to 1,2.
+  Leader: (highWatermark: 9, endOffset: 12). Out of sync replicas: (brokerId: 3, endOffset: 9, ...)``,
+  ``Expanding ISR from 1,2 to 1,2,3``, ``ISR updated to 1,2 (under-min-isr) and version updated to 7``
+  (``zkVersion`` in 2.x);
+- ``state.change.logger``: ``[Broker id=2] Leader orders-0 ... starts at leader epoch 5 ... ISR [1,2]``,
+  ``Follower orders-0 starts at leader epoch 5 ... Current leader is 2``, ``Unable to bring up new local
+  leader ... offline log directory``; ZooKeeper mode ``[Controller id=1 epoch=3] Changed partition
+  orders-0 from OnlinePartition to OfflinePartition`` / ``... with state LeaderAndIsr(leader=2, ...)``;
+- ``QuorumController``: ``Becoming the active controller at epoch 7``, ``Renouncing the leadership due to
+  a metadata log event``, ``In the new epoch 8, the leader is (none)``; ``ReplicationControlManager``:
+  ``Fencing broker 3 because its session has timed out``, ``Setting new leader for topicId ..., partition 0
+  to 3 using an unclean election``; ``BrokerHeartbeatManager``: ``The request from broker 3 to unfence has
+  been granted``, ``Unfenced broker 3 has requested and been granted a controlled shutdown``;
+- ZooKeeper mode ``KafkaController``: ``2 successfully elected as the controller. Epoch incremented to 5``,
+  ``Resigning``, ``Broker failure callback for 3``, ``No broker in ISR is alive for ... There's potential
+  data loss.``; ZooKeeper clients: ``Client session timed out, have not heard from server in 6669ms for
+  sessionid 0x...``, ``Session expired.``, ``Unable to reconnect to ZooKeeper service, session 0x... has
+  expired``;
+- log directories: ``Error while appending records to orders-5 in dir /data/kafka``
+  (``LogDirFailureChannel``), ``Stopping serving logs in dir ...`` (``LogManager``), ``Stopping serving
+  replicas in dir ...``, ``Shutdown broker because all log dirs in ... have failed``, ``Halting broker
+  because dir ... is offline`` (``ReplicaManager``), with the cause (``No space left on device``...) taken
+  from the stack trace;
+- ``java.lang.OutOfMemoryError`` anywhere in a record.
+
+Records are picked by an Arrow regex over the messages of every logger except the request,
+authorizer and cleaner logs; classification and captures are Arrow regex kernels over the picked
+first lines.
+
+Example:
+    >>> classify("[Partition orders-0 broker=1] Shrinking ISR from 1,2,3 to 1,2. Leader: (highWatermark: 9, "
+    ...          "endOffset: 12). Out of sync replicas: (brokerId: 3, endOffset: 9).")["removed"]
+    '3'
+"""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from kitlib import tables
+from kitlib.extract import arrow_messages, extractor, first_lines, first_match, groups_of
+
+tables.declare("partition_changes", "Partition state seen in broker and controller logs: ISR shrink/expand/update, "
+               "leader and follower transitions, offline partitions and unclean elections, one row per record.", [
+                   ("ts", "ts", "record time"),
+                   ("kind", "category", "isr_shrink, isr_expand, isr_updated, leader, follower, leader_change, "
+                                        "offline, offline_dir_leader, unclean"),
+                   ("topic", "str", "topic (KRaft unclean-election lines name the topic id instead)"),
+                   ("partition", "int", "partition"),
+                   ("reporter", "int", "node id that wrote the line (from its prefix), when it names one"),
+                   ("leader", "int", "leader after the change (-1: none, the partition is offline)"),
+                   ("epoch", "int", "leader epoch, when given"),
+                   ("isr_before", "str", "ISR before (comma-separated broker ids)"),
+                   ("isr_after", "str", "ISR after"),
+                   ("removed", "str", "brokers that left the ISR (shrink) / out-of-sync replicas named"),
+                   ("added", "str", "brokers that joined the ISR (expand)"),
+                   ("under_min_isr", "bool", "the line says (under-min-isr)"),
+                   ("level", "category", "log level"),
+                   ("message", "str", "the record's first line"),
+               ])
+tables.declare("node_events", "Broker and controller state seen in logs: controller elections and resignations, "
+               "fencing, heartbeat and ZooKeeper session loss, log-directory failures, out-of-memory, one row per "
+               "record.", [
+                   ("ts", "ts", "record time"),
+                   ("kind", "category", "controller_active, controller_renounce, controller_epoch, fenced, "
+                                        "broker_failed, unfenced, controlled_shutdown, heartbeat_timeout, "
+                                        "zk_session_timeout, zk_session_expired, log_dir_error, log_dir_offline, "
+                                        "log_dir_shutdown, log_dir_halt, oom"),
+                   ("node", "int", "the node the event is about (the fenced broker, the new controller...); for "
+                                   "events about the writer itself, the writer's id when the line names it"),
+                   ("reporter", "int", "node id that wrote the line (from its prefix), when it names one"),
+                   ("epoch", "int", "controller epoch, when given"),
+                   ("dir", "str", "log directory (log-dir events)"),
+                   ("partitions", "str", "partitions named (log-dir events), comma-separated"),
+                   ("cause", "str", "why: 'No space left on device', the exception, 'session has timed out', ..."),
+                   ("waited_ms", "int", "ZooKeeper: ms without hearing from the server"),
+                   ("level", "category", "log level"),
+                   ("message", "str", "the record's first line"),
+               ])
+
+IDS = r"[\d, ]*"
+# (kind, pattern on the first line); capture groups are read by position in _fields()
+PARTITION_RULES = [
+    ("isr_shrink", r"\[Partition (\S+) broker=(\d+)\] Shrinking ISR from (" + IDS + r") to (" + IDS + r")(?:\.|$)"),
+    ("isr_expand", r"\[Partition (\S+) broker=(\d+)\] Expanding ISR from (" + IDS + r") to (" + IDS + r")(?:\.|$| )"),
+    ("isr_updated", r"\[Partition (\S+) broker=(\d+)\] ISR updated to (" + IDS + r")(?: ?(\(under-min-isr\)))?\s*and "),
+    ("leader", r"\[Broker id=(\d+)\] Leader (\S+?)(?: with topic id \S+)? starts at leader epoch (\d+) .*?ISR \[(" + IDS + r")\]"),
+    ("follower", r"\[Broker id=(\d+)\] Follower (\S+?)(?: with topic id \S+)? starts at leader epoch (\d+) .*?"
+                 r"Current leader is (-?\d+)"),
+    ("offline", r"\[Controller id=(\d+)[^\]]*\] Changed partition (\S+?) (?:state )?from \w+ to OfflinePartition"),
+    ("leader_change", r"\[Controller id=(\d+)[^\]]*\] Changed partition (\S+?) from \w+ to OnlinePartition with state "
+                      r"LeaderAndIsr\(leader=(-?\d+), leaderEpoch=(\d+), isr=List\((" + IDS + r")\)"),
+    ("offline_dir_leader", r"\[Broker id=(\d+)\] Unable to bring up new local leader (\S+?)(?: with topic id \S+)? "
+                           r"because it resides in an offline log directory"),
+    ("unclean", r"Setting new leader for topicId (\S+), partition (\d+) to (\d+) using an unclean election"),
+    ("unclean", r"No broker in ISR is alive for \[?([^\],\s]+)(?:,(\d+))?\]?\. Elect leader (\d+) from live brokers"),
+]
+NODE_RULES = [
+    ("controller_active", r"\[QuorumController id=(\d+)\] Becoming the active controller at epoch (\d+)"),
+    ("controller_active", r"(\d+) successfully elected as the controller(?:\. Epoch incremented to (\d+))?"),
+    ("controller_renounce", r"\[QuorumController id=(\d+)\] Renouncing the leadership due to ([^.]*)\.(?: We were the "
+                            r"leader at epoch (\d+))?"),
+    ("controller_renounce", r"\[Controller id=(\d+)\] Resigning"),
+    ("controller_epoch", r"\[QuorumController id=(\d+)\] In the new epoch (\d+), the leader is (\(none\)|\d+)"),
+    ("fenced", r"\[QuorumController id=(\d+)\] Fencing broker (\d+) because (its session has timed out)"),
+    ("broker_failed", r"\[Controller id=(\d+)[^\]]*\] Broker failure callback for (\d+)"),
+    ("unfenced", r"\[QuorumController id=(\d+)\] The request from broker (\d+) to unfence has been granted"),
+    ("controlled_shutdown", r"\[QuorumController id=(\d+)\] Unfenced broker (\d+) has requested and been granted "
+                            r"(?:a controlled|an immediate) shutdown"),
+    ("heartbeat_timeout", r"\[BrokerLifecycleManager id=(\d+)\] (.*?(?:heartbeat.*timed out|timed out.*heartbeat).*)"),
+    ("zk_session_timeout", r"(Client session timed out), have not heard from server in (\d+)ms for session ?id "
+                           r"(0x[0-9a-fA-F]+)"),
+    ("zk_session_expired", r"(?:^|\] )(Session expired)\.?$|(Unable to reconnect to ZooKeeper service, session "
+                           r"0x[0-9a-fA-F]+ has expired)"),
+    ("log_dir_error", r"(Error while [a-z ]+?) (?:records to |the |for )?(\S+) in dir (\S+?)\.?$"),
+    ("log_dir_offline", r"Stopping serving (?:logs|replicas) in dir (\S+?)(?: with uuid \S+)?(?: because|\.?$)"),
+    ("log_dir_offline", r"Logs for partitions (\S*) are offline and logs for future partitions \S* are offline due to "
+                        r"failure on log directory (\S+?)\.?$"),
+    ("log_dir_shutdown", r"(Shutdown broker because all log dirs in (.*?) have failed)"),
+    ("log_dir_halt", r"(Halting broker because dir (\S+) is offline)"),
+    ("oom", r"(java\.lang\.OutOfMemoryError(?:: [^\n]*)?)"),
+]
+REPORTER = (r"^\[(?:QuorumController|Controller|Broker|BrokerServer|KafkaServer|BrokerLifecycleManager|KafkaRaftServer|"
+            r"ControllerServer|ReplicaManager) (?:id|broker|nodeId)=(\d+)|^\[Partition \S+ broker=(\d+)\]")
+CAUSES = (r"(No space left on device|Read-only file system|Input/output error|Disk quota exceeded|Permission denied|"
+          r"Too many open files|Structure needs cleaning|Stale file handle)")
+_ALL = [p for _, p in PARTITION_RULES] + [p for _, p in NODE_RULES]
+CONTAINS = "(?m)" + "|".join(f"(?:{p})" for p in _ALL)  # (?m): a record's message spans lines
+SKIP_LOGGERS = ("kafka.request.logger", "kafka.authorizer.logger", "kafka.log.LogCleaner", "kafka.log.LogCleaner$",
+                "kafka.log.LogCleanerManager$")
+
+
+def wanted_logger(name: str) -> bool:
+    """Every logger but the request, authorizer and cleaner logs (state lines come from many classes)."""
+    return name not in SKIP_LOGGERS
+
+
+def _int(v) -> int | None:
+    try:
+        return int(v)
+    except (TypeError, ValueError):
+        return None
+
+
+def _ids(s: str | None) -> list[int]:
+    return [int(x) for x in (s or "").replace(" ", "").split(",") if x.strip().lstrip("-").isdigit()]
+
+
+def _join(ids) -> str | None:
+    return ",".join(str(i) for i in ids) if ids else None
+
+
+def _tp(name) -> tuple[str | None, int | None]:
+    if not isinstance(name, str) or not name:
+        return None, None
+    topic, _, p = name.rpartition("-")
+    return (topic, int(p)) if p.isdigit() and topic else (name, None)
+
+
+def _partition_fields(kind: str, g: list) -> dict:
+    """Columns of one partition_changes row from its rule's capture groups."""
+    r: dict = {"kind": kind}
+    if kind in ("isr_shrink", "isr_expand"):
+        before = (g[2] or "").replace(" ", "").strip(",")
+        after = (g[3] or "").replace(" ", "").strip(",")
+        b, a = before.split(","), after.split(",")
+        r.update(tp=g[0], reporter=int(g[1]), isr_before=before or None, isr_after=after or None,
+                 removed=",".join(x for x in b if x and x not in a) or None,
+                 added=",".join(x for x in a if x and x not in b) or None)
+    elif kind == "isr_updated":
+        r.update(tp=g[0], reporter=_int(g[1]), isr_after=_join(_ids(g[2])), under_min_isr=bool(g[3]))
+    elif kind == "leader":
+        r.update(reporter=_int(g[0]), tp=g[1], epoch=_int(g[2]), isr_after=_join(_ids(g[3])), leader=_int(g[0]))
+    elif kind == "follower":
+        r.update(reporter=_int(g[0]), tp=g[1], epoch=_int(g[2]), leader=_int(g[3]))
+    elif kind == "offline":
+        r.update(reporter=_int(g[0]), tp=g[1], leader=-1)
+    elif kind == "leader_change":
+        r.update(reporter=_int(g[0]), tp=g[1], leader=_int(g[2]), epoch=_int(g[3]), isr_after=_join(_ids(g[4])))
+    elif kind == "offline_dir_leader":
+        r.update(reporter=_int(g[0]), tp=g[1])
+    elif kind == "unclean":
+        if g[1] is not None and not g[0].startswith("["):  # KRaft: topic id + partition, or 1.x [topic,p]
+            r.update(topic=g[0], partition=_int(g[1]), leader=_int(g[2]))
+        else:
+            r.update(tp=g[0], leader=_int(g[2]))
+    return r
+
+
+def _node_fields(kind: str, g: list, rule: str) -> dict:
+    r: dict = {"kind": kind}
+    if kind == "controller_active":
+        r.update(node=_int(g[0]), epoch=_int(g[1]))
+    elif kind == "controller_renounce":
+        r.update(node=_int(g[0]), cause=g[1] if len(g) > 1 else "resigned", epoch=_int(g[2]) if len(g) > 2 else None)
+    elif kind == "controller_epoch":
+        r.update(reporter=_int(g[0]), epoch=_int(g[1]), node=-1 if g[2] == "(none)" else _int(g[2]))
+    elif kind in ("fenced", "broker_failed", "unfenced", "controlled_shutdown"):
+        r.update(reporter=_int(g[0]), node=_int(g[1]), cause=g[2] if len(g) > 2 else None)
+    elif kind == "heartbeat_timeout":
+        r.update(node=_int(g[0]), cause=g[1])
+    elif kind == "zk_session_timeout":
+        r.update(cause=f"{g[0]} after {g[1]} ms (session {g[2]})", waited_ms=_int(g[1]))
+    elif kind == "zk_session_expired":
+        r.update(cause=g[0] or g[1])
+    elif kind == "log_dir_error":
+        r.update(cause=g[0], partitions=g[1], dir=g[2])
+    elif kind == "log_dir_offline":
+        if "Logs for partitions" in rule:
+            r.update(partitions=g[0] or None, dir=g[1])
+        else:
+            r.update(dir=g[0])
+    elif kind in ("log_dir_shutdown", "log_dir_halt"):
+        r.update(cause=g[0], dir=g[1])
+    elif kind == "oom":
+        r.update(cause=g[0])
+    return r
+
+
+def classify(message: str) -> dict:
+    """The row one record gives (partition_changes or node_events fields), or ``{"kind": None}``."""
+    import re
+    first = message.split("\n", 1)[0]
+    for kind, p in PARTITION_RULES:
+        m = re.search(p, first)
+        if m:
+            r = _partition_fields(kind, list(m.groups()))
+            if r.get("tp"):
+                r["topic"], r["partition"] = _tp(r.pop("tp"))
+            return r
+    for kind, p in NODE_RULES:
+        m = re.search(p, message if kind == "oom" else first)
+        if m:
+            return _node_fields(kind, list(m.groups()), p)
+    return {"kind": None}
+
+
+def _classified(events: pd.DataFrame, rules: list[tuple[str, str]], oom_whole: bool = False):
+    """(rows, fields) for the records matching ``rules``: first-match rule per record on its first
+    line (Arrow regexes), then the fields from that rule's groups."""
+    msgs = arrow_messages(events)
+    first = first_lines(msgs)
+    which = first_match(first, [p for _, p in rules])
+    if oom_whole:  # an OutOfMemoryError may be the cause deep in a stack trace
+        oom = [i for i, (k, _) in enumerate(rules) if k == "oom"][0]
+        hit = np.asarray(pc.match_substring_regex(msgs, rules[oom][1]).to_numpy(zero_copy_only=False), bool)
+        which[(which < 0) & hit] = oom
+    out_rows, fields = [], []
+    for i, (kind, pattern) in enumerate(rules):
+        sel = np.flatnonzero(which == i)
+        if not len(sel):
+            continue
+        texts = msgs.take(pa.array(sel)) if kind == "oom" else first.take(pa.array(sel))
+        gs = groups_of(texts, pattern)
+        for j, row in enumerate(sel):
+            g = [col[j] for col in gs]
+            fields.append(_node_fields(kind, g, pattern) if rules is NODE_RULES else _partition_fields(kind, g))
+            out_rows.append(row)
+    return np.asarray(out_rows, dtype=np.int64), fields, first
+
+
+def _base(events: pd.DataFrame, rows: np.ndarray, first: pa.Array) -> pd.DataFrame:
+    ev = events.iloc[rows].reset_index(drop=True)
+    texts = first.take(pa.array(rows))
+    rep = groups_of(texts, REPORTER)
+    reporter = [_int(a if a is not None else b) for a, b in zip(*rep)] if rep else [None] * len(rows)
+    return pd.DataFrame({"ts": ev["ts"], "reporter": reporter, "level": ev["level"].astype("string"),
+                         "message": pd.array(pc.utf8_slice_codeunits(texts, 0, 500), dtype=pd.StringDtype("pyarrow")),
+                         "host": ev["host"].astype("string"), "file": ev["file"].astype("string"), "line": ev["line"]})
+
+
+# the frequent kinds are built column by column (no Python per row): column <- (group, conversion)
+COLUMNS = {
+    "isr_updated": {"tp": (0, "s"), "reporter": (1, "i"), "isr_after": (2, "ids"), "under_min_isr": (3, "flag")},
+    "leader": {"reporter": (0, "i"), "tp": (1, "s"), "epoch": (2, "i"), "isr_after": (3, "ids"), "leader": (0, "i")},
+    "follower": {"reporter": (0, "i"), "tp": (1, "s"), "epoch": (2, "i"), "leader": (3, "i")},
+    "offline": {"reporter": (0, "i"), "tp": (1, "s")},
+    "leader_change": {"reporter": (0, "i"), "tp": (1, "s"), "leader": (2, "i"), "epoch": (3, "i"), "isr_after": (4, "ids")},
+    "offline_dir_leader": {"reporter": (0, "i"), "tp": (1, "s")},
+}
+
+
+def _convert(values: list, how: str) -> pd.Series:
+    s = pd.Series(values, dtype=pd.StringDtype("pyarrow"))
+    if how == "i":
+        return pd.to_numeric(s, errors="coerce").astype("Int64")
+    if how == "ids":
+        return s.str.replace(r"[^\d,]", "", regex=True).str.strip(",")
+    if how == "flag":
+        return s.notna().astype("boolean")
+    return s
+
+
+def _partition_frame(events: pd.DataFrame) -> tuple[pd.DataFrame, pa.Array]:
+    """Rows of ``partition_changes`` (without the base columns), one frame per rule, concatenated
+    in record order (``row``: the record's index in ``events``), and the records' first lines."""
+    msgs = arrow_messages(events)
+    first = first_lines(msgs)
+    which = first_match(first, [p for _, p in PARTITION_RULES])
+    parts = []
+    for i, (kind, pattern) in enumerate(PARTITION_RULES):
+        sel = np.flatnonzero(which == i)
+        if not len(sel):
+            continue
+        gs = groups_of(first.take(pa.array(sel)), pattern)
+        if kind in COLUMNS:
+            f = pd.DataFrame({c: _convert(gs[g], how) for c, (g, how) in COLUMNS[kind].items()})
+            if kind == "offline":
+                f["leader"] = -1
+        else:  # shrink, expand (set differences) and unclean (two wordings): rare, field by field
+            f = pd.DataFrame([_partition_fields(kind, [col[j] for col in gs]) for j in range(len(sel))])
+        f["kind"] = kind
+        f["row"] = sel
+        parts.append(f)
+    if not parts:
+        return pd.DataFrame(), first
+    f = pd.concat(parts, ignore_index=True).sort_values("row", kind="stable").reset_index(drop=True)
+    if "tp" in f:
+        tp = f.pop("tp").astype(pd.StringDtype("pyarrow")).str.extract(r"^(.*)-(\d+)$")
+        f["topic"] = tp[0].fillna(f["topic"].astype("string")) if "topic" in f else tp[0]
+        part = pd.to_numeric(tp[1], errors="coerce").astype("Int64")
+        f["partition"] = part.fillna(pd.to_numeric(f["partition"], errors="coerce").astype("Int64")) \
+            if "partition" in f else part
+    return f, first
+
+
+@extractor("partition_changes", match=wanted_logger, contains=CONTAINS)
+def build_partition_changes(events: pd.DataFrame) -> pd.DataFrame:
+    if not len(events):
+        return tables.empty("partition_changes")
+    f, first = _partition_frame(events)
+    if not len(f):
+        return tables.empty("partition_changes")
+    rows = f.pop("row").to_numpy()
+    df = _base(events, rows, first)
+    for c in f.columns:
+        if c == "reporter":
+            df[c] = f[c].astype("Int64").fillna(pd.Series(df[c], dtype="Int64")).to_numpy()
+        else:
+            df[c] = f[c].to_numpy()
+    return df.sort_values(["ts", "host", "file", "line"], kind="stable").reset_index(drop=True)
+
+
+@extractor("node_events", match=wanted_logger, contains=CONTAINS)
+def build_node_events(events: pd.DataFrame) -> pd.DataFrame:
+    if not len(events):
+        return tables.empty("node_events")
+    rows, fields, first = _classified(events, NODE_RULES, oom_whole=True)
+    if not len(rows):
+        return tables.empty("node_events")
+    df = _base(events, rows, first)
+    f = pd.DataFrame(fields)
+    for c in f.columns:
+        if c == "reporter":
+            df[c] = [a if a is not None and a == a else b for a, b in zip(f[c], df[c])]
+        else:
+            df[c] = f[c].to_numpy()
+    # the cause of a log-dir error is in its stack trace
+    dir_err = np.flatnonzero(f["kind"].isin(["log_dir_error", "log_dir_offline"]).to_numpy())
+    if len(dir_err):
+        whole = arrow_messages(events, rows[dir_err])
+        found = groups_of(whole, CAUSES)[0]
+        caused = groups_of(whole, r"\nCaused by: ([^\n]+)")[0]
+        exc = groups_of(whole, r"^[^\n]*\n([\w.$]+(?:Exception|Error)(?:: [^\n]*)?)")[0]
+        for k, i in enumerate(dir_err):
+            c = found[k] or caused[k] or exc[k]
+            if c:
+                df.loc[i, "cause"] = c if found[k] else c[:300]
+    if "node" in df:
+        none = df["node"].isna() & df["kind"].isin(["heartbeat_timeout", "log_dir_error", "log_dir_offline",
+                                                    "log_dir_shutdown", "log_dir_halt", "oom"])
+        df.loc[none, "node"] = df.loc[none, "reporter"]
+    return df.sort_values(["ts", "host", "file", "line"], kind="stable").reset_index(drop=True)

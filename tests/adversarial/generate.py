@@ -1,0 +1,147 @@
+"""Build the adversarial cases that cannot be kept in git as plain files, and the big ones.
+
+    python tests/adversarial/generate.py OUT [--big]
+
+Every case is a bundle folder ``OUT/<case>``; files the kit must not read from outside a bundle
+go to ``OUT/outside``. All content is synthetic (made here), in the shapes Kafka writes.
+"""
+from __future__ import annotations
+
+import bz2
+import gzip
+import lzma
+import os
+import sys
+import zipfile
+import zlib
+from pathlib import Path
+
+LINE = "[2026-11-23 06:47:{s:02d},{ms:03d}] INFO {msg} (kafka.server.ReplicaManager)\n"
+
+
+def log_lines(n: int, msg: str = "Completed fetch of partition orders-{i}") -> bytes:
+    return "".join(LINE.format(s=i % 60, ms=i % 1000, msg=msg.format(i=i)) for i in range(n)).encode()
+
+
+def codecs(root: Path) -> None:
+    import lz4.frame
+    import zstandard
+    b = root / "codecs" / "broker-1"
+    b.mkdir(parents=True)
+    body = log_lines(50) + b"[2026-11-23 06:48:00,000] INFO login password=Adv-gz-pw-0028 (x.Y)\n"
+    (b / "server.log.1.gz").write_bytes(gzip.compress(body) + gzip.compress(log_lines(3)))  # two members
+    (b / "server.log.2.zst").write_bytes(zstandard.ZstdCompressor(write_checksum=True).compress(body))
+    (b / "server.log.3.xz").write_bytes(lzma.compress(body))
+    (b / "server.log.4.bz2").write_bytes(bz2.compress(body))
+    (b / "server.log.5.lz4").write_bytes(lz4.frame.compress(body))
+    (b / "controller.log").write_bytes(b"\xef\xbb\xbf" + log_lines(5))  # UTF-8 with a BOM
+    (b / "connect.log").write_bytes(
+        (log_lines(7).decode() + "[2026-11-23 06:48:00,000] INFO ssl.key.password=Adv-utf16-pw-0030 (x.Y)\n")
+        .encode("utf-16"))
+    whole = gzip.compress(log_lines(20000))
+    bad = bytearray(whole)
+    mid = len(bad) // 2
+    bad[mid:mid + 64] = b"\xff" * 64  # corrupted mid-stream
+    (b / "state-change.log.gz").write_bytes(bytes(bad))
+    with zipfile.ZipFile(root / "codecs" / "archive.zip", "w", zipfile.ZIP_DEFLATED) as z:
+        z.writestr("broker-2/server.log",
+                   log_lines(30) + b"[2026-11-23 06:48:00,000] INFO api.key=Adv-zip-pw-0029 (x.Y)\n")
+        z.writestr("broker-2/server.log.1.gz", gzip.compress(log_lines(10)))
+        z.writestr("broker-2/.hidden.log", log_lines(2))
+        z.writestr("broker-2/README.md", "notes\n")
+    (root / "codecs" / "broken.zip").write_bytes(b"PK\x03\x04 this is not really a zip archive")
+
+
+def links(root: Path) -> None:
+    out = root / "outside"
+    out.mkdir(exist_ok=True)
+    (out / "secret.log").write_bytes(LINE.format(s=1, ms=1, msg="password=Adv-outside-pw-0027").encode())
+    b = root / "links" / "broker-1"
+    b.mkdir(parents=True)
+    (b / "server.log").write_bytes(log_lines(12))
+    os.symlink("server.log", b / "current.log")              # inside: followed
+    os.symlink(out / "secret.log", b / "outside.log")        # outside: not read
+    os.symlink(os.path.relpath(out, b), b / "outside-dir")   # a folder outside: not read
+    os.symlink("missing.log", b / "dangling.log")
+    os.symlink("loop-b", b / "loop-a")
+    os.symlink("loop-a", b / "loop-b")
+    os.symlink("..", b / "up")                                # a folder loop inside the bundle
+
+
+def unread(root: Path) -> None:
+    c = root / "unread"
+    b = c / "broker-1"
+    (c / ".git").mkdir(parents=True)
+    b.mkdir()
+    (c / ".git" / "config").write_text("[core]\n")
+    (b / ".hidden.log").write_bytes(log_lines(3))
+    (b / "README.md").write_text("host notes\n")
+    (b / "summary.json").write_text("{}\n")
+    (b / "events.parquet").write_bytes(b"PAR1 not really")
+    (b / "server.log").write_bytes(log_lines(9))
+    (b / os.fsdecode(b"caf\xe9-\xff.log")).write_bytes(log_lines(4))
+    (b / "evil\x1b[2J\x07.log").write_bytes(log_lines(2))
+    locked = b / "locked.log"
+    locked.write_bytes(log_lines(5))
+    locked.chmod(0)
+    d = c / "broker-2"
+    d.mkdir()
+    (d / "server.log").write_bytes(log_lines(6))
+    d.chmod(0)
+    os.mkfifo(b / "pipe")
+
+
+def deep(root: Path) -> None:
+    b = root / "deep-json" / "broker-1"
+    b.mkdir(parents=True)
+    ok = (b'{"request":{"mbean":"java.lang:type=Memory","type":"read"},"value":{"Uptime":1},'
+          b'"timestamp":1795391000,"status":200}')
+    nested = b'{"request":{"mbean":"java.lang:type=Memory","type":"read"},"value":' + b"[" * 200_000 + b"]" * 200_000 \
+        + b',"timestamp":1795391000,"status":200}'
+    (b / "jolokia.json").write_bytes(ok + b"\n" + nested + b"\n" + ok + b"\n")
+    p = root / "deep-json" / "payloads"
+    p.mkdir()
+    (p / "values.jsonl").write_bytes(b'{"a":1}\n' * 20 + b"[" * 100_000 + b"]" * 100_000 + b"\n" + b'{"b":2}\n')
+
+
+def big(root: Path) -> None:
+    # a 512 MiB line without a newline, as a ~0.5 MB gzip
+    b = root / "long-line" / "broker-1"
+    b.mkdir(parents=True)
+    with open(b / "server.log.gz", "wb") as fh:
+        z = zlib.compressobj(6, zlib.DEFLATED, 31)
+        fh.write(z.compress(log_lines(3)))
+        block = b"x" * (16 * 1024 * 1024)
+        for _ in range(32):
+            fh.write(z.compress(block))
+        fh.write(z.flush())
+    # thousands of small files over many hosts
+    m = root / "many-files"
+    for h in range(40):
+        d = m / f"broker-{h}"
+        d.mkdir(parents=True)
+        for i in range(50):
+            (d / f"server.log.{i}").write_bytes(log_lines(3 + i % 5))
+    # a big gzip: ~120 MB of log4j records
+    g = root / "big-gzip" / "broker-1"
+    g.mkdir(parents=True)
+    chunk = log_lines(100_000)
+    with gzip.open(g / "server.log.gz", "wb", compresslevel=1) as fh:
+        for _ in range(12):
+            fh.write(chunk)
+
+
+def generate(out: str | os.PathLike, with_big: bool = False) -> Path:
+    root = Path(out)
+    root.mkdir(parents=True, exist_ok=True)
+    for make in (codecs, links, unread, deep):
+        make(root)
+    if with_big:
+        big(root)
+    return root
+
+
+if __name__ == "__main__":
+    if len(sys.argv) < 2:
+        sys.exit(__doc__)
+    print(generate(sys.argv[1], "--big" in sys.argv[2:]))

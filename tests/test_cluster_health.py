@@ -1,0 +1,310 @@
+"""Broker and cluster health: GC-log and partition-state parsers (exact rows, every line accounted
+for), each detector on a bundle that has its incident and on one that does not, and the rule that
+a GC pause explaining a symptom makes one finding. Fixtures are constructed (see
+tests/fixtures/cluster_health/SOURCES.md); the real lab bundles are checked by test_triage.py."""
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+import kitlib
+from kitlib.findings import triage
+from kitlib.investigations.cluster_health import analysis, state
+from kitlib.investigations.cluster_health.gclog import detect, parse_text
+
+FIX = Path(__file__).parent / "fixtures" / "cluster_health"
+MB = 1024 ** 2
+
+
+def ids_of(bundle) -> list[str]:
+    return sorted(f.id for f in triage(bundle, investigations=["cluster_health"]).findings)
+
+
+def findings(bundle, fid):
+    return [f for f in triage(bundle, investigations=["cluster_health"]).findings if f.id == fid]
+
+
+# --- GC logs ---
+
+def test_unified_time_tags_rows_and_accounting():
+    text = (FIX / "gc" / "jdk17-g1-time-tags.log").read_text()
+    rows, un = parse_text(text)
+    assert len(un) == 0
+    pauses = rows[rows["is_pause"]]
+    assert pauses["kind"].tolist() == ["Young (Normal)", "Young (Concurrent Start)", "Remark", "Cleanup",
+                                       "Young (Normal)", "Full"]
+    first = pauses.iloc[0]
+    assert (first["gc_id"], first["cause"], first["duration_ms"]) == (11536, "G1 Evacuation Pause", 40.514)
+    assert (first["heap_before"], first["heap_after"], first["heap_total"]) == (6746 * MB, 2016 * MB, 8192 * MB)
+    assert first["ts"] == pd.Timestamp("2024-05-22T00:32:03.023Z")
+    full = pauses.iloc[-1]
+    assert (full["cause"], full["duration_ms"], full["line"]) == ("G1 Compaction Pause", 12528.301, 23)
+    other = rows[~rows["is_pause"]]
+    assert other["kind"].tolist() == ["Concurrent Mark Cycle", "To-space exhausted"]
+    assert other["duration_ms"].iloc[0] == 854.233
+    assert set(rows["log_format"]) == {"unified"}
+
+
+def test_unified_uptime_level_tags_and_a_foreign_line():
+    text = (FIX / "gc" / "jdk11-g1-uptime-level-tags.log").read_text()
+    rows, un = parse_text(text)
+    assert un[["line", "reason"]].values.tolist() == [[10, "not a GC log line"]]
+    assert rows["kind"].tolist() == ["Young", "Initial Mark", "Concurrent Cycle", "To-space exhausted"]
+    assert rows["cause"].tolist()[:2] == ["G1 Evacuation Pause", "G1 Humongous Allocation"]
+    assert rows["uptime_s"].tolist()[:2] == [5.251, 61.010]
+    assert rows["ts"].isna().all()
+
+
+@pytest.mark.parametrize("line, kind, cause, ms, heap_after", [
+    ("[2.001s][info][gc] GC(7) Pause Young (Allocation Failure) 100M->20M(500M) 12.300ms", "Young", "Allocation Failure", 12.3, 20 * MB),
+    ("[2.001s][info][gc] GC(8) Pause Full (Ergonomics) 400M->100M(500M) 812.5ms", "Full", "Ergonomics", 812.5, 100 * MB),
+    ("[2.001s][info][gc,phases] GC(3) Pause Mark Start 0.012ms", "Mark Start", None, 0.012, None),
+    ("[2.001s][info][gc,phases] GC(3) Y: Pause Mark End 0.020ms", "Mark End", None, 0.02, None),
+    ("[2.001s][info][gc] GC(4) Pause Init Mark 0.456ms", "Init Mark", None, 0.456, None),
+    ("[2.001s][info][gc] GC(4) Pause Young (Mixed) (G1 Evacuation Pause) 900M->700M(1024M) 30.0ms", "Young (Mixed)", "G1 Evacuation Pause", 30.0, 700 * MB),
+])
+def test_collectors_pause_lines(line, kind, cause, ms, heap_after):
+    rows, un = parse_text(line + "\n")
+    assert len(un) == 0 and len(rows) == 1
+    r = rows.iloc[0]
+    assert (r["kind"], r["duration_ms"], bool(r["is_pause"])) == (kind, ms, True)
+    assert (None if pd.isna(r["cause"]) else r["cause"]) == cause
+    assert (None if pd.isna(r["heap_after"]) else r["heap_after"]) == heap_after
+
+
+def test_jdk8_g1_details_rows_and_accounting():
+    text = (FIX / "gc" / "jdk8-g1-datestamps.log").read_text()
+    rows, un = parse_text(text)
+    assert len(un) == 0  # banners, detail lines and the heap summary are structure
+    p = rows[rows["is_pause"]]
+    assert p["kind"].tolist() == ["Young", "Young (initial-mark)", "Full", "Remark", "Cleanup"]
+    assert p["cause"].tolist()[:3] == ["G1 Evacuation Pause", "G1 Humongous Allocation", "Allocation Failure"]
+    young = p.iloc[0]
+    assert young["duration_ms"] == pytest.approx(40.514)
+    assert young["heap_before"] == round(5980.3 * MB) and young["heap_after"] == round(5680.1 * MB)
+    assert young["ts"] == pd.Timestamp("2024-05-22T00:31:58.114Z") + pd.Timedelta(microseconds=40514)
+    full = p.iloc[2]
+    assert (full["heap_before"], full["heap_after"], full["heap_total"]) == (5990 * MB, 5710 * MB, 6144 * MB)
+    assert full["duration_ms"] == pytest.approx(24487.912)
+    assert p.iloc[3]["duration_ms"] == pytest.approx(6.1)
+    conc = rows[~rows["is_pause"]]
+    assert conc["kind"].tolist() == ["Concurrent root-region-scan", "Concurrent mark"]
+    assert conc["duration_ms"].tolist() == pytest.approx([9.0, 3450.0])
+
+
+def test_jdk8_parnew_cms():
+    rows, un = parse_text((FIX / "gc" / "jdk8-cms-parnew.log").read_text())
+    assert len(un) == 0
+    p = rows[rows["is_pause"]]
+    assert p["kind"].tolist() == ["Young", "Initial Mark", "Full"]
+    assert p["duration_ms"].tolist() == pytest.approx([40.7, 12.3, 5123.4567])
+    assert (p.iloc[0]["heap_before"], p.iloc[0]["heap_after"]) == (1234567 * 1024, 1000000 * 1024)
+    assert (p.iloc[2]["heap_after"], p.iloc[2]["heap_total"]) == (3000000 * 1024, 4160256 * 1024)
+    assert rows[~rows["is_pause"]]["kind"].tolist() == ["Concurrent mark"]
+
+
+def test_detection_by_content_and_bundle_accounting(tmp_path):
+    assert detect((FIX / "gc" / "jdk17-g1-time-tags.log").read_bytes(), None)
+    assert detect((FIX / "gc" / "jdk8-cms-parnew.log").read_bytes(), None)
+    assert not detect(b"[2024-05-22 00:32:03,023] INFO hello (kafka.Foo)\n", None)
+    for f in (FIX / "gc").glob("*.log"):
+        (tmp_path / "b1").mkdir(exist_ok=True)
+        shutil.copy(f, tmp_path / "b1" / f"gc-{f.stem}.log")
+    b = kitlib.load_bundle(tmp_path)
+    files = b.files
+    assert set(files["format"]) == {"gclog"}
+    assert (files["parsed"] + files["unparsed"] == files["lines"]).all()
+    assert (files["error"] == "").all()
+    assert len(b.table("gc_pauses")) == 8 + 4 + 7 + 4
+
+
+# --- partition and node state ---
+
+def test_classify_kafka_wording():
+    r = state.classify("[Partition orders-0 broker=1] Shrinking ISR from 1,2,3 to 1,2. Leader: (highWatermark: 9, "
+                       "endOffset: 12). Out of sync replicas: (brokerId: 3, endOffset: 9).")
+    assert (r["kind"], r["topic"], r["partition"], r["reporter"], r["removed"]) == ("isr_shrink", "orders", 0, 1, "3")
+    r = state.classify("[Partition orders-0 broker=1] ISR updated to 1,2 (under-min-isr) and version updated to 7")
+    assert (r["kind"], r["isr_after"], r["under_min_isr"]) == ("isr_updated", "1,2", True)
+    r = state.classify("[QuorumController id=2] Fencing broker 3 because its session has timed out.")
+    assert (r["kind"], r["node"], r["reporter"]) == ("fenced", 3, 2)
+    r = state.classify("[QuorumController id=1] Becoming the active controller at epoch 7, next write offset 88.")
+    assert (r["kind"], r["node"], r["epoch"]) == ("controller_active", 1, 7)
+    r = state.classify("[QuorumController id=1] Setting new leader for topicId 4ZQmXc2lRTq0y2w4tpTf5A, partition 0 "
+                       "to 3 using an unclean election")
+    assert (r["kind"], r["partition"], r["leader"]) == ("unclean", 0, 3)
+    r = state.classify("Halting broker because dir /data/k1 is offline")
+    assert (r["kind"], r["dir"]) == ("log_dir_halt", "/data/k1")
+    r = state.classify("Uncaught exception in thread 'data-plane-kafka-request-handler-3':\njava.lang.OutOfMemoryError: "
+                       "Java heap space\n\tat java.base/java.nio.HeapByteBuffer.<init>(HeapByteBuffer.java:64)")
+    assert (r["kind"], r["cause"]) == ("oom", "java.lang.OutOfMemoryError: Java heap space")
+    assert state.classify("[Partition orders-0 broker=1] Log loaded")["kind"] is None
+
+
+def test_zookeeper_mode_tables():
+    b = kitlib.load_bundle(FIX / "zk-failover")
+    ne = b.table("node_events")
+    assert ne[["kind", "node"]].astype(str).values.tolist()[:1] == [["controller_active", "1"]]
+    assert set(ne["kind"].astype(str)) == {"controller_active", "controller_renounce", "zk_session_timeout",
+                                           "zk_session_expired", "broker_failed", "log_dir_error",
+                                           "log_dir_offline", "log_dir_shutdown"}
+    err = ne[ne["kind"] == "log_dir_error"].iloc[0]
+    assert (err["dir"], err["cause"], err["line"], err["host"]) == ("/data/kafka", "No space left on device", 2, "broker-3")
+    pc_ = b.table("partition_changes")
+    assert pc_["kind"].astype(str).tolist() == ["offline", "leader_change", "unclean", "isr_shrink"]
+    assert analysis.node_ids(b) == {"broker-1": 1, "broker-2": 2, "broker-3": 3}
+
+
+# --- detectors ---
+
+def test_zookeeper_failover_bundle_findings():
+    b = kitlib.load_bundle(FIX / "zk-failover")
+    assert ids_of(b) == ["broker-fenced", "controller-failover", "isr-shrink", "log-dir-failure", "unclean-election"]
+    fo = findings(b, "controller-failover")[0]
+    assert (fo.numbers["lost"], fo.numbers["won"], fo.numbers["offline_partitions"]) == (1, 2, 1)
+    assert fo.numbers["gap_s"] == pytest.approx(0.47)
+    fenced = findings(b, "broker-fenced")[0]
+    assert fenced.numbers["broker"] == 1 and "ZooKeeper" in fenced.summary
+    ld = findings(b, "log-dir-failure")[0]
+    assert (ld.numbers["broker"], ld.numbers["dir"], ld.numbers["cause"], ld.numbers["halted"]) == \
+        (3, "/data/kafka", "No space left on device", True)
+    assert ld.evidence[0]["file"] == "broker-3/server.log" and ld.evidence[0]["line"] == 2
+    assert findings(b, "unclean-election")[0].numbers["partitions"] == 1
+    assert findings(b, "isr-shrink")[0].numbers["broker"] == 1
+
+
+def test_gc_pause_explains_isr_shrink_and_session_loss():
+    """Broker 3's 24.5 s full GC is why it lost its ZooKeeper session and left the ISR: one gc-pauses
+    finding names those consequences; no separate isr-shrink or broker-fenced finding."""
+    b = kitlib.load_bundle(FIX / "zk-gc-isr")
+    assert ids_of(b) == ["gc-pauses"]
+    f = findings(b, "gc-pauses")[0]
+    assert f.numbers["longest_pause_host"] == "broker-3" and f.numbers["longest_pause_ms"] == pytest.approx(24487.9)
+    assert f.numbers["explained_symptoms"] == 6
+    assert "node 3 lost its ZooKeeper session" in f.summary and "left the ISR (2x)" in f.summary
+    assert {(e["file"], e["line"]) for e in f.evidence} >= {("broker-3/kafkaServer-gc.log", 17), ("broker-1/server.log", 5)}
+
+
+def test_without_the_gc_log_the_symptoms_stand_alone(tmp_path):
+    dst = tmp_path / "b"
+    shutil.copytree(FIX / "zk-gc-isr", dst)
+    (dst / "broker-3" / "kafkaServer-gc.log").unlink()
+    b = kitlib.load_bundle(dst)
+    assert ids_of(b) == ["broker-fenced", "isr-shrink"]
+    f = findings(b, "isr-shrink")[0]
+    assert (f.numbers["broker"], f.numbers["shrinks"], f.numbers["partitions"]) == (3, 2, 2)
+    assert f.numbers["longest_out_of_isr_s"] == pytest.approx(9.3)
+
+
+def _write(root: Path, host: str, name: str, lines: list[str]) -> None:
+    (root / host).mkdir(parents=True, exist_ok=True)
+    (root / host / name).write_text("\n".join(lines) + "\n")
+
+
+def test_kraft_flapping_fencing_and_healthy_negative(tmp_path):
+    sick, healthy = tmp_path / "sick", tmp_path / "healthy"
+    shrink = ("[2024-05-22 00:00:{s:02d},100] INFO [Partition orders-0 broker=1] Shrinking ISR from 1,3,2 to 1,3. "
+              "Leader: (highWatermark: 10, endOffset: 12). Out of sync replicas: (brokerId: 2, endOffset: 10, "
+              "lastCaughtUpTimeMs: 1716336000000). (kafka.cluster.Partition)")
+    back = "[2024-05-22 00:00:{s:02d},900] INFO [Partition orders-0 broker=1] ISR updated to 1,3,2  and version updated to 9 (kafka.cluster.Partition)"
+    lines = []
+    for s in (5, 15, 25):
+        lines += [shrink.format(s=s), back.format(s=s + 3)]
+    start = ["[2024-05-22 00:00:00,100] INFO [QuorumController id=1] Becoming the active controller at epoch 3, next "
+             "write offset 10. (org.apache.kafka.controller.QuorumController)"]
+    _write(sick, "broker-1", "server.log", lines)
+    _write(sick, "broker-1", "controller.log", start + [
+        "[2024-05-22 00:00:40,000] INFO [QuorumController id=1] Fencing broker 2 because its session has timed out. "
+        "(org.apache.kafka.controller.ReplicationControlManager)",
+        "[2024-05-22 00:00:44,500] INFO [QuorumController id=1] The request from broker 2 to unfence has been granted "
+        "because it has caught up with the offset of its register broker record 80. "
+        "(org.apache.kafka.controller.BrokerHeartbeatManager)"])
+    _write(sick, "broker-2", "server.log", ["[2024-05-22 00:00:00,200] INFO [BrokerServer id=2] Transition from "
+                                            "SHUTDOWN to STARTING (kafka.server.BrokerServer)"])
+    b = kitlib.load_bundle(sick)
+    assert ids_of(b) == ["broker-fenced", "isr-shrink"]
+    f = findings(b, "isr-shrink")[0]
+    assert (f.numbers["broker"], f.numbers["shrinks"], f.numbers["flapping_partitions"]) == (2, 3, 1)
+    assert f.numbers["longest_out_of_isr_s"] == pytest.approx(3.8) and "flapping" in f.summary
+    fenced = findings(b, "broker-fenced")[0]
+    assert fenced.numbers["broker"] == 2 and fenced.numbers["max_seconds_fenced"] == pytest.approx(4.5)
+
+    _write(healthy, "broker-1", "controller.log", start + [
+        "[2024-05-22 00:00:02,000] INFO [QuorumController id=1] The request from broker 2 to unfence has been granted "
+        "because it has caught up with the offset of its register broker record 80. "
+        "(org.apache.kafka.controller.BrokerHeartbeatManager)"])
+    _write(healthy, "broker-1", "kafkaServer-gc.log", [
+        "[2024-05-22T00:00:10.000+0000][gc] GC(1) Pause Young (Normal) (G1 Evacuation Pause) 300M->80M(1024M) 12.5ms",
+        "[2024-05-22T00:01:10.000+0000][gc] GC(2) Pause Young (Normal) (G1 Evacuation Pause) 310M->82M(1024M) 11.0ms"])
+    assert ids_of(kitlib.load_bundle(healthy)) == []
+
+
+def test_kraft_controller_failover_and_unclean(tmp_path):
+    root = tmp_path / "b"
+    _write(root, "node-1", "controller.log", [
+        "[2024-05-22 00:00:00,100] INFO [QuorumController id=1] Becoming the active controller at epoch 3, next write "
+        "offset 10. (org.apache.kafka.controller.QuorumController)"])
+    _write(root, "node-2", "controller.log", [
+        "[2024-05-22 00:05:00,000] INFO [QuorumController id=2] In the new epoch 4, the leader is (none). "
+        "(org.apache.kafka.controller.QuorumController)",
+        "[2024-05-22 00:05:02,500] INFO [QuorumController id=2] Becoming the active controller at epoch 5, next write "
+        "offset 900. (org.apache.kafka.controller.QuorumController)",
+        "[2024-05-22 00:05:03,000] INFO [QuorumController id=2] Setting new leader for topicId 4ZQmXc2lRTq0y2w4tpTf5A, "
+        "partition 0 to 3 using an unclean election (org.apache.kafka.controller.PartitionChangeBuilder)"])
+    b = kitlib.load_bundle(root)
+    assert ids_of(b) == ["controller-failover", "unclean-election"]
+    fo = findings(b, "controller-failover")[0]
+    assert (fo.numbers["lost"], fo.numbers["won"], fo.numbers["epoch"], fo.numbers["gap_s"]) == (1, 2, 5, 2.5)
+
+
+def test_gc_pressure_and_oom_without_consequences(tmp_path):
+    root = tmp_path / "b"
+    _write(root, "broker-1", "kafkaServer-gc.log", [
+        "[2024-05-22T00:00:10.000+0000][gc] GC(1) Pause Full (Allocation Failure) 1020M->1010M(1024M) 1800.0ms"])
+    _write(root, "broker-1", "server.log", [
+        "[2024-05-22 00:00:11,000] ERROR [KafkaApi-1] Unexpected error handling request (kafka.server.KafkaApis)",
+        "java.lang.OutOfMemoryError: Java heap space",
+        "\tat java.base/java.nio.HeapByteBuffer.<init>(HeapByteBuffer.java:64)"])
+    f = findings(kitlib.load_bundle(root), "gc-pauses")[0]
+    assert f.severity == "critical" and f.numbers["oom_records"] == 1 and f.numbers["full_pauses"] == 1
+    assert "Consequences" not in f.summary
+
+
+def test_isr_shrink_from_jmx_alone(tmp_path):
+    root = tmp_path / "b" / "broker-1"
+    root.mkdir(parents=True)
+    t0 = 1716336000000
+    rows = ['"time","kafka.server:type=ReplicaManager,name=UnderReplicatedPartitions:Value"']
+    rows += [f"{t0 + i * 10_000},{2 if 10 <= i < 16 else 0}" for i in range(30)]
+    (root / "jmx.csv").write_text("\n".join(rows) + "\n")
+    b = kitlib.load_bundle(tmp_path / "b")
+    f = findings(b, "isr-shrink")[0]
+    assert f.numbers["samples_above_zero"] == 6 and f.numbers["max_under_replicated"] == 2
+    rows = rows[:1] + [f"{t0 + i * 10_000},0" for i in range(30)]
+    (root / "jmx.csv").write_text("\n".join(rows) + "\n")
+    assert ids_of(kitlib.load_bundle(tmp_path / "b")) == []
+
+
+def test_timeline_sequence_and_per_broker():
+    b = kitlib.load_bundle(FIX / "zk-gc-isr")
+    t = analysis.timeline(b)
+    assert t["ts"].is_monotonic_increasing
+    assert {"GC pause", "ISR", "fencing / session", "controller", "leaders"} <= set(t["lane"])
+    seq = analysis.outage_sequence(b)
+    assert seq["kind"].tolist()[:3] == ["gc_pause", "zk_session_timeout", "zk_session_expired"]
+    pb = analysis.per_broker(b).set_index("node")
+    assert pb.loc[3, "left_isr"] == 2 and pb.loc[3, "longest_gc_ms"] == pytest.approx(24487.912)
+
+
+def test_isr_shrink_from_topics_describe_alone(tmp_path):
+    """`kafka-topics --describe --under-replicated-partitions` output (parsed by the topics format)
+    names the brokers missing from each ISR, leaving out replicas a reassignment is still adding."""
+    (tmp_path / "ops").mkdir()
+    shutil.copy(Path(__file__).parent / "fixtures" / "cli" / "constructed-2.8-topics-under-replicated.txt", tmp_path / "ops")
+    f = findings(kitlib.load_bundle(tmp_path), "isr-shrink")[0]
+    assert f.numbers == {"under_replicated_partitions": 3, "offline_partitions": 1, "broker_3_missing": 2,
+                         "broker_1_missing": 1}
+    assert [e["line"] for e in f.evidence] == [2, 3, 4]
