@@ -2,8 +2,10 @@
 
 Charts render as static SVG through vl-convert (altair's ``svg`` renderer): no JavaScript,
 nothing fetched from a CDN, identical output on every run (so nbval can compare it strictly),
-and no notebook trust needed in JupyterLab. Per-investigation chart functions live in the
-sibling modules (``kitlib.display.throughput`` ...).
+and no notebook trust needed in JupyterLab. Shared pieces: :mod:`kitlib.display.axes` (the time and
+count axes every chart uses), :mod:`kitlib.display.tables` (:func:`table`: formatted tables, and
+:func:`missing`: the one line an empty section shows). Per-investigation charts live in each
+investigation's ``charts`` module.
 
 Example:
     >>> from kitlib import display
@@ -13,6 +15,14 @@ Example:
 from __future__ import annotations
 
 import html
+import sys
+
+# altair validates chart specs with jsonschema, which imports rfc3987_syntax when it is installed
+# (a Jupyter dependency) and that compiles a grammar at import: seconds of CPU in every notebook
+# kernel, for an IRI format check no chart spec uses. Skip that optional import unless something
+# already loaded it.
+if "jsonschema" not in sys.modules:
+    sys.modules.setdefault("rfc3987_syntax", None)
 
 import pandas as pd
 
@@ -64,11 +74,21 @@ def findings_html(findings, title: str = "Findings") -> HTML:
             f"padding:4px 10px;margin:8px 0'>"
             f"<b>[{esc(f.severity)}] {esc(f.id)}</b>: {esc(f.summary)}"
             f"<ul>{nums}</ul><p><b>Recommended change:</b> {esc(f.recommendation)}</p>"
-            + (f"<p><b>Open next:</b> <code>{esc(f.notebook)}</code></p>" if f.notebook else "")
-            + (f"<details><summary>evidence ({len(f.evidence)} rows)</summary><table>{ev}</table></details>" if ev else "")
+            + (f"<p><b>Open next:</b> <a class='kit-open-next' href='{esc(f.notebook)}'>{esc(_title(f))}</a></p>"
+               if f.notebook else "")
+            + (f"<p><b>Evidence</b> ({len(f.evidence)} rows):</p><table class='kit-evidence'>{ev}</table>" if ev else "")
             + "</div>")
         text.append(f"[{f.severity}] {f.id}: {f.summary}")
     return HTML("\n".join(parts), "\n".join(text))
+
+
+def _title(f) -> str:
+    """The title of the investigation a finding points to (its notebook name if unknown)."""
+    try:
+        from kitlib import registry
+        return registry.investigation(f.investigation).title
+    except Exception:  # noqa: BLE001 - an unknown investigation still gets a link
+        return f.notebook
 
 
 def _fmt(v) -> str:
@@ -81,3 +101,8 @@ def _fmt(v) -> str:
 
 def _color(sev: str) -> str:
     return {"critical": "#b00020", "high": "#d9480f", "medium": "#f59f00", "low": "#1c7ed6"}.get(sev, "#868e96")
+
+
+from kitlib.display.tables import missing, table  # noqa: E402  (they build on HTML and esc above)
+
+__all__ = ["HTML", "esc", "findings_html", "missing", "setup", "table"]

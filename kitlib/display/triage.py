@@ -12,6 +12,8 @@ import altair as alt
 import pandas as pd
 
 from kitlib.display import HTML, esc
+from kitlib.display.axes import chart_times, count_y, time_x
+
 
 def inventory(bundle) -> pd.DataFrame:
     """One row per file: host, format, lines, unparsed lines and the first problem met."""
@@ -87,15 +89,15 @@ def _bucket(span_s: float) -> str:
     return "1D"
 
 
-def problems_timeline(bundle) -> alt.Chart | HTML:
+def problems_timeline(bundle, tz: str = "UTC") -> alt.Chart | HTML:
     """Stacked bars of WARN/ERROR records over time, one row per host, coloured by logger."""
     d = problems(bundle)
     if not len(d):
         return HTML("<p>No WARN, ERROR or FATAL records in this bundle.</p>", "No WARN/ERROR records.")
-    d = d.assign(bucket=d["bucket"].dt.tz_convert("UTC").dt.tz_localize(None))
+    d = d.assign(bucket=chart_times(d["bucket"], tz))
     return alt.Chart(d, name="triage_problems_timeline").mark_bar().encode(
-        x=alt.X("bucket:T", title="time (UTC)"),
-        y=alt.Y("sum(count):Q", title="records"),
+        x=time_x("bucket", d["bucket"], tz),
+        y=count_y("sum(count):Q", "records"),
         color=alt.Color("logger:N", title="logger"),
         row=alt.Row("host:N", title=None),
         tooltip=["host:N", "logger:N", "level:N", "sum(count):Q"],

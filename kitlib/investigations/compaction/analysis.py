@@ -15,9 +15,8 @@ Example:
 """
 from __future__ import annotations
 
-from typing import Any
-
 import math
+from typing import Any
 
 import pandas as pd
 
@@ -133,7 +132,8 @@ def plan(bundle, dirty_records: float | None = None, partitions: int = 1, price_
          base_bytes: float | None = None) -> pd.DataFrame:
     """The planner's table for a bundle: current settings, keys per pass, passes for the
     observed (or given) dirty records, the buffer / partition count for one pass, and the
-    reserve storage cost of the dirty ratio."""
+    reserve storage cost of the dirty ratio on ``base_bytes`` of topic data (default: the
+    compacted topics' size in the bundle, :func:`compacted_bytes`)."""
     s = settings(bundle)
     runs = bundle.cleaner_runs
     if dirty_records is None:
@@ -154,11 +154,43 @@ def plan(bundle, dirty_records: float | None = None, partitions: int = 1, price_
          "spread the same dirty records so each partition fits one pass"),
         ("median cleaner MB/s", f"{mbps:.1f}", "observed"),
     ]
+    size_basis = "given"
+    if base_bytes is None:
+        base_bytes, size_basis = compacted_bytes(bundle)
     if base_bytes:
         rs = reserve_storage(base_bytes, float(s["min.cleanable.dirty.ratio"]), price_per_gb_month)
-        rows.append(("reserve storage at min.cleanable.dirty.ratio", f"{rs['reserve_gb']:,.0f} GB (${rs['monthly_cost']:,.0f}/month)",
-                     f"ratio {s['min.cleanable.dirty.ratio']}, ${price_per_gb_month}/GB-month"))
+        rows.append(("reserve storage at min.cleanable.dirty.ratio",
+                     f"{_gb(rs['reserve_bytes'])} (${rs['monthly_cost']:,.2f}/month)",
+                     f"ratio {s['min.cleanable.dirty.ratio']} on {_gb(base_bytes)} of topic data ({size_basis}), "
+                     f"${price_per_gb_month}/GB-month"))
+    else:
+        rows.append(("reserve storage at min.cleanable.dirty.ratio", "unknown",
+                     "needs the size of the compacted topic: a log-dir capture (kitlib capture) or BASE_BYTES"))
     return pd.DataFrame(rows, columns=["quantity", "value", "basis"])
+
+
+def _gb(n: float) -> str:
+    return f"{n / 1e9:,.1f} GB" if n >= 1e8 else f"{n / 1e6:,.1f} MB"
+
+
+def compacted_bytes(bundle) -> tuple[float, str]:
+    """Bytes on disk of the partitions the cleaner worked on (every replica, the latest log-dir
+    capture of each), and where that figure comes from; ``(0.0, reason)`` when the bundle has no
+    log-dir sizes for them.
+
+    Example:
+        >>> compacted_bytes(kitlib.load_bundle("sample_data/compaction"))   # doctest: +SKIP
+        (15229047.0, 'log dirs of tickets, latest capture')
+    """
+    dirs, runs = bundle.table("log_dirs"), bundle.cleaner_runs
+    if not len(dirs) or not len(runs):
+        return 0.0, "no log-dir capture"
+    topics = sorted(set(runs["topic"].astype(str)))
+    d = dirs[dirs["topic"].astype(str).isin(topics) & ~dirs["is_future"].fillna(False).astype(bool)]
+    if not len(d):
+        return 0.0, "no log-dir sizes for " + ", ".join(topics)
+    latest = d.sort_values("ts").groupby(["broker_id", "topic", "partition"], observed=True).tail(1)
+    return float(latest["size_bytes"].sum()), f"log dirs of {', '.join(topics)}, latest capture"
 
 
 @detector(ids=["cleaner-buffer-too-small"], needs=["cleaner_runs"],

@@ -9,54 +9,65 @@ from __future__ import annotations
 import altair as alt
 import pandas as pd
 
-from kitlib.display import HTML
+from kitlib.display import missing
+from kitlib.display.axes import chart_times, time_x, time_y
+
+NO_RUNS = ("cleaner runs", "They come from the brokers' log-cleaner.log (logger kafka.log.LogCleaner at INFO, "
+           "on by default): collect it with server.log.")
 
 
-def _prep(runs: pd.DataFrame) -> pd.DataFrame:
-    return runs.assign(ts=runs["ts"].dt.tz_convert("UTC").dt.tz_localize(None), log=runs["log"].astype("string"),
+def _prep(runs: pd.DataFrame, tz: str = "UTC") -> pd.DataFrame:
+    return runs.assign(ts=chart_times(runs["ts"], tz), log=runs["log"].astype("string"),
                        host=runs["host"].astype("string"))
 
 
-def runs_timeline(runs: pd.DataFrame):
-    """Per run: size reduction (bars) and buffer utilization (line), per partition."""
+def runs_timeline(runs: pd.DataFrame, tz: str = "UTC"):
+    """Per run: size reduction (bars) and buffer utilization (line), per partition. The two
+    layers are separate charts over the same rows (one named chart as both layers drew every bar
+    with height 0), and the y scale reaches below 0 when a run grew the log."""
     if not len(runs):
-        return HTML("<p><i>No cleaner runs in this bundle.</i></p>", "No cleaner runs.")
-    d = _prep(runs)[["ts", "host", "log", "size_reduction_pct", "buffer_utilization_pct", "dirty_start", "dirty_end"]]
-    base = alt.Chart(d, name="cleaner_runs").encode(x=alt.X("ts:T", title="run finished (UTC)"))
-    bars = base.mark_bar(opacity=0.6, size=8).encode(
-        y=alt.Y("size_reduction_pct:Q", title="% size reduction / % buffer used", scale=alt.Scale(domain=[0, 100])),
+        return missing(*NO_RUNS)
+    d = _prep(runs, tz)[["ts", "host", "log", "size_reduction_pct", "buffer_utilization_pct", "dirty_start", "dirty_end"]]
+    low = min(0.0, float(d["size_reduction_pct"].min()))
+    x = time_x("ts", d["ts"], tz, what="run finished")
+    y_scale = alt.Scale(domain=[low, 100])
+    bars = alt.Chart(d).mark_bar(opacity=0.7, size=10).encode(
+        x=x, y=alt.Y("size_reduction_pct:Q", title="% size reduction (bars) / % buffer used (line)", scale=y_scale),
         color=alt.Color("log:N", title="log"), tooltip=["host:N", "log:N", "dirty_start:Q", "dirty_end:Q",
                                                         "size_reduction_pct:Q", "buffer_utilization_pct:Q"])
-    line = base.mark_line(point=True, color="#d9480f").encode(y="buffer_utilization_pct:Q", detail="log:N")
-    return (bars + line).properties(width=640, height=240,
-                                    title="Cleaner runs: size reduction (bars) and dedupe buffer utilization (line)")
+    line = alt.Chart(d).mark_line(point=True, color="#d9480f").encode(
+        x=x, y=alt.Y("buffer_utilization_pct:Q", scale=y_scale), detail="log:N")
+    return alt.layer(bars, line, name="cleaner_runs").properties(
+        width=640, height=240, title="Cleaner runs: size reduction (bars) and dedupe buffer utilization (line)")
 
 
-def throughput(runs: pd.DataFrame):
+def throughput(runs: pd.DataFrame, tz: str = "UTC"):
     """Cleaner MB/s per run and the dirty offsets each run covered."""
     if not len(runs):
-        return HTML("<p><i>No cleaner runs in this bundle.</i></p>", "No cleaner runs.")
-    d = _prep(runs)[["ts", "log", "mb_per_s", "dirty_start", "dirty_end", "mb_processed"]]
+        return missing(*NO_RUNS)
+    d = _prep(runs, tz)[["ts", "log", "mb_per_s", "dirty_start", "dirty_end", "mb_processed"]]
     cover = alt.Chart(d, name="cleaner_dirty_sections").mark_bar(height=10).encode(
-        x=alt.X("dirty_start:Q", title="offset"), x2="dirty_end:Q", y=alt.Y("ts:T", title="run (UTC)"),
+        x=alt.X("dirty_start:Q", title="offset", axis=alt.Axis(format=",d")), x2="dirty_end:Q",
+        y=time_y("ts", d["ts"], tz, what="run"),
         color=alt.Color("log:N"), tooltip=["log:N", "dirty_start:Q", "dirty_end:Q", "mb_processed:Q"],
     ).properties(width=300, height=200, title="Dirty section covered by each run")
     speed = alt.Chart(d, name="cleaner_speed").mark_line(point=True).encode(
-        x=alt.X("ts:T", title="run finished (UTC)"), y=alt.Y("mb_per_s:Q", title="MB/s"), color="log:N",
+        x=time_x("ts", d["ts"], tz, what="run finished", ticks=4), y=alt.Y("mb_per_s:Q", title="MB/s"), color="log:N",
     ).properties(width=300, height=200, title="Cleaner throughput")
     return alt.hconcat(cover, speed)
 
 
-def cleaner_metrics(metrics: pd.DataFrame):
+def cleaner_metrics(metrics: pd.DataFrame, tz: str = "UTC"):
     """LogCleaner / LogCleanerManager gauges over time (max buffer utilization, recopy %, max
     clean time, max dirty %), when the bundle has them."""
     m = metrics[metrics["type"].astype("string").isin(["LogCleaner", "LogCleanerManager"])
                 & metrics["attribute"].isin(["Value"])] if len(metrics) else metrics
     if not len(m):
-        return HTML("<p><i>No LogCleaner metrics in this bundle.</i></p>", "No LogCleaner metrics.")
-    d = pd.DataFrame({"ts": m["ts"].dt.tz_convert("UTC").dt.tz_localize(None), "metric": m["name"].astype("string"),
+        return missing("LogCleaner metrics", "Capture the kafka.log:type=LogCleaner and LogCleanerManager MBeans "
+                       "with JmxTool or a Prometheus JMX exporter during the incident.")
+    d = pd.DataFrame({"ts": chart_times(m["ts"], tz), "metric": m["name"].astype("string"),
                       "host": m["host"].astype("string"), "value": m["value"]})
     return alt.Chart(d, name="cleaner_metrics").mark_line(point=True).encode(
-        x=alt.X("ts:T", title="time (UTC)"), y=alt.Y("value:Q", title=None), color=alt.Color("host:N"),
+        x=time_x("ts", d["ts"], tz, ticks=4), y=alt.Y("value:Q", title=None), color=alt.Color("host:N"),
         facet=alt.Facet("metric:N", columns=2, title=None), tooltip=["host:N", "metric:N", "value:Q"],
     ).properties(width=300, height=120).resolve_scale(y="independent")

@@ -12,6 +12,7 @@ import altair as alt
 import pandas as pd
 
 from kitlib.display import MAX_CHART_ROWS
+from kitlib.display.axes import chart_times, count_y, time_x
 
 OUTCOME_COLORS = {"success": "#2b8a3e", "timeout": "#d9480f", "failed": "#b00020", "unknown": "#868e96"}
 
@@ -59,28 +60,28 @@ def commit_timeline(commits: pd.DataFrame, tz: str = "UTC", changes=None):
     if p.empty:
         return None
     p = p.copy()
-    p["time"] = p["ts"].dt.tz_convert(tz).dt.tz_localize(None)
+    p["time"] = chart_times(p["ts"], tz)
     has_outstanding = p["outstanding"].notna().any()
     color = alt.Color("outcome:N", scale=alt.Scale(domain=list(OUTCOME_COLORS), range=list(OUTCOME_COLORS.values())))
     base = alt.Chart(p)
     if has_outstanding:
         top = base.mark_circle(size=28).encode(
-            x=alt.X("time:T", title=f"time ({tz})"),
-            y=alt.Y("outstanding:Q", title="outstanding messages at flush"),
+            x=time_x("time", p["time"], tz),
+            y=count_y("outstanding:Q", "outstanding messages at flush"),
             color=color, shape=alt.Shape("task_id:N", title="task"),
             tooltip=["time:T", "task_id:N", "outcome:N", "outstanding:Q", "remaining:Q"],
         ).properties(width=640, height=220, title="Outstanding messages when each offset commit started")
     else:
         top = base.mark_tick(thickness=2).encode(
-            x=alt.X("time:T", title=f"time ({tz})"), y=alt.Y("task_id:N", title="task"), color=color,
+            x=time_x("time", p["time"], tz), y=alt.Y("task_id:N", title="task"), color=color,
         ).properties(width=640, height=120, title="Offset commit attempts by outcome")
     if changes is not None and len(changes):
-        ch = pd.DataFrame({"time": pd.to_datetime(pd.Series(list(changes)), utc=True).dt.tz_convert(tz).dt.tz_localize(None)})
+        ch = pd.DataFrame({"time": chart_times(pd.Series(list(changes)), tz)})
         top = alt.layer(top, alt.Chart(ch).mark_rule(strokeDash=[4, 3], color="#495057").encode(x="time:T"))
     counts = p.assign(bucket=p["time"].dt.floor("5min")).groupby(["bucket", "outcome"], observed=True)["attempts"].sum().reset_index()
     bottom = alt.Chart(counts).mark_bar(width=7).encode(
-        x=alt.X("bucket:T", title=f"time ({tz}), 5-minute buckets"),
-        y=alt.Y("attempts:Q", title="commit attempts"), color=color,
+        x=time_x("bucket", counts["bucket"], tz, what="5-minute buckets"),
+        y=count_y("attempts:Q", "commit attempts"), color=color,
     ).properties(width=640, height=110, title="Commit attempts per 5 minutes")
     return alt.vconcat(top, bottom, name="connect_commit_timeline")
 
@@ -133,14 +134,15 @@ def metric_panel(metrics: pd.DataFrame, tz: str = "UTC", connector: str | None =
     return out[cols]
 
 
-def metrics_chart(panel: pd.DataFrame, group: str, name: str):
+def metrics_chart(panel: pd.DataFrame, group: str, name: str, tz: str = "UTC"):
     """Small multiples (one panel per attribute, own y scale) for one metric group of
     :func:`metric_panel`; None when the group has no samples."""
     p = panel[panel["group"] == group]
     if p.empty:
         return None
+    p = p.assign(time=p["time"].dt.tz_localize("UTC"))   # metric_panel's times are wall-clock times in tz
     return alt.Chart(p).mark_line(point=False).encode(
-        x=alt.X("time:T", title="time"), y=alt.Y("value:Q", title=None),
+        x=time_x("time", p["time"], tz, ticks=4), y=alt.Y("value:Q", title=None),
         color=alt.Color("series:N", title=group),
     ).properties(width=300, height=120).facet(
         facet=alt.Facet("attribute:N", title=None), columns=2, name=name,
