@@ -7,6 +7,7 @@ rows per table and prints wall seconds and the peak RSS of every process.
 Example:
     .venv/bin/python bench/fleet_bench.py --hosts 16 --mb-per-host 128
 """
+
 from __future__ import annotations
 
 import argparse
@@ -22,13 +23,18 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 BIN = Path(sys.executable).parent
-EXTRA = [("compaction", "broker-1", "log-cleaner.log"), ("down-conversion", "broker-1", "kafka-request.log"),
-         ("compaction", "broker-1", "controller.log"), ("connect-offsets", "worker-1", "connect.log")]
+EXTRA = [
+    ("compaction", "broker-1", "log-cleaner.log"),
+    ("down-conversion", "broker-1", "kafka-request.log"),
+    ("compaction", "broker-1", "controller.log"),
+    ("connect-offsets", "worker-1", "connect.log"),
+]
 
 
 def make_fleet(root: Path, hosts: int, mb: float) -> None:
     sys.path.insert(0, str(HERE))
     from genlog import generate
+
     for i in range(1, hosts + 1):
         d = root / f"broker-{i}"
         d.mkdir(parents=True, exist_ok=True)
@@ -70,22 +76,45 @@ def main(argv=None) -> int:
     sched_file = work / "scheduler.json"
     sched_file.unlink(missing_ok=True)
     t = ["/usr/bin/time", "-f", "%M"]
-    sched = subprocess.Popen([*t, str(BIN / "dask"), "scheduler", "--host", "127.0.0.1", "--port", "0",
-                              "--dashboard-address", "127.0.0.1:0", "--scheduler-file", str(sched_file)],
-                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    sched = subprocess.Popen(
+        [
+            *t,
+            str(BIN / "dask"),
+            "scheduler",
+            "--host",
+            "127.0.0.1",
+            "--port",
+            "0",
+            "--dashboard-address",
+            "127.0.0.1:0",
+            "--scheduler-file",
+            str(sched_file),
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
     while not sched_file.exists():
         time.sleep(0.2)
     address = json.loads(sched_file.read_text())["address"]
-    workers = [subprocess.Popen([*t, str(BIN / "dask"), "worker", address, "--nthreads", "1", "--host", "127.0.0.1",
-                                 "--no-dashboard"], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
-                                start_new_session=True)
-               for _ in range(2)]
+    workers = [
+        subprocess.Popen(
+            [*t, str(BIN / "dask"), "worker", address, "--nthreads", "1", "--host", "127.0.0.1", "--no-dashboard"],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
+            start_new_session=True,
+        )
+        for _ in range(2)
+    ]
     time.sleep(3)
     out = work / "scheduler"
     shutil.rmtree(out, ignore_errors=True)
     wall, rss = timed([kit, "ingest", str(bundle), "--out", str(out), "--no-progress", "--scheduler", address])
     peaks = []
     import signal
+
     for p in [*workers, sched]:
         os.killpg(p.pid, signal.SIGTERM)  # the dask process, not only GNU time in front of it
         err = p.communicate(timeout=120)[1]
@@ -94,8 +123,10 @@ def main(argv=None) -> int:
     results["scheduler + 2 worker processes"] = (wall, rss, out, peaks)
     rows = {k: json.loads((v[2] / "summary.json").read_text())["rows"] for k, v in results.items()}
     same = all(r == rows["one process"] for r in rows.values())
-    print(f"bundle: {a.hosts} hosts, {size:,.0f} MB; {os.cpu_count()} cores; load average {os.getloadavg()[0]:.1f}; "
-          f"rows per table equal across the three: {same}\n")
+    print(
+        f"bundle: {a.hosts} hosts, {size:,.0f} MB; {os.cpu_count()} cores; load average {os.getloadavg()[0]:.1f}; "
+        f"rows per table equal across the three: {same}\n"
+    )
     print("| ingest | wall s | MB/s | client peak RSS MB | scheduler / worker peak RSS MB |")
     print("|---|---|---|---|---|")
     for k, (wall, rss, _, peaks) in results.items():
@@ -104,20 +135,39 @@ def main(argv=None) -> int:
     # analysing the output: triage, and the triage notebook, on the dataset written by the workers
     store = results["--workers 2"][2]
     events = rows["one process"].get("events", 0)
-    r = subprocess.run(["/usr/bin/time", "-f", "%e %M", kit, "triage", str(store), "--json"], capture_output=True,
-                       text=True)
+    r = subprocess.run(
+        ["/usr/bin/time", "-f", "%e %M", kit, "triage", str(store), "--json"], capture_output=True, text=True
+    )
     t_wall, t_kb = r.stderr.strip().splitlines()[-1].split()
     nb = ROOT / "kitlib" / "notebooks" / "triage.ipynb"
-    r = subprocess.run(["/usr/bin/time", "-f", "%e %M", str(BIN / "papermill"), "-k", "python3", "--cwd", str(nb.parent),
-                        "-p", "BUNDLE", str(store), str(nb), str(work / "triage-out.ipynb")], capture_output=True,
-                       text=True)
+    r = subprocess.run(
+        [
+            "/usr/bin/time",
+            "-f",
+            "%e %M",
+            str(BIN / "papermill"),
+            "-k",
+            "python3",
+            "--cwd",
+            str(nb.parent),
+            "-p",
+            "BUNDLE",
+            str(store),
+            str(nb),
+            str(work / "triage-out.ipynb"),
+        ],
+        capture_output=True,
+        text=True,
+    )
     n_wall, n_kb = r.stderr.strip().splitlines()[-1].split()
     out_mb = sum(p.stat().st_size for p in store.rglob("*.parquet")) / 1e6
     print(f"\nanalysis of the --workers 2 output ({out_mb:,.0f} MB of Parquet, {events:,} events):\n")
     print("| step | wall s | peak RSS MB |\n|---|---|---|")
     print(f"| kitlib triage | {float(t_wall):.1f} | {int(t_kb) / 1024:,.0f} |")
-    print(f"| triage notebook (papermill; the kernel is a child: its peak is the larger figure) | {float(n_wall):.1f} | "
-          f"{int(n_kb) / 1024:,.0f} |")
+    print(
+        f"| triage notebook (papermill; the kernel is a child: its peak is the larger figure) | {float(n_wall):.1f} | "
+        f"{int(n_kb) / 1024:,.0f} |"
+    )
     return 0 if same else 1
 
 

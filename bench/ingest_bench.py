@@ -9,6 +9,7 @@ each timed, with the child's peak RSS. Prints a Markdown table (paste it into be
 Example:
     .venv/bin/python bench/ingest_bench.py --size-mb 1024
 """
+
 from __future__ import annotations
 
 import argparse
@@ -43,8 +44,9 @@ print(json.dumps({"rows": rows, "import_s": t1 - t0, "work_s": t2 - t1,
 
 def run_child(mode: str, bundle: Path, out: Path) -> dict:
     t = time.perf_counter()
-    r = subprocess.run([sys.executable, "-c", CHILD, mode, str(bundle), str(out)],
-                       capture_output=True, text=True, check=True)
+    r = subprocess.run(
+        [sys.executable, "-c", CHILD, mode, str(bundle), str(out)], capture_output=True, text=True, check=True
+    )
     res = json.loads(r.stdout.strip().splitlines()[-1])
     res["process_s"] = time.perf_counter() - t
     return res
@@ -66,8 +68,12 @@ def main(argv=None) -> int:
     ap.add_argument("--size-mb", type=float, default=1024, help="size of the generated server.log (default 1024)")
     ap.add_argument("--file", help="benchmark this log file instead of generating one")
     ap.add_argument("--workdir", help="where to put the generated file and outputs (default: a temp dir)")
-    ap.add_argument("--mem-limit-mb", type=float, default=1500,
-                    help="skip the in-memory load for files bigger than this (default 1500)")
+    ap.add_argument(
+        "--mem-limit-mb",
+        type=float,
+        default=1500,
+        help="skip the in-memory load for files bigger than this (default 1500)",
+    )
     a = ap.parse_args(argv)
     work = Path(a.workdir or tempfile.mkdtemp(prefix="kitbench-"))
     work.mkdir(parents=True, exist_ok=True)
@@ -80,6 +86,7 @@ def main(argv=None) -> int:
         if not log.exists() or abs(log.stat().st_size - want) > 1024 * 1024:
             sys.path.insert(0, str(HERE))
             from genlog import generate
+
             with open(log, "wb") as f:
                 generate(want, f)
     size_mb = log.stat().st_size / 1e6
@@ -90,14 +97,18 @@ def main(argv=None) -> int:
     rows.append(("streaming ingest → Parquet", res_i))
     if size_mb <= a.mem_limit_mb:
         rows.append(("in-memory load_bundle", run_child("load", bundle, work / "unused")))
-    print(f"file: {size_mb:,.0f} MB, {os.cpu_count()} cores, Python {platform.python_version()}; "
-          f"grep -c ' ERROR ': {g_s:.3f} s ({size_mb / g_s:,.0f} MB/s, {g_n:,} matches)\n")
+    print(
+        f"file: {size_mb:,.0f} MB, {os.cpu_count()} cores, Python {platform.python_version()}; "
+        f"grep -c ' ERROR ': {g_s:.3f} s ({size_mb / g_s:,.0f} MB/s, {g_n:,} matches)\n"
+    )
     print("| path | records | parse s | MB/s | ratio to grep -c | whole process s | peak RSS MB |")
     print("|---|---|---|---|---|---|---|")
     for name, r in rows:
         mbs = size_mb / r["work_s"]
-        print(f"| {name} | {r['rows']:,} | {r['work_s']:.2f} | {mbs:,.0f} | {mbs / (size_mb / g_s):.3f} | "
-              f"{r['process_s']:.2f} | {r['peak_rss_mb']:,.0f} |")
+        print(
+            f"| {name} | {r['rows']:,} | {r['work_s']:.2f} | {mbs:,.0f} | {mbs / (size_mb / g_s):.3f} | "
+            f"{r['process_s']:.2f} | {r['peak_rss_mb']:,.0f} |"
+        )
     return 0
 
 

@@ -8,6 +8,7 @@ lines; then parses each file in this process (best of ``--repeat``) and prints M
 Example:
     .venv/bin/python bench/layout_bench.py --size-mb 200
 """
+
 from __future__ import annotations
 
 import argparse
@@ -43,8 +44,13 @@ def to_ecs_json(data: bytes) -> bytes:
             if cur:
                 out.append(json.dumps(cur))
             d = m[1].decode()
-            cur = {"@timestamp": d[:10] + "T" + d[11:19] + "." + d[20:] + "Z", "log.level": m[2].decode(),
-                   "message": m[3].decode(), "process.thread.name": "main", "log.logger": m[4].decode()}
+            cur = {
+                "@timestamp": d[:10] + "T" + d[11:19] + "." + d[20:] + "Z",
+                "log.level": m[2].decode(),
+                "message": m[3].decode(),
+                "process.thread.name": "main",
+                "log.logger": m[4].decode(),
+            }
         elif cur is not None and line:
             cur["error.stack_trace"] = cur.get("error.stack_trace", "") + line + "\n"
     if cur:
@@ -79,15 +85,19 @@ def main() -> None:
     work.mkdir(parents=True, exist_ok=True)
     default = work / "server.log"
     if not default.exists():
-        subprocess.run([sys.executable, str(ROOT / "bench" / "genlog.py"), "--size-mb", str(args.size_mb),
-                        "--out", str(default)], check=True)
+        subprocess.run(
+            [sys.executable, str(ROOT / "bench" / "genlog.py"), "--size-mb", str(args.size_mb), "--out", str(default)],
+            check=True,
+        )
     other = work / "server-other-layout.log"
     if not other.exists():
         other.write_bytes(to_other_layout(default.read_bytes()))
     lay = layouts.compile_pattern("%d{ISO8601} %-5p [%t] %c - %m%n")
-    runs = [("fast path, Kafka default layout", log4j.parse, default),
-            ("general path, %d{ISO8601} %-5p [%t] %c - %m%n", lambda s, c: layouts.parse(s, c, layout=lay), other),
-            ("general path, same file, layout inferred", layouts.parse, other)]
+    runs = [
+        ("fast path, Kafka default layout", log4j.parse, default),
+        ("general path, %d{ISO8601} %-5p [%t] %c - %m%n", lambda s, c: layouts.parse(s, c, layout=lay), other),
+        ("general path, same file, layout inferred", layouts.parse, other),
+    ]
     if args.json:
         ecs = work / "server-ecs.json"
         if not ecs.exists():

@@ -7,6 +7,7 @@ with the kit/lnav and kit/grep ratios (paste into bench/README.md with the load 
 Example:
     .venv/bin/python bench/lnav_bench.py --size-mb 1024
 """
+
 from __future__ import annotations
 
 import argparse
@@ -50,6 +51,7 @@ def main(argv=None) -> int:
     if not log.exists() or abs(log.stat().st_size - want) > 1024 * 1024:
         sys.path.insert(0, str(HERE))
         from genlog import generate
+
         with open(log, "wb") as f:
             generate(want, f)
     mb = log.stat().st_size / 1e6
@@ -60,18 +62,42 @@ def main(argv=None) -> int:
     lnav = timed(["lnav", "-n", "-c", ";SELECT count(*) AS n FROM all_logs", str(log)], a.runs)
     rows.append(("lnav -n (index, count records)", lnav))
     out = work / "out.kit"
-    rows.append(("kitlib ingest (1 process)", timed([str(KIT), "ingest", str(log.parent.parent), "--out", str(out),
-                                                      "--no-progress"], a.runs)))
-    rows.append(("kitlib ingest --workers 2", timed([str(KIT), "ingest", str(log.parent.parent), "--out",
-                                                      str(work / "out2.kit"), "--workers", "2", "--no-progress"], 1)))
+    rows.append(
+        (
+            "kitlib ingest (1 process)",
+            timed([str(KIT), "ingest", str(log.parent.parent), "--out", str(out), "--no-progress"], a.runs),
+        )
+    )
+    rows.append(
+        (
+            "kitlib ingest --workers 2",
+            timed(
+                [
+                    str(KIT),
+                    "ingest",
+                    str(log.parent.parent),
+                    "--out",
+                    str(work / "out2.kit"),
+                    "--workers",
+                    "2",
+                    "--no-progress",
+                ],
+                1,
+            ),
+        )
+    )
     load = os.getloadavg()
-    print(f"file: {mb:,.0f} MB generated server.log; {os.cpu_count()} cores; load average before the kit runs "
-          f"{load[0]:.1f}; lnav {subprocess.run(['lnav', '-V'], capture_output=True, text=True).stdout.strip()}\n")
+    print(
+        f"file: {mb:,.0f} MB generated server.log; {os.cpu_count()} cores; load average before the kit runs "
+        f"{load[0]:.1f}; lnav {subprocess.run(['lnav', '-V'], capture_output=True, text=True).stdout.strip()}\n"
+    )
     print("| command | wall s | MB/s | vs grep -c (speed) | vs lnav (speed) | peak RSS MB | vs lnav (memory) |")
     print("|---|---|---|---|---|---|---|")
     for name, (wall, rss, _) in rows:
-        print(f"| {name} | {wall:.2f} | {mb / wall:,.0f} | {g[0] / wall:.3f} | {lnav[0] / wall:.2f} | {rss:,.0f} | "
-              f"{rss / lnav[1]:.2f} |")
+        print(
+            f"| {name} | {wall:.2f} | {mb / wall:,.0f} | {g[0] / wall:.3f} | {lnav[0] / wall:.2f} | {rss:,.0f} | "
+            f"{rss / lnav[1]:.2f} |"
+        )
     return 0
 
 

@@ -8,10 +8,10 @@ Example:
     >>> kitlib.triage(b).findings                          # doctest: +SKIP
     []
 """
+
 from kitlib.bundle import Bundle, ingest, load, load_bundle
 from kitlib.findings import Finding, Triage, triage
 from kitlib.registry import investigation, investigations
 
-__all__ = ["Bundle", "Finding", "Triage", "ingest", "investigation", "investigations", "load", "load_bundle",
-           "triage"]
+__all__ = ["Bundle", "Finding", "Triage", "ingest", "investigation", "investigations", "load", "load_bundle", "triage"]
 __version__ = "0.1.0"

@@ -9,6 +9,7 @@ Example:
     >>> b = kitlib.load_bundle("sample_data/healthy")      # doctest: +SKIP
     >>> b.events.groupby("level").size()                   # doctest: +SKIP
 """
+
 from __future__ import annotations
 
 import os
@@ -26,9 +27,11 @@ from kitlib.summary import BundleSummary
 @dataclass(frozen=True)
 class Scope:
     """A window over a bundle: ``start <= ts < end`` (UTC) and the hosts to keep."""
+
     start: pd.Timestamp | None = None
     end: pd.Timestamp | None = None
     hosts: list[str] | None = None
+
 
 __all__ = ["Bundle", "ingest", "load", "load_bundle", "window"]
 
@@ -43,11 +46,12 @@ class Bundle:
         >>> list(b.unparsed.columns)
         ['file', 'line', 'host', 'text', 'reason']
     """
+
     root: str
     tables: dict[str, pd.DataFrame] = field(default_factory=dict)
     summary: BundleSummary = field(default_factory=lambda: BundleSummary(bundle=""))
-    store: Path | None = None          # an ingest output the tables are read from on demand
-    scope: Scope | None = None         # the window those reads are cut to
+    store: Path | None = None  # an ingest output the tables are read from on demand
+    scope: Scope | None = None  # the window those reads are cut to
 
     def __getattr__(self, name: str) -> pd.DataFrame:
         if name.startswith("_"):
@@ -136,6 +140,7 @@ class Bundle:
         if self.store is None:
             raise ValueError("sql() needs a bundle opened on a `kitlib ingest` output (kitlib.load(DIR))")
         import duckdb
+
         con = duckdb.connect()
         for name, path in stored_tables(self.store).items():
             pattern = str(path) if path.is_file() else str(path / "**" / "*.parquet")
@@ -145,13 +150,13 @@ class Bundle:
     def findings(self):
         """Run every detector; returns the list of findings (ranked)."""
         from kitlib.findings import triage
+
         return triage(self).findings
 
     def __repr__(self) -> str:
         s = self.summary
         rows = ", ".join(f"{k}={v:,}" for k, v in sorted(s.rows.items()) if v)
-        return (f"<Bundle {self.root}: {s.files} files, {s.bytes:,} bytes, "
-                f"{s.unparsed_lines:,} unparsed lines; {rows}>")
+        return f"<Bundle {self.root}: {s.files} files, {s.bytes:,} bytes, {s.unparsed_lines:,} unparsed lines; {rows}>"
 
 
 def load_bundle(path: str | os.PathLike, tz: str | dict | None = None, progress: bool | None = None) -> Bundle:
@@ -201,10 +206,18 @@ def window(bundle: Bundle, start=None, end=None, hosts=None) -> Bundle:
     scope = None
     if bundle.store is not None:  # tables not read yet are read with the window pushed down
         old = bundle.scope or Scope()
-        scope = Scope(max(filter(None, [old.start, lo]), default=None), min(filter(None, [old.end, hi]), default=None),
-                      host_list if host_list is not None else old.hosts)
-    return Bundle(bundle.root, out, replace(bundle.summary, window=[str(start), str(end)], hosts_filter=host_list),
-                  store=bundle.store, scope=scope)
+        scope = Scope(
+            max(filter(None, [old.start, lo]), default=None),
+            min(filter(None, [old.end, hi]), default=None),
+            host_list if host_list is not None else old.hosts,
+        )
+    return Bundle(
+        bundle.root,
+        out,
+        replace(bundle.summary, window=[str(start), str(end)], hosts_filter=host_list),
+        store=bundle.store,
+        scope=scope,
+    )
 
 
 def _utc(t) -> pd.Timestamp:

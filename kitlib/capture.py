@@ -16,6 +16,7 @@ Example:
     >>> capture("127.0.0.1:9092", "incident/live")                                  # doctest: +SKIP
     >>> probe_consume("127.0.0.1:9092", "orders", "incident/live", api_version=(0, 9))  # doctest: +SKIP
 """
+
 from __future__ import annotations
 
 import json
@@ -57,13 +58,17 @@ class _Writer:
 
 def _admin(bootstrap: str, client_kw: dict):
     from kafka import KafkaAdminClient
-    return KafkaAdminClient(bootstrap_servers=bootstrap, client_id="kitlib-capture", request_timeout_ms=30000, **client_kw)
+
+    return KafkaAdminClient(
+        bootstrap_servers=bootstrap, client_id="kitlib-capture", request_timeout_ms=30000, **client_kw
+    )
 
 
 def _is_default(meta: dict) -> bool:
     """Whether a described config is at Kafka's default (not set by the broker's properties
     file, a dynamic update or a topic override)."""
     from kafka.admin._configs import ConfigSourceType
+
     src = meta.get("config_source")
     if src is None:
         return bool(meta.get("is_default", False))
@@ -73,22 +78,31 @@ def _is_default(meta: dict) -> bool:
         return False
 
 
-def capture(bootstrap: str, out: str | Path, groups: list[str] | None = None, all_configs: bool = False,
-            **client_kw) -> Path:
+def capture(
+    bootstrap: str, out: str | Path, groups: list[str] | None = None, all_configs: bool = False, **client_kw
+) -> Path:
     """Capture cluster facts into ``out/capture-<time>.jsonl``; returns the file.
 
     ``all_configs`` includes default-valued configs (otherwise every config that is not at its
     default: static broker settings from server.properties, dynamic updates, topic overrides).
     ``groups`` limits the consumer groups (default: all)."""
     from kafka.admin import ConfigResource, ConfigResourceType
+
     out = Path(out)
     w = _Writer(out / f"capture-{time.strftime('%Y%m%d-%H%M%S')}.jsonl", "cluster", bootstrap)
     admin = _admin(bootstrap, client_kw)
     try:
         cl = admin.describe_cluster()
         for b in cl.get("brokers", []):
-            w.row("brokers", cluster_id=cl.get("cluster_id"), broker_id=b["broker_id"], broker_host=b["host"],
-                  port=b["port"], rack=b.get("rack"), controller=b["broker_id"] == cl.get("controller_id"))
+            w.row(
+                "brokers",
+                cluster_id=cl.get("cluster_id"),
+                broker_id=b["broker_id"],
+                broker_host=b["host"],
+                port=b["port"],
+                rack=b.get("rack"),
+                controller=b["broker_id"] == cl.get("controller_id"),
+            )
         broker_ids = [b["broker_id"] for b in cl.get("brokers", [])]
         topics = sorted(t for t in admin.list_topics())
         res = [ConfigResource(ConfigResourceType.BROKER, str(i)) for i in broker_ids]
@@ -102,17 +116,37 @@ def capture(bootstrap: str, out: str | Path, groups: list[str] | None = None, al
                     if not all_configs and _is_default(meta):
                         continue
                     value = "[hidden]" if meta.get("is_sensitive") else redact_value(key, meta.get("value"))
-                    w.row("configs", source="live", scope=scope, entity=str(entity), key=key, value=value,
-                          config_source=str(meta.get("config_source", "")))
+                    w.row(
+                        "configs",
+                        source="live",
+                        scope=scope,
+                        entity=str(entity),
+                        key=key,
+                        value=value,
+                        config_source=str(meta.get("config_source", "")),
+                    )
         for entry in admin.describe_log_dirs():
             for d in entry.get("log_dirs", []):
                 for t in d.get("topics", []):
                     for p in t.get("partitions", []):
-                        w.row("log_dirs", broker_id=entry["broker"], log_dir=d["log_dir"], topic=t["name"],
-                              partition=p["partition_index"], size_bytes=p["partition_size"], offset_lag=p["offset_lag"],
-                              is_future=p.get("is_future_key", False))
+                        w.row(
+                            "log_dirs",
+                            broker_id=entry["broker"],
+                            log_dir=d["log_dir"],
+                            topic=t["name"],
+                            partition=p["partition_index"],
+                            size_bytes=p["partition_size"],
+                            offset_lag=p["offset_lag"],
+                            is_future=p.get("is_future_key", False),
+                        )
         for key, (lo, hi) in sorted(admin.api_versions().items(), key=lambda kv: int(kv[0])):
-            w.row("api_versions", api_key=int(key), api_name=getattr(key, "name", str(key)), min_version=lo, max_version=hi)
+            w.row(
+                "api_versions",
+                api_key=int(key),
+                api_name=getattr(key, "name", str(key)),
+                min_version=lo,
+                max_version=hi,
+            )
         for row in lag_rows(admin, bootstrap, groups, client_kw):
             w.row("consumer_lag", **row)
     finally:
@@ -126,6 +160,7 @@ def lag_rows(admin, bootstrap: str, groups: list[str] | None, client_kw: dict, c
     of ``kafka-consumer-groups.sh --describe``). Assigned partitions without a committed offset
     have ``committed`` None. ``consumer`` (a group-less KafkaConsumer) is reused when given."""
     from kafka import KafkaConsumer, TopicPartition
+
     known = sorted(g["group_id"] for g in admin.list_groups())
     # a named group that does not exist (yet) has no rows: asking its coordinator would create the
     # offsets topic and wait on its loading
@@ -156,10 +191,20 @@ def lag_rows(admin, bootstrap: str, groups: list[str] | None, client_kw: dict, c
         committed = om.offset if om is not None and om.offset >= 0 else None
         end = ends.get(tp)
         m = owners.get((g, tp), {})
-        rows.append({"group": g, "topic": tp.topic, "partition": tp.partition, "committed": committed,
-                     "end_offset": end, "lag": None if end is None or committed is None else end - committed,
-                     "group_state": described.get(g, {}).get("group_state"), "consumer_id": m.get("member_id"),
-                     "client_id": m.get("client_id"), "member_host": m.get("client_host")})
+        rows.append(
+            {
+                "group": g,
+                "topic": tp.topic,
+                "partition": tp.partition,
+                "committed": committed,
+                "end_offset": end,
+                "lag": None if end is None or committed is None else end - committed,
+                "group_state": described.get(g, {}).get("group_state"),
+                "consumer_id": m.get("member_id"),
+                "client_id": m.get("client_id"),
+                "member_host": m.get("client_host"),
+            }
+        )
     return rows
 
 
@@ -167,13 +212,21 @@ def lag_rows(admin, bootstrap: str, groups: list[str] | None, client_kw: dict, c
 class LagSeries:
     """What :func:`capture_lag_series` wrote: the file, how many snapshots and whether it was
     stopped (Ctrl-C) before ``count`` was reached."""
+
     path: Path
     snapshots: int
     interrupted: bool = False
 
 
-def capture_lag_series(bootstrap: str, out: str | Path, every: float, count: int | None = None,
-                       groups: list[str] | None = None, progress=None, **client_kw) -> LagSeries:
+def capture_lag_series(
+    bootstrap: str,
+    out: str | Path,
+    every: float,
+    count: int | None = None,
+    groups: list[str] | None = None,
+    progress=None,
+    **client_kw,
+) -> LagSeries:
     """Take a consumer-lag snapshot every ``every`` seconds, ``count`` times (None: until Ctrl-C),
     into ``out/lag-<time>.jsonl``. Every row of a snapshot carries the snapshot's time in ``ts``,
     so the file loads as one ``consumer_lag`` table (one snapshot per distinct ``ts``). Each
@@ -185,6 +238,7 @@ def capture_lag_series(bootstrap: str, out: str | Path, every: float, count: int
         LagSeries(path=PosixPath('incident/live/lag-20261123-114500.jsonl'), snapshots=30, interrupted=False)
     """
     from kafka import KafkaConsumer
+
     if every <= 0 or (count is not None and count < 1):
         raise ValueError("--every must be > 0 seconds and --count at least 1")
     out = Path(out)
@@ -199,8 +253,12 @@ def capture_lag_series(bootstrap: str, out: str | Path, every: float, count: int
             ts = _now()
             rows = lag_rows(admin, bootstrap, groups, client_kw, consumer)
             # a snapshot reaches the file whole or not at all (one write, then flushed)
-            w.fh.write("".join(json.dumps({"kind": "consumer_lag", "ts": ts, **r}, default=str, sort_keys=True) + "\n"
-                               for r in rows))
+            w.fh.write(
+                "".join(
+                    json.dumps({"kind": "consumer_lag", "ts": ts, **r}, default=str, sort_keys=True) + "\n"
+                    for r in rows
+                )
+            )
             w.fh.flush()
             done += 1
             if progress:
@@ -217,20 +275,35 @@ def capture_lag_series(bootstrap: str, out: str | Path, every: float, count: int
     return LagSeries(w.close(), done, interrupted)
 
 
-def probe_consume(bootstrap: str, topic: str, out: str | Path, api_version: tuple | None = None,
-                  seconds: float = 20, max_mb: float | None = None, interval_s: float = 1.0,
-                  probe_id: str | None = None, **client_kw) -> Path:
+def probe_consume(
+    bootstrap: str,
+    topic: str,
+    out: str | Path,
+    api_version: tuple | None = None,
+    seconds: float = 20,
+    max_mb: float | None = None,
+    interval_s: float = 1.0,
+    probe_id: str | None = None,
+    **client_kw,
+) -> Path:
     """Read ``topic`` from the beginning for ``seconds`` (or until ``max_mb`` MB, or the end)
     with a client speaking ``api_version`` (e.g. ``(0, 9)``: Fetch v1, which makes a 3.x broker
     down-convert) and record bytes, records and MB/s per interval."""
     from kafka import KafkaConsumer, TopicPartition
+
     out = Path(out)
     ver = ".".join(map(str, api_version)) if api_version else "auto"
     probe_id = probe_id or f"consume-{topic}-{ver}-{uuid.uuid4().hex[:6]}"
     client_id = f"kitlib-probe-{ver}"
     w = _Writer(out / f"probe-{probe_id}.jsonl", "probe_throughput", bootstrap)
-    kw = dict(bootstrap_servers=bootstrap, client_id=client_id, group_id=None, enable_auto_commit=False,
-              auto_offset_reset="earliest", **client_kw)
+    kw = dict(
+        bootstrap_servers=bootstrap,
+        client_id=client_id,
+        group_id=None,
+        enable_auto_commit=False,
+        auto_offset_reset="earliest",
+        **client_kw,
+    )
     if api_version:
         kw["api_version"] = tuple(api_version)
     c = KafkaConsumer(**kw)
@@ -253,13 +326,25 @@ def probe_consume(bootstrap: str, topic: str, out: str | Path, api_version: tupl
                     total += size
                     n_rec += 1
             now = time.monotonic()
-            done = now - t0 >= seconds or (max_mb and total >= max_mb * 1e6) or all(
-                c.position(tp) >= ends[tp] for tp in tps)
+            done = (
+                now - t0 >= seconds
+                or (max_mb and total >= max_mb * 1e6)
+                or all(c.position(tp) >= ends[tp] for tp in tps)
+            )
             if now - tick >= interval_s or done:
                 dt = max(now - tick, 1e-6)
-                w.row("probe_throughput", probe=probe_id, topic=topic, api_version=ver, client_id=client_id,
-                      elapsed_s=round(now - t0, 3), interval_s=round(dt, 3), records=n_rec, bytes=n_bytes,
-                      mb_per_s=round(n_bytes / dt / 1e6, 3))
+                w.row(
+                    "probe_throughput",
+                    probe=probe_id,
+                    topic=topic,
+                    api_version=ver,
+                    client_id=client_id,
+                    elapsed_s=round(now - t0, 3),
+                    interval_s=round(dt, 3),
+                    records=n_rec,
+                    bytes=n_bytes,
+                    mb_per_s=round(n_bytes / dt / 1e6, 3),
+                )
                 tick, n_bytes, n_rec = now, 0, 0
             if done:
                 break
@@ -276,12 +361,20 @@ def read_sample(path: str | Path, limit: int = 20000) -> list[bytes]:
     return vals[:limit]
 
 
-def probe_codecs(bootstrap: str, sample: str | Path, out: str | Path, codecs=CODECS, repeat: int = 1,
-                 topic_prefix: str = "kitlib-codec-probe", **client_kw) -> Path:
+def probe_codecs(
+    bootstrap: str,
+    sample: str | Path,
+    out: str | Path,
+    codecs=CODECS,
+    repeat: int = 1,
+    topic_prefix: str = "kitlib-codec-probe",
+    **client_kw,
+) -> Path:
     """Produce the same sample records once per codec (to a fresh topic each) and record producer
     MB/s, bytes on disk and the compression ratio (raw bytes / bytes on disk)."""
     from kafka import KafkaAdminClient, KafkaProducer
     from kafka.admin import NewTopic
+
     out = Path(out)
     values = read_sample(sample) * repeat
     raw = sum(len(v) for v in values)
@@ -292,9 +385,16 @@ def probe_codecs(bootstrap: str, sample: str | Path, out: str | Path, codecs=COD
         for codec in codecs:
             topic = f"{topic_prefix}-{run}-{codec}"
             admin.create_topics([NewTopic(topic, 1, 1)])
-            p = KafkaProducer(bootstrap_servers=bootstrap, client_id=f"kitlib-probe-{codec}",
-                              compression_type=None if codec == "none" else codec, linger_ms=5,
-                              batch_size=262144, acks=1, enable_idempotence=False, **client_kw)
+            p = KafkaProducer(
+                bootstrap_servers=bootstrap,
+                client_id=f"kitlib-probe-{codec}",
+                compression_type=None if codec == "none" else codec,
+                linger_ms=5,
+                batch_size=262144,
+                acks=1,
+                enable_idempotence=False,
+                **client_kw,
+            )
             try:
                 t = time.perf_counter()
                 for v in values:
@@ -304,9 +404,17 @@ def probe_codecs(bootstrap: str, sample: str | Path, out: str | Path, codecs=COD
             finally:
                 p.close()
             on_disk = _topic_bytes(admin, topic)
-            w.row("probe_codecs", codec=codec, topic=topic, records=len(values), raw_bytes=raw,
-                  seconds=round(dt, 4), mb_per_s=round(raw / dt / 1e6, 3), bytes_on_disk=on_disk,
-                  ratio=round(raw / on_disk, 3) if on_disk else None)
+            w.row(
+                "probe_codecs",
+                codec=codec,
+                topic=topic,
+                records=len(values),
+                raw_bytes=raw,
+                seconds=round(dt, 4),
+                mb_per_s=round(raw / dt / 1e6, 3),
+                bytes_on_disk=on_disk,
+                ratio=round(raw / on_disk, 3) if on_disk else None,
+            )
     finally:
         admin.close()
     return w.close()
@@ -316,8 +424,14 @@ def _topic_bytes(admin, topic: str, timeout: float = 10) -> int:
     deadline = time.monotonic() + timeout
     size = 0
     while time.monotonic() < deadline:
-        size = sum(p["partition_size"] for e in admin.describe_log_dirs() for d in e.get("log_dirs", [])
-                   for t in d.get("topics", []) if t["name"] == topic for p in t.get("partitions", []))
+        size = sum(
+            p["partition_size"]
+            for e in admin.describe_log_dirs()
+            for d in e.get("log_dirs", [])
+            for t in d.get("topics", [])
+            if t["name"] == topic
+            for p in t.get("partitions", [])
+        )
         if size:
             return size
         time.sleep(0.3)
@@ -326,8 +440,15 @@ def _topic_bytes(admin, topic: str, timeout: float = 10) -> int:
 
 def _client_kw(args) -> dict:
     kw = {}
-    for name in ("security_protocol", "sasl_mechanism", "sasl_plain_username", "sasl_plain_password",
-                 "ssl_cafile", "ssl_certfile", "ssl_keyfile"):
+    for name in (
+        "security_protocol",
+        "sasl_mechanism",
+        "sasl_plain_username",
+        "sasl_plain_password",
+        "ssl_cafile",
+        "ssl_certfile",
+        "ssl_keyfile",
+    ):
         v = getattr(args, name, None)
         if v:
             kw[name] = v
@@ -348,6 +469,7 @@ def _security_args(p) -> None:
 def _cmd_capture(args) -> int:
     import signal
     import sys
+
     if args.every is None:
         if args.count is not None:
             print("kitlib capture: --count needs --every SECONDS", file=sys.stderr)
@@ -362,8 +484,12 @@ def _cmd_capture(args) -> int:
 
     def progress(n: int, ts: str, rows: int, lag: int) -> None:
         if tty:
-            print(f"\rsnapshot {n}{of} at {ts[11:19]} UTC: {rows} partitions, total lag {lag:,}   ",
-                  end="", file=sys.stderr, flush=True)
+            print(
+                f"\rsnapshot {n}{of} at {ts[11:19]} UTC: {rows} partitions, total lag {lag:,}   ",
+                end="",
+                file=sys.stderr,
+                flush=True,
+            )
 
     def stop(signum, frame):  # a service manager's SIGTERM stops as cleanly as Ctrl-C
         raise KeyboardInterrupt
@@ -371,8 +497,9 @@ def _cmd_capture(args) -> int:
     signal.signal(signal.SIGTERM, stop)
     if tty:
         print(f"lag snapshot every {args.every:g} s{' until Ctrl-C' if not args.count else ''}", file=sys.stderr)
-    got = capture_lag_series(args.bootstrap, args.out, args.every, args.count, args.groups, progress,
-                             **_client_kw(args))
+    got = capture_lag_series(
+        args.bootstrap, args.out, args.every, args.count, args.groups, progress, **_client_kw(args)
+    )
     if tty:
         print(file=sys.stderr)
     if got.interrupted:
@@ -382,48 +509,83 @@ def _cmd_capture(args) -> int:
 
 
 def register_cli(sub) -> None:
-    p = sub.add_parser("capture", help="capture configs, log-dir sizes, consumer lag and API versions from a cluster",
-                       description="Connect with kafka-python and write cluster facts into OUT (a bundle folder): "
-                                   "broker/topic configs (secrets redacted), log-dir sizes per partition, consumer "
-                                   "groups with committed offsets, end offsets and lag, and supported API versions. "
-                                   "With --every, record a lag history instead: a consumer-lag snapshot every SECONDS "
-                                   "(--count times, or until Ctrl-C, which keeps every finished snapshot) into "
-                                   "OUT/lag-<time>.jsonl, the same JSON-lines format with one consumer_lag row per "
-                                   "group and partition and snapshot, all rows of a snapshot stamped with its UTC time "
-                                   "(ts): the file loads as one consumer_lag table.")
+    p = sub.add_parser(
+        "capture",
+        help="capture configs, log-dir sizes, consumer lag and API versions from a cluster",
+        description="Connect with kafka-python and write cluster facts into OUT (a bundle folder): "
+        "broker/topic configs (secrets redacted), log-dir sizes per partition, consumer "
+        "groups with committed offsets, end offsets and lag, and supported API versions. "
+        "With --every, record a lag history instead: a consumer-lag snapshot every SECONDS "
+        "(--count times, or until Ctrl-C, which keeps every finished snapshot) into "
+        "OUT/lag-<time>.jsonl, the same JSON-lines format with one consumer_lag row per "
+        "group and partition and snapshot, all rows of a snapshot stamped with its UTC time "
+        "(ts): the file loads as one consumer_lag table.",
+    )
     p.add_argument("--bootstrap", required=True, help="HOST:PORT of a broker")
     p.add_argument("--out", required=True, help="bundle folder to write into (e.g. incident/live)")
     p.add_argument("--group", action="append", dest="groups", help="only this consumer group (repeatable)")
     p.add_argument("--all-configs", action="store_true", help="include configs left at their defaults")
-    p.add_argument("--every", type=float, metavar="SECONDS",
-                   help="lag history: take a consumer-lag snapshot every SECONDS (only lag, no configs)")
-    p.add_argument("--count", type=int, metavar="N", help="with --every: stop after N snapshots (default: until Ctrl-C)")
+    p.add_argument(
+        "--every",
+        type=float,
+        metavar="SECONDS",
+        help="lag history: take a consumer-lag snapshot every SECONDS (only lag, no configs)",
+    )
+    p.add_argument(
+        "--count", type=int, metavar="N", help="with --every: stop after N snapshots (default: until Ctrl-C)"
+    )
     _security_args(p)
     p.set_defaults(func=_cmd_capture)
 
-    p = sub.add_parser("probe", help="measure consume throughput or codec trade-offs against a cluster",
-                       description="Active measurements written into a bundle folder.")
+    p = sub.add_parser(
+        "probe",
+        help="measure consume throughput or codec trade-offs against a cluster",
+        description="Active measurements written into a bundle folder.",
+    )
     psub = p.add_subparsers(dest="probe", metavar="PROBE")
-    c = psub.add_parser("consume", help="consume a topic and record MB/s over time",
-                        description="Read TOPIC from the beginning with a client speaking --api-version (e.g. 0.9 makes "
-                                    "a 3.x broker down-convert every fetch) and record MB/s per second.")
+    c = psub.add_parser(
+        "consume",
+        help="consume a topic and record MB/s over time",
+        description="Read TOPIC from the beginning with a client speaking --api-version (e.g. 0.9 makes "
+        "a 3.x broker down-convert every fetch) and record MB/s per second.",
+    )
     c.add_argument("--bootstrap", required=True)
     c.add_argument("--topic", required=True)
     c.add_argument("--out", required=True, help="bundle folder to write into")
-    c.add_argument("--api-version", default=None, help="client protocol version to speak, e.g. 0.9 or 2.8 (default: negotiate)")
+    c.add_argument(
+        "--api-version", default=None, help="client protocol version to speak, e.g. 0.9 or 2.8 (default: negotiate)"
+    )
     c.add_argument("--seconds", type=float, default=20, help="stop after this long (default 20)")
     c.add_argument("--mb", type=float, default=None, help="stop after this many MB")
     _security_args(c)
-    c.set_defaults(func=lambda a: print(probe_consume(
-        a.bootstrap, a.topic, a.out, tuple(int(x) for x in a.api_version.split(".")) if a.api_version else None,
-        a.seconds, a.mb, **_client_kw(a))) or 0)
-    k = psub.add_parser("codecs", help="produce a sample with each codec; record MB/s, ratio and bytes on disk",
-                        description="Produce the records of --sample (one per line) once per codec (none, gzip, snappy, "
-                                    "lz4, zstd), each to a new topic, and record producer MB/s and bytes on disk.")
+    c.set_defaults(
+        func=lambda a: (
+            print(
+                probe_consume(
+                    a.bootstrap,
+                    a.topic,
+                    a.out,
+                    tuple(int(x) for x in a.api_version.split(".")) if a.api_version else None,
+                    a.seconds,
+                    a.mb,
+                    **_client_kw(a),
+                )
+            )
+            or 0
+        )
+    )
+    k = psub.add_parser(
+        "codecs",
+        help="produce a sample with each codec; record MB/s, ratio and bytes on disk",
+        description="Produce the records of --sample (one per line) once per codec (none, gzip, snappy, "
+        "lz4, zstd), each to a new topic, and record producer MB/s and bytes on disk.",
+    )
     k.add_argument("--bootstrap", required=True)
     k.add_argument("--sample", required=True, help="file with one record value per line (your own payloads)")
     k.add_argument("--out", required=True, help="bundle folder to write into")
     k.add_argument("--repeat", type=int, default=1, help="send the sample this many times (default 1)")
     _security_args(k)
-    k.set_defaults(func=lambda a: print(probe_codecs(a.bootstrap, a.sample, a.out, repeat=a.repeat, **_client_kw(a))) or 0)
+    k.set_defaults(
+        func=lambda a: print(probe_codecs(a.bootstrap, a.sample, a.out, repeat=a.repeat, **_client_kw(a))) or 0
+    )
     p.set_defaults(func=lambda a: p.print_help() or 2)

@@ -7,6 +7,7 @@ Example:
     >>> to_pandas(empty_events()).columns.tolist()
     ['ts', 'level', 'logger', 'message', 'host', 'file', 'line', 'nlines']
 """
+
 from __future__ import annotations
 
 import pandas as pd
@@ -16,28 +17,33 @@ from kitlib import tables
 
 LEVELS = ["TRACE", "DEBUG", "INFO", "WARN", "ERROR", "FATAL"]
 
-tables.declare("events", "One row per log4j record (multi-line records are one row).", [
-    ("ts", "ts", "record time, converted to UTC from the file's timezone"),
-    ("level", "category", "TRACE, DEBUG, INFO, WARN, ERROR or FATAL"),
-    ("logger", "category", "logger name (Connect's ':line' suffix removed); empty when the layout has none"),
-    ("message", "str", "message text; continuation lines (stack traces, blocks) joined with newlines"),
-    ("host", "category", "host the file came from"),
-    ("file", "category", "path of the source file relative to the bundle root"),
-    ("line", "int", "1-based line number of the record's first line"),
-    ("nlines", "int", "physical lines the record spans"),
-])
+tables.declare(
+    "events",
+    "One row per log4j record (multi-line records are one row).",
+    [
+        ("ts", "ts", "record time, converted to UTC from the file's timezone"),
+        ("level", "category", "TRACE, DEBUG, INFO, WARN, ERROR or FATAL"),
+        ("logger", "category", "logger name (Connect's ':line' suffix removed); empty when the layout has none"),
+        ("message", "str", "message text; continuation lines (stack traces, blocks) joined with newlines"),
+        ("host", "category", "host the file came from"),
+        ("file", "category", "path of the source file relative to the bundle root"),
+        ("line", "int", "1-based line number of the record's first line"),
+        ("nlines", "int", "physical lines the record spans"),
+    ],
+)
 
-EVENTS_SCHEMA = pa.schema([
-    ("ts", pa.timestamp("ms", tz="UTC")),
-    ("level", pa.dictionary(pa.int8(), pa.string())),
-    ("logger", pa.dictionary(pa.int32(), pa.string())),
-    ("message", pa.large_string()),
-    ("host", pa.dictionary(pa.int32(), pa.string())),
-    ("file", pa.dictionary(pa.int32(), pa.string())),
-    ("line", pa.int64()),
-    ("nlines", pa.int32()),
-])
-
+EVENTS_SCHEMA = pa.schema(
+    [
+        ("ts", pa.timestamp("ms", tz="UTC")),
+        ("level", pa.dictionary(pa.int8(), pa.string())),
+        ("logger", pa.dictionary(pa.int32(), pa.string())),
+        ("message", pa.large_string()),
+        ("host", pa.dictionary(pa.int32(), pa.string())),
+        ("file", pa.dictionary(pa.int32(), pa.string())),
+        ("line", pa.int64()),
+        ("nlines", pa.int32()),
+    ]
+)
 
 
 def empty_events() -> pa.Table:
@@ -47,8 +53,9 @@ def empty_events() -> pa.Table:
 
 def to_pandas(t: pa.Table) -> pd.DataFrame:
     """Events Arrow table -> DataFrame with the declared dtypes (strings stay Arrow-backed)."""
-    df = t.to_pandas(types_mapper={pa.large_string(): pd.StringDtype("pyarrow"),
-                                   pa.string(): pd.StringDtype("pyarrow")}.get)
+    df = t.to_pandas(
+        types_mapper={pa.large_string(): pd.StringDtype("pyarrow"), pa.string(): pd.StringDtype("pyarrow")}.get
+    )
     df["ts"] = df["ts"].astype("datetime64[ns, UTC]")
     df["line"] = df["line"].astype("Int64")
     df["nlines"] = df["nlines"].astype("Int64")

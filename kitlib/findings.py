@@ -10,6 +10,7 @@ Example:
     >>> f.to_dict()["id"]
     'demo-finding'
 """
+
 from __future__ import annotations
 
 import re
@@ -33,7 +34,7 @@ class Finding:
     numbers: dict = field(default_factory=dict)
     recommendation: str = ""
     evidence: list[dict] = field(default_factory=list)
-    notebook: str = ""       # the owning investigation's notebook (set when the detector runs)
+    notebook: str = ""  # the owning investigation's notebook (set when the detector runs)
     detector: str = ""
     investigation: str = ""  # the investigation that owns this finding id (set when the detector runs)
 
@@ -87,13 +88,15 @@ def evidence(df: pd.DataFrame, text: str | Callable[[pd.Series], str] = "message
         t = "" if t is None or t is pd.NA else str(t)
         if len(t) > EVIDENCE_TEXT_MAX:
             t = t[:EVIDENCE_TEXT_MAX] + "…"
-        out.append({
-            "file": str(r.get("file", "")),
-            "line": None if pd.isna(r.get("line", pd.NA)) else int(r.get("line")),
-            "host": "" if pd.isna(r.get("host", pd.NA)) else str(r.get("host")),
-            "ts": None if pd.isna(r.get("ts", pd.NaT)) else pd.Timestamp(r.get("ts")).isoformat(),
-            "text": t,
-        })
+        out.append(
+            {
+                "file": str(r.get("file", "")),
+                "line": None if pd.isna(r.get("line", pd.NA)) else int(r.get("line")),
+                "host": "" if pd.isna(r.get("host", pd.NA)) else str(r.get("host")),
+                "ts": None if pd.isna(r.get("ts", pd.NaT)) else pd.Timestamp(r.get("ts")).isoformat(),
+                "text": t,
+            }
+        )
     return out
 
 
@@ -120,27 +123,31 @@ def detector(ids: Iterable[str], checks: str, needs: Iterable[str] = ()):
         >>> DETECTORS.pop("demo").needs
         ('events',)
     """
+
     def wrap(fn):
         DETECTORS[fn.__name__] = Detector(fn.__name__, fn, tuple(ids), checks, tuple(needs), fn.__module__)
         return fn
+
     return wrap
 
 
 @dataclass(frozen=True)
 class DetectorRun:
     """What happened when one detector ran over a bundle."""
+
     detector: str
     investigation: str
     checks: str
-    status: str              # "ok", "skipped" (a needed table has no rows) or "failed"
+    status: str  # "ok", "skipped" (a needed table has no rows) or "failed"
     findings: int = 0
-    reason: str = ""         # why it was skipped, or the error it failed with
+    reason: str = ""  # why it was skipped, or the error it failed with
 
 
 @dataclass
 class Triage:
     """The outcome of running detectors over a bundle: findings ranked by severity (most severe
     first), and what each detector did."""
+
     findings: list[Finding]
     runs: list[DetectorRun]
 
@@ -163,6 +170,7 @@ def triage(bundle, investigations: Iterable[str] | None = None) -> Triage:
     """
     from kitlib import registry
     from kitlib.bundle import Bundle, load_bundle
+
     if not isinstance(bundle, Bundle):
         bundle = load_bundle(bundle)
     registry.load()
@@ -176,8 +184,7 @@ def triage(bundle, investigations: Iterable[str] | None = None) -> Triage:
             continue
         empty = [t for t in d.needs if not len(bundle.table(t))]
         if empty:
-            runs.append(DetectorRun(name, inv_name, d.checks, "skipped",
-                                    reason="no rows in " + ", ".join(empty)))
+            runs.append(DetectorRun(name, inv_name, d.checks, "skipped", reason="no rows in " + ", ".join(empty)))
             continue
         try:
             got = list(d.fn(bundle) or [])
@@ -191,8 +198,16 @@ def triage(bundle, investigations: Iterable[str] | None = None) -> Triage:
             f.investigation = inv_name
             f.notebook = inv.notebook if inv else ""
         found.extend(got)
-        runs.append(DetectorRun(name, inv_name, d.checks, "failed" if stray else "ok", len(got),
-                                f"emitted undeclared finding ids {stray}" if stray else ""))
+        runs.append(
+            DetectorRun(
+                name,
+                inv_name,
+                d.checks,
+                "failed" if stray else "ok",
+                len(got),
+                f"emitted undeclared finding ids {stray}" if stray else "",
+            )
+        )
     found.sort(key=lambda f: (SEVERITIES.index(f.severity), f.id))
     return Triage(found, runs)
 
@@ -227,6 +242,7 @@ def triage_text(result: Triage, summary_text: str = "") -> str:
     for r in result.failed:
         out.append(f"\ndetector {r.detector} failed: {r.reason}")
     if result.skipped:
-        out.append("\nskipped (their tables have no rows): "
-                   + ", ".join(f"{r.detector} ({r.reason})" for r in result.skipped))
+        out.append(
+            "\nskipped (their tables have no rows): " + ", ".join(f"{r.detector} ({r.reason})" for r in result.skipped)
+        )
     return "\n".join(out)

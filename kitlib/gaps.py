@@ -6,6 +6,7 @@ Example:
     >>> [g.what for g in lacks(Bundle("empty", {}))][:2]
     ['broker logs', 'JMX metrics']
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -15,9 +16,9 @@ import pandas as pd
 
 @dataclass(frozen=True)
 class Gap:
-    what: str     # the missing input
-    why: str      # what the kit cannot tell without it
-    how: str      # how to collect it
+    what: str  # the missing input
+    why: str  # what the kit cannot tell without it
+    how: str  # how to collect it
 
 
 def _has_file(files: pd.DataFrame, *names: str) -> bool:
@@ -31,29 +32,57 @@ def lacks(bundle) -> list[Gap]:
     """The inputs this bundle does not hold that most investigations lean on."""
     files = bundle.files
     gaps = []
-    ev_files = files[files["format"].astype("string").isin(["log4j", "log-layout", "log-layout-manifest", "jsonlog"])] \
-        if len(files) else files
+    ev_files = (
+        files[files["format"].astype("string").isin(["log4j", "log-layout", "log-layout-manifest", "jsonlog"])]
+        if len(files)
+        else files
+    )
     if not _has_file(ev_files, r"server\.log", r"kafka\.log", r"broker"):
-        gaps.append(Gap("broker logs", "broker-side causes (ISR changes, fencing, disk errors, coordinators) stay invisible",
-                        "copy $KAFKA_HOME/logs/server.log* (rotated and .gz too) from every broker, one folder per broker"))
+        gaps.append(
+            Gap(
+                "broker logs",
+                "broker-side causes (ISR changes, fencing, disk errors, coordinators) stay invisible",
+                "copy $KAFKA_HOME/logs/server.log* (rotated and .gz too) from every broker, one folder per broker",
+            )
+        )
     if not len(bundle.metrics):
-        gaps.append(Gap("JMX metrics", "rates, under-replicated counts, request-handler idle and throttling are unknown",
-                        "sample the brokers with JmxTool (kafka-run-class.sh org.apache.kafka.tools.JmxTool "
-                        "--jmx-url ... --reporting-interval 1000 > broker-1.csv) or save a Prometheus scrape"))
+        gaps.append(
+            Gap(
+                "JMX metrics",
+                "rates, under-replicated counts, request-handler idle and throttling are unknown",
+                "sample the brokers with JmxTool (kafka-run-class.sh org.apache.kafka.tools.JmxTool "
+                "--jmx-url ... --reporting-interval 1000 > broker-1.csv) or save a Prometheus scrape",
+            )
+        )
     if len(ev_files) and not _has_file(ev_files, r"controller\.log", r"state-change\.log"):
-        gaps.append(Gap("controller and state-change logs", "leader elections and controller changes cannot be "
-                        "placed on the timeline", "copy controller.log* and state-change.log* from every broker"))
+        gaps.append(
+            Gap(
+                "controller and state-change logs",
+                "leader elections and controller changes cannot be placed on the timeline",
+                "copy controller.log* and state-change.log* from every broker",
+            )
+        )
     if not _has_file(files, r"gc\.log", r"gc-"):
-        gaps.append(Gap("GC logs", "a long JVM pause cannot be told apart from a network or disk problem",
-                        "copy kafkaServer-gc.log* (kafka-run-class.sh writes them next to server.log)"))
+        gaps.append(
+            Gap(
+                "GC logs",
+                "a long JVM pause cannot be told apart from a network or disk problem",
+                "copy kafkaServer-gc.log* (kafka-run-class.sh writes them next to server.log)",
+            )
+        )
     if len(bundle.commits):
         cfg = bundle.configs
         scopes = set(cfg["scope"].astype("string")) if len(cfg) else set()
         if not scopes & {"ProducerConfig", "DistributedConfig", "StandaloneConfig", "WorkerConfig"}:
-            gaps.append(Gap("Connect config dump", "the drain model has no producer batch.size, linger.ms or "
-                            "offset.flush.timeout.ms and falls back to Kafka's defaults",
-                            "include the worker log from its start (the INFO 'ProducerConfig values:' and "
-                            "'DistributedConfig values:' blocks), or the connector and worker properties"))
+            gaps.append(
+                Gap(
+                    "Connect config dump",
+                    "the drain model has no producer batch.size, linger.ms or "
+                    "offset.flush.timeout.ms and falls back to Kafka's defaults",
+                    "include the worker log from its start (the INFO 'ProducerConfig values:' and "
+                    "'DistributedConfig values:' blocks), or the connector and worker properties",
+                )
+            )
     return gaps
 
 

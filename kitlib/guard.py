@@ -17,6 +17,7 @@ Example:
     >>> sorted(p.name for p in out.iterdir())
     ['summary.json']
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -56,8 +57,10 @@ def fresh_output(out: str | os.PathLike) -> Iterator[Path]:
     if out.exists() and not out.is_dir():
         raise ValueError(f"--out {out} exists and is not a folder")
     if out.is_dir() and not is_kit_output(out):
-        raise ValueError(f"--out {out} holds files that are not kit output (Parquet tables, summary.json): "
-                         f"refusing to replace it; choose a new or empty folder")
+        raise ValueError(
+            f"--out {out} holds files that are not kit output (Parquet tables, summary.json): "
+            f"refusing to replace it; choose a new or empty folder"
+        )
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.partial-", dir=out.parent))
     try:
@@ -79,6 +82,7 @@ def account_rest(src, ctx, error: BaseException, reason_prefix: str = "not read:
     reached (``ctx.lines`` + 1 onwards), kept in ``unparsed`` with the reason; ``ctx.lines`` is
     then the file's full line count. Reads the file again with bounded memory."""
     from kitlib.formats import Context, decode_line, iter_lines, unparsed_frame
+
     done = ctx.lines
     probe = Context(src)
     reason = f"{reason_prefix} ({type(error).__name__})"
@@ -98,9 +102,22 @@ def account_rest(src, ctx, error: BaseException, reason_prefix: str = "not read:
 
 def not_read_rows(skipped) -> list[dict]:
     """``files`` table rows for paths the kit did not read (see :func:`kitlib.sources.discover_all`)."""
-    return [{"file": s.rel, "host": "", "format": "not read", "tz": "", "bytes": None, "lines": None,
-             "parsed": None, "unparsed": None, "rows": 0, "error": f"{s.rel}: not read: {s.reason}",
-             "error_line": None} for s in skipped]
+    return [
+        {
+            "file": s.rel,
+            "host": "",
+            "format": "not read",
+            "tz": "",
+            "bytes": None,
+            "lines": None,
+            "parsed": None,
+            "unparsed": None,
+            "rows": 0,
+            "error": f"{s.rel}: not read: {s.reason}",
+            "error_line": None,
+        }
+        for s in skipped
+    ]
 
 
 def cut_line_note(src) -> str:
@@ -110,7 +127,10 @@ def cut_line_note(src) -> str:
     if not cuts:
         return ""
     from kitlib.sources import MAX_LINE
+
     line, dropped = cuts[0]
     more = f" ({len(cuts)} such lines)" if len(cuts) > 1 else ""
-    return (f"{src.rel} line {line}: longer than {MAX_LINE // (1024 * 1024)} MiB: its first "
-            f"{MAX_LINE // (1024 * 1024)} MiB kept, {dropped:,} bytes after that not stored{more}")
+    return (
+        f"{src.rel} line {line}: longer than {MAX_LINE // (1024 * 1024)} MiB: its first "
+        f"{MAX_LINE // (1024 * 1024)} MiB kept, {dropped:,} bytes after that not stored{more}"
+    )

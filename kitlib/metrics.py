@@ -8,6 +8,7 @@ Example:
     >>> prometheus_name("kafka.server:type=BrokerTopicMetrics,name=BytesInPerSec", "Count")
     'kafka_server_brokertopicmetrics_bytesinpersec_count'
 """
+
 from __future__ import annotations
 
 import re
@@ -19,26 +20,30 @@ from kitlib import tables
 
 KEYS = ("type", "name", "topic", "partition", "request", "client_id", "version", "connector", "task")
 
-tables.declare("metrics", "JMX values in long form: one row per (time, MBean, attribute), from JmxTool CSV, "
-               "Prometheus exposition text or Jolokia JSON. The MBean's key properties are split out.", [
-                   ("ts", "ts", "sample time (UTC)"),
-                   ("mbean", "str", "full MBean name, e.g. kafka.server:type=BrokerTopicMetrics,name=BytesInPerSec"),
-                   ("attribute", "str", "attribute: Count, OneMinuteRate, Mean, Value, 99thPercentile, ..."),
-                   ("value", "float", "numeric value (NaN for text attributes)"),
-                   ("text", "str", "value of a non-numeric attribute (RateUnit, EventType, ...)"),
-                   ("domain", "category", "MBean domain: kafka.server, kafka.network, kafka.connect, ..."),
-                   ("type", "category", "key property type"),
-                   ("name", "category", "key property name (the metric)"),
-                   ("topic", "str", "key property topic"),
-                   ("partition", "str", "key property partition"),
-                   ("request", "str", "key property request (Fetch, Produce, ...)"),
-                   ("client_id", "str", "key property client-id / clientId"),
-                   ("version", "str", "key property version (request API version)"),
-                   ("connector", "str", "key property connector"),
-                   ("task", "str", "key property task"),
-                   ("props", "str", "the remaining key properties, k=v joined with commas"),
-                   ("source", "category", "jmxtool, prometheus or jolokia"),
-               ])
+tables.declare(
+    "metrics",
+    "JMX values in long form: one row per (time, MBean, attribute), from JmxTool CSV, "
+    "Prometheus exposition text or Jolokia JSON. The MBean's key properties are split out.",
+    [
+        ("ts", "ts", "sample time (UTC)"),
+        ("mbean", "str", "full MBean name, e.g. kafka.server:type=BrokerTopicMetrics,name=BytesInPerSec"),
+        ("attribute", "str", "attribute: Count, OneMinuteRate, Mean, Value, 99thPercentile, ..."),
+        ("value", "float", "numeric value (NaN for text attributes)"),
+        ("text", "str", "value of a non-numeric attribute (RateUnit, EventType, ...)"),
+        ("domain", "category", "MBean domain: kafka.server, kafka.network, kafka.connect, ..."),
+        ("type", "category", "key property type"),
+        ("name", "category", "key property name (the metric)"),
+        ("topic", "str", "key property topic"),
+        ("partition", "str", "key property partition"),
+        ("request", "str", "key property request (Fetch, Produce, ...)"),
+        ("client_id", "str", "key property client-id / clientId"),
+        ("version", "str", "key property version (request API version)"),
+        ("connector", "str", "key property connector"),
+        ("task", "str", "key property task"),
+        ("props", "str", "the remaining key properties, k=v joined with commas"),
+        ("source", "category", "jmxtool, prometheus or jolokia"),
+    ],
+)
 
 _PROP = re.compile(r'([^,=]+)=("(?:[^"\\]|\\.)*"|[^,]*)')
 
@@ -104,19 +109,40 @@ def mbean_from_prometheus(name: str, labels: dict) -> tuple[str, str]:
     if bean is None:
         domain = name.split("_", 1)[0] if "_" in name else "prometheus"
         bean = f"{domain}:name={name}"
-    props = ",".join(f"{'clientId' if k == 'client_id' else k}={v}" for k, v in sorted(labels.items()) if k != "quantile")
+    props = ",".join(
+        f"{'clientId' if k == 'client_id' else k}={v}" for k, v in sorted(labels.items()) if k != "quantile"
+    )
     if "quantile" in labels:
         attr = QUANTILE_ATTR.get(labels["quantile"], f"{labels['quantile']}Quantile")
     return (bean + ("," + props if props else "")), attr
 
 
-ATTRS = {"count": "Count", "value": "Value", "oneminuterate": "OneMinuteRate", "meanrate": "MeanRate", "mean": "Mean",
-         "max": "Max", "min": "Min", "fiveminuterate": "FiveMinuteRate", "fifteenminuterate": "FifteenMinuteRate",
-         "99thpercentile": "99thPercentile", "999thpercentile": "999thPercentile", "95thpercentile": "95thPercentile",
-         "98thpercentile": "98thPercentile", "75thpercentile": "75thPercentile", "50thpercentile": "50thPercentile",
-         "total": "Count"}
-QUANTILE_ATTR = {"0.5": "50thPercentile", "0.75": "75thPercentile", "0.95": "95thPercentile",
-                 "0.98": "98thPercentile", "0.99": "99thPercentile", "0.999": "999thPercentile"}
+ATTRS = {
+    "count": "Count",
+    "value": "Value",
+    "oneminuterate": "OneMinuteRate",
+    "meanrate": "MeanRate",
+    "mean": "Mean",
+    "max": "Max",
+    "min": "Min",
+    "fiveminuterate": "FiveMinuteRate",
+    "fifteenminuterate": "FifteenMinuteRate",
+    "99thpercentile": "99thPercentile",
+    "999thpercentile": "999thPercentile",
+    "95thpercentile": "95thPercentile",
+    "98thpercentile": "98thPercentile",
+    "75thpercentile": "75thPercentile",
+    "50thpercentile": "50thPercentile",
+    "total": "Count",
+}
+QUANTILE_ATTR = {
+    "0.5": "50thPercentile",
+    "0.75": "75thPercentile",
+    "0.95": "95thPercentile",
+    "0.98": "98thPercentile",
+    "0.99": "99thPercentile",
+    "0.999": "999thPercentile",
+}
 # the MBeans the investigations read, so Prometheus series map back to the same names
 _BEANS = [
     "kafka.server:type=BrokerTopicMetrics,name=FetchMessageConversionsPerSec",
@@ -191,13 +217,15 @@ def long_from_wide(ts: pd.Series, wide: pd.DataFrame, columns: list[str], lines:
     raw_s = pd.Series(raw, dtype="string")
     num = pd.to_numeric(raw_s, errors="coerce")
     text = raw_s.where(num.isna() & raw_s.notna() & (raw_s != ""))
-    out = pd.DataFrame({
-        "ts": np.tile(ts.to_numpy(), k),
-        "mbean": np.array(beans, dtype=object)[col_idx] if k else [],
-        "attribute": np.array(attrs, dtype=object)[col_idx] if k else [],
-        "value": num.astype("float64").to_numpy(),
-        "text": text.to_numpy(),
-        "line": np.tile(lines, k),
-    })
+    out = pd.DataFrame(
+        {
+            "ts": np.tile(ts.to_numpy(), k),
+            "mbean": np.array(beans, dtype=object)[col_idx] if k else [],
+            "attribute": np.array(attrs, dtype=object)[col_idx] if k else [],
+            "value": num.astype("float64").to_numpy(),
+            "text": text.to_numpy(),
+            "line": np.tile(lines, k),
+        }
+    )
     out = out[out["value"].notna() | out["text"].notna()]
     return with_keys(out.reset_index(drop=True))

@@ -7,6 +7,7 @@ Example:
     >>> as_list(["broker-1"]), as_list(None), as_list("")
     (['broker-1'], None, None)
 """
+
 from __future__ import annotations
 
 

@@ -23,6 +23,7 @@ Example:
     >>> redact_text("Authorization: Bearer eyJhbGciOi.JIUzI1NiJ9x")
     'Authorization: Bearer [redacted]'
 """
+
 from __future__ import annotations
 
 import re
@@ -37,8 +38,10 @@ REDACTED = "[redacted]"
 # --- key names -----------------------------------------------------------------------------
 # words that make a key name a secret's name, wherever they sit in it (ssl.key.password,
 # database.password, aws.secret.access.key, client_secret, X-Api-Key, ldap.bind.pw, ...)
-SECRET_WORDS = (r"password|passwd|passphrase|pwd|secret|token|api[._-]?key|credentials?|access[._-]?key"
-                r"|auth[._-]user[._-]info|bind[._-]pw|private[._-]?key|keystore[._-]key|jaas")
+SECRET_WORDS = (
+    r"password|passwd|passphrase|pwd|secret|token|api[._-]?key|credentials?|access[._-]?key"
+    r"|auth[._-]user[._-]info|bind[._-]pw|private[._-]?key|keystore[._-]key|jaas"
+)
 _SECRET_KEY = re.compile(rf"(?:{SECRET_WORDS})|^user_[A-Za-z0-9]", re.I)
 # key names holding a word above whose value is not a secret: durations, sizes, switches, names
 # of algorithms, classes and files (delegation.token.expiry.time.ms, password.encoder.cipher.algorithm,
@@ -47,7 +50,9 @@ _NOT_SECRET_KEY = re.compile(
     r"(?:[._-](?:ms|seconds|secs|sec|bytes|size|length|iterations|count|enable|enabled|type|types|algorithm"
     r"|class|classes|location|file|path|url|uri|endpoint|mechanism|mechanisms|protocol|provider|name|names"
     r"|expiry|version|format|header|prefix|policy|mode|timeout|scope|id)$)"
-    r"|^(?:key\.(?:converter|serializer|deserializer|ignore)|message\.key|record\.key|partition\.key)$", re.I)
+    r"|^(?:key\.(?:converter|serializer|deserializer|ignore)|message\.key|record\.key|partition\.key)$",
+    re.I,
+)
 # Kafka's request log names the protocol API in every line: "requestApiKey":1 and
 # "requestApiKeyName":"FETCH" are no secrets (a numeric apiKey is an API number)
 _API_NUMBER_KEY = re.compile(r"^(?:request)?[Aa]piKey$")
@@ -81,6 +86,7 @@ _VALUE = r"""\$\{[^}\n]*\}|\\"(?:(?!\\")[^\n])*\\"|"(?:[^"\\\n]|\\.)*"|'[^'\n]*'
 class Rule:
     """One kind of secret: ``pattern`` finds it, its group ``value`` (or the whole match) is
     what gets replaced; ``example`` is a spelling it must catch (the tests plant each one)."""
+
     name: str
     doc: str
     example: str
@@ -88,53 +94,105 @@ class Rule:
 
 
 RULES: list[Rule] = [
-    Rule("pem-private-key", "PEM private key block (RSA, EC, DSA, OPENSSH, ENCRYPTED); a block cut "
-         "off before its END line is masked to the end of the text",
-         "-----BEGIN RSA PRIVATE KEY-----\nMIIEowIBAAKCAQEA7bq3\n-----END RSA PRIVATE KEY-----",
-         re.compile(r"-----BEGIN[A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----(?P<value>.*?)"
-                    r"(?=-----END[A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----|\Z)", re.S)),
-    Rule("jaas-config", "the whole value of a JAAS configuration (sasl.jaas.config, "
-         "listener.name.*.sasl.jaas.config, KAFKA_OPTS style): quoted, or up to the ';' that ends it "
-         "(or the end of the line)",
-         "sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule required "
-         "username=\"admin\" password=\"admin-secret\";",
-         re.compile(r"""(?i)jaas[._-]config\\?["']?\s*[=:]\s*(?P<value>\\"(?:(?!\\")[^\n])*\\"|"(?:[^"\\\n]|\\.)*"|[^\n;]*)""")),
-    Rule("jaas-user", "JAAS PlainLoginModule user_<name>=\"password\" options",
-         'user_alice="alice-secret"',
-         re.compile(rf"(?<![A-Za-z0-9_.\-])user_[A-Za-z0-9_.\-]+\s*=\s*(?P<value>{_VALUE})")),
-    Rule("authorization-header", "HTTP Authorization header value (Bearer, Basic, Digest, ...)",
-         "Authorization: Basic YWRtaW46YWRtaW4tc2VjcmV0",
-         re.compile(r"""(?i)\bauthorization\\?["']?\s*[:=]\s*\\?["']?(?:(?:bearer|basic|digest|token|negotiate|apikey)\s+)?"""
-                    r"""(?P<value>[^\s"'\\,;]+)""")),
-    Rule("key-value", "a value assigned to a secret's key name: key=value, key: value, key = value, "
-         "\"key\": \"value\", 'key': 'value', key=\\\"value\\\" (JSON-escaped), for key names holding "
-         "password, passwd, passphrase, pwd, secret, token, api.key/apikey/api-key, credentials, "
-         "access.key, auth.user.info (basic.auth.user.info), bind.pw (ldap.bind.pw), private.key, "
-         "keystore.key; durations, sizes, file names and the like (*.ms, *.location, *.algorithm) excepted",
-         '"client_secret": "s3cr3t-value"',
-         re.compile(rf"""(?<![A-Za-z0-9_.\-])(?P<key>{_KEY})(?:\\?["'])?\s*[=:]\s*(?P<value>{_VALUE})""", re.I)),
-    Rule("bearer-token", "a bearer token anywhere (`Bearer <token>`, 8+ characters, a digit or symbol among them)",
-         "Bearer abc.def-123_ghi",
-         re.compile(r"(?i)\bbearer\s+(?P<value>(?=[A-Za-z]*[0-9._~+/=-])(?=[A-Za-z0-9._~+/\-]{8})[A-Za-z0-9._~+/\-]+=*)(?![^\s\"',;)\]}])")),
-    Rule("url-credentials", "the password of user:password@ in a URL (http, jdbc:..., mongodb, ...)",
-         "jdbc:postgresql://app:s3cret@db:5432/x",
-         re.compile(r"(?i)\b[a-z][a-z0-9+.\-]*://[^/\s:@\"']+:(?P<value>[^@\s\"']+)@")),
-    Rule("aws-access-key-id", "AWS access key id (AKIA..., ASIA...)", "AKIAIOSFODNN7EXAMPLE",
-         re.compile(r"\b(?:AKIA|ASIA|ABIA|ACCA)[0-9A-Z]{16}\b")),
-    Rule("jwt", "a JSON Web Token (three base64url parts, the first two starting eyJ)",
-         "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U",
-         re.compile(r"\beyJ[A-Za-z0-9_-]{6,}\.eyJ[A-Za-z0-9_-]{6,}\.[A-Za-z0-9_\-]*")),
-    Rule("github-token", "GitHub token (ghp_, gho_, ghu_, ghs_, ghr_)", "ghp_" + "a1B2" * 9,
-         re.compile(r"\bgh[pousr]_[A-Za-z0-9]{36,}\b")),
-    Rule("slack-token", "Slack token (xoxb-, xoxp-, ...)", "xoxb-1234567890-abcdefghij",
-         re.compile(r"\bxox[abprs]-[A-Za-z0-9-]{10,}")),
-    Rule("google-api-key", "Google API key (AIza...)", "AIza" + "Sy" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q",
-         re.compile(r"\bAIza[0-9A-Za-z_\-]{35}")),
-    Rule("base64-key-line", "a line that is only a base64 run of 40+ characters mixing upper case, "
-         "lower case and digits (the body of a PEM key whose BEGIN line is elsewhere; shorter runs are "
-         "Kafka's own ids: cluster, topic and member ids are 22 characters)",
-         "MIIEowIBAAKCAQEA7bq3xYz0PqR9aB3cD4eF5gH6iJ7k (on a line of its own)",
-         re.compile(r"(?m)^[ \t]*(?P<value>[A-Za-z0-9+/]{40,}={0,2})[ \t]*$")),
+    Rule(
+        "pem-private-key",
+        "PEM private key block (RSA, EC, DSA, OPENSSH, ENCRYPTED); a block cut "
+        "off before its END line is masked to the end of the text",
+        "-----BEGIN RSA PRIVATE KEY-----\nMIIEowIBAAKCAQEA7bq3\n-----END RSA PRIVATE KEY-----",
+        re.compile(
+            r"-----BEGIN[A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----(?P<value>.*?)"
+            r"(?=-----END[A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----|\Z)",
+            re.S,
+        ),
+    ),
+    Rule(
+        "jaas-config",
+        "the whole value of a JAAS configuration (sasl.jaas.config, "
+        "listener.name.*.sasl.jaas.config, KAFKA_OPTS style): quoted, or up to the ';' that ends it "
+        "(or the end of the line)",
+        "sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule required "
+        'username="admin" password="admin-secret";',
+        re.compile(
+            r"""(?i)jaas[._-]config\\?["']?\s*[=:]\s*(?P<value>\\"(?:(?!\\")[^\n])*\\"|"(?:[^"\\\n]|\\.)*"|[^\n;]*)"""
+        ),
+    ),
+    Rule(
+        "jaas-user",
+        'JAAS PlainLoginModule user_<name>="password" options',
+        'user_alice="alice-secret"',
+        re.compile(rf"(?<![A-Za-z0-9_.\-])user_[A-Za-z0-9_.\-]+\s*=\s*(?P<value>{_VALUE})"),
+    ),
+    Rule(
+        "authorization-header",
+        "HTTP Authorization header value (Bearer, Basic, Digest, ...)",
+        "Authorization: Basic YWRtaW46YWRtaW4tc2VjcmV0",
+        re.compile(
+            r"""(?i)\bauthorization\\?["']?\s*[:=]\s*\\?["']?(?:(?:bearer|basic|digest|token|negotiate|apikey)\s+)?"""
+            r"""(?P<value>[^\s"'\\,;]+)"""
+        ),
+    ),
+    Rule(
+        "key-value",
+        "a value assigned to a secret's key name: key=value, key: value, key = value, "
+        '"key": "value", \'key\': \'value\', key=\\"value\\" (JSON-escaped), for key names holding '
+        "password, passwd, passphrase, pwd, secret, token, api.key/apikey/api-key, credentials, "
+        "access.key, auth.user.info (basic.auth.user.info), bind.pw (ldap.bind.pw), private.key, "
+        "keystore.key; durations, sizes, file names and the like (*.ms, *.location, *.algorithm) excepted",
+        '"client_secret": "s3cr3t-value"',
+        re.compile(rf"""(?<![A-Za-z0-9_.\-])(?P<key>{_KEY})(?:\\?["'])?\s*[=:]\s*(?P<value>{_VALUE})""", re.I),
+    ),
+    Rule(
+        "bearer-token",
+        "a bearer token anywhere (`Bearer <token>`, 8+ characters, a digit or symbol among them)",
+        "Bearer abc.def-123_ghi",
+        re.compile(
+            r"(?i)\bbearer\s+(?P<value>(?=[A-Za-z]*[0-9._~+/=-])(?=[A-Za-z0-9._~+/\-]{8})[A-Za-z0-9._~+/\-]+=*)(?![^\s\"',;)\]}])"
+        ),
+    ),
+    Rule(
+        "url-credentials",
+        "the password of user:password@ in a URL (http, jdbc:..., mongodb, ...)",
+        "jdbc:postgresql://app:s3cret@db:5432/x",
+        re.compile(r"(?i)\b[a-z][a-z0-9+.\-]*://[^/\s:@\"']+:(?P<value>[^@\s\"']+)@"),
+    ),
+    Rule(
+        "aws-access-key-id",
+        "AWS access key id (AKIA..., ASIA...)",
+        "AKIAIOSFODNN7EXAMPLE",
+        re.compile(r"\b(?:AKIA|ASIA|ABIA|ACCA)[0-9A-Z]{16}\b"),
+    ),
+    Rule(
+        "jwt",
+        "a JSON Web Token (three base64url parts, the first two starting eyJ)",
+        "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U",
+        re.compile(r"\beyJ[A-Za-z0-9_-]{6,}\.eyJ[A-Za-z0-9_-]{6,}\.[A-Za-z0-9_\-]*"),
+    ),
+    Rule(
+        "github-token",
+        "GitHub token (ghp_, gho_, ghu_, ghs_, ghr_)",
+        "ghp_" + "a1B2" * 9,
+        re.compile(r"\bgh[pousr]_[A-Za-z0-9]{36,}\b"),
+    ),
+    Rule(
+        "slack-token",
+        "Slack token (xoxb-, xoxp-, ...)",
+        "xoxb-1234567890-abcdefghij",
+        re.compile(r"\bxox[abprs]-[A-Za-z0-9-]{10,}"),
+    ),
+    Rule(
+        "google-api-key",
+        "Google API key (AIza...)",
+        "AIza" + "Sy" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q",
+        re.compile(r"\bAIza[0-9A-Za-z_\-]{35}"),
+    ),
+    Rule(
+        "base64-key-line",
+        "a line that is only a base64 run of 40+ characters mixing upper case, "
+        "lower case and digits (the body of a PEM key whose BEGIN line is elsewhere; shorter runs are "
+        "Kafka's own ids: cluster, topic and member ids are 22 characters)",
+        "MIIEowIBAAKCAQEA7bq3xYz0PqR9aB3cD4eF5gH6iJ7k (on a line of its own)",
+        re.compile(r"(?m)^[ \t]*(?P<value>[A-Za-z0-9+/]{40,}={0,2})[ \t]*$"),
+    ),
 ]
 
 # the RE2 pre-check over whole columns: every value a rule can change matches it (the tests
@@ -175,13 +233,15 @@ def _sub_rule(rule: Rule, text: str) -> str:
                 return m.group(0)
             if _API_NUMBER_KEY.match(key) and value.strip("\"'").isdigit() or _API_NAME_KEY.match(key):
                 return m.group(0)
-        if rule.name == "base64-key-line" and not (re.search(r"[A-Z]", value) and re.search(r"[a-z]", value)
-                                                   and re.search(r"[0-9]", value)):
+        if rule.name == "base64-key-line" and not (
+            re.search(r"[A-Z]", value) and re.search(r"[a-z]", value) and re.search(r"[0-9]", value)
+        ):
             return m.group(0)
         s, e = m.span("value")
         s, e = s - m.start(), e - m.start()
         whole = m.group(0)
         return whole[:s] + _mask_value(value) + whole[e:]
+
     return rule.pattern.sub(repl, text)
 
 
@@ -324,22 +384,30 @@ _PREFILTER_KEYS = rf"(?:{SECRET_WORDS.replace('[._-]?', '.?')})|user_"
 
 def markdown() -> str:
     """The rule set as Markdown (``docs/redaction.md``)."""
-    out = ["# Redaction rules\n",
-           "Every string column of every table, and every text the kit prints or renders, passes through "
-           "`kitlib.redact`. A column is first checked with one RE2 expression over the whole column "
-           "(`pyarrow.compute.match_substring_regex`); only the values it flags go through these rules, in "
-           "this order. The secret part of a match becomes `[redacted]`; quotes and line breaks are kept. "
-           "Generated by `python -m kitlib.redact > docs/redaction.md`.\n",
-           "| rule | what it masks | example it catches |", "|---|---|---|"]
+    out = [
+        "# Redaction rules\n",
+        "Every string column of every table, and every text the kit prints or renders, passes through "
+        "`kitlib.redact`. A column is first checked with one RE2 expression over the whole column "
+        "(`pyarrow.compute.match_substring_regex`); only the values it flags go through these rules, in "
+        "this order. The secret part of a match becomes `[redacted]`; quotes and line breaks are kept. "
+        "Generated by `python -m kitlib.redact > docs/redaction.md`.\n",
+        "| rule | what it masks | example it catches |",
+        "|---|---|---|",
+    ]
     for r in RULES:
         ex = r.example.replace("\n", "\\n").replace("|", "\\|")
         out.append(f"| `{r.name}` | {r.doc.replace('|', '/')} | `{ex}` |")
-    out += ["", "Tables whose rows are name/value pairs also mask the whole value when the name is a secret's "
-            "name: " + ", ".join(f"`{t}` (`{k}` -> `{v}`)" for t, (k, v) in _PAIRS.items()) + ".", "",
-            "Values left visible under a secret's name: empty, `null`, `none`, `[hidden]` (what Kafka prints for "
-            "password-typed configs), `[redacted]` and config-provider references such as `${file:/path:key}`. "
-            "Key names ending in `.ms`, `.bytes`, `.type`, `.algorithm`, `.location`, `.url` and similar hold no "
-            "secret and are kept, as is the numeric `requestApiKey` of Kafka's request log.", ""]
+    out += [
+        "",
+        "Tables whose rows are name/value pairs also mask the whole value when the name is a secret's "
+        "name: " + ", ".join(f"`{t}` (`{k}` -> `{v}`)" for t, (k, v) in _PAIRS.items()) + ".",
+        "",
+        "Values left visible under a secret's name: empty, `null`, `none`, `[hidden]` (what Kafka prints for "
+        "password-typed configs), `[redacted]` and config-provider references such as `${file:/path:key}`. "
+        "Key names ending in `.ms`, `.bytes`, `.type`, `.algorithm`, `.location`, `.url` and similar hold no "
+        "secret and are kept, as is the numeric `requestApiKey` of Kafka's request log.",
+        "",
+    ]
     return "\n".join(out)
 
 
@@ -351,6 +419,7 @@ def redact_series(s):
     """A pandas string/categorical/object Series with every value redacted (same dtype; the
     Series itself when nothing changed)."""
     import pandas as pd
+
     if isinstance(s.dtype, pd.CategoricalDtype):
         cats = s.cat.categories
         if not len(cats) or not (pd.api.types.is_string_dtype(cats.dtype) or cats.dtype == object):
@@ -376,9 +445,12 @@ def redact_series(s):
     new = redact_array(arr)
     if new is arr:
         return s
-    return pd.Series(new.to_pandas(types_mapper={pa.large_string(): pd.StringDtype("pyarrow"),
-                                                 pa.string(): pd.StringDtype("pyarrow")}.get),
-                     index=s.index).astype(s.dtype)
+    return pd.Series(
+        new.to_pandas(
+            types_mapper={pa.large_string(): pd.StringDtype("pyarrow"), pa.string(): pd.StringDtype("pyarrow")}.get
+        ),
+        index=s.index,
+    ).astype(s.dtype)
 
 
 def redact_frame(table: str, df):
@@ -386,6 +458,7 @@ def redact_frame(table: str, df):
     name/value tables (:func:`pair_columns`) masked where the name is a secret's. Changes ``df``
     in place and returns it."""
     import pandas as pd
+
     for col in df.columns:
         s = df[col]
         if isinstance(s.dtype, pd.CategoricalDtype) or pd.api.types.is_string_dtype(s.dtype) or s.dtype == object:

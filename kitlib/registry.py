@@ -21,6 +21,7 @@ Example:
     >>> registry.owner("cleaner-no-reclaim").name
     'compaction'
 """
+
 from __future__ import annotations
 
 import importlib
@@ -86,22 +87,26 @@ def _import_package(name: str) -> None:
 
 def _entry_points() -> list:
     from importlib.metadata import entry_points
+
     return sorted(entry_points(group=ENTRY_POINT_GROUP), key=lambda ep: ep.name)
 
 
 def _add(obj: Any, origin: str = "") -> None:
     """Register the investigation a module declares (its ``INVESTIGATION``), or one given directly."""
     from kitlib.investigations import Investigation
+
     inv = obj if isinstance(obj, Investigation) else getattr(obj, "INVESTIGATION", None)
     if not isinstance(inv, Investigation):
         where = origin or getattr(obj, "__name__", repr(obj))
         raise RegistryError(f"{where} declares no INVESTIGATION")
     if not inv.package:
         from dataclasses import replace
+
         inv = replace(inv, package=getattr(obj, "__name__", "") if not isinstance(obj, Investigation) else "")
     if inv.name in INVESTIGATIONS and INVESTIGATIONS[inv.name].package != inv.package:
-        raise RegistryError(f"investigation {inv.name!r} is declared twice: {INVESTIGATIONS[inv.name].package} "
-                            f"and {inv.package}")
+        raise RegistryError(
+            f"investigation {inv.name!r} is declared twice: {INVESTIGATIONS[inv.name].package} and {inv.package}"
+        )
     INVESTIGATIONS[inv.name] = inv
 
 
@@ -111,7 +116,9 @@ def check() -> None:
     for inv in INVESTIGATIONS.values():
         for fid in inv.finding_ids:
             if fid in claimed:
-                raise RegistryError(f"finding id {fid!r} is claimed by investigations {claimed[fid]!r} and {inv.name!r}")
+                raise RegistryError(
+                    f"finding id {fid!r} is claimed by investigations {claimed[fid]!r} and {inv.name!r}"
+                )
             claimed[fid] = inv.name
         unknown = [t for t in inv.tables if t not in TABLES]
         if unknown:
@@ -122,7 +129,9 @@ def check() -> None:
             raise RegistryError(f"detector {d.name} ({d.module}) is not inside any investigation's package")
         stray = [i for i in d.ids if i not in home.finding_ids]
         if stray:
-            raise RegistryError(f"detector {d.name} may emit {stray}, which investigation {home.name!r} does not declare")
+            raise RegistryError(
+                f"detector {d.name} may emit {stray}, which investigation {home.name!r} does not declare"
+            )
         missing = [t for t in d.needs if t not in TABLES]
         if missing:
             raise RegistryError(f"detector {d.name} needs undeclared tables {missing}")

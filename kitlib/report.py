@@ -24,7 +24,14 @@ Example:
     >>> result["index"]                                         # doctest: +SKIP
     'reports/compaction/index.html'
 """
+
 from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # pragma: no cover
+    from kitlib.findings import Triage
+    from kitlib.summary import BundleSummary
 
 import ast
 import json
@@ -43,21 +50,23 @@ EXEC_TIMEOUT = 600  # seconds per cell
 TEMPLATES = Path(__file__).parent / "templates"
 HIDDEN_TAGS = ("parameters", "injected-parameters")
 DEMO_TAG = "demo"
-EVIDENCE_PER_FINDING = 10      # cited lines quoted per finding in the appendix
-CONTEXT_LINES = 1              # lines shown before and after each cited line
-RECORD_LINES = 8               # continuation lines of a multi-line record shown after it
+EVIDENCE_PER_FINDING = 10  # cited lines quoted per finding in the appendix
+CONTEXT_LINES = 1  # lines shown before and after each cited line
+RECORD_LINES = 8  # continuation lines of a multi-line record shown after it
 SEVERITY_RANK = {"critical": 0, "high": 1, "medium": 2, "low": 3, "info": 4}
 
 
 def notebook_dir() -> Path:
     """The folder of the kit's notebooks, shipped inside the package (``kitlib/notebooks``)."""
     from importlib.resources import files
+
     return Path(str(files("kitlib") / "notebooks"))
 
 
 @dataclass(frozen=True)
 class Notebook:
     """A notebook the report may run: the triage page, or an investigation's."""
+
     file: str
     title: str
     relevant: Callable
@@ -67,8 +76,10 @@ class Notebook:
 def notebooks() -> list[Notebook]:
     """The triage notebook, then every investigation's notebook (from the registry)."""
     from kitlib import registry
+
     return [Notebook("triage.ipynb", "Triage", lambda b: True, "what the bundle holds and every finding")] + [
-        Notebook(inv.notebook, inv.title, inv.relevant, inv.question) for inv in registry.investigations()]
+        Notebook(inv.notebook, inv.title, inv.relevant, inv.question) for inv in registry.investigations()
+    ]
 
 
 def default_jobs() -> int:
@@ -87,6 +98,7 @@ def default_jobs() -> int:
 class PageContext:
     """What a notebook page needs besides the notebook: the bundle, its other pages, the
     parameters used, and whether code and demo cells show."""
+
     bundle: str
     page: str
     pages: list[dict]
@@ -115,12 +127,22 @@ def _dark_theme_css(exporter) -> str:
 
 def _exporter(show_code: bool):
     from nbconvert import HTMLExporter
+
     return HTMLExporter(
-        template_name="kit", extra_template_basedirs=[str(TEMPLATES / "nbconvert")],
-        exclude_input=not show_code, exclude_input_prompt=not show_code, exclude_output_prompt=True,
+        template_name="kit",
+        extra_template_basedirs=[str(TEMPLATES / "nbconvert")],
+        exclude_input=not show_code,
+        exclude_input_prompt=not show_code,
+        exclude_output_prompt=True,
         # belt and braces: the kit template drops these scripts, and the URLs are blank anyway
-        require_js_url="", mathjax_url="", jquery_url="", widget_renderer_url="", jupyter_widgets_base_url="",
-        mermaid_js_url="", mermaid_layout_elk_js_url="")
+        require_js_url="",
+        mathjax_url="",
+        jquery_url="",
+        widget_renderer_url="",
+        jupyter_widgets_base_url="",
+        mermaid_js_url="",
+        mermaid_layout_elk_js_url="",
+    )
 
 
 def _tags(cell) -> set[str]:
@@ -139,6 +161,7 @@ def reader_cells(nb, demo: bool) -> None:
     """Drop what a reader should not see, in place: both parameters cells, ``demo`` cells unless
     ``demo``, and the narrative of sections whose outputs only say that data is missing."""
     from kitlib.display.tables import EMPTY_CLASS
+
     nb.cells = [c for c in nb.cells if not (_tags(c) & set(HIDDEN_TAGS)) and (demo or DEMO_TAG not in _tags(c))]
 
     def empty_only(cell) -> bool:
@@ -157,10 +180,10 @@ def reader_cells(nb, demo: bool) -> None:
     starts = [i for i, c in enumerate(nb.cells) if c.cell_type == "markdown" and _HEADING.match(c.source.lstrip())]
     drop: set[int] = set()
     for k, i in enumerate(starts):
-        level = len(_HEADING.match(nb.cells[i].source.lstrip()).group(1))
+        level = _heading_level(nb.cells[i].source)
         end = len(nb.cells)
-        for j in starts[k + 1:]:
-            if len(_HEADING.match(nb.cells[j].source.lstrip()).group(1)) <= level:
+        for j in starts[k + 1 :]:
+            if _heading_level(nb.cells[j].source) <= level:
                 end = j
                 break
         body = range(i + 1, end)
@@ -168,7 +191,7 @@ def reader_cells(nb, demo: bool) -> None:
         if code and all(empty_only(nb.cells[j]) for j in code) and any(nb.cells[j].get("outputs") for j in code):
             drop.update(j for j in body if nb.cells[j].cell_type == "markdown" and j not in starts)
             first_md = nb.cells[i].source.lstrip().split("\n", 1)[0]
-            nb.cells[i].source = first_md      # keep the heading, not the paragraph under it
+            nb.cells[i].source = first_md  # keep the heading, not the paragraph under it
     nb.cells = [c for j, c in enumerate(nb.cells) if j not in drop]
 
 
@@ -189,14 +212,23 @@ def toc(nb) -> list[dict]:
 def page_html(nb_path: Path, ctx: PageContext) -> str:
     """HTML for an executed notebook: reader cells only, kit template, offline."""
     import nbformat
+
     nb = nbformat.read(str(nb_path), as_version=4)
     reader_cells(nb, ctx.demo)
-    with _exporter_lock:     # the exporter and its Jinja environment are not shared across threads
+    with _exporter_lock:  # the exporter and its Jinja environment are not shared across threads
         exporter = _exporter(ctx.show_code)
-        resources = {"kit": {
-            "bundle": ctx.bundle, "page": ctx.page, "pages": ctx.pages, "parameters": ctx.parameters,
-            "toc": toc(nb), "summary_href": ctx.summary_href, "css": (TEMPLATES / "report.css").read_text(),
-            "dark_theme_css": _dark_theme_css(exporter)}}
+        resources = {
+            "kit": {
+                "bundle": ctx.bundle,
+                "page": ctx.page,
+                "pages": ctx.pages,
+                "parameters": ctx.parameters,
+                "toc": toc(nb),
+                "summary_href": ctx.summary_href,
+                "css": (TEMPLATES / "report.css").read_text(),
+                "dark_theme_css": _dark_theme_css(exporter),
+            }
+        }
         body, _ = exporter.from_notebook_node(nb, resources=resources)
     return _link_pages(body, {p["html"] for p in ctx.pages})
 
@@ -207,22 +239,26 @@ _NB_LINK = re.compile(r"""href=(['"])(?:[^'"]*/)?([\w.-]+)\.ipynb\1""")
 def _link_pages(html_text: str, pages: set[str]) -> str:
     """Links to a notebook (``compaction.ipynb``, as the notebooks write them so they work in
     JupyterLab) point to that notebook's page of the report when it has one."""
+
     def sub(m):
         page = m.group(2) + ".html"
         return f"href={m.group(1)}{page}{m.group(1)}" if page in pages else m.group(0)
+
     return _NB_LINK.sub(sub, html_text)
 
 
 def offline_html(nb_path: Path, show_code: bool = True) -> str:
     """HTML for an executed notebook that loads nothing from the network (one page, no report
     around it)."""
-    return page_html(Path(nb_path), PageContext(bundle=Path(nb_path).stem, page="", pages=[], show_code=show_code,
-                                                demo=True))
+    return page_html(
+        Path(nb_path), PageContext(bundle=Path(nb_path).stem, page="", pages=[], show_code=show_code, demo=True)
+    )
 
 
 def default_bundle(nb_path: Path) -> Path | None:
     """The ``BUNDLE`` a notebook's parameters cell names, resolved against its folder."""
     import nbformat
+
     try:
         nb = nbformat.read(str(nb_path), as_version=4)
     except Exception:  # noqa: BLE001 - an unreadable notebook fails later, with its own message
@@ -234,9 +270,14 @@ def default_bundle(nb_path: Path) -> Path | None:
             except SyntaxError:
                 return None
             for node in tree.body:
-                if (isinstance(node, (ast.Assign, ast.AnnAssign)) and isinstance(node.value, ast.Constant)
-                        and any(getattr(t, "id", "") == "BUNDLE" for t in (node.targets if isinstance(node, ast.Assign)
-                                                                           else [node.target]))):
+                if (
+                    isinstance(node, (ast.Assign, ast.AnnAssign))
+                    and isinstance(node.value, ast.Constant)
+                    and any(
+                        getattr(t, "id", "") == "BUNDLE"
+                        for t in (node.targets if isinstance(node, ast.Assign) else [node.target])
+                    )
+                ):
                     return (nb_path.parent / str(node.value.value)).resolve()
     return None
 
@@ -245,14 +286,21 @@ def default_bundle(nb_path: Path) -> Path | None:
 # one bundle
 
 
+def _heading_level(source: str) -> int:
+    """The level of the markdown heading a cell starts with (the cells were picked by _HEADING)."""
+    m = _HEADING.match(source.lstrip())
+    return len(m.group(1)) if m else 99
+
+
 @dataclass
 class BundleReport:
     """A bundle being reported: what was ingested and found, and the notebooks to run."""
+
     bundle_path: Path
     out: Path
     tables: Path
-    summary: object
-    triage: object
+    summary: BundleSummary
+    triage: Triage
     chosen: list[Notebook]
     nb_dir: Path
     t0: float
@@ -260,11 +308,17 @@ class BundleReport:
     futures: list[Future] = field(default_factory=list)
 
 
-def prepare(bundle_path: str | Path, out: str | Path, tz: str | None = None, only: list[str] | None = None,
-            notebook_folder: Path | None = None) -> BundleReport:
+def prepare(
+    bundle_path: str | Path,
+    out: str | Path,
+    tz: str | None = None,
+    only: list[str] | None = None,
+    notebook_folder: Path | None = None,
+) -> BundleReport:
     """Ingest the bundle into ``out/tables``, run triage, and pick the relevant notebooks."""
     import kitlib
     from kitlib.sources import check_output
+
     bundle_path, out = Path(bundle_path).absolute(), Path(out).absolute()
     check_output(bundle_path, out)  # before anything is written or removed
     nb_dir = (Path(notebook_folder) if notebook_folder else notebook_dir()).absolute()
@@ -276,8 +330,9 @@ def prepare(bundle_path: str | Path, out: str | Path, tz: str | None = None, onl
     result = kitlib.triage(bundle)
     chosen = []
     for n in notebooks():
-        if not (nb_dir / n.file).is_file() or (only is not None and n.file not in only
-                                               and n.file.removesuffix(".ipynb") not in only):
+        if not (nb_dir / n.file).is_file() or (
+            only is not None and n.file not in only and n.file.removesuffix(".ipynb") not in only
+        ):
             continue
         try:
             relevant = n.relevant(bundle)
@@ -303,15 +358,31 @@ def finish(plan: BundleReport) -> dict:
     view = summary_view(plan, runs)
     index.write_text(redact_text(_render("bundle.html.j2", s=view)), encoding="utf-8")
     (plan.out / "findings.json").write_text(redact_text(json.dumps([f.to_dict() for f in findings], indent=2)) + "\n")
-    return {"bundle": str(plan.bundle_path), "index": str(index), "findings": [f.id for f in findings],
-            "severities": [f.severity for f in findings], "summaries": [f.summary for f in findings],
-            "worst": view["worst"], "span": view["span"], "hosts": view["hosts_text"],
-            "notebooks": runs, "seconds": round(time.perf_counter() - plan.t0, 1)}
+    return {
+        "bundle": str(plan.bundle_path),
+        "index": str(index),
+        "findings": [f.id for f in findings],
+        "severities": [f.severity for f in findings],
+        "summaries": [f.summary for f in findings],
+        "worst": view["worst"],
+        "span": view["span"],
+        "hosts": view["hosts_text"],
+        "notebooks": runs,
+        "seconds": round(time.perf_counter() - plan.t0, 1),
+    }
 
 
-def report(bundle_path: str | Path, out: str | Path, tz: str | None = None, only: list[str] | None = None,
-           timeout: int = EXEC_TIMEOUT, notebook_folder: Path | None = None, log=print, jobs: int | None = None,
-           show_code: bool = False) -> dict:
+def report(
+    bundle_path: str | Path,
+    out: str | Path,
+    tz: str | None = None,
+    only: list[str] | None = None,
+    timeout: int = EXEC_TIMEOUT,
+    notebook_folder: Path | None = None,
+    log=print,
+    jobs: int | None = None,
+    show_code: bool = False,
+) -> dict:
     """Report one bundle into ``out``: ``out/index.html`` (the summary), one HTML per notebook
     run, the executed notebooks and the ingested tables (``out/tables``). ``jobs`` notebooks run at
     once (default: the core count). Returns a summary dict with ``index``, ``findings`` and
@@ -323,29 +394,47 @@ def report(bundle_path: str | Path, out: str | Path, tz: str | None = None, only
         return finish(plan)
 
 
-def _run_notebook(n: Notebook, plan: BundleReport, pages: list[dict], tz: str | None, timeout: int,
-                  show_code: bool, log) -> dict:
+def _run_notebook(
+    n: Notebook, plan: BundleReport, pages: list[dict], tz: str | None, timeout: int, show_code: bool, log
+) -> dict:
     import papermill as pm
+
     executed = plan.out / n.file
     html_path = plan.out / n.file.replace(".ipynb", ".html")
-    status = {"notebook": n.file, "title": n.title, "question": n.question, "html": html_path.name, "error": ""}
+    status: dict[str, Any] = {
+        "notebook": n.file,
+        "title": n.title,
+        "question": n.question,
+        "html": html_path.name,
+        "error": "",
+    }
     t = time.perf_counter()
     try:
-        pm.execute_notebook(str(plan.nb_dir / n.file), str(executed),
-                            parameters={"BUNDLE": str(plan.tables.resolve()), "TZ": tz},
-                            # the kernel starts in the notebooks' folder; papermill's own cwd= would
-                            # chdir this whole process, which notebooks running in threads must not do
-                            resources={"metadata": {"path": str(plan.nb_dir)}},
-                            kernel_name="python3", execution_timeout=timeout,
-                            progress_bar=False, log_output=False,
-                            # the kernel's own start-up warnings (TCP on loopback) are noise in a report run
-                            extra_arguments=["--IPKernelApp.log_level=ERROR"])
+        pm.execute_notebook(
+            str(plan.nb_dir / n.file),
+            str(executed),
+            parameters={"BUNDLE": str(plan.tables.resolve()), "TZ": tz},
+            # the kernel starts in the notebooks' folder; papermill's own cwd= would
+            # chdir this whole process, which notebooks running in threads must not do
+            resources={"metadata": {"path": str(plan.nb_dir)}},
+            kernel_name="python3",
+            execution_timeout=timeout,
+            progress_bar=False,
+            log_output=False,
+            # the kernel's own start-up warnings (TCP on loopback) are noise in a report run
+            extra_arguments=["--IPKernelApp.log_level=ERROR"],
+        )
     except Exception as e:  # noqa: BLE001 - reported in the index, partial HTML still written
         status["error"] = _short_error(e)
     default = default_bundle(plan.nb_dir / n.file)
-    ctx = PageContext(bundle=plan.bundle_path.name, page=html_path.name, pages=pages, show_code=show_code,
-                      demo=default is not None and default == plan.bundle_path.resolve(),
-                      parameters=[("time zone", tz or "bundle manifest, else UTC")])
+    ctx = PageContext(
+        bundle=plan.bundle_path.name,
+        page=html_path.name,
+        pages=pages,
+        show_code=show_code,
+        demo=default is not None and default == plan.bundle_path.resolve(),
+        parameters=[("time zone", tz or "bundle manifest, else UTC")],
+    )
     try:
         if executed.is_file():
             redact_notebook(executed)
@@ -356,8 +445,10 @@ def _run_notebook(n: Notebook, plan: BundleReport, pages: list[dict], tz: str | 
         status["error"] = status["error"] or f"HTML conversion failed: {_short_error(e)}"
         html_path.write_text(_render("failed.html.j2", title=n.title, error=status["error"]), encoding="utf-8")
     status["seconds"] = round(time.perf_counter() - t, 1)
-    log(f"  {plan.bundle_path.name}/{n.file:24} {'FAILED: ' + status['error'] if status['error'] else 'ok'} "
-        f"({status['seconds']} s)")
+    log(
+        f"  {plan.bundle_path.name}/{n.file:24} {'FAILED: ' + status['error'] if status['error'] else 'ok'} "
+        f"({status['seconds']} s)"
+    )
     return status
 
 
@@ -365,6 +456,7 @@ def redact_notebook(path: Path) -> None:
     """Rewrite an executed notebook with every cell output passed through the redaction rules
     (text, HTML, streams, error messages), so neither it nor its HTML holds a secret."""
     import nbformat
+
     nb = nbformat.read(str(path), as_version=4)
     changed = False
 
@@ -410,8 +502,10 @@ def _render(template: str, **values) -> str:
     global _env
     if _env is None:
         import jinja2
-        _env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(TEMPLATES)), autoescape=True,
-                                  trim_blocks=False, lstrip_blocks=False)
+
+        _env = jinja2.Environment(
+            loader=jinja2.FileSystemLoader(str(TEMPLATES)), autoescape=True, trim_blocks=False, lstrip_blocks=False
+        )
     return _env.get_template(template).render(css=(TEMPLATES / "report.css").read_text(encoding="utf-8"), **values)
 
 
@@ -425,14 +519,22 @@ def span_text(time_span) -> str:
         'no timestamps in the bundle'
     """
     import pandas as pd
+
     if not time_span:
         return "no timestamps in the bundle"
     lo, hi = (pd.Timestamp(t) for t in time_span[:2])
     lo = lo.tz_localize("UTC") if lo.tzinfo is None else lo.tz_convert("UTC")
     hi = hi.tz_localize("UTC") if hi.tzinfo is None else hi.tz_convert("UTC")
     secs = (hi - lo).total_seconds()
-    dur = f"{secs:.0f} s" if secs < 120 else f"{secs / 60:.0f} min" if secs < 7200 else \
-        f"{secs / 3600:.1f} h" if secs < 3 * 86400 else f"{secs / 86400:.1f} days"
+    dur = (
+        f"{secs:.0f} s"
+        if secs < 120
+        else f"{secs / 60:.0f} min"
+        if secs < 7200
+        else f"{secs / 3600:.1f} h"
+        if secs < 3 * 86400
+        else f"{secs / 86400:.1f} days"
+    )
     end = f"{hi:%H:%M:%S}" if lo.date() == hi.date() else f"{hi:%Y-%m-%d %H:%M:%S}"
     return f"{lo:%Y-%m-%d %H:%M:%S} → {end} UTC ({dur})"
 
@@ -440,6 +542,7 @@ def span_text(time_span) -> str:
 def summary_view(plan: BundleReport, runs: list[dict]) -> dict:
     """Everything the summary template shows, as plain values."""
     from kitlib.display.tables import number
+
     s, findings = plan.summary, sorted(plan.triage.findings, key=lambda f: SEVERITY_RANK.get(f.severity, 9))
     pages = {r["notebook"]: r for r in runs}
     lines = cited_lines(plan.bundle_path, [e for f in findings for e in f.evidence[:EVIDENCE_PER_FINDING]])
@@ -450,13 +553,29 @@ def summary_view(plan: BundleReport, runs: list[dict]) -> dict:
         for e in f.evidence[:EVIDENCE_PER_FINDING]:
             key = (str(e.get("file", "")), _line_number(e.get("line")))
             got = lines.get(key)
-            ev.append({"host": e.get("host", ""), "where": f"{key[0]}:{key[1]}" if key[1] else key[0],
-                       "ts": _short_ts(e.get("ts")), "text": got[1] if got else (e.get("text") or ""),
-                       "before": got[0] if got else [], "after": got[2] if got else [],
-                       "quoted": e.get("text") or ""})
-        fviews.append({"id": f.id, "severity": f.severity, "summary": f.summary, "recommendation": f.recommendation,
-                       "numbers": [(k, number(v) if isinstance(v, (int, float)) else str(v)) for k, v in f.numbers.items()],
-                       "page": page, "evidence": ev, "more": max(0, len(f.evidence) - EVIDENCE_PER_FINDING)})
+            ev.append(
+                {
+                    "host": e.get("host", ""),
+                    "where": f"{key[0]}:{key[1]}" if key[1] else key[0],
+                    "ts": _short_ts(e.get("ts")),
+                    "text": got[1] if got else (e.get("text") or ""),
+                    "before": got[0] if got else [],
+                    "after": got[2] if got else [],
+                    "quoted": e.get("text") or "",
+                }
+            )
+        fviews.append(
+            {
+                "id": f.id,
+                "severity": f.severity,
+                "summary": f.summary,
+                "recommendation": f.recommendation,
+                "numbers": [(k, number(v) if isinstance(v, (int, float)) else str(v)) for k, v in f.numbers.items()],
+                "page": page,
+                "evidence": ev,
+                "more": max(0, len(f.evidence) - EVIDENCE_PER_FINDING),
+            }
+        )
     runs_ = plan.triage.runs
     worst = findings[0].severity if findings else "none"
     if findings:
@@ -466,17 +585,28 @@ def summary_view(plan: BundleReport, runs: list[dict]) -> dict:
         ran = sum(r.status == "ok" for r in runs_)
         headline = f"No problem found: {ran} checks ran on this bundle and none fired."
     return {
-        "bundle": plan.bundle_path.name, "up_href": plan.up_href, "headline": headline, "worst": worst,
-        "span": span_text(s.time_span), "hosts": list(s.hosts),
-        "hosts_text": f"{len(s.hosts)} host{'s' if len(s.hosts) != 1 else ''}: " + ", ".join(s.hosts) if s.hosts else "no hosts",
+        "bundle": plan.bundle_path.name,
+        "up_href": plan.up_href,
+        "headline": headline,
+        "worst": worst,
+        "span": span_text(s.time_span),
+        "hosts": list(s.hosts),
+        "hosts_text": f"{len(s.hosts)} host{'s' if len(s.hosts) != 1 else ''}: " + ", ".join(s.hosts)
+        if s.hosts
+        else "no hosts",
         "files_text": f"{s.files} files ({s.bytes:,} bytes)",
         "formats_text": ", ".join(f"{k} ({v})" for k, v in s.formats.items()) or "–",
-        "unparsed": f"{s.unparsed_lines:,}", "errors": list(s.errors),
-        "findings": fviews, "pages": runs,
+        "unparsed": f"{s.unparsed_lines:,}",
+        "errors": list(s.errors),
+        "findings": fviews,
+        "pages": runs,
         "checked_text": "Checked: " + "; ".join(r.checks for r in runs_ if r.status == "ok"),
-        "checks": [{"investigation": r.investigation, "checks": r.checks, "status": r.status, "reason": r.reason}
-                   for r in runs_],
-        "checks_ok": sum(r.status == "ok" for r in runs_), "checks_skipped": sum(r.status == "skipped" for r in runs_),
+        "checks": [
+            {"investigation": r.investigation, "checks": r.checks, "status": r.status, "reason": r.reason}
+            for r in runs_
+        ],
+        "checks_ok": sum(r.status == "ok" for r in runs_),
+        "checks_skipped": sum(r.status == "skipped" for r in runs_),
         "checks_failed": sum(r.status == "failed" for r in runs_),
     }
 
@@ -501,8 +631,10 @@ def redact_line(text: str) -> str:
         '{"ssl.truststore.password": "[redacted]", "batch.size": "16384"}'
     """
     from kitlib.redact import REDACTED, is_secret_key, redact_message
-    text = _JSON_SECRET.sub(lambda m: m.group(1) + (f'"{REDACTED}"' if is_secret_key(m.group(2)) else f'"{m.group(3)}"'),
-                            text)
+
+    text = _JSON_SECRET.sub(
+        lambda m: m.group(1) + (f'"{REDACTED}"' if is_secret_key(m.group(2)) else f'"{m.group(3)}"'), text
+    )
     return redact_message(text)
 
 
@@ -512,6 +644,7 @@ def cited_lines(bundle_path: Path, evidence: list[dict], context: int = CONTEXT_
     blocks, only up to the last cited line; a file that cannot be read is skipped (the finding's
     own quote is shown instead)."""
     from kitlib.sources import discover, read_chunks
+
     wanted: dict[str, set[int]] = {}
     for e in evidence:
         line = _line_number(e.get("line"))
@@ -550,15 +683,19 @@ def cited_lines(bundle_path: Path, evidence: list[dict], context: int = CONTEXT_
             pass
         for n in nums:
             if n in keep:
-                after, i = [], n + 1
+                after: list[str] = []
+                i = n + 1
                 # the rest of a multi-line record (a config dump, a stack trace), else one line of context
                 while i in keep and len(after) < RECORD_LINES and not _RECORD_START.match(keep[i]):
                     after.append(keep[i])
                     i += 1
                 if not after:
                     after = [keep[j] for j in range(n + 1, n + context + 1) if j in keep]
-                out[(rel, n)] = ([redact_line(keep[i]) for i in range(n - context, n) if i in keep],
-                                 redact_line(keep[n]), [redact_line(t) for t in after])
+                out[(rel, n)] = (
+                    [redact_line(keep[i]) for i in range(n - context, n) if i in keep],
+                    redact_line(keep[n]),
+                    [redact_line(t) for t in after],
+                )
     return out
 
 
@@ -602,8 +739,7 @@ def _looks_like_bundle(d: Path) -> bool:
     not one."""
     if any(_is_file(d / m) for m in _MANIFESTS):
         return True
-    return any(_is_file(d / m) for m in _NOTES) and any(
-        e.is_dir() for e in _entries(d) if not e.name.startswith("."))
+    return any(_is_file(d / m) for m in _NOTES) and any(e.is_dir() for e in _entries(d) if not e.name.startswith("."))
 
 
 def _bundles_in(path: Path) -> list[Path]:
@@ -626,20 +762,29 @@ def _bundles_in(path: Path) -> list[Path]:
         if not is_dir:
             if e.name in _NOTES:
                 continue
-            return []   # a loose file: path is a bundle
+            return []  # a loose file: path is a bundle
         subs.append(e)
     if not subs or not all(_looks_like_bundle(d) for d in subs):
         return []
     return subs
 
 
-def report_many(path: str | Path, out: str | Path, tz: str | None = None, log=print, jobs: int | None = None,
-                show_code: bool = False, only: list[str] | None = None, timeout: int = EXEC_TIMEOUT,
-                notebook_folder: Path | None = None) -> dict:
+def report_many(
+    path: str | Path,
+    out: str | Path,
+    tz: str | None = None,
+    log=print,
+    jobs: int | None = None,
+    show_code: bool = False,
+    only: list[str] | None = None,
+    timeout: int = EXEC_TIMEOUT,
+    notebook_folder: Path | None = None,
+) -> dict:
     """Report every bundle under ``path`` (see :func:`_bundles_in`) into ``out/<bundle>/`` and
     write ``out/index.html`` linking them. Notebooks of all bundles share one pool of ``jobs``
     workers: a bundle is ingested while the previous one's notebooks run."""
     from kitlib.sources import check_output
+
     path, out = Path(path).absolute(), Path(out).absolute()
     check_output(path, out)
     results: list[dict] = []
@@ -647,7 +792,8 @@ def report_many(path: str | Path, out: str | Path, tz: str | None = None, log=pr
     with ThreadPoolExecutor(max_workers=jobs or default_jobs()) as pool:
         for b in _bundles_in(path):
             try:
-                plan = prepare(b, out / b.name, tz, only, notebook_folder)
+                plan: BundleReport | None = prepare(b, out / b.name, tz, only, notebook_folder)
+                assert plan is not None
                 plan.up_href = "../index.html"
                 submit(plan, pool, tz, timeout, show_code, log)
                 plans.append((b, plan, ""))
@@ -656,22 +802,57 @@ def report_many(path: str | Path, out: str | Path, tz: str | None = None, log=pr
                 log(f"  {b.name}: FAILED: {_short_error(e)}")
         for b, plan, error in plans:
             if plan is None:
-                results.append({"bundle": str(b), "index": "", "findings": [], "severities": [], "summaries": [],
-                                "worst": "none", "span": "", "hosts": "", "notebooks": [], "error": error})
+                results.append(
+                    {
+                        "bundle": str(b),
+                        "index": "",
+                        "findings": [],
+                        "severities": [],
+                        "summaries": [],
+                        "worst": "none",
+                        "span": "",
+                        "hosts": "",
+                        "notebooks": [],
+                        "error": error,
+                    }
+                )
                 continue
             try:
                 results.append(finish(plan))
             except Exception as e:  # noqa: BLE001
-                results.append({"bundle": str(b), "index": "", "findings": [], "severities": [], "summaries": [],
-                                "worst": "none", "span": "", "hosts": "", "notebooks": [], "error": _short_error(e)})
+                results.append(
+                    {
+                        "bundle": str(b),
+                        "index": "",
+                        "findings": [],
+                        "severities": [],
+                        "summaries": [],
+                        "worst": "none",
+                        "span": "",
+                        "hosts": "",
+                        "notebooks": [],
+                        "error": _short_error(e),
+                    }
+                )
     rows = []
     for r in results:
         name = Path(r["bundle"]).name
-        rows.append({"name": name, "dir": name, "href": f"{name}/index.html", "worst": r["worst"], "span": r["span"],
-                     "hosts": r["hosts"], "error": r.get("error", ""),
-                     "findings": [{"id": i, "severity": s, "summary": t}
-                                  for i, s, t in zip(r["findings"], r["severities"], r["summaries"])],
-                     "failed": [n["notebook"] for n in r["notebooks"] if n["error"]]})
+        rows.append(
+            {
+                "name": name,
+                "dir": name,
+                "href": f"{name}/index.html",
+                "worst": r["worst"],
+                "span": r["span"],
+                "hosts": r["hosts"],
+                "error": r.get("error", ""),
+                "findings": [
+                    {"id": i, "severity": s, "summary": t}
+                    for i, s, t in zip(r["findings"], r["severities"], r["summaries"])
+                ],
+                "failed": [n["notebook"] for n in r["notebooks"] if n["error"]],
+            }
+        )
     rows.sort(key=lambda b: (0 if b["error"] else 1, SEVERITY_RANK.get(b["worst"], 9), b["name"]))
     out.mkdir(parents=True, exist_ok=True)
     index = out / "index.html"
@@ -681,23 +862,38 @@ def report_many(path: str | Path, out: str | Path, tz: str | None = None, log=pr
 
 def register_cli(sub) -> None:
     p = sub.add_parser(
-        "report", help="run the notebooks on a bundle and write offline HTML reports",
+        "report",
+        help="run the notebooks on a bundle and write offline HTML reports",
         description="Execute the triage notebook and every investigation notebook relevant to BUNDLE with "
-                    "papermill and write one HTML page per notebook plus a summary (index.html) into OUT. The "
-                    "pages load nothing from the network. If BUNDLE is a folder of bundles (its subfolders carry "
-                    "no files of its own but README.md/PROVENANCE.md, and every subfolder a bundle, like sample_data/), each is reported into "
-                    "OUT/<name>/ and OUT/index.html links them. OUT must not be inside or around a bundle. Exit status: 0 "
-                    "all notebooks ran, 1 some failed, 2 error.")
+        "papermill and write one HTML page per notebook plus a summary (index.html) into OUT. The "
+        "pages load nothing from the network. If BUNDLE is a folder of bundles (its subfolders carry "
+        "no files of its own but README.md/PROVENANCE.md, and every subfolder a bundle, like sample_data/), each is reported into "
+        "OUT/<name>/ and OUT/index.html links them. OUT must not be inside or around a bundle. Exit status: 0 "
+        "all notebooks ran, 1 some failed, 2 error.",
+    )
     p.add_argument("bundle", help="bundle folder, or a folder of bundles")
     p.add_argument("--out", required=True, help="output folder for the HTML reports")
-    p.add_argument("--tz", default=None,
-                   help="timezone the logs were written in (default: the bundle manifest's tz, else UTC)")
-    p.add_argument("--notebook", action="append", dest="notebooks", metavar="NAME",
-                   help="only this notebook (repeatable), e.g. --notebook triage")
-    p.add_argument("--jobs", "-j", type=int, default=None, metavar="N",
-                   help=f"notebooks run at once (default: the core count, here {default_jobs()})")
-    p.add_argument("--show-code", action="store_true",
-                   help="show the notebooks' code cells in the pages (hidden by default)")
+    p.add_argument(
+        "--tz", default=None, help="timezone the logs were written in (default: the bundle manifest's tz, else UTC)"
+    )
+    p.add_argument(
+        "--notebook",
+        action="append",
+        dest="notebooks",
+        metavar="NAME",
+        help="only this notebook (repeatable), e.g. --notebook triage",
+    )
+    p.add_argument(
+        "--jobs",
+        "-j",
+        type=int,
+        default=None,
+        metavar="N",
+        help=f"notebooks run at once (default: the core count, here {default_jobs()})",
+    )
+    p.add_argument(
+        "--show-code", action="store_true", help="show the notebooks' code cells in the pages (hidden by default)"
+    )
     p.add_argument("--timeout", type=int, default=EXEC_TIMEOUT, help="seconds allowed per notebook cell (default 600)")
     p.set_defaults(func=_cmd)
 
@@ -711,7 +907,9 @@ def _cmd(args) -> int:
     kw = dict(tz=args.tz, only=args.notebooks, timeout=args.timeout, jobs=args.jobs, show_code=args.show_code)
     if path.is_dir() and _bundles_in(path):
         res = report_many(path, args.out, **kw)
-        failed = [n for r in res["bundles"] for n in r["notebooks"] if n["error"]] + [r for r in res["bundles"] if r.get("error")]
+        failed = [n for r in res["bundles"] for n in r["notebooks"] if n["error"]] + [
+            r for r in res["bundles"] if r.get("error")
+        ]
     else:
         res = report(path, args.out, **kw)
         failed = [n for n in res["notebooks"] if n["error"]]

@@ -16,6 +16,7 @@ Example:
     >>> [(f.rel, f.host) for f in discover(d)]
     [('broker-1/server.log', 'broker-1')]
 """
+
 from __future__ import annotations
 
 import bz2
@@ -41,11 +42,18 @@ MANIFESTS = ("bundle.yaml", "bundle.yml", "bundle.json")
 NOTES = {"README.md", "PROVENANCE.md", ".DS_Store", "summary.json"}
 SKIP_NAMES = set(MANIFESTS) | NOTES
 SKIP_SUFFIXES = (".parquet",)
-_ROTATED = re.compile(r"^(?P<base>.+?)(?:\.(?P<stamp>\d{4}-\d{2}-\d{2}(?:-\d{2})?)|\.(?P<num>\d+))?"
-                      r"(?P<gz>\.(?:gz|zst|xz|bz2|lz4))?$")
+_ROTATED = re.compile(
+    r"^(?P<base>.+?)(?:\.(?P<stamp>\d{4}-\d{2}-\d{2}(?:-\d{2})?)|\.(?P<num>\d+))?"
+    r"(?P<gz>\.(?:gz|zst|xz|bz2|lz4))?$"
+)
 # compressed content, recognised by its first bytes (the name does not matter)
-MAGIC = {b"\x1f\x8b": "gzip", b"\x28\xb5\x2f\xfd": "zstd", b"\xfd7zXZ\x00": "xz", b"BZh": "bz2",
-         b"\x04\x22\x4d\x18": "lz4"}
+MAGIC = {
+    b"\x1f\x8b": "gzip",
+    b"\x28\xb5\x2f\xfd": "zstd",
+    b"\xfd7zXZ\x00": "xz",
+    b"BZh": "bz2",
+    b"\x04\x22\x4d\x18": "lz4",
+}
 
 
 class SourceError(Exception):
@@ -66,24 +74,25 @@ class ManifestError(ValueError):
 
 @dataclass
 class SourceFile:
-    path: Path          # absolute path on disk (of the zip archive, for a member)
-    rel: str            # path relative to the bundle root, '/'-separated (what tables cite)
+    path: Path  # absolute path on disk (of the zip archive, for a member)
+    rel: str  # path relative to the bundle root, '/'-separated (what tables cite)
     host: str
     tz: str = "UTC"
-    gz: bool = False    # compressed (any codec in MAGIC)
-    base: str = ""      # name without rotation suffix and codec suffix: 'server.log'
-    stamp: str = ""     # rotation suffix: '2024-05-22-00' or '1'
+    gz: bool = False  # compressed (any codec in MAGIC)
+    base: str = ""  # name without rotation suffix and codec suffix: 'server.log'
+    stamp: str = ""  # rotation suffix: '2024-05-22-00' or '1'
     size: int = 0
     meta: dict = field(default_factory=dict)
-    member: str = ""    # name inside the zip archive ``path``; empty for plain files
-    start: int = 0             # a part of a big plain file: its first byte (a record start) ...
-    end: int | None = None     # ... and the byte after its last (None: to the end of the file)
-    first_line: int = 1        # the line number its first byte is on
+    member: str = ""  # name inside the zip archive ``path``; empty for plain files
+    start: int = 0  # a part of a big plain file: its first byte (a record start) ...
+    end: int | None = None  # ... and the byte after its last (None: to the end of the file)
+    first_line: int = 1  # the line number its first byte is on
 
 
 @dataclass(frozen=True)
 class NotRead:
     """A path of the bundle the kit did not read as data, and why."""
+
     rel: str
     reason: str
 
@@ -103,6 +112,7 @@ def check_tz(name, where: str) -> str:
     """``name`` when it is a timezone this machine knows, else :class:`ManifestError` naming
     ``where`` (the manifest key or the option)."""
     from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
     if not isinstance(name, str) or not name.strip():
         raise ManifestError(f"{where}: a timezone name is expected (like UTC or Europe/Berlin), got {name!r}")
     if name in ("UTC", "utc", "Z", "Etc/UTC"):
@@ -110,8 +120,9 @@ def check_tz(name, where: str) -> str:
     try:
         ZoneInfo(name)
     except (ZoneInfoNotFoundError, ValueError, OSError):
-        raise ManifestError(f"{where}: unknown timezone {name!r} (use an IANA name such as UTC or "
-                            f"Europe/Berlin)") from None
+        raise ManifestError(
+            f"{where}: unknown timezone {name!r} (use an IANA name such as UTC or Europe/Berlin)"
+        ) from None
     return name
 
 
@@ -131,6 +142,7 @@ def load_manifest(root: Path) -> dict:
                     data = json.loads(text) if text.strip() else {}
                 else:
                     import yaml
+
                     data = yaml.safe_load(text)
             except json.JSONDecodeError as e:
                 raise ManifestError(f"{shown(str(p))}: invalid JSON at line {e.lineno} ({e.msg})") from None
@@ -145,8 +157,9 @@ def load_manifest(root: Path) -> dict:
 
 def _check_manifest(m, where: str) -> dict:
     if not isinstance(m, dict):
-        raise ManifestError(f"{where}: a mapping of keys (files, hosts, host, tz) is expected, "
-                            f"got a {type(m).__name__}")
+        raise ManifestError(
+            f"{where}: a mapping of keys (files, hosts, host, tz) is expected, got a {type(m).__name__}"
+        )
     for k in ("host", "tz"):
         if k in m and m[k] is not None and not isinstance(m[k], str):
             raise ManifestError(f"{where}: key '{k}' must be a string, got {type(m[k]).__name__}")
@@ -161,13 +174,16 @@ def _check_manifest(m, where: str) -> dict:
                 raise ManifestError(f"{where}: key 'files' entry {g!r}: a glob mapped to a host name is expected")
     layouts = m.get("layouts")
     if layouts is not None and not isinstance(layouts, dict):
-        raise ManifestError(f"{where}: key 'layouts' must map path globs to layout patterns, "
-                            f"got {type(layouts).__name__}")
+        raise ManifestError(
+            f"{where}: key 'layouts' must map path globs to layout patterns, got {type(layouts).__name__}"
+        )
     hosts = m.get("hosts")
     if hosts is not None:
         if not isinstance(hosts, dict):
-            raise ManifestError(f"{where}: key 'hosts' must map folder names to a host name or "
-                                f"{{name:, tz:}}, got {type(hosts).__name__}")
+            raise ManifestError(
+                f"{where}: key 'hosts' must map folder names to a host name or "
+                f"{{name:, tz:}}, got {type(hosts).__name__}"
+            )
         for folder, spec in hosts.items():
             if isinstance(spec, (str, int)):
                 continue
@@ -227,12 +243,35 @@ def discover_all(path: str | os.PathLike, tz: str | dict | None = None) -> tuple
 
 
 # folders that name a kind of file, not a machine: `incident/jmx/broker-1.csv` is broker-1's
-KIND_FOLDERS = {"jmx", "logs", "log", "connect", "metrics", "gc", "gclogs", "kafka", "brokers", "workers",
-                "clients", "cli", "tools", "prometheus", "jolokia", "server", "controller", "controllers"}
-_HOSTLIKE = re.compile(r"^(?P<h>(?:broker|kafka|node|controller|worker|connect|kraft|zk|zookeeper|server|host)"
-                       r"[-_]?[a-z]?\d+[a-z0-9-]*?)(?:[-_.](?:jmx|gc|metrics|server|log|out|csv|json|txt|\d{8}).*)?$", re.I)
-_ID_IN_LOG = [re.compile(rb"\[(?:KafkaServer|BrokerServer|ControllerServer|KafkaRaftServer) (?:id|nodeId)=(\d+)\]"),
-              re.compile(rb"^\s*(?:node\.id|broker\.id) = (\d+)\s*$", re.M)]
+KIND_FOLDERS = {
+    "jmx",
+    "logs",
+    "log",
+    "connect",
+    "metrics",
+    "gc",
+    "gclogs",
+    "kafka",
+    "brokers",
+    "workers",
+    "clients",
+    "cli",
+    "tools",
+    "prometheus",
+    "jolokia",
+    "server",
+    "controller",
+    "controllers",
+}
+_HOSTLIKE = re.compile(
+    r"^(?P<h>(?:broker|kafka|node|controller|worker|connect|kraft|zk|zookeeper|server|host)"
+    r"[-_]?[a-z]?\d+[a-z0-9-]*?)(?:[-_.](?:jmx|gc|metrics|server|log|out|csv|json|txt|\d{8}).*)?$",
+    re.I,
+)
+_ID_IN_LOG = [
+    re.compile(rb"\[(?:KafkaServer|BrokerServer|ControllerServer|KafkaRaftServer) (?:id|nodeId)=(\d+)\]"),
+    re.compile(rb"^\s*(?:node\.id|broker\.id) = (\d+)\s*$", re.M),
+]
 
 
 def infer_host(rel: str, f: Path | None = None, head_bytes: bytes | None = None) -> tuple[str | None, str]:
@@ -277,7 +316,7 @@ def _source(f: Path, member: str, rel_raw: str, msize, root, p, manifest, hosts_
     if folder is not None and folder.endswith(".zip") and len(parts) == 2:
         folder = folder[:-4]  # broker-1.zip/server.log belongs to broker-1
     elif folder is not None and folder.endswith(".zip"):
-        folder = parts[1]     # logs.zip/broker-1/server.log belongs to broker-1
+        folder = parts[1]  # logs.zip/broker-1/server.log belongs to broker-1
     host = None
     for pat, h in file_map.items():
         if fnmatch.fnmatch(rel, pat):
@@ -528,6 +567,7 @@ def _new_decompressor(codec: str):
     if codec == "bz2":
         return bz2.BZ2Decompressor()
     import lz4.frame
+
     return lz4.frame.LZ4FrameDecompressor()
 
 
@@ -573,8 +613,9 @@ def _inflate(src: SourceFile, codec: str, first: bytes, fh, chunk: int) -> Itera
             out_total += len(tail)
             yield tail
     if fed and not d.eof:
-        raise SourceError(src.rel, f"truncated {codec}: the compressed stream ends before its end marker",
-                          offset=out_total)
+        raise SourceError(
+            src.rel, f"truncated {codec}: the compressed stream ends before its end marker", offset=out_total
+        )
 
 
 def _unzstd(src: SourceFile, first: bytes, fh, chunk: int) -> Iterator[bytes]:
@@ -593,7 +634,7 @@ def _unzstd(src: SourceFile, first: bytes, fh, chunk: int) -> Iterator[bytes]:
             if not data:
                 break
         for i in range(0, len(data), 1024):
-            piece_in = data[i:i + 1024]
+            piece_in = data[i : i + 1024]
             fed = True
             try:
                 out = d.decompress(piece_in)
@@ -603,7 +644,7 @@ def _unzstd(src: SourceFile, first: bytes, fh, chunk: int) -> Iterator[bytes]:
                 out_total += len(out)
                 yield out
             if d.eof:
-                rest = d.unused_data + data[i + 1024:]
+                rest = d.unused_data + data[i + 1024 :]
                 d, fed = new(), False
                 if rest.startswith(b"\x28\xb5\x2f\xfd"):
                     data = rest
@@ -615,8 +656,7 @@ def _unzstd(src: SourceFile, first: bytes, fh, chunk: int) -> Iterator[bytes]:
         else:
             data = b""
     if fed and not d.eof:
-        raise SourceError(src.rel, "truncated zstd: the compressed stream ends before its end marker",
-                          offset=out_total)
+        raise SourceError(src.rel, "truncated zstd: the compressed stream ends before its end marker", offset=out_total)
 
 
 def _text(chunks: Iterator[bytes], src: SourceFile) -> Iterator[bytes]:
@@ -648,8 +688,8 @@ def cap_lines(chunks: Iterator[bytes], src: SourceFile, limit: int = MAX_LINE) -
         >>> b"".join(cap_lines(iter([b"ab\\n", b"cdefgh", b"ij\\nk"]), s, limit=4)), s.meta["cut_lines"]
         (b'ab\\ncdef\\nk', [(2, 4)])
     """
-    since = 0           # bytes of the current line already passed on
-    dropping = 0        # > 0 while the rest of a long line is being dropped (bytes so far + 1)
+    since = 0  # bytes of the current line already passed on
+    dropping = 0  # > 0 while the rest of a long line is being dropped (bytes so far + 1)
     lines_done = 0
     half = max(limit // 2, 1)
     for c in chunks:
@@ -686,7 +726,7 @@ def cap_lines(chunks: Iterator[bytes], src: SourceFile, limit: int = MAX_LINE) -
                 continue
             room = limit - since
             if seg <= room:
-                out.append(c[pos:end + 1] if nl >= 0 else c[pos:end])
+                out.append(c[pos : end + 1] if nl >= 0 else c[pos:end])
                 if nl >= 0:
                     since = 0
                     lines_done += 1
@@ -694,7 +734,7 @@ def cap_lines(chunks: Iterator[bytes], src: SourceFile, limit: int = MAX_LINE) -
                     since += seg
                 pos = end + 1 if nl >= 0 else len(c)
                 continue
-            out.append(c[pos:pos + room])
+            out.append(c[pos : pos + room])
             since = limit
             dropping = 1
             pos += room
@@ -736,8 +776,10 @@ def check_output(bundle: str | os.PathLike, out: str | os.PathLike, what: str = 
     if o == b:
         raise ValueError(f"{what} {shown(str(out))} is the bundle itself: input files are never written to")
     if b in o.parents:
-        raise ValueError(f"{what} {shown(str(out))} is inside the bundle {shown(str(bundle))}: "
-                         f"input files are never written to")
+        raise ValueError(
+            f"{what} {shown(str(out))} is inside the bundle {shown(str(bundle))}: input files are never written to"
+        )
     if o in b.parents:
-        raise ValueError(f"{what} {shown(str(out))} holds the bundle {shown(str(bundle))}: "
-                         f"input files are never written to")
+        raise ValueError(
+            f"{what} {shown(str(out))} holds the bundle {shown(str(bundle))}: input files are never written to"
+        )

@@ -7,6 +7,7 @@ Example:
     >>> print(summary_text(s).splitlines()[0])
     bundle   b
 """
+
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field, fields
@@ -14,19 +15,19 @@ from dataclasses import asdict, dataclass, field, fields
 
 @dataclass
 class BundleSummary:
-    bundle: str                                             # the path that was loaded
-    files: int = 0                                          # files found
-    bytes: int = 0                                          # their size on disk
-    formats: dict[str, int] = field(default_factory=dict)   # detected format -> files
+    bundle: str  # the path that was loaded
+    files: int = 0  # files found
+    bytes: int = 0  # their size on disk
+    formats: dict[str, int] = field(default_factory=dict)  # detected format -> files
     hosts: list[str] = field(default_factory=list)
-    rows: dict[str, int] = field(default_factory=dict)      # table -> rows
+    rows: dict[str, int] = field(default_factory=dict)  # table -> rows
     unparsed_lines: int = 0
-    errors: list[str] = field(default_factory=list)         # file problems and failed table builders
+    errors: list[str] = field(default_factory=list)  # file problems and failed table builders
     unknown_files: list[str] = field(default_factory=list)  # files no format recognised
-    not_read: list[str] = field(default_factory=list)       # paths not read as data, each with why
-    time_span: list[str] | None = None                      # first and last record time (ISO, UTC)
-    seconds: float = 0.0                                    # time the load took
-    window: list[str] | None = None                         # set by kitlib.bundle.window
+    not_read: list[str] = field(default_factory=list)  # paths not read as data, each with why
+    time_span: list[str] | None = None  # first and last record time (ISO, UTC)
+    seconds: float = 0.0  # time the load took
+    window: list[str] | None = None  # set by kitlib.bundle.window
     hosts_filter: list[str] | None = None
 
     def to_dict(self) -> dict:
@@ -42,13 +43,15 @@ class BundleSummary:
 
 def summary_text(s: BundleSummary) -> str:
     """The summary as ``kitlib ingest``, ``summary`` and ``triage`` print it."""
-    lines = [f"bundle   {s.bundle}",
-             f"files    {s.files} ({s.bytes:,} bytes) in {s.seconds:.2f} s",
-             "formats  " + ", ".join(f"{k}: {v}" for k, v in s.formats.items()),
-             "hosts    " + ", ".join(s.hosts),
-             "span     " + (" -> ".join(s.time_span) if s.time_span else "-"),
-             "rows     " + ", ".join(f"{k}: {v:,}" for k, v in s.rows.items() if k != "unparsed" and v),
-             f"unparsed {s.unparsed_lines:,} lines"]
+    lines = [
+        f"bundle   {s.bundle}",
+        f"files    {s.files} ({s.bytes:,} bytes) in {s.seconds:.2f} s",
+        "formats  " + ", ".join(f"{k}: {v}" for k, v in s.formats.items()),
+        "hosts    " + ", ".join(s.hosts),
+        "span     " + (" -> ".join(s.time_span) if s.time_span else "-"),
+        "rows     " + ", ".join(f"{k}: {v:,}" for k, v in s.rows.items() if k != "unparsed" and v),
+        f"unparsed {s.unparsed_lines:,} lines",
+    ]
     if s.unknown_files:
         lines.append("unknown  " + ", ".join(s.unknown_files))
     for e in s.errors:

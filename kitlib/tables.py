@@ -8,6 +8,7 @@ Example:
     >>> list(tables.empty("unparsed").columns)
     ['file', 'line', 'host', 'text', 'reason']
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -106,6 +107,7 @@ def conform(name: str, df: pd.DataFrame, redact: bool = True) -> pd.DataFrame:
     res = pd.DataFrame(out, index=df.index).reset_index(drop=True)
     if redact:
         from kitlib.redact import redact_frame
+
         res = redact_frame(name, res)
     return res
 
@@ -145,8 +147,11 @@ def _in_ns_range(v):
 
 def markdown() -> str:
     """All declared schemas as Markdown (this is what TABLES.md holds)."""
-    out = ["# Tables\n", "Every table `kitlib` produces, with its columns. Generated from "
-           "`kitlib.tables.SCHEMAS` (`kitlib tables > TABLES.md`).\n"]
+    out = [
+        "# Tables\n",
+        "Every table `kitlib` produces, with its columns. Generated from "
+        "`kitlib.tables.SCHEMAS` (`kitlib tables > TABLES.md`).\n",
+    ]
     registry.load()
     for name in sorted(SCHEMAS):
         t = SCHEMAS[name]
@@ -159,4 +164,5 @@ def markdown() -> str:
 if __name__ == "__main__":  # pragma: no cover
     # run as a script this file is a second copy of the module: print through the imported one
     from kitlib.tables import markdown as _markdown
+
     print(_markdown(), end="")

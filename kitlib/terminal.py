@@ -10,6 +10,7 @@ Example:
     >>> visible("a\\tb\\nc")
     'a\\tb\\nc'
 """
+
 from __future__ import annotations
 
 import re
@@ -35,8 +36,9 @@ def visible(text) -> str:
     """``text`` safe for a terminal: control characters as escapes (``\\x1b``, ``\\r``...),
     undecodable file-name bytes as ``\\xNN``, secrets masked; newlines and tabs kept."""
     from kitlib.redact import redact_text
+
     s = str(text)
-    s = _SURROGATE.sub(lambda m: f"\\x{ord(m.group(0)) - 0xdc00:02x}", s)
+    s = _SURROGATE.sub(lambda m: f"\\x{ord(m.group(0)) - 0xDC00:02x}", s)
     return _CONTROL.sub(_show, redact_text(s))
 
 

@@ -1,5 +1,6 @@
 """Shared fixtures. ``broker``: one real Apache Kafka 3.9.1 broker (kitlib.lab) per test session;
 ``cluster``: one real three-node KRaft cluster per test session."""
+
 import shutil
 
 import pytest
@@ -16,6 +17,7 @@ def broker(tmp_path_factory):
     """A real single-node KRaft broker on 127.0.0.1 with JMX on loopback, started once per test
     session and stopped at the end. Fails (never skips) when Java or Maven are missing."""
     from kitlib import lab
+
     _need_java_tools()
     work = tmp_path_factory.mktemp("lab") / "broker-1"
     b = lab.start_broker("broker-1", work=work, settings={"log.cleaner.dedupe.buffer.size": 1048577})
@@ -30,6 +32,7 @@ def cluster(tmp_path_factory):
     end. Internal topics have replication factor 3 and min.insync.replicas is 2. Fails (never
     skips) when Java or Maven are missing."""
     from kitlib import lab
+
     _need_java_tools()
     c = lab.start_cluster(3, name="cluster", work=tmp_path_factory.mktemp("lab-cluster") / "cluster")
     yield c

@@ -14,6 +14,7 @@ promises case by case:
 As root, commands run without the capabilities that let root read any file, so unreadable
 paths are really unreadable.
 """
+
 from __future__ import annotations
 
 import bz2
@@ -42,7 +43,7 @@ STATIC = sorted(p.name for p in (CORPUS / "cases").iterdir() if p.is_dir())
 GENERATED = ["codecs", "links", "unread", "deep-json"]
 BIG = ["long-line", "many-files", "big-gzip"]
 SECRETS = [s for s in (CORPUS / "SECRETS").read_text().split("\n") if s.strip()]
-MEMORY_BOUND_MB = 1024     # peak RSS of one `kitlib ingest` on any case, the 512 MiB line included
+MEMORY_BOUND_MB = 1024  # peak RSS of one `kitlib ingest` on any case, the 512 MiB line included
 CONTROL = ["\x1b", "\x07", "\r", "\x08", "\x9b"]
 FIGURES: dict[str, dict] = {}
 
@@ -67,28 +68,43 @@ class Run:
 
 # the child writes its own peak RSS (VmHWM of its address space) when it exits: getrusage of a
 # child counts what it inherited from this (big) test process at fork
-_MEASURED = ("import atexit, os, sys\n"
-             "def _peak():\n"
-             "    hwm = [ln for ln in open('/proc/self/status') if ln.startswith('VmHWM:')]\n"
-             "    open(os.environ['KIT_PEAK_FILE'], 'w').write(hwm[0].split()[1] if hwm else '0')\n"
-             "atexit.register(_peak)\n"
-             "from kitlib.cli import main\n"
-             "sys.exit(main(sys.argv[1:]))\n")
+_MEASURED = (
+    "import atexit, os, sys\n"
+    "def _peak():\n"
+    "    hwm = [ln for ln in open('/proc/self/status') if ln.startswith('VmHWM:')]\n"
+    "    open(os.environ['KIT_PEAK_FILE'], 'w').write(hwm[0].split()[1] if hwm else '0')\n"
+    "atexit.register(_peak)\n"
+    "from kitlib.cli import main\n"
+    "sys.exit(main(sys.argv[1:]))\n"
+)
 
 
 def kitlib(*args: str, cwd: Path | None = None) -> Run:
     """Run the CLI in a child process, which reports its own peak RSS."""
-    with tempfile.TemporaryFile() as o, tempfile.TemporaryFile() as e, \
-            tempfile.NamedTemporaryFile("r", suffix=".peak") as peak:
+    with (
+        tempfile.TemporaryFile() as o,
+        tempfile.TemporaryFile() as e,
+        tempfile.NamedTemporaryFile("r", suffix=".peak") as peak,
+    ):
         os.chmod(peak.name, 0o666)
         t = time.perf_counter()
-        p = subprocess.run(_no_dac_override() + [sys.executable, "-c", _MEASURED, *args], stdout=o, stderr=e,
-                           cwd=cwd, env=dict(os.environ, PYTHONWARNINGS="ignore", KIT_PEAK_FILE=peak.name))
+        p = subprocess.run(
+            _no_dac_override() + [sys.executable, "-c", _MEASURED, *args],
+            stdout=o,
+            stderr=e,
+            cwd=cwd,
+            env=dict(os.environ, PYTHONWARNINGS="ignore", KIT_PEAK_FILE=peak.name),
+        )
         o.seek(0)
         e.seek(0)
         kb = peak.read().strip()
-        return Run(p.returncode, o.read().decode("utf-8", "replace"), e.read().decode("utf-8", "replace"),
-                   int(kb or 0) / 1024, time.perf_counter() - t)
+        return Run(
+            p.returncode,
+            o.read().decode("utf-8", "replace"),
+            e.read().decode("utf-8", "replace"),
+            int(kb or 0) / 1024,
+            time.perf_counter() - t,
+        )
 
 
 def kitlib_here(*args: str) -> Run:
@@ -96,6 +112,7 @@ def kitlib_here(*args: str) -> Run:
     import io
 
     from kitlib.cli import main
+
     out, err = io.StringIO(), io.StringIO()
     saved = sys.stdout, sys.stderr
     sys.stdout, sys.stderr = out, err
@@ -144,6 +161,7 @@ def _stream(fh) -> bytes:
         r = gzip.GzipFile(fileobj=fh)
     elif head.startswith(b"\x28\xb5\x2f\xfd"):
         import zstandard
+
         r = zstandard.ZstdDecompressor().stream_reader(fh, read_across_frames=True)
     elif head.startswith(b"\xfd7zXZ\x00"):
         r = lzma.LZMAFile(fh)
@@ -151,6 +169,7 @@ def _stream(fh) -> bytes:
         r = bz2.BZ2File(fh)
     elif head.startswith(b"\x04\x22\x4d\x18"):
         import lz4.frame
+
         r = lz4.frame.LZ4FrameFile(fh)
     else:
         r = fh
@@ -165,6 +184,7 @@ def _stream(fh) -> bytes:
             break
         if first and b.startswith((b"\xff\xfe", b"\xfe\xff")):
             import codecs
+
             utf16 = codecs.getincrementaldecoder("utf-16")()
         first = False
         yield utf16.decode(b).encode("utf-8") if utf16 else b
@@ -176,6 +196,7 @@ def independent_lines(path: Path, member: str = "") -> int:
     if member:
         with zipfile.ZipFile(path) as z, z.open(member) as raw:
             import io
+
             data = io.BytesIO(raw.read())
             pieces = list(_stream(data))
     else:
@@ -241,6 +262,7 @@ def generated():
 def generated_big():
     root = Path(tempfile.mkdtemp(prefix="kit-adversarial-big-"))
     from generate import big
+
     big(root)
     yield root
     shutil.rmtree(root, ignore_errors=True)
@@ -261,8 +283,15 @@ def check_case(name: str, bundle: Path, out_root: Path) -> dict:
     ing = kitlib("ingest", str(bundle), "--out", str(out), "--no-progress")
     assert_clean(ing, f"{name}: ingest")
     assert ing.rc == expected_rc(name), f"{name}: ingest exit {ing.rc}\n{ing.out}\n{ing.err}"
-    fig = {"rc": ing.rc, "rss_mb": round(ing.rss_mb), "seconds": round(ing.seconds, 1), "lines_lost": 0,
-           "secrets_leaked": 0, "files": 0, "not_read": 0}
+    fig = {
+        "rc": ing.rc,
+        "rss_mb": round(ing.rss_mb),
+        "seconds": round(ing.seconds, 1),
+        "lines_lost": 0,
+        "secrets_leaked": 0,
+        "files": 0,
+        "not_read": 0,
+    }
     if ing.rc == 2:
         assert "error" in ing.err and ("bundle.yaml" in ing.err or "bundle.json" in ing.err), ing.err
         assert not out.exists(), "a refused ingest leaves no output"
@@ -277,7 +306,7 @@ def check_case(name: str, bundle: Path, out_root: Path) -> dict:
             top = r.file.split("/")
             zip_at = next((i for i, p in enumerate(top) if p.endswith(".zip")), None)
             if zip_at is not None and zip_at < len(top) - 1:
-                path, member = on_disk["/".join(top[:zip_at + 1])], "/".join(top[zip_at + 1:])
+                path, member = on_disk["/".join(top[: zip_at + 1])], "/".join(top[zip_at + 1 :])
             else:
                 path, member = on_disk[r.file], ""
             if "binary content" in (r.error or ""):
@@ -295,8 +324,9 @@ def check_case(name: str, bundle: Path, out_root: Path) -> dict:
             parts = rel.split("/")
             if len(parts) == 1 and rel in ("bundle.yaml", "bundle.yml", "bundle.json"):
                 continue
-            assert any("/".join(parts[:i]) in listed for i in range(1, len(parts) + 1)) \
-                or any(f.startswith(rel + "/") for f in listed), f"{name}: {rel} neither read nor listed as not read"
+            assert any("/".join(parts[:i]) in listed for i in range(1, len(parts) + 1)) or any(
+                f.startswith(rel + "/") for f in listed
+            ), f"{name}: {rel} neither read nor listed as not read"
         texts = output_strings(out)
         leaked = [s for s in SECRETS if any(s in t for t in texts)]
         fig["secrets_leaked"] = len(leaked)
@@ -331,9 +361,14 @@ def test_big_case(case, generated_big, tmp_path):
 def test_the_file_outside_the_bundle_was_not_read(generated, tmp_path):
     run = kitlib("ingest", str(generated / "links"), "--out", str(tmp_path / "o"), "--no-progress")
     files = pq.read_table(tmp_path / "o" / "files.parquet").to_pandas().set_index("file")
-    assert files.loc["broker-1/current.log", "lines"] == 12          # a link inside is followed
-    for rel, why in (("broker-1/outside.log", "outside the bundle"), ("broker-1/outside-dir", "outside the bundle"),
-                     ("broker-1/dangling.log", "dangling"), ("broker-1/loop-a", "loop"), ("broker-1/up", "loop")):
+    assert files.loc["broker-1/current.log", "lines"] == 12  # a link inside is followed
+    for rel, why in (
+        ("broker-1/outside.log", "outside the bundle"),
+        ("broker-1/outside-dir", "outside the bundle"),
+        ("broker-1/dangling.log", "dangling"),
+        ("broker-1/loop-a", "loop"),
+        ("broker-1/up", "loop"),
+    ):
         assert files.loc[rel, "format"] == "not read" and why in files.loc[rel, "error"], (rel, files.loc[rel, "error"])
     assert run.rc == 0
 
@@ -341,11 +376,16 @@ def test_the_file_outside_the_bundle_was_not_read(generated, tmp_path):
 def test_unreadable_and_odd_names_are_listed(generated, tmp_path):
     kitlib("ingest", str(generated / "unread"), "--out", str(tmp_path / "o"), "--no-progress")
     files = pq.read_table(tmp_path / "o" / "files.parquet").to_pandas().set_index("file")
-    assert files.loc["broker-1/caf\\xe9-\\xff.log", "lines"] == 4       # a non-UTF-8 name, shown escaped
-    assert files.loc["broker-1/evil\x1b[2J\x07.log", "lines"] == 2      # stored as is, shown escaped
-    for rel, why in ((".git", "hidden"), ("broker-1/.hidden.log", "hidden"), ("broker-1/README.md", "notes"),
-                     ("broker-1/summary.json", "kit output"), ("broker-1/events.parquet", "Parquet"),
-                     ("broker-1/pipe", "not a regular file")):
+    assert files.loc["broker-1/caf\\xe9-\\xff.log", "lines"] == 4  # a non-UTF-8 name, shown escaped
+    assert files.loc["broker-1/evil\x1b[2J\x07.log", "lines"] == 2  # stored as is, shown escaped
+    for rel, why in (
+        (".git", "hidden"),
+        ("broker-1/.hidden.log", "hidden"),
+        ("broker-1/README.md", "notes"),
+        ("broker-1/summary.json", "kit output"),
+        ("broker-1/events.parquet", "Parquet"),
+        ("broker-1/pipe", "not a regular file"),
+    ):
         assert why in files.loc[rel, "error"], (rel, files.loc[rel, "error"])
     if _no_dac_override() or os.geteuid() != 0:
         assert "permission denied" in files.loc["broker-1/locked.log", "error"].lower()
@@ -357,13 +397,13 @@ def test_codecs_and_a_corrupt_gzip(generated, tmp_path):
     files = pq.read_table(tmp_path / "o" / "files.parquet").to_pandas().set_index("file")
     for rel in ("server.log.1.gz", "server.log.2.zst", "server.log.3.xz", "server.log.4.bz2", "server.log.5.lz4"):
         assert files.loc[f"broker-1/{rel}", "format"] == "log4j" and files.loc[f"broker-1/{rel}", "unparsed"] == 0
-    assert files.loc["broker-1/connect.log", "parsed"] == 8                   # UTF-16 with a BOM
+    assert files.loc["broker-1/connect.log", "parsed"] == 8  # UTF-16 with a BOM
     assert files.loc["archive.zip/broker-2/server.log", "host"] == "broker-2"  # zip read as a folder
     assert "not read" in files.loc["archive.zip/broker-2/.hidden.log", "error"]
     assert "zip archive cannot be read" in files.loc["broken.zip", "error"]
     summary = json.loads((tmp_path / "o" / "summary.json").read_text())
     assert any("state-change.log.gz" in e and "corrupt gzip" in e for e in summary["errors"])
-    assert files.loc["broker-1/state-change.log.gz", "lines"] > 1000           # what came before the damage
+    assert files.loc["broker-1/state-change.log.gz", "lines"] > 1000  # what came before the damage
     assert run.rc == 0
 
 
@@ -386,13 +426,18 @@ def test_bad_options_and_outputs_are_refused_before_anything_is_touched(tmp_path
     (tmp_path / "x" / "tables").mkdir()
     (tmp_path / "x" / "tables" / "keep.log").write_text("user data\n")
     before = snapshot(tmp_path)
-    for args in (("ingest", str(bundle), "--out", str(bundle)), ("ingest", str(bundle), "--out", str(bundle / "o")),
-                 ("ingest", str(bundle), "--out", str(tmp_path / "x")),
-                 ("ingest", str(bundle), "--out", str(tmp_path / "x" / "tables")),   # not kit output: kept
-                 ("report", str(bundle), "--out", str(tmp_path / "x")), ("report", str(bundle), "--out", str(bundle)),
-                 ("report", str(tmp_path / "x" / "tables"), "--out", str(tmp_path / "x")),
-                 ("ingest", str(bundle), "--out", str(tmp_path / "o2"), "--tz", "Not/AZone"),
-                 ("triage", str(bundle), "--tz", "Not/AZone"), ("triage", str(tmp_path / "missing"))):
+    for args in (
+        ("ingest", str(bundle), "--out", str(bundle)),
+        ("ingest", str(bundle), "--out", str(bundle / "o")),
+        ("ingest", str(bundle), "--out", str(tmp_path / "x")),
+        ("ingest", str(bundle), "--out", str(tmp_path / "x" / "tables")),  # not kit output: kept
+        ("report", str(bundle), "--out", str(tmp_path / "x")),
+        ("report", str(bundle), "--out", str(bundle)),
+        ("report", str(tmp_path / "x" / "tables"), "--out", str(tmp_path / "x")),
+        ("ingest", str(bundle), "--out", str(tmp_path / "o2"), "--tz", "Not/AZone"),
+        ("triage", str(bundle), "--tz", "Not/AZone"),
+        ("triage", str(tmp_path / "missing")),
+    ):
         run = kitlib_here(*args)
         assert run.rc == 2 and "error" in run.err, (args, run.rc, run.err)
         assert "Traceback" not in run.err
@@ -429,8 +474,10 @@ def test_zz_figures():
     if not FIGURES:
         pytest.skip("no case ran")
     worst = max(FIGURES.items(), key=lambda kv: kv[1]["rss_mb"])
-    print(f"\nadversarial cases: {len(FIGURES)}; lines lost: {sum(f['lines_lost'] for f in FIGURES.values())}; "
-          f"secrets leaked: {sum(f['secrets_leaked'] for f in FIGURES.values())}; crashes: 0; "
-          f"peak memory: {worst[1]['rss_mb']} MB ({worst[0]})")
+    print(
+        f"\nadversarial cases: {len(FIGURES)}; lines lost: {sum(f['lines_lost'] for f in FIGURES.values())}; "
+        f"secrets leaked: {sum(f['secrets_leaked'] for f in FIGURES.values())}; crashes: 0; "
+        f"peak memory: {worst[1]['rss_mb']} MB ({worst[0]})"
+    )
     for k, v in sorted(FIGURES.items()):
         print(f"  {k:22} {v}")

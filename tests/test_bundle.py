@@ -1,5 +1,6 @@
 """Loading whole bundles: discovery, rotation, gzip, bad files, the line-count invariant,
 ingest to Parquet and reading it back."""
+
 import gzip
 import hashlib
 import json
@@ -13,9 +14,11 @@ from kitlib.sources import discover
 
 L1 = "[2024-05-22 00:{m:02d}:03,023] INFO [ReplicaFetcher replicaId=1, leaderId=2, fetcherId=0] Truncating partition orders-{m} with TruncationState(offset=42, completed=true) (kafka.server.ReplicaFetcherThread)\n"
 WARN = "[2024-05-22 01:00:00,000] WARN [SocketServer listenerType=BROKER, nodeId=1] Unexpected error from /10.0.0.7; closing connection (kafka.network.Processor)\n"
-TRACE = ("[2024-05-22 01:00:01,000] ERROR [ReplicaManager broker=1] Error processing append operation on partition orders-0 (kafka.server.ReplicaManager)\n"
-         "org.apache.kafka.common.errors.NotLeaderOrFollowerException: not the leader\n"
-         "\tat kafka.server.ReplicaManager.appendToLocalLog(ReplicaManager.scala:1296)\n")
+TRACE = (
+    "[2024-05-22 01:00:01,000] ERROR [ReplicaManager broker=1] Error processing append operation on partition orders-0 (kafka.server.ReplicaManager)\n"
+    "org.apache.kafka.common.errors.NotLeaderOrFollowerException: not the leader\n"
+    "\tat kafka.server.ReplicaManager.appendToLocalLog(ReplicaManager.scala:1296)\n"
+)
 
 
 def lines(n, start=0):
@@ -48,7 +51,11 @@ def _digest(folder):
 def test_discovery_order_hosts_and_rotation(messy):
     files = discover(messy)
     rels = [f.rel for f in files]
-    assert rels.index("broker-1/server.log.2024-05-22-00") < rels.index("broker-1/server.log.2024-05-22-01.gz") < rels.index("broker-1/server.log")
+    assert (
+        rels.index("broker-1/server.log.2024-05-22-00")
+        < rels.index("broker-1/server.log.2024-05-22-01.gz")
+        < rels.index("broker-1/server.log")
+    )
     hosts = {f.rel: f.host for f in files}
     assert hosts["broker-1/server.log"] == "broker-1"
     assert hosts["broker-2/controller.log"] == "kafka-b2"  # renamed by the manifest
@@ -132,7 +139,9 @@ def test_ingest_writes_parquet_and_summary_and_loads_back(messy, tmp_path):
     assert summary["time_span"] and summary["time_span"][0] <= summary["time_span"][1]
     back = kitlib.load(out)
     mem = kitlib.load_bundle(messy)
-    pd.testing.assert_frame_equal(back.events.reset_index(drop=True), mem.events.reset_index(drop=True), check_categorical=False)
+    pd.testing.assert_frame_equal(
+        back.events.reset_index(drop=True), mem.events.reset_index(drop=True), check_categorical=False
+    )
     assert list(back.files.columns) == list(mem.files.columns)
     # load_bundle recognises an ingest folder and does not parse again
     assert kitlib.load_bundle(out).summary.to_dict() == summary
@@ -159,13 +168,18 @@ def test_payload_sample_keeps_sizes_not_values(tmp_path):
     b = tmp_path / "b"
     (b / "payloads").mkdir(parents=True)
     recs = ['{"order": %d, "card": "4111-1111-1111-%04d", "total": 12.5}' % (i, i) for i in range(50)]
-    (b / "payloads" / "orders.jsonl").write_text("\n".join(recs[:30]) + "\n\nnot json at all\n" + "\n".join(recs[30:]) + "\n")
+    (b / "payloads" / "orders.jsonl").write_text(
+        "\n".join(recs[:30]) + "\n\nnot json at all\n" + "\n".join(recs[30:]) + "\n"
+    )
     bundle = kitlib.load_bundle(b)
     f = bundle.files.iloc[0]
     assert f["format"] == "payload" and f["lines"] == 52 and f["parsed"] == 51 and f["unparsed"] == 1
     p = bundle.payload_samples
     assert len(p) == 50 and p["bytes"].tolist()[0] == len(recs[0]) and p["line"].tolist()[30] == 33
-    assert "card" not in "".join(map(str, p.columns)) and not p.astype(str).apply(lambda c: c.str.contains("4111")).any().any()
+    assert (
+        "card" not in "".join(map(str, p.columns))
+        and not p.astype(str).apply(lambda c: c.str.contains("4111")).any().any()
+    )
     assert bundle.unparsed["line"].tolist() == [32] and "line 32" in f["error"]
 
 
@@ -181,13 +195,15 @@ def test_streaming_ingest_derives_the_same_tables_as_loading(tmp_path, sample):
     for name in ("commits", "cleaner_runs", "cleaner_events", "configs", "restarts", "requests", "remote_log_events"):
         a, b = mem.table(name), back.table(name)
         assert len(a) == len(b), name
-        pd.testing.assert_frame_equal(a.reset_index(drop=True), b.reset_index(drop=True), check_dtype=False,
-                                      check_categorical=False, obj=name)
+        pd.testing.assert_frame_equal(
+            a.reset_index(drop=True), b.reset_index(drop=True), check_dtype=False, check_categorical=False, obj=name
+        )
     assert len(mem.commits) + len(mem.cleaner_runs) + len(mem.requests) + len(mem.remote_log_events) > 0
 
 
 def test_extractors_with_the_same_selection_share_it():
     from kitlib import extract
+
     g = extract.groups()
     assert g["cleaner_runs"] == g["cleaner_events"] == "cleaner_events"
     assert g["commits"] == "commits" and g["restarts"] == "restarts"
@@ -197,7 +213,10 @@ def test_request_log_rows_built_block_by_block_match_line_by_line(tmp_path):
     """The request log is read block by block with Arrow regexes; every row must equal what
     parsing each line's JSON gives, and lines in another shape still go the slow way."""
     from kitlib.extract.requests import _row_json
-    src = os.path.join(os.path.dirname(__file__), "..", "sample_data", "down-conversion", "broker-1", "kafka-request.log")
+
+    src = os.path.join(
+        os.path.dirname(__file__), "..", "sample_data", "down-conversion", "broker-1", "kafka-request.log"
+    )
     lines = open(src).read().splitlines()
     odd = lines[5].replace('"clientId":"', '"clientId":"we\\"ird')  # an escaped quote: only the JSON path reads it
     all_lines = lines + [odd]
@@ -206,10 +225,21 @@ def test_request_log_rows_built_block_by_block_match_line_by_line(tmp_path):
     r = kitlib.load_bundle(tmp_path / "b").requests.set_index("line")
     assert len(r) == len(all_lines)
     for i, text in enumerate(all_lines, start=1):
-        want = _row_json(text[text.index("Completed request:"):].rsplit(" (kafka.request.logger)", 1)[0])
+        want = _row_json(text[text.index("Completed request:") :].rsplit(" (kafka.request.logger)", 1)[0])
         got = r.loc[i]
-        for k in ("api_name", "api_version", "correlation_id", "client_id", "client_address", "software",
-                  "listener", "total_ms", "throttle_ms", "conversion_ms", "temporary_memory_bytes"):
+        for k in (
+            "api_name",
+            "api_version",
+            "correlation_id",
+            "client_id",
+            "client_address",
+            "software",
+            "listener",
+            "total_ms",
+            "throttle_ms",
+            "conversion_ms",
+            "temporary_memory_bytes",
+        ):
             w, g = want[k], got[k]
             assert (pd.isna(w) and pd.isna(g)) or w == g or float(w) == float(g), (i, k, w, g)
     assert r.loc[len(all_lines), "client_id"].startswith('we"ird')
@@ -218,12 +248,14 @@ def test_request_log_rows_built_block_by_block_match_line_by_line(tmp_path):
 
 def test_a_failing_table_builder_is_reported_and_the_rest_loads(monkeypatch):
     from kitlib import extract, registry
+
     registry.load()
 
     def broken(events):
         raise ValueError("cannot read this request line")
-    monkeypatch.setattr(extract.EXTRACTORS["requests"], "build", broken)   # built block by block
-    monkeypatch.setattr(extract.EXTRACTORS["restarts"], "build", broken)   # built at the end
+
+    monkeypatch.setattr(extract.EXTRACTORS["requests"], "build", broken)  # built block by block
+    monkeypatch.setattr(extract.EXTRACTORS["restarts"], "build", broken)  # built at the end
     root = os.path.join(os.path.dirname(__file__), "..", "sample_data", "down-conversion")
     b = kitlib.load_bundle(root)
     errs = b.summary.errors
@@ -238,10 +270,13 @@ def test_a_bundle_read_back_has_every_declared_table(tmp_path):
     the kit declares must be there (empty when the bundle has none), not an AttributeError."""
     import subprocess
     import sys
+
     root = os.path.join(os.path.dirname(__file__), "..", "sample_data", "remote-storage")
     kitlib.ingest(root, tmp_path / "out")
-    code = ("import sys, json, kitlib; b = kitlib.load(sys.argv[1]); from kitlib import tables; "
-            "print(json.dumps(sorted(n for n in tables.SCHEMAS if b.table(n) is not None)))")
+    code = (
+        "import sys, json, kitlib; b = kitlib.load(sys.argv[1]); from kitlib import tables; "
+        "print(json.dumps(sorted(n for n in tables.SCHEMAS if b.table(n) is not None)))"
+    )
     r = subprocess.run([sys.executable, "-c", code, str(tmp_path / "out")], capture_output=True, text=True)
     assert r.returncode == 0, r.stderr
     names = json.loads(r.stdout)
@@ -252,6 +287,7 @@ def test_an_ingest_output_answers_without_loading_whole_tables(tmp_path):
     """select() and span() on an ingest output push filters down (nothing is cached), and agree
     with the same questions asked of the bundle loaded in memory, also inside a window."""
     from kitlib.bundle import window
+
     root = os.path.join(os.path.dirname(__file__), "..", "sample_data", "compaction")
     kitlib.ingest(root, tmp_path / "kit", progress=False)
     lazy, mem = kitlib.load(tmp_path / "kit"), kitlib.load_bundle(root)
@@ -260,7 +296,7 @@ def test_an_ingest_output_answers_without_loading_whole_tables(tmp_path):
     a = lazy.select("events", cols, level=["WARN", "INFO"])
     b = mem.select("events", cols, level=["WARN", "INFO"])
     assert len(a) == len(b) > 0 and a["level"].astype(str).tolist() == b["level"].astype(str).tolist()
-    assert lazy.tables == {}                       # nothing was loaded whole
+    assert lazy.tables == {}  # nothing was loaded whole
     lo, hi = mem.span()
     mid = lo + (hi - lo) / 2
     wl, wm = window(lazy, mid, None), window(mem, mid, None)
@@ -278,21 +314,30 @@ def test_folders_that_name_a_kind_are_not_hosts(tmp_path):
     (root / "connect" / "worker-a").mkdir(parents=True)
     (root / "logs").mkdir()
     (root / "jmx" / "broker-1.csv").write_text(
-        '"time","kafka.server:type=ReplicaManager,name=UnderReplicatedPartitions:Value"\n1716337923000,0\n')
+        '"time","kafka.server:type=ReplicaManager,name=UnderReplicatedPartitions:Value"\n1716337923000,0\n'
+    )
     (root / "connect" / "worker-a" / "connect.log").write_text(
         "[2024-05-22 00:00:00,000] INFO Kafka Connect worker initialization took 4 ms "
-        "(org.apache.kafka.connect.cli.AbstractConnectCli:110)\n")
+        "(org.apache.kafka.connect.cli.AbstractConnectCli:110)\n"
+    )
     (root / "logs" / "server.log").write_text(
         "[2024-05-22 00:00:00,000] INFO [BrokerServer id=3] Transition from SHUTDOWN to STARTING "
-        "(kafka.server.BrokerServer)\n")
+        "(kafka.server.BrokerServer)\n"
+    )
     b = kitlib.load_bundle(root)
     hosts = dict(zip(b.files["file"].astype(str), b.files["host"].astype(str)))
-    assert hosts == {"jmx/broker-1.csv": "broker-1", "connect/worker-a/connect.log": "worker-a",
-                     "logs/server.log": "broker-3"}
+    assert hosts == {
+        "jmx/broker-1.csv": "broker-1",
+        "connect/worker-a/connect.log": "worker-a",
+        "logs/server.log": "broker-3",
+    }
     assert b.summary.hosts == ["broker-1", "broker-3", "worker-a"]
     from kitlib.gaps import inferred_hosts
-    assert inferred_hosts(b) == ["jmx/broker-1.csv -> broker-1 (from the file name)",
-                                 "logs/server.log -> broker-3 (from the file content)"]
+
+    assert inferred_hosts(b) == [
+        "jmx/broker-1.csv -> broker-1 (from the file name)",
+        "logs/server.log -> broker-3 (from the file content)",
+    ]
 
 
 @pytest.mark.parametrize("sample", ["remote-storage", "isr-flapping"])
@@ -302,6 +347,7 @@ def test_triage_page_tables_are_the_same_from_duckdb(tmp_path, sample):
     import pandas as pd
 
     from kitlib.display import triage as page
+
     root = os.path.join(os.path.dirname(__file__), "..", "sample_data", sample)
     kitlib.ingest(root, tmp_path / "kit", progress=False)
     lazy_b = kitlib.load(tmp_path / "kit")

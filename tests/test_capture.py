@@ -1,5 +1,6 @@
 """Live capture and probes with kafka-python against the real lab broker, read back by the
 ingest core."""
+
 import json
 
 import pytest
@@ -14,6 +15,7 @@ pytestmark = pytest.mark.broker
 def filled(broker):
     from kafka import KafkaConsumer, KafkaProducer
     from kafka.admin import KafkaAdminClient, NewTopic
+
     a = KafkaAdminClient(bootstrap_servers=broker.bootstrap)
     a.create_topics([NewTopic("cap-orders", 2, 1, topic_configs={"retention.ms": "86400000"})])
     a.close()
@@ -22,8 +24,14 @@ def filled(broker):
         p.send("cap-orders", key=str(i).encode(), value=json.dumps({"id": i, "pad": "x" * 300}).encode())
     p.flush()
     p.close()
-    c = KafkaConsumer("cap-orders", bootstrap_servers=broker.bootstrap, group_id="cap-group",
-                      auto_offset_reset="earliest", consumer_timeout_ms=3000, max_poll_records=1000)
+    c = KafkaConsumer(
+        "cap-orders",
+        bootstrap_servers=broker.bootstrap,
+        group_id="cap-group",
+        auto_offset_reset="earliest",
+        consumer_timeout_ms=3000,
+        max_poll_records=1000,
+    )
     for _ in range(1000):  # consume part of it, so the group has lag
         next(c)
     c.commit()
@@ -63,8 +71,13 @@ def test_consume_probe_old_and_new_client(filled, tmp_path):
 
 def test_codec_probe(filled, tmp_path):
     sample = tmp_path / "sample.jsonl"
-    sample.write_text("".join(json.dumps({"order": i, "status": "shipped", "customer": f"c{i % 97}",
-                                          "note": "same words again " * 5}) + "\n" for i in range(2000)))
+    sample.write_text(
+        "".join(
+            json.dumps({"order": i, "status": "shipped", "customer": f"c{i % 97}", "note": "same words again " * 5})
+            + "\n"
+            for i in range(2000)
+        )
+    )
     probe_codecs(filled.bootstrap, sample, tmp_path / "b")
     t = kitlib.load_bundle(tmp_path / "b").probe_codecs.set_index("codec")
     assert set(t.index) == {"none", "gzip", "snappy", "lz4", "zstd"}

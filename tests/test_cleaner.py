@@ -1,5 +1,6 @@
 """log-cleaner.log into cleaner_runs / cleaner_events across Kafka versions, the planner against
 seed 003's figures, and the compaction findings (silent on healthy runs)."""
+
 from pathlib import Path
 
 import pandas as pd
@@ -95,16 +96,16 @@ def test_parse_stats_ignores_other_text():
 
 def test_planner_reproduces_seed_003():
     e128 = c.entries_per_pass(128 * 1024 * 1024)
-    assert e128 == 5_592_405                                        # "5,592,405 entries"
-    assert c.passes_needed(2.4e9 / 8, e128) == 54                   # "54 log cleaner runs"
-    e1g = c.entries_per_pass(1024 ** 3)
-    assert round(e1g / 1e6) == 45                                   # "approximately 45 million messages"
-    assert c.passes_needed(2.4e9 / 8, e1g) == 7                     # "would still require 7 runs"
-    assert c.partitions_for_one_pass(2.4e9, e1g) == (54, 60)        # "53.333 ... round up to 60"
-    assert round(c.buffer_for_one_pass(300e6) / 1e9, 1) == 7.2     # "7.2 GB memory"
+    assert e128 == 5_592_405  # "5,592,405 entries"
+    assert c.passes_needed(2.4e9 / 8, e128) == 54  # "54 log cleaner runs"
+    e1g = c.entries_per_pass(1024**3)
+    assert round(e1g / 1e6) == 45  # "approximately 45 million messages"
+    assert c.passes_needed(2.4e9 / 8, e1g) == 7  # "would still require 7 runs"
+    assert c.partitions_for_one_pass(2.4e9, e1g) == (54, 60)  # "53.333 ... round up to 60"
+    assert round(c.buffer_for_one_pass(300e6) / 1e9, 1) == 7.2  # "7.2 GB memory"
     assert c.reserve_storage(16e12, 0.5, 0.10)["monthly_cost"] == 1600.0
-    assert round(c.days_until_cleaning(1.6e9, 300, 0.5)) == 62      # "61 days"
-    assert c.entries_per_pass(1048577, load_factor=0.9) == 39321    # the lab's 1 MiB buffer per pass
+    assert round(c.days_until_cleaning(1.6e9, 300, 0.5)) == 62  # "61 days"
+    assert c.entries_per_pass(1048577, load_factor=0.9) == 39321  # the lab's 1 MiB buffer per pass
 
 
 def test_findings_on_the_real_lab_bundle():
@@ -136,10 +137,12 @@ def test_stalled_finding_cites_the_uncleanable_line(tmp_path):
 
 def test_cleaner_tables_are_the_same_whatever_the_slice(monkeypatch):
     from kitlib.investigations.compaction import cleaner
+
     b = kitlib.load_bundle(ROOT / "sample_data" / "compaction")
     ev = b.events[b.events["logger"].astype(str).str.contains("LogCleaner")]
     ev = ev.sort_values(["host", "ts", "file", "line"], kind="stable").reset_index(drop=True)
     from kitlib.tables import conform
+
     runs, events = conform("cleaner_runs", cleaner.build_runs(ev)), conform("cleaner_events", cleaner.build_events(ev))
     monkeypatch.setattr(cleaner, "SLICE", 5)
     pd.testing.assert_frame_equal(runs, conform("cleaner_runs", cleaner.build_runs(ev)))

@@ -1,10 +1,13 @@
 """The kitlib command on a small bundle: ingest writes Parquet + summary, summary reads it back."""
+
 import json
 import subprocess
 import sys
 
-LOG = ("[2024-05-22 00:00:0{i},000] INFO [GroupCoordinator 1]: Stabilized group g{i} generation 3 "
-       "(__consumer_offsets-7) with 2 members (kafka.coordinator.group.GroupCoordinator)\n")
+LOG = (
+    "[2024-05-22 00:00:0{i},000] INFO [GroupCoordinator 1]: Stabilized group g{i} generation 3 "
+    "(__consumer_offsets-7) with 2 members (kafka.coordinator.group.GroupCoordinator)\n"
+)
 
 
 def kit(*args):
@@ -34,12 +37,13 @@ def test_errors_are_one_clear_line(tmp_path):
 
 def test_progress_bar_on_big_ingests(monkeypatch):
     from kitlib.ingest.pipeline import _progress
-    monkeypatch.delitem(sys.modules, "ipykernel", raising=False)   # not inside a Jupyter kernel
+
+    monkeypatch.delitem(sys.modules, "ipykernel", raising=False)  # not inside a Jupyter kernel
     monkeypatch.setattr(sys.stderr, "isatty", lambda: False)
-    assert _progress(None, 10 * 2**30, "x") is None          # not a terminal, not Jupyter: no bar
+    assert _progress(None, 10 * 2**30, "x") is None  # not a terminal, not Jupyter: no bar
     monkeypatch.setattr(sys.stderr, "isatty", lambda: True)
-    assert _progress(None, 10, "x") is None                   # a terminal, but a small bundle
-    bar = _progress(None, 64 * 2**20, "x")                    # a terminal and 64 MB: a bar
+    assert _progress(None, 10, "x") is None  # a terminal, but a small bundle
+    bar = _progress(None, 64 * 2**20, "x")  # a terminal and 64 MB: a bar
     assert bar is not None and bar.total == 64 * 2**20
     bar.close()
     bar = _progress(True, 10, "x")

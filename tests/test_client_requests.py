@@ -2,6 +2,7 @@
 auth-failures, quota-throttling and request-saturation detectors on positive and negative input.
 
 Broker lines are constructed from Kafka's source wording (tests/fixtures/clients/SOURCES.md)."""
+
 from pathlib import Path
 
 import pandas as pd
@@ -26,16 +27,48 @@ def rows(df, cols):
 
 def test_auth_failures_rows(auth_bundle):
     af = auth_bundle.auth_failures.sort_values(["file", "line"])
-    assert rows(af, ["file", "line", "kind", "principal", "address", "listener", "mechanism", "operation", "resource",
-                     "request"]) == [
-        ("broker-1/kafka-authorizer.log", 1, "authorization", "User:reporting", "127.0.0.1", None, None, "READ",
-         "Topic:LITERAL:payments", "Fetch"),
-        ("broker-1/kafka-authorizer.log", 2, "authorization", "User:reporting", "127.0.0.1", None, None, "Describe",
-         "Group:LITERAL:reports", "FindCoordinator"),
+    assert rows(
+        af,
+        ["file", "line", "kind", "principal", "address", "listener", "mechanism", "operation", "resource", "request"],
+    ) == [
+        (
+            "broker-1/kafka-authorizer.log",
+            1,
+            "authorization",
+            "User:reporting",
+            "127.0.0.1",
+            None,
+            None,
+            "READ",
+            "Topic:LITERAL:payments",
+            "Fetch",
+        ),
+        (
+            "broker-1/kafka-authorizer.log",
+            2,
+            "authorization",
+            "User:reporting",
+            "127.0.0.1",
+            None,
+            None,
+            "Describe",
+            "Group:LITERAL:reports",
+            "FindCoordinator",
+        ),
         ("broker-1/server.log", 1, "authentication", None, "127.0.0.1", "127.0.0.1:9094", "PLAIN", None, None, None),
         ("broker-1/server.log", 2, "authentication", None, "127.0.0.1", "127.0.0.1:9094", "PLAIN", None, None, None),
-        ("broker-1/server.log", 3, "authentication", None, "10.20.0.8", "127.0.0.1:9095", "SCRAM-SHA-512", None, None,
-         None),
+        (
+            "broker-1/server.log",
+            3,
+            "authentication",
+            None,
+            "10.20.0.8",
+            "127.0.0.1:9095",
+            "SCRAM-SHA-512",
+            None,
+            None,
+            None,
+        ),
         ("broker-1/server.log", 4, "ssl_handshake", None, "10.20.0.9", "127.0.0.1:9093", None, None, None, None),
         ("broker-1/server.log", 5, "reauthentication", None, "127.0.0.1", "127.0.0.1:9094", "PLAIN", None, None, None),
     ]
@@ -43,16 +76,19 @@ def test_auth_failures_rows(auth_bundle):
 
 
 def test_auth_failures_from_java_client_lines_keep_no_secret():
-    text = (b"[2026-05-04 10:00:05,100] ERROR [Producer clientId=billing-writer] Connection to node -1 "
-            b"(localhost/127.0.0.1:9094) failed authentication due to: Authentication failed: Invalid username or "
-            b"password (org.apache.kafka.clients.NetworkClient)\n"
-            b"[2026-05-04 10:00:05,200] INFO ProducerConfig values: \n\tsasl.jaas.config = "
-            b"org.apache.kafka.common.security.plain.PlainLoginModule required username=\"billing\" "
-            b"password=\"hunter2\";\n (org.apache.kafka.clients.producer.ProducerConfig)\n")
+    text = (
+        b"[2026-05-04 10:00:05,100] ERROR [Producer clientId=billing-writer] Connection to node -1 "
+        b"(localhost/127.0.0.1:9094) failed authentication due to: Authentication failed: Invalid username or "
+        b"password (org.apache.kafka.clients.NetworkClient)\n"
+        b"[2026-05-04 10:00:05,200] INFO ProducerConfig values: \n\tsasl.jaas.config = "
+        b'org.apache.kafka.common.security.plain.PlainLoginModule required username="billing" '
+        b'password="hunter2";\n (org.apache.kafka.clients.producer.ProducerConfig)\n'
+    )
     ev, _ = parse_bytes(text, host="app-1", rel="app-1/producer.log")
     af = auth.build(ev)
     assert rows(af, ["line", "kind", "address", "mechanism", "reason"]) == [
-        (1, "client", "127.0.0.1:9094", "PLAIN", "Authentication failed: Invalid username or password")]
+        (1, "client", "127.0.0.1:9094", "PLAIN", "Authentication failed: Invalid username or password")
+    ]
     assert "hunter2" not in af.to_csv()
 
 
@@ -69,19 +105,40 @@ def test_auth_failures_finding(auth_bundle):
 
 def requests_frame(throttle, client="etl-loader", host="broker-1", queue=None, total=None, n=None):
     n = n or len(throttle)
-    return pd.DataFrame({
-        "ts": pd.date_range("2026-05-04 10:00", periods=n, freq="s", tz="UTC"), "api_name": "PRODUCE",
-        "client_id": client, "client_address": "127.0.0.1:50000", "principal": "User:ANONYMOUS",
-        "total_ms": total if total is not None else [5.0] * n, "request_queue_ms": queue if queue is not None else [0.2] * n,
-        "local_ms": 1.0, "remote_ms": 0.0, "throttle_ms": throttle, "host": host, "file": f"{host}/kafka-request.log",
-        "line": range(1, n + 1)})
+    return pd.DataFrame(
+        {
+            "ts": pd.date_range("2026-05-04 10:00", periods=n, freq="s", tz="UTC"),
+            "api_name": "PRODUCE",
+            "client_id": client,
+            "client_address": "127.0.0.1:50000",
+            "principal": "User:ANONYMOUS",
+            "total_ms": total if total is not None else [5.0] * n,
+            "request_queue_ms": queue if queue is not None else [0.2] * n,
+            "local_ms": 1.0,
+            "remote_ms": 0.0,
+            "throttle_ms": throttle,
+            "host": host,
+            "file": f"{host}/kafka-request.log",
+            "line": range(1, n + 1),
+        }
+    )
 
 
 def test_quota_throttling_names_the_client_and_the_quota():
     req = pd.concat([requests_frame([0, 0, 850, 1200, 990]), requests_frame([0.0] * 5, client="fast-lane")])
-    cfg = pd.DataFrame({"ts": pd.NaT, "source": "live", "scope": "clients", "entity": "etl-loader",
-                        "key": ["producer_byte_rate"], "value": ["1048576"], "host": "live", "file": "live/c.jsonl",
-                        "line": [4]})
+    cfg = pd.DataFrame(
+        {
+            "ts": pd.NaT,
+            "source": "live",
+            "scope": "clients",
+            "entity": "etl-loader",
+            "key": ["producer_byte_rate"],
+            "value": ["1048576"],
+            "host": "live",
+            "file": "live/c.jsonl",
+            "line": [4],
+        }
+    )
     found = analysis.quota_throttling(Bundle("x", {"requests": req, "configs": cfg}))
     assert len(found) == 1
     f = found[0]
@@ -93,10 +150,19 @@ def test_quota_throttling_names_the_client_and_the_quota():
 
 
 def test_quota_throttling_from_metrics_alone():
-    m = pd.DataFrame({"ts": pd.date_range("2026-05-04 10:00", periods=3, freq="min", tz="UTC"),
-                      "mbean": "kafka.server:type=Produce,client-id=etl-loader", "attribute": "throttle-time",
-                      "value": [0.0, 410.0, 388.0], "name": None, "client_id": "etl-loader", "host": "broker-1",
-                      "file": "jmx/b1.csv", "line": [2, 3, 4]})
+    m = pd.DataFrame(
+        {
+            "ts": pd.date_range("2026-05-04 10:00", periods=3, freq="min", tz="UTC"),
+            "mbean": "kafka.server:type=Produce,client-id=etl-loader",
+            "attribute": "throttle-time",
+            "value": [0.0, 410.0, 388.0],
+            "name": None,
+            "client_id": "etl-loader",
+            "host": "broker-1",
+            "file": "jmx/b1.csv",
+            "line": [2, 3, 4],
+        }
+    )
     found = analysis.quota_throttling(Bundle("x", {"metrics": m}))
     assert found and found[0].numbers["clients"] == "etl-loader" and found[0].numbers["max_throttle_ms"] == 410.0
 
@@ -108,16 +174,29 @@ def test_quota_throttling_silent_without_throttling():
 
 
 def idle_metrics(values, name="RequestHandlerAvgIdlePercent", host="broker-1"):
-    mbean = ("kafka.server:type=KafkaRequestHandlerPool,name=" if name.startswith("Request")
-             else "kafka.network:type=SocketServer,name=") + name
-    return pd.DataFrame({"ts": pd.date_range("2026-05-04 10:00", periods=len(values), freq="min", tz="UTC"),
-                         "mbean": mbean, "attribute": "OneMinuteRate" if name.startswith("Request") else "Value",
-                         "value": values, "name": name, "host": host, "file": f"jmx/{host}.csv",
-                         "line": range(2, len(values) + 2)})
+    mbean = (
+        "kafka.server:type=KafkaRequestHandlerPool,name="
+        if name.startswith("Request")
+        else "kafka.network:type=SocketServer,name="
+    ) + name
+    return pd.DataFrame(
+        {
+            "ts": pd.date_range("2026-05-04 10:00", periods=len(values), freq="min", tz="UTC"),
+            "mbean": mbean,
+            "attribute": "OneMinuteRate" if name.startswith("Request") else "Value",
+            "value": values,
+            "name": name,
+            "host": host,
+            "file": f"jmx/{host}.csv",
+            "line": range(2, len(values) + 2),
+        }
+    )
 
 
 def test_request_saturation_from_idle_metrics():
-    m = pd.concat([idle_metrics([0.8, 0.21, 0.12, 0.09]), idle_metrics([0.7, 0.72, 0.69], "NetworkProcessorAvgIdlePercent")])
+    m = pd.concat(
+        [idle_metrics([0.8, 0.21, 0.12, 0.09]), idle_metrics([0.7, 0.72, 0.69], "NetworkProcessorAvgIdlePercent")]
+    )
     found = analysis.request_saturation(Bundle("x", {"metrics": m}))
     assert len(found) == 1
     f = found[0]
@@ -142,15 +221,18 @@ def test_request_saturation_silent_on_idle_brokers():
 
 
 def test_quota_changes_from_controller_and_zookeeper_lines():
-    text = (b"[2026-05-04 10:00:01,000] INFO [QuorumController id=1] Replayed ClientQuotaRecord for ClientQuotaEntity("
-            b"entries={client-id=etl-loader}) setting producer_byte_rate to 1048576.0. "
-            b"(org.apache.kafka.controller.ClientQuotaControlManager)\n"
-            b"[2026-05-04 10:05:00,000] INFO [QuorumController id=1] Replayed ClientQuotaRecord for ClientQuotaEntity("
-            b"entries={user=alice}) removing consumer_byte_rate. (org.apache.kafka.controller.ClientQuotaControlManager)\n"
-            b"[2026-05-04 10:06:00,000] INFO Processing override for entityPath: clients/legacy-app with config: "
-            b"Map(producer_byte_rate -> 2048, consumer_byte_rate -> 4096) (kafka.server.DynamicConfigManager)\n")
+    text = (
+        b"[2026-05-04 10:00:01,000] INFO [QuorumController id=1] Replayed ClientQuotaRecord for ClientQuotaEntity("
+        b"entries={client-id=etl-loader}) setting producer_byte_rate to 1048576.0. "
+        b"(org.apache.kafka.controller.ClientQuotaControlManager)\n"
+        b"[2026-05-04 10:05:00,000] INFO [QuorumController id=1] Replayed ClientQuotaRecord for ClientQuotaEntity("
+        b"entries={user=alice}) removing consumer_byte_rate. (org.apache.kafka.controller.ClientQuotaControlManager)\n"
+        b"[2026-05-04 10:06:00,000] INFO Processing override for entityPath: clients/legacy-app with config: "
+        b"Map(producer_byte_rate -> 2048, consumer_byte_rate -> 4096) (kafka.server.DynamicConfigManager)\n"
+    )
     ev, _ = parse_bytes(text, host="controller-1", rel="controller-1/controller.log")
     from kitlib.investigations.client_requests import quotas
+
     q = quotas.build(ev)
     assert rows(q, ["line", "entity", "client_id", "key", "value", "removed"]) == [
         (1, "client-id=etl-loader", "etl-loader", "producer_byte_rate", 1048576.0, False),
@@ -162,7 +244,8 @@ def test_quota_changes_from_controller_and_zookeeper_lines():
     assert rows(inforce, ["entity", "key", "value"]) == [
         ("client-id=etl-loader", "producer_byte_rate", "1048576"),
         ("clients/legacy-app", "producer_byte_rate", "2048"),
-        ("clients/legacy-app", "consumer_byte_rate", "4096")]
+        ("clients/legacy-app", "consumer_byte_rate", "4096"),
+    ]
 
 
 def test_quota_throttling_on_the_real_lab_bundle():
@@ -172,12 +255,17 @@ def test_quota_throttling_on_the_real_lab_bundle():
     assert f.numbers["quota_in_force"] == "client-id=bulk-loader producer_byte_rate=65536"
 
 
-@pytest.mark.parametrize("bundle, fid, key, name", [
-    ("auth-failures", "auth-failures", "who", "127.0.0.1, User:reporting"),
-    ("request-saturation", "request-saturation", "hosts", "broker-2"),
-])
+@pytest.mark.parametrize(
+    "bundle, fid, key, name",
+    [
+        ("auth-failures", "auth-failures", "who", "127.0.0.1, User:reporting"),
+        ("request-saturation", "request-saturation", "hosts", "broker-2"),
+    ],
+)
 def test_real_lab_bundles_name_who(bundle, fid, key, name):
-    found = kitlib.triage(Path(__file__).parents[1] / "sample_data" / bundle, investigations=["client_requests"]).findings
+    found = kitlib.triage(
+        Path(__file__).parents[1] / "sample_data" / bundle, investigations=["client_requests"]
+    ).findings
     assert [(f.id, f.numbers[key]) for f in found] == [(fid, name)]
 
 
@@ -195,8 +283,9 @@ def test_combined_kraft_nodes_are_not_read_as_saturated():
     assert f.numbers["min_handler_idle"] == 0.05 and f.numbers["hosts"] == "broker-1"
 
 
-@pytest.mark.parametrize("bundle", ["healthy-cluster", "gc-pressure", "isr-flapping", "controller-failover",
-                                    "log-dir-failure"])
+@pytest.mark.parametrize(
+    "bundle", ["healthy-cluster", "gc-pressure", "isr-flapping", "controller-failover", "log-dir-failure"]
+)
 def test_request_saturation_silent_on_the_lab_cluster_bundles(bundle):
     """Three combined broker+controller nodes under other incidents: no request queueing, no finding."""
     b = kitlib.load_bundle(Path(__file__).parents[1] / "sample_data" / bundle)

@@ -1,6 +1,7 @@
 """Client-trouble scenarios against real lab brokers (rebalance storm, stalled consumer, failed
 authentication, transactions, quota throttling, request saturation), checked on the real contents
 of the bundles they write; and ``kitlib capture --every`` against the session broker."""
+
 import gzip
 import importlib.util
 import itertools
@@ -44,6 +45,7 @@ def bundle_text(bundle: Path) -> str:
 
 def no_machine_paths(bundle: Path) -> None:
     from kitlib import lab
+
     everything = bundle_text(bundle)
     for root in (str(lab.WORK.resolve()), str(lab.LAB.resolve())):
         assert root not in everything
@@ -51,11 +53,13 @@ def no_machine_paths(bundle: Path) -> None:
 
 # --- kitlib capture --every ---------------------------------------------------------------
 
+
 @pytest.fixture(scope="module")
 def lagging_group(broker):
     """Group ``lag-hist`` has consumed and committed 300 of 1000 records of ``lag-orders``."""
     from kafka import KafkaConsumer, KafkaProducer
     from kafka.admin import KafkaAdminClient, NewTopic
+
     a = KafkaAdminClient(bootstrap_servers=broker.bootstrap)
     a.create_topics([NewTopic("lag-orders", 2, 1)])
     a.close()
@@ -64,8 +68,14 @@ def lagging_group(broker):
         p.send("lag-orders", key=str(i).encode(), value=b"x" * 100)
     p.flush()
     p.close()
-    c = KafkaConsumer("lag-orders", bootstrap_servers=broker.bootstrap, group_id="lag-hist", enable_auto_commit=False,
-                      auto_offset_reset="earliest", max_poll_records=150)
+    c = KafkaConsumer(
+        "lag-orders",
+        bootstrap_servers=broker.bootstrap,
+        group_id="lag-hist",
+        enable_auto_commit=False,
+        auto_offset_reset="earliest",
+        max_poll_records=150,
+    )
     got = 0
     while got < 300:
         for recs in c.poll(timeout_ms=1000, max_records=300 - got).values():
@@ -87,10 +97,27 @@ def first_snapshot_written(folder: Path, rows: int = 2, timeout: float = 60) -> 
 
 def test_capture_every_writes_n_timestamped_snapshots(lagging_group, tmp_path):
     from kafka import KafkaProducer
+
     out = tmp_path / "bundle" / "live"
-    proc = subprocess.Popen([*CLI, "capture", "--bootstrap", lagging_group.bootstrap, "--out", str(out),
-                             "--every", "2", "--count", "4", "--group", "lag-hist"],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [
+            *CLI,
+            "capture",
+            "--bootstrap",
+            lagging_group.bootstrap,
+            "--out",
+            str(out),
+            "--every",
+            "2",
+            "--count",
+            "4",
+            "--group",
+            "lag-hist",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     first_snapshot_written(out)
     # grow the log after the first snapshot: end offsets (and lag) must move in the series
     p = KafkaProducer(bootstrap_servers=lagging_group.bootstrap)
@@ -121,9 +148,23 @@ def test_capture_every_writes_n_timestamped_snapshots(lagging_group, tmp_path):
 
 
 def test_capture_every_stops_on_ctrl_c_keeping_whole_snapshots(lagging_group, tmp_path):
-    proc = subprocess.Popen([*CLI, "capture", "--bootstrap", lagging_group.bootstrap, "--out", str(tmp_path),
-                             "--every", "0.5", "--group", "lag-hist"],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [
+            *CLI,
+            "capture",
+            "--bootstrap",
+            lagging_group.bootstrap,
+            "--out",
+            str(tmp_path),
+            "--every",
+            "0.5",
+            "--group",
+            "lag-hist",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     first_snapshot_written(tmp_path, rows=4)  # two snapshots of two partitions on disk
     proc.send_signal(signal.SIGINT)
     stdout, stderr = proc.communicate(timeout=30)
@@ -140,26 +181,38 @@ def test_capture_every_stops_on_ctrl_c_keeping_whole_snapshots(lagging_group, tm
 
 def test_capture_every_rejects_bad_arguments(tmp_path):
     for args in (["--every", "0"], ["--count", "3"], ["--every", "1", "--count", "0"]):
-        r = subprocess.run([*CLI, "capture", "--bootstrap", "127.0.0.1:1", "--out", str(tmp_path), *args],
-                           capture_output=True, text=True, timeout=60, check=False)
+        r = subprocess.run(
+            [*CLI, "capture", "--bootstrap", "127.0.0.1:1", "--out", str(tmp_path), *args],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+        )
         assert r.returncode == 2 and "Traceback" not in r.stderr and "--" in r.stderr
     assert not list(tmp_path.iterdir())
 
 
 # --- scenarios -----------------------------------------------------------------------------
 
+
 def test_rebalance_storm(tmp_path):
     out = scenario("rebalance_storm").run(tmp_path / "b", seconds=45, work=tmp_path / "w")
     prepare = lines(out, "broker-1/server.log*", "Preparing to rebalance group order-enricher")
     assert len(prepare) >= 5 and all("(reason: " in ln for ln in prepare)
-    gens = [int(g) for g in re.findall(r"Stabilized group order-enricher generation (\d+)",
-                                       "\n".join(lines(out, "broker-1/server.log*", "Stabilized group")))]
+    gens = [
+        int(g)
+        for g in re.findall(
+            r"Stabilized group order-enricher generation (\d+)",
+            "\n".join(lines(out, "broker-1/server.log*", "Stabilized group")),
+        )
+    ]
     assert len(gens) >= 5 and gens == sorted(gens)
     assert len(lines(out, "broker-1/server.log*", "on LeaveGroup")) >= 3
     # the killed member is removed by the coordinator: on session expiry, or (killed during a
     # rebalance) when the rebalance times out without it
-    removed = (lines(out, "broker-1/server.log*", "in group order-enricher has failed, removing it from the group")
-               + lines(out, "broker-1/server.log*", "Group order-enricher removed dynamic members who haven't joined"))
+    removed = lines(
+        out, "broker-1/server.log*", "in group order-enricher has failed, removing it from the group"
+    ) + lines(out, "broker-1/server.log*", "Group order-enricher removed dynamic members who haven't joined")
     assert [ln for ln in removed if "order-enricher-4-" in ln]
     assert lines(out, "clients/order-enricher-1.log", "Consumer poll timeout has expired")
     assert not lines(out, "clients/order-enricher-3.log", "Consumer poll timeout has expired")
@@ -214,11 +267,19 @@ def test_auth_failures(tmp_path):
 
 def test_transactions(tmp_path):
     out = scenario("transactions").run(tmp_path / "b", work=tmp_path / "w")
-    rollback = lines(out, "broker-1/server.log*",
-                     "Completed rollback of ongoing transaction for transactionalId payments-tx due to timeout")
+    rollback = lines(
+        out,
+        "broker-1/server.log*",
+        "Completed rollback of ongoing transaction for transactionalId payments-tx due to timeout",
+    )
     assert len(rollback) == 1
-    epochs = [int(e) for e in re.findall(r"transactionalId ledger-tx with producerId \d+ and producer epoch (\d+)",
-                                         "\n".join(lines(out, "broker-1/server.log*", "Initialized transactionalId")))]
+    epochs = [
+        int(e)
+        for e in re.findall(
+            r"transactionalId ledger-tx with producerId \d+ and producer epoch (\d+)",
+            "\n".join(lines(out, "broker-1/server.log*", "Initialized transactionalId")),
+        )
+    ]
     assert len(epochs) == 2 and epochs[1] > epochs[0]
     fenced = lines(out, "broker-1/kafka-request.log*", '"clientId":"ledger-writer-a","requestApiKeyName":"END_TXN"')
     assert len(fenced) == 1 and '"errorCode":90' in fenced[0]
@@ -230,8 +291,10 @@ def test_transactions(tmp_path):
 def test_quota_throttling(tmp_path):
     out = scenario("quota_throttling").run(tmp_path / "b", seconds=20, work=tmp_path / "w")
     produce = lines(out, "broker-1/kafka-request.log*", '"clientId":"bulk-loader","requestApiKeyName":"PRODUCE"')
-    throttles = [json.loads(ln.split("Completed request:", 1)[1].rsplit(" (kafka.request.logger)", 1)[0])["throttleTimeMs"]
-                 for ln in produce]
+    throttles = [
+        json.loads(ln.split("Completed request:", 1)[1].rsplit(" (kafka.request.logger)", 1)[0])["throttleTimeMs"]
+        for ln in produce
+    ]
     assert len(throttles) >= 5 and sum(t > 0 for t in throttles) >= 3
     web = lines(out, "broker-1/kafka-request.log*", '"clientId":"web-api","requestApiKeyName":"PRODUCE"')
     assert web and all('"throttleTimeMs":0,' in ln for ln in web)
@@ -248,8 +311,10 @@ def test_request_saturation(tmp_path):
     jmx = pd.read_csv(out / "broker-2" / "jmx-broker.csv")
     idle = jmx["kafka.server:type=KafkaRequestHandlerPool,name=RequestHandlerAvgIdlePercent:OneMinuteRate"]
     assert idle.iloc[0] > 0.5 and idle.min() < 0.3  # idle before the load, saturated under it
-    queue = [json.loads(ln.split("Completed request:", 1)[1].rsplit(" (kafka.request.logger)", 1)[0])["requestQueueTimeMs"]
-             for ln in lines(out, "broker-2/kafka-request.log*", '"requestApiKeyName":"PRODUCE"')]
+    queue = [
+        json.loads(ln.split("Completed request:", 1)[1].rsplit(" (kafka.request.logger)", 1)[0])["requestQueueTimeMs"]
+        for ln in lines(out, "broker-2/kafka-request.log*", '"requestApiKeyName":"PRODUCE"')
+    ]
     assert len(queue) >= 10 and sorted(queue)[len(queue) // 2] > 100  # median queue time above 100 ms
     assert (out / "controller-1" / "server.log").is_file()
     no_machine_paths(out)

@@ -2,6 +2,7 @@
 for), each detector on a bundle that has its incident and on one that does not, and the rule that
 a GC pause explaining a symptom makes one finding. Fixtures are constructed (see
 tests/fixtures/cluster_health/SOURCES.md); the real lab bundles are checked by test_triage.py."""
+
 from __future__ import annotations
 
 import shutil
@@ -16,7 +17,7 @@ from kitlib.investigations.cluster_health import analysis, state
 from kitlib.investigations.cluster_health.gclog import detect, parse_text
 
 FIX = Path(__file__).parent / "fixtures" / "cluster_health"
-MB = 1024 ** 2
+MB = 1024**2
 
 
 def ids_of(bundle) -> list[str]:
@@ -29,13 +30,20 @@ def findings(bundle, fid):
 
 # --- GC logs ---
 
+
 def test_unified_time_tags_rows_and_accounting():
     text = (FIX / "gc" / "jdk17-g1-time-tags.log").read_text()
     rows, un = parse_text(text)
     assert len(un) == 0
     pauses = rows[rows["is_pause"]]
-    assert pauses["kind"].tolist() == ["Young (Normal)", "Young (Concurrent Start)", "Remark", "Cleanup",
-                                       "Young (Normal)", "Full"]
+    assert pauses["kind"].tolist() == [
+        "Young (Normal)",
+        "Young (Concurrent Start)",
+        "Remark",
+        "Cleanup",
+        "Young (Normal)",
+        "Full",
+    ]
     first = pauses.iloc[0]
     assert (first["gc_id"], first["cause"], first["duration_ms"]) == (11536, "G1 Evacuation Pause", 40.514)
     assert (first["heap_before"], first["heap_after"], first["heap_total"]) == (6746 * MB, 2016 * MB, 8192 * MB)
@@ -58,14 +66,35 @@ def test_unified_uptime_level_tags_and_a_foreign_line():
     assert rows["ts"].isna().all()
 
 
-@pytest.mark.parametrize("line, kind, cause, ms, heap_after", [
-    ("[2.001s][info][gc] GC(7) Pause Young (Allocation Failure) 100M->20M(500M) 12.300ms", "Young", "Allocation Failure", 12.3, 20 * MB),
-    ("[2.001s][info][gc] GC(8) Pause Full (Ergonomics) 400M->100M(500M) 812.5ms", "Full", "Ergonomics", 812.5, 100 * MB),
-    ("[2.001s][info][gc,phases] GC(3) Pause Mark Start 0.012ms", "Mark Start", None, 0.012, None),
-    ("[2.001s][info][gc,phases] GC(3) Y: Pause Mark End 0.020ms", "Mark End", None, 0.02, None),
-    ("[2.001s][info][gc] GC(4) Pause Init Mark 0.456ms", "Init Mark", None, 0.456, None),
-    ("[2.001s][info][gc] GC(4) Pause Young (Mixed) (G1 Evacuation Pause) 900M->700M(1024M) 30.0ms", "Young (Mixed)", "G1 Evacuation Pause", 30.0, 700 * MB),
-])
+@pytest.mark.parametrize(
+    "line, kind, cause, ms, heap_after",
+    [
+        (
+            "[2.001s][info][gc] GC(7) Pause Young (Allocation Failure) 100M->20M(500M) 12.300ms",
+            "Young",
+            "Allocation Failure",
+            12.3,
+            20 * MB,
+        ),
+        (
+            "[2.001s][info][gc] GC(8) Pause Full (Ergonomics) 400M->100M(500M) 812.5ms",
+            "Full",
+            "Ergonomics",
+            812.5,
+            100 * MB,
+        ),
+        ("[2.001s][info][gc,phases] GC(3) Pause Mark Start 0.012ms", "Mark Start", None, 0.012, None),
+        ("[2.001s][info][gc,phases] GC(3) Y: Pause Mark End 0.020ms", "Mark End", None, 0.02, None),
+        ("[2.001s][info][gc] GC(4) Pause Init Mark 0.456ms", "Init Mark", None, 0.456, None),
+        (
+            "[2.001s][info][gc] GC(4) Pause Young (Mixed) (G1 Evacuation Pause) 900M->700M(1024M) 30.0ms",
+            "Young (Mixed)",
+            "G1 Evacuation Pause",
+            30.0,
+            700 * MB,
+        ),
+    ],
+)
 def test_collectors_pause_lines(line, kind, cause, ms, heap_after):
     rows, un = parse_text(line + "\n")
     assert len(un) == 0 and len(rows) == 1
@@ -123,9 +152,12 @@ def test_detection_by_content_and_bundle_accounting(tmp_path):
 
 # --- partition and node state ---
 
+
 def test_classify_kafka_wording():
-    r = state.classify("[Partition orders-0 broker=1] Shrinking ISR from 1,2,3 to 1,2. Leader: (highWatermark: 9, "
-                       "endOffset: 12). Out of sync replicas: (brokerId: 3, endOffset: 9).")
+    r = state.classify(
+        "[Partition orders-0 broker=1] Shrinking ISR from 1,2,3 to 1,2. Leader: (highWatermark: 9, "
+        "endOffset: 12). Out of sync replicas: (brokerId: 3, endOffset: 9)."
+    )
     assert (r["kind"], r["topic"], r["partition"], r["reporter"], r["removed"]) == ("isr_shrink", "orders", 0, 1, "3")
     r = state.classify("[Partition orders-0 broker=1] ISR updated to 1,2 (under-min-isr) and version updated to 7")
     assert (r["kind"], r["isr_after"], r["under_min_isr"]) == ("isr_updated", "1,2", True)
@@ -133,13 +165,17 @@ def test_classify_kafka_wording():
     assert (r["kind"], r["node"], r["reporter"]) == ("fenced", 3, 2)
     r = state.classify("[QuorumController id=1] Becoming the active controller at epoch 7, next write offset 88.")
     assert (r["kind"], r["node"], r["epoch"]) == ("controller_active", 1, 7)
-    r = state.classify("[QuorumController id=1] Setting new leader for topicId 4ZQmXc2lRTq0y2w4tpTf5A, partition 0 "
-                       "to 3 using an unclean election")
+    r = state.classify(
+        "[QuorumController id=1] Setting new leader for topicId 4ZQmXc2lRTq0y2w4tpTf5A, partition 0 "
+        "to 3 using an unclean election"
+    )
     assert (r["kind"], r["partition"], r["leader"]) == ("unclean", 0, 3)
     r = state.classify("Halting broker because dir /data/k1 is offline")
     assert (r["kind"], r["dir"]) == ("log_dir_halt", "/data/k1")
-    r = state.classify("Uncaught exception in thread 'data-plane-kafka-request-handler-3':\njava.lang.OutOfMemoryError: "
-                       "Java heap space\n\tat java.base/java.nio.HeapByteBuffer.<init>(HeapByteBuffer.java:64)")
+    r = state.classify(
+        "Uncaught exception in thread 'data-plane-kafka-request-handler-3':\njava.lang.OutOfMemoryError: "
+        "Java heap space\n\tat java.base/java.nio.HeapByteBuffer.<init>(HeapByteBuffer.java:64)"
+    )
     assert (r["kind"], r["cause"]) == ("oom", "java.lang.OutOfMemoryError: Java heap space")
     assert state.classify("[Partition orders-0 broker=1] Log loaded")["kind"] is None
 
@@ -148,17 +184,30 @@ def test_zookeeper_mode_tables():
     b = kitlib.load_bundle(FIX / "zk-failover")
     ne = b.table("node_events")
     assert ne[["kind", "node"]].astype(str).values.tolist()[:1] == [["controller_active", "1"]]
-    assert set(ne["kind"].astype(str)) == {"controller_active", "controller_renounce", "zk_session_timeout",
-                                           "zk_session_expired", "broker_failed", "log_dir_error",
-                                           "log_dir_offline", "log_dir_shutdown"}
+    assert set(ne["kind"].astype(str)) == {
+        "controller_active",
+        "controller_renounce",
+        "zk_session_timeout",
+        "zk_session_expired",
+        "broker_failed",
+        "log_dir_error",
+        "log_dir_offline",
+        "log_dir_shutdown",
+    }
     err = ne[ne["kind"] == "log_dir_error"].iloc[0]
-    assert (err["dir"], err["cause"], err["line"], err["host"]) == ("/data/kafka", "No space left on device", 2, "broker-3")
+    assert (err["dir"], err["cause"], err["line"], err["host"]) == (
+        "/data/kafka",
+        "No space left on device",
+        2,
+        "broker-3",
+    )
     pc_ = b.table("partition_changes")
     assert pc_["kind"].astype(str).tolist() == ["offline", "leader_change", "unclean", "isr_shrink"]
     assert analysis.node_ids(b) == {"broker-1": 1, "broker-2": 2, "broker-3": 3}
 
 
 # --- detectors ---
+
 
 def test_zookeeper_failover_bundle_findings():
     b = kitlib.load_bundle(FIX / "zk-failover")
@@ -169,8 +218,12 @@ def test_zookeeper_failover_bundle_findings():
     fenced = findings(b, "broker-fenced")[0]
     assert fenced.numbers["broker"] == 1 and "ZooKeeper" in fenced.summary
     ld = findings(b, "log-dir-failure")[0]
-    assert (ld.numbers["broker"], ld.numbers["dir"], ld.numbers["cause"], ld.numbers["halted"]) == \
-        (3, "/data/kafka", "No space left on device", True)
+    assert (ld.numbers["broker"], ld.numbers["dir"], ld.numbers["cause"], ld.numbers["halted"]) == (
+        3,
+        "/data/kafka",
+        "No space left on device",
+        True,
+    )
     assert ld.evidence[0]["file"] == "broker-3/server.log" and ld.evidence[0]["line"] == 2
     assert findings(b, "unclean-election")[0].numbers["partitions"] == 1
     assert findings(b, "isr-shrink")[0].numbers["broker"] == 1
@@ -185,7 +238,10 @@ def test_gc_pause_explains_isr_shrink_and_session_loss():
     assert f.numbers["longest_pause_host"] == "broker-3" and f.numbers["longest_pause_ms"] == pytest.approx(24487.9)
     assert f.numbers["explained_symptoms"] == 6
     assert "node 3 lost its ZooKeeper session" in f.summary and "left the ISR (2x)" in f.summary
-    assert {(e["file"], e["line"]) for e in f.evidence} >= {("broker-3/kafkaServer-gc.log", 17), ("broker-1/server.log", 5)}
+    assert {(e["file"], e["line"]) for e in f.evidence} >= {
+        ("broker-3/kafkaServer-gc.log", 17),
+        ("broker-1/server.log", 5),
+    }
 
 
 def test_without_the_gc_log_the_symptoms_stand_alone(tmp_path):
@@ -206,24 +262,42 @@ def _write(root: Path, host: str, name: str, lines: list[str]) -> None:
 
 def test_kraft_flapping_fencing_and_healthy_negative(tmp_path):
     sick, healthy = tmp_path / "sick", tmp_path / "healthy"
-    shrink = ("[2024-05-22 00:00:{s:02d},100] INFO [Partition orders-0 broker=1] Shrinking ISR from 1,3,2 to 1,3. "
-              "Leader: (highWatermark: 10, endOffset: 12). Out of sync replicas: (brokerId: 2, endOffset: 10, "
-              "lastCaughtUpTimeMs: 1716336000000). (kafka.cluster.Partition)")
+    shrink = (
+        "[2024-05-22 00:00:{s:02d},100] INFO [Partition orders-0 broker=1] Shrinking ISR from 1,3,2 to 1,3. "
+        "Leader: (highWatermark: 10, endOffset: 12). Out of sync replicas: (brokerId: 2, endOffset: 10, "
+        "lastCaughtUpTimeMs: 1716336000000). (kafka.cluster.Partition)"
+    )
     back = "[2024-05-22 00:00:{s:02d},900] INFO [Partition orders-0 broker=1] ISR updated to 1,3,2  and version updated to 9 (kafka.cluster.Partition)"
     lines = []
     for s in (5, 15, 25):
         lines += [shrink.format(s=s), back.format(s=s + 3)]
-    start = ["[2024-05-22 00:00:00,100] INFO [QuorumController id=1] Becoming the active controller at epoch 3, next "
-             "write offset 10. (org.apache.kafka.controller.QuorumController)"]
+    start = [
+        "[2024-05-22 00:00:00,100] INFO [QuorumController id=1] Becoming the active controller at epoch 3, next "
+        "write offset 10. (org.apache.kafka.controller.QuorumController)"
+    ]
     _write(sick, "broker-1", "server.log", lines)
-    _write(sick, "broker-1", "controller.log", start + [
-        "[2024-05-22 00:00:40,000] INFO [QuorumController id=1] Fencing broker 2 because its session has timed out. "
-        "(org.apache.kafka.controller.ReplicationControlManager)",
-        "[2024-05-22 00:00:44,500] INFO [QuorumController id=1] The request from broker 2 to unfence has been granted "
-        "because it has caught up with the offset of its register broker record 80. "
-        "(org.apache.kafka.controller.BrokerHeartbeatManager)"])
-    _write(sick, "broker-2", "server.log", ["[2024-05-22 00:00:00,200] INFO [BrokerServer id=2] Transition from "
-                                            "SHUTDOWN to STARTING (kafka.server.BrokerServer)"])
+    _write(
+        sick,
+        "broker-1",
+        "controller.log",
+        start
+        + [
+            "[2024-05-22 00:00:40,000] INFO [QuorumController id=1] Fencing broker 2 because its session has timed out. "
+            "(org.apache.kafka.controller.ReplicationControlManager)",
+            "[2024-05-22 00:00:44,500] INFO [QuorumController id=1] The request from broker 2 to unfence has been granted "
+            "because it has caught up with the offset of its register broker record 80. "
+            "(org.apache.kafka.controller.BrokerHeartbeatManager)",
+        ],
+    )
+    _write(
+        sick,
+        "broker-2",
+        "server.log",
+        [
+            "[2024-05-22 00:00:00,200] INFO [BrokerServer id=2] Transition from "
+            "SHUTDOWN to STARTING (kafka.server.BrokerServer)"
+        ],
+    )
     b = kitlib.load_bundle(sick)
     assert ids_of(b) == ["broker-fenced", "isr-shrink"]
     f = findings(b, "isr-shrink")[0]
@@ -232,28 +306,53 @@ def test_kraft_flapping_fencing_and_healthy_negative(tmp_path):
     fenced = findings(b, "broker-fenced")[0]
     assert fenced.numbers["broker"] == 2 and fenced.numbers["max_seconds_fenced"] == pytest.approx(4.5)
 
-    _write(healthy, "broker-1", "controller.log", start + [
-        "[2024-05-22 00:00:02,000] INFO [QuorumController id=1] The request from broker 2 to unfence has been granted "
-        "because it has caught up with the offset of its register broker record 80. "
-        "(org.apache.kafka.controller.BrokerHeartbeatManager)"])
-    _write(healthy, "broker-1", "kafkaServer-gc.log", [
-        "[2024-05-22T00:00:10.000+0000][gc] GC(1) Pause Young (Normal) (G1 Evacuation Pause) 300M->80M(1024M) 12.5ms",
-        "[2024-05-22T00:01:10.000+0000][gc] GC(2) Pause Young (Normal) (G1 Evacuation Pause) 310M->82M(1024M) 11.0ms"])
+    _write(
+        healthy,
+        "broker-1",
+        "controller.log",
+        start
+        + [
+            "[2024-05-22 00:00:02,000] INFO [QuorumController id=1] The request from broker 2 to unfence has been granted "
+            "because it has caught up with the offset of its register broker record 80. "
+            "(org.apache.kafka.controller.BrokerHeartbeatManager)"
+        ],
+    )
+    _write(
+        healthy,
+        "broker-1",
+        "kafkaServer-gc.log",
+        [
+            "[2024-05-22T00:00:10.000+0000][gc] GC(1) Pause Young (Normal) (G1 Evacuation Pause) 300M->80M(1024M) 12.5ms",
+            "[2024-05-22T00:01:10.000+0000][gc] GC(2) Pause Young (Normal) (G1 Evacuation Pause) 310M->82M(1024M) 11.0ms",
+        ],
+    )
     assert ids_of(kitlib.load_bundle(healthy)) == []
 
 
 def test_kraft_controller_failover_and_unclean(tmp_path):
     root = tmp_path / "b"
-    _write(root, "node-1", "controller.log", [
-        "[2024-05-22 00:00:00,100] INFO [QuorumController id=1] Becoming the active controller at epoch 3, next write "
-        "offset 10. (org.apache.kafka.controller.QuorumController)"])
-    _write(root, "node-2", "controller.log", [
-        "[2024-05-22 00:05:00,000] INFO [QuorumController id=2] In the new epoch 4, the leader is (none). "
-        "(org.apache.kafka.controller.QuorumController)",
-        "[2024-05-22 00:05:02,500] INFO [QuorumController id=2] Becoming the active controller at epoch 5, next write "
-        "offset 900. (org.apache.kafka.controller.QuorumController)",
-        "[2024-05-22 00:05:03,000] INFO [QuorumController id=2] Setting new leader for topicId 4ZQmXc2lRTq0y2w4tpTf5A, "
-        "partition 0 to 3 using an unclean election (org.apache.kafka.controller.PartitionChangeBuilder)"])
+    _write(
+        root,
+        "node-1",
+        "controller.log",
+        [
+            "[2024-05-22 00:00:00,100] INFO [QuorumController id=1] Becoming the active controller at epoch 3, next write "
+            "offset 10. (org.apache.kafka.controller.QuorumController)"
+        ],
+    )
+    _write(
+        root,
+        "node-2",
+        "controller.log",
+        [
+            "[2024-05-22 00:05:00,000] INFO [QuorumController id=2] In the new epoch 4, the leader is (none). "
+            "(org.apache.kafka.controller.QuorumController)",
+            "[2024-05-22 00:05:02,500] INFO [QuorumController id=2] Becoming the active controller at epoch 5, next write "
+            "offset 900. (org.apache.kafka.controller.QuorumController)",
+            "[2024-05-22 00:05:03,000] INFO [QuorumController id=2] Setting new leader for topicId 4ZQmXc2lRTq0y2w4tpTf5A, "
+            "partition 0 to 3 using an unclean election (org.apache.kafka.controller.PartitionChangeBuilder)",
+        ],
+    )
     b = kitlib.load_bundle(root)
     assert ids_of(b) == ["controller-failover", "unclean-election"]
     fo = findings(b, "controller-failover")[0]
@@ -262,12 +361,22 @@ def test_kraft_controller_failover_and_unclean(tmp_path):
 
 def test_gc_pressure_and_oom_without_consequences(tmp_path):
     root = tmp_path / "b"
-    _write(root, "broker-1", "kafkaServer-gc.log", [
-        "[2024-05-22T00:00:10.000+0000][gc] GC(1) Pause Full (Allocation Failure) 1020M->1010M(1024M) 1800.0ms"])
-    _write(root, "broker-1", "server.log", [
-        "[2024-05-22 00:00:11,000] ERROR [KafkaApi-1] Unexpected error handling request (kafka.server.KafkaApis)",
-        "java.lang.OutOfMemoryError: Java heap space",
-        "\tat java.base/java.nio.HeapByteBuffer.<init>(HeapByteBuffer.java:64)"])
+    _write(
+        root,
+        "broker-1",
+        "kafkaServer-gc.log",
+        ["[2024-05-22T00:00:10.000+0000][gc] GC(1) Pause Full (Allocation Failure) 1020M->1010M(1024M) 1800.0ms"],
+    )
+    _write(
+        root,
+        "broker-1",
+        "server.log",
+        [
+            "[2024-05-22 00:00:11,000] ERROR [KafkaApi-1] Unexpected error handling request (kafka.server.KafkaApis)",
+            "java.lang.OutOfMemoryError: Java heap space",
+            "\tat java.base/java.nio.HeapByteBuffer.<init>(HeapByteBuffer.java:64)",
+        ],
+    )
     f = findings(kitlib.load_bundle(root), "gc-pauses")[0]
     assert f.severity == "critical" and f.numbers["oom_records"] == 1 and f.numbers["full_pauses"] == 1
     assert "Consequences" not in f.summary
@@ -303,8 +412,14 @@ def test_isr_shrink_from_topics_describe_alone(tmp_path):
     """`kafka-topics --describe --under-replicated-partitions` output (parsed by the topics format)
     names the brokers missing from each ISR, leaving out replicas a reassignment is still adding."""
     (tmp_path / "ops").mkdir()
-    shutil.copy(Path(__file__).parent / "fixtures" / "cli" / "constructed-2.8-topics-under-replicated.txt", tmp_path / "ops")
+    shutil.copy(
+        Path(__file__).parent / "fixtures" / "cli" / "constructed-2.8-topics-under-replicated.txt", tmp_path / "ops"
+    )
     f = findings(kitlib.load_bundle(tmp_path), "isr-shrink")[0]
-    assert f.numbers == {"under_replicated_partitions": 3, "offline_partitions": 1, "broker_3_missing": 2,
-                         "broker_1_missing": 1}
+    assert f.numbers == {
+        "under_replicated_partitions": 3,
+        "offline_partitions": 1,
+        "broker_3_missing": 2,
+        "broker_1_missing": 1,
+    }
     assert [e["line"] for e in f.evidence] == [2, 3, 4]

@@ -1,4 +1,5 @@
 """`XxxConfig values:` dumps -> configs table: keys, entity, line numbers, and secrets never stored."""
+
 from pathlib import Path
 
 import pandas as pd
@@ -47,13 +48,20 @@ def test_secrets_never_reach_any_table(tmp_path):
     # the 'were supplied but are not used yet' record is not a dump
     assert not c["key"].str.contains("These configurations").any()
     kc = c[c.scope == "KafkaConfig"]
-    assert set(kc["entity"]) == {"2"}          # node.id wins over broker.id = -1
+    assert set(kc["entity"]) == {"2"}  # node.id wins over broker.id = -1
 
 
 def test_value_with_equals_and_empty_value():
-    ev = pd.DataFrame({"ts": pd.to_datetime(["2024-01-01"], utc=True), "logger": ["x.ConsumerConfig"],
-                       "message": ["ConsumerConfig values: \n\tclient.id = \n\tgroup.id = g\n\tsome.list = [a = b, c]"],
-                       "host": ["h"], "file": ["h/c.log"], "line": [5]})
+    ev = pd.DataFrame(
+        {
+            "ts": pd.to_datetime(["2024-01-01"], utc=True),
+            "logger": ["x.ConsumerConfig"],
+            "message": ["ConsumerConfig values: \n\tclient.id = \n\tgroup.id = g\n\tsome.list = [a = b, c]"],
+            "host": ["h"],
+            "file": ["h/c.log"],
+            "line": [5],
+        }
+    )
     c = build_configs(ev)
     assert c["key"].tolist() == ["client.id", "group.id", "some.list"]
     assert c["value"].tolist() == ["", "g", "[a = b, c]"]
@@ -62,7 +70,14 @@ def test_value_with_equals_and_empty_value():
 
 
 def test_not_a_dump_gives_no_rows():
-    ev = pd.DataFrame({"ts": pd.to_datetime(["2024-01-01"], utc=True), "logger": ["x.ProducerConfig"],
-                       "message": ["The configuration 'group.id' was supplied but isn't a known config."],
-                       "host": ["h"], "file": ["h/c.log"], "line": [1]})
+    ev = pd.DataFrame(
+        {
+            "ts": pd.to_datetime(["2024-01-01"], utc=True),
+            "logger": ["x.ProducerConfig"],
+            "message": ["The configuration 'group.id' was supplied but isn't a known config."],
+            "host": ["h"],
+            "file": ["h/c.log"],
+            "line": [1],
+        }
+    )
     assert build_configs(ev).empty

@@ -1,5 +1,6 @@
 """Connect offset commits: the commits table (2.x and 3.x/4.x wording), the drain model with
 seed 001's own figures, the offset-commit-timeouts detector, the charts' data and the sample bundle."""
+
 from pathlib import Path
 
 import pandas as pd
@@ -27,10 +28,10 @@ def bundle_of(tmp_path, *names, host="worker-1"):
 
 # ----------------------------------------------------------------------------- model (seed 001)
 def test_seed001_records_per_request_and_x20():
-    rec = offsets.record_bytes(16384, 23)              # ~712-byte records fill a 16 KiB batch with 23
+    rec = offsets.record_bytes(16384, 23)  # ~712-byte records fill a 16 KiB batch with 23
     assert 700 < rec < 725
     assert offsets.records_per_request(16384, rec) == pytest.approx(23, abs=0.5)
-    after = offsets.records_per_request(327680, rec)   # batch.size x20
+    after = offsets.records_per_request(327680, rec)  # batch.size x20
     assert 455 <= after <= 500
     assert after / 23 == pytest.approx(20, rel=0.02)
 
@@ -39,10 +40,10 @@ def test_seed001_backlog_cannot_drain_in_5s_but_can_after_change():
     rpr = 23
     # 48437 outstanding, 31120 still outstanding after the 5 s timeout: 17317 acked in 5 s
     rtt = offsets.round_trip_s(48437, 31120, 5000, rpr, in_flight=1)
-    assert rtt * 1000 == pytest.approx(6.64, abs=0.05)          # the round trip the model carries forward
+    assert rtt * 1000 == pytest.approx(6.64, abs=0.05)  # the round trip the model carries forward
     t = offsets.what_if(48437, 16384, rpr, rtt, timeout_ms=5000, in_flight=1, new_batch_size=327680)
     now, prop = t.iloc[0], t.iloc[1]
-    assert now["requests_to_drain"] > 2000                      # "more than 2,000 requests"
+    assert now["requests_to_drain"] > 2000  # "more than 2,000 requests"
     assert now["drain_s"] == pytest.approx(14.0, abs=0.2) and not now["fits_timeout"]
     assert prop["records_per_request"] == pytest.approx(460, abs=5)
     assert prop["drain_s"] < 1.0 and prop["fits_timeout"]
@@ -69,7 +70,13 @@ def test_commits_2x_seed_lines(tmp_path):
     assert len(c) == 4
     assert c["outcome"].tolist() == ["success", "timeout", "timeout", "timeout"]
     ok = c.iloc[0]
-    assert (ok.connector, ok.task, ok.kind, ok.outstanding, ok.duration_ms) == ("my-connector", 0, "source", 1210, 350.0)
+    assert (ok.connector, ok.task, ok.kind, ok.outstanding, ok.duration_ms) == (
+        "my-connector",
+        0,
+        "source",
+        1210,
+        350.0,
+    )
     seed = c.iloc[1]
     assert (seed.outstanding, seed.remaining, seed.nlines, seed.line) == (48437, 31120, 4, 4)
     assert seed.elapsed_ms == pytest.approx(5001)
@@ -84,7 +91,7 @@ def test_commits_3x_context_pending_and_sink(tmp_path):
     assert src[["connector", "task"]].drop_duplicates().values.tolist() == [["orders-src", 0]]
     assert src["outcome"].tolist() == ["success", "timeout"]
     assert src.loc[0, "acknowledged"] == 2 and src.loc[0, "outstanding"] == 0 and src.loc[0, "duration_ms"] == 8
-    assert src.loc[0, "nlines"] == 4       # committer's DEBUG start + 3 WorkerSourceTask lines
+    assert src.loc[0, "nlines"] == 4  # committer's DEBUG start + 3 WorkerSourceTask lines
     assert (src.loc[1, "acknowledged"], src.loc[1, "outstanding"], src.loc[1, "partitions"]) == (1830, 9120, 1)
     assert "Timed out waiting to flush offsets" in src.loc[1, "message"]
     sink = c[c.kind == "sink"].reset_index(drop=True)
@@ -97,6 +104,7 @@ def test_commits_28_style_without_start_lines():
     # 2.8+: 'Committing offsets' and 'Finished ...' are DEBUG; only 'flushing N' remains at INFO
     lines = (FIX / "connect-2x-idle.log").read_text().splitlines()
     from kitlib.formats.log4j import parse_bytes
+
     ev, _ = parse_bytes(("\n".join(lines) + "\n").encode())
     ev["host"], ev["file"] = "w", "w/connect.log"
     c = build_commits(ev)
@@ -106,7 +114,7 @@ def test_commits_28_style_without_start_lines():
 
 def test_classify_ignores_malformed_and_unrelated():
     assert classify("WorkerSourceTask{id=x-0} flushing many outstanding messages for offset commit") is None
-    assert classify("Committing offsets") is None                  # no task: cannot attribute
+    assert classify("Committing offsets") is None  # no task: cannot attribute
     assert classify("WorkerSourceTask{id=x-0} Source task finished initialization and start") is None
     # connector names with dashes: split on the last '-'
     assert classify("WorkerSourceTask{id=my-db-conn-12} Committing offsets")[:2] == ("my-db-conn", 12)
@@ -115,7 +123,8 @@ def test_classify_ignores_malformed_and_unrelated():
 def test_commits_empty_bundle_has_schema(tmp_path):
     (tmp_path / "b" / "broker-1").mkdir(parents=True)
     (tmp_path / "b" / "broker-1" / "server.log").write_text(
-        "[2024-05-22 00:32:03,023] INFO [KafkaServer id=1] started (kafka.server.KafkaServer)\n")
+        "[2024-05-22 00:32:03,023] INFO [KafkaServer id=1] started (kafka.server.KafkaServer)\n"
+    )
     b = kitlib.load_bundle(tmp_path / "b")
     assert b.commits.empty and list(b.commits.columns) == tables.SCHEMAS["commits"].names
     assert offsets.detect_offset_commit_timeouts(b) == []
@@ -137,7 +146,7 @@ def test_detector_fires_on_seed_with_numbers_and_evidence(tmp_path):
     assert "producer.override.linger.ms=" in f.recommendation
     assert "connector.client.config.override.policy=All" in f.recommendation
     cited = {(e["file"], e["line"]) for e in f.evidence}
-    assert ("worker-1/connect.log", 3) in cited          # batch.size = 16384 line of the dump
+    assert ("worker-1/connect.log", 3) in cited  # batch.size = 16384 line of the dump
     assert any("31120" in e["text"] for e in f.evidence)
     assert f.notebook == "connect_offsets.ipynb" and f.investigation == "connect_offsets"
 
@@ -145,8 +154,15 @@ def test_detector_fires_on_seed_with_numbers_and_evidence(tmp_path):
 def test_detector_uses_records_per_request_metric_when_present(tmp_path):
     b = bundle_of(tmp_path, "producer-2x.log", "connect-2x-seed001.log")
     ts = b.commits["ts"]
-    m = pd.DataFrame({"ts": ts, "attribute": "records-per-request-avg", "value": 23.0,
-                      "client_id": "connector-producer-my-connector-0", "type": "producer-metrics"})
+    m = pd.DataFrame(
+        {
+            "ts": ts,
+            "attribute": "records-per-request-avg",
+            "value": 23.0,
+            "client_id": "connector-producer-my-connector-0",
+            "type": "producer-metrics",
+        }
+    )
     b2 = kitlib.Bundle(b.root, {**b.tables, "metrics": m})
     f = offsets.detect_offset_commit_timeouts(b2)[0]
     assert f.numbers["records_per_request"] == 23
@@ -177,10 +193,16 @@ def test_sink_failures_reported(tmp_path):
 # ----------------------------------------------------------------------------- charts' data
 def test_commit_points_aggregate_under_limit():
     n = 30000
-    c = pd.DataFrame({"ts": pd.date_range("2024-01-01", periods=n, freq="10s", tz="UTC"),
-                      "connector": "c", "task": [i % 3 for i in range(n)],
-                      "outcome": ["timeout" if i % 7 == 0 else "success" for i in range(n)],
-                      "outstanding": range(n), "remaining": None})
+    c = pd.DataFrame(
+        {
+            "ts": pd.date_range("2024-01-01", periods=n, freq="10s", tz="UTC"),
+            "connector": "c",
+            "task": [i % 3 for i in range(n)],
+            "outcome": ["timeout" if i % 7 == 0 else "success" for i in range(n)],
+            "outstanding": range(n),
+            "remaining": None,
+        }
+    )
     p = charts.commit_points(c)
     assert len(p) < MAX_CHART_ROWS and p["attempts"].sum() == n
     assert p["outstanding"].max() == n - 1
@@ -190,16 +212,58 @@ def test_commit_points_aggregate_under_limit():
 
 def test_metric_panel_groups_and_names():
     ts = pd.date_range("2024-01-01", periods=4, freq="1min", tz="UTC")
-    m = pd.concat([
-        pd.DataFrame({"ts": ts, "attribute": "records-per-request-avg", "value": [23, 22, 24, 23], "type": "producer-metrics",
-                      "domain": "kafka.producer", "client_id": "connector-producer-c-0", "connector": None, "task": None}),
-        pd.DataFrame({"ts": ts, "attribute": "source-record-active-count-max", "value": [1, 2, 3, 4],
-                      "type": "source-task-metrics", "domain": "kafka.connect", "client_id": None, "connector": "c", "task": "0"}),
-        pd.DataFrame({"ts": ts, "attribute": "QueueRemainingCapacity", "value": 0, "type": "connector-metrics",
-                      "domain": "debezium.mysql", "client_id": None, "connector": None, "task": None}),
-        pd.DataFrame({"ts": ts, "attribute": "request-rate", "value": 1, "type": "producer-metrics",
-                      "domain": "kafka.producer", "client_id": "x", "connector": None, "task": None}),
-    ])
+    m = pd.concat(
+        [
+            pd.DataFrame(
+                {
+                    "ts": ts,
+                    "attribute": "records-per-request-avg",
+                    "value": [23, 22, 24, 23],
+                    "type": "producer-metrics",
+                    "domain": "kafka.producer",
+                    "client_id": "connector-producer-c-0",
+                    "connector": None,
+                    "task": None,
+                }
+            ),
+            pd.DataFrame(
+                {
+                    "ts": ts,
+                    "attribute": "source-record-active-count-max",
+                    "value": [1, 2, 3, 4],
+                    "type": "source-task-metrics",
+                    "domain": "kafka.connect",
+                    "client_id": None,
+                    "connector": "c",
+                    "task": "0",
+                }
+            ),
+            pd.DataFrame(
+                {
+                    "ts": ts,
+                    "attribute": "QueueRemainingCapacity",
+                    "value": 0,
+                    "type": "connector-metrics",
+                    "domain": "debezium.mysql",
+                    "client_id": None,
+                    "connector": None,
+                    "task": None,
+                }
+            ),
+            pd.DataFrame(
+                {
+                    "ts": ts,
+                    "attribute": "request-rate",
+                    "value": 1,
+                    "type": "producer-metrics",
+                    "domain": "kafka.producer",
+                    "client_id": "x",
+                    "connector": None,
+                    "task": None,
+                }
+            ),
+        ]
+    )
     p = charts.metric_panel(m)
     assert sorted(p["group"].unique()) == ["connect task", "debezium", "producer"]
     assert "request-rate" not in set(p["attribute"])
@@ -232,16 +296,27 @@ def test_3x_timeout_points_at_offset_store(tmp_path):
 
 def test_interleaved_tasks_and_rotated_start():
     # two tasks commit at the same moment on one worker; the log starts mid-attempt (rotation)
-    ts = pd.to_datetime(["2021-03-10 10:00:00", "2021-03-10 10:00:10", "2021-03-10 10:00:10",
-                         "2021-03-10 10:00:10", "2021-03-10 10:00:10", "2021-03-10 10:00:15",
-                         "2021-03-10 10:00:15"], utc=True)
-    msgs = ["WorkerSourceTask{id=a-0} Failed to commit offsets",
-            "WorkerSourceTask{id=a-0} Committing offsets",
-            "WorkerSourceTask{id=b-1} Committing offsets",
-            "WorkerSourceTask{id=a-0} flushing 10 outstanding messages for offset commit",
-            "WorkerSourceTask{id=b-1} flushing 90000 outstanding messages for offset commit",
-            "WorkerSourceTask{id=b-1} Failed to flush, timed out while waiting for producer to flush outstanding 70000 messages",
-            "WorkerSourceTask{id=a-0} Finished commitOffsets successfully in 2 ms"]
+    ts = pd.to_datetime(
+        [
+            "2021-03-10 10:00:00",
+            "2021-03-10 10:00:10",
+            "2021-03-10 10:00:10",
+            "2021-03-10 10:00:10",
+            "2021-03-10 10:00:10",
+            "2021-03-10 10:00:15",
+            "2021-03-10 10:00:15",
+        ],
+        utc=True,
+    )
+    msgs = [
+        "WorkerSourceTask{id=a-0} Failed to commit offsets",
+        "WorkerSourceTask{id=a-0} Committing offsets",
+        "WorkerSourceTask{id=b-1} Committing offsets",
+        "WorkerSourceTask{id=a-0} flushing 10 outstanding messages for offset commit",
+        "WorkerSourceTask{id=b-1} flushing 90000 outstanding messages for offset commit",
+        "WorkerSourceTask{id=b-1} Failed to flush, timed out while waiting for producer to flush outstanding 70000 messages",
+        "WorkerSourceTask{id=a-0} Finished commitOffsets successfully in 2 ms",
+    ]
     ev = pd.DataFrame({"ts": ts, "message": msgs, "host": "w", "file": "w/connect.log", "line": range(1, 8)})
     c = build_commits(ev).set_index(["connector", "ts"])
     assert len(c) == 3
@@ -253,6 +328,7 @@ def test_interleaved_tasks_and_rotated_start():
 def test_commits_are_the_same_whatever_the_classification_slice(monkeypatch):
     """build_commits classifies in slices (bounded memory); slice edges must not change a row."""
     from kitlib.investigations.connect_offsets import commits as connect
+
     b = kitlib.load_bundle(ROOT / "sample_data" / "connect-offsets-2x")
     ev = b.events[b.events["logger"].astype(str).isin(connect.LOGGERS)]
     ev = ev.sort_values(["host", "ts", "file", "line"], kind="stable").reset_index(drop=True)

@@ -4,6 +4,7 @@ the lag window rules, and each detector on positive and negative input.
 
 Fixtures are constructed from Kafka's and kafka-python's source wording (tests/fixtures/clients/SOURCES.md).
 """
+
 from pathlib import Path
 
 import pandas as pd
@@ -36,22 +37,47 @@ def test_group_events_from_coordinator_and_java_client(storm):
     # every group-related line of both files is a row (the broker file has 37 lines, all about groups)
     assert ge["file"].value_counts().to_dict() == {"broker-1/server.log": 37, "app-1/consumer.log": 7}
     co = ge[ge["file"] == "broker-1/server.log"]
-    assert rows(co.head(6), ["line", "kind", "group", "generation", "member", "client_id", "members", "state",
-                             "coordinator_partition"]) == [
+    assert rows(
+        co.head(6),
+        ["line", "kind", "group", "generation", "member", "client_id", "members", "state", "coordinator_partition"],
+    ) == [
         (1, "elected", None, None, None, None, None, None, "__consumer_offsets-17"),
         (2, "loaded", None, None, None, None, None, None, "__consumer_offsets-17"),
-        (3, "unknown_member_join", "order-enricher", None, "enricher-1-3b0c3f0e-7a1e-4b6e-9a57-1f0c2d9b8e11",
-         "enricher-1", None, "Empty", None),
+        (
+            3,
+            "unknown_member_join",
+            "order-enricher",
+            None,
+            "enricher-1-3b0c3f0e-7a1e-4b6e-9a57-1f0c2d9b8e11",
+            "enricher-1",
+            None,
+            "Empty",
+            None,
+        ),
         (4, "prepare_rebalance", "order-enricher", 0, None, None, None, "PreparingRebalance", "__consumer_offsets-17"),
         (5, "stabilized", "order-enricher", 1, None, None, 1, None, "__consumer_offsets-17"),
-        (6, "assignment", "order-enricher", 1, "enricher-1-3b0c3f0e-7a1e-4b6e-9a57-1f0c2d9b8e11", "enricher-1", 1,
-         None, None),
+        (
+            6,
+            "assignment",
+            "order-enricher",
+            1,
+            "enricher-1-3b0c3f0e-7a1e-4b6e-9a57-1f0c2d9b8e11",
+            "enricher-1",
+            1,
+            None,
+            None,
+        ),
     ]
     left = co[co["line"] == 7].iloc[0]
     assert (left["kind"], left["member"], left["reason"]) == (
-        "member_left", "enricher-1-3b0c3f0e-7a1e-4b6e-9a57-1f0c2d9b8e11", "consumer poll timeout has expired.")
-    assert co[co["line"] == 15].iloc[0]["reason"] == \
-        "removing member enricher-2-8d2f6c1a-0b3e-4f5d-a6c7-2e9f1b3d4c55 on heartbeat expiration"
+        "member_left",
+        "enricher-1-3b0c3f0e-7a1e-4b6e-9a57-1f0c2d9b8e11",
+        "consumer poll timeout has expired.",
+    )
+    assert (
+        co[co["line"] == 15].iloc[0]["reason"]
+        == "removing member enricher-2-8d2f6c1a-0b3e-4f5d-a6c7-2e9f1b3d4c55 on heartbeat expiration"
+    )
     static = co[co["kind"] == "static_member_replaced"].iloc[0]
     assert (static["group"], static["instance_id"], static["state"]) == ("billing", "billing-a", "Stable")
     assert set(co["source"]) == {"coordinator"}
@@ -72,21 +98,31 @@ def python_logging_events(path: Path) -> pd.DataFrame:
     (``%(asctime)s %(levelname)s %(name)s [%(threadName)s] %(message)s``)."""
     lines = path.read_text().splitlines()
     parts = pd.Series(lines).str.extract(
-        r"^(?P<ts>\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3}) (?P<level>\w+) (?P<logger>\S+) \[(?P<thread>[^\]]*)\] (?P<message>.*)$")
+        r"^(?P<ts>\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3}) (?P<level>\w+) (?P<logger>\S+) \[(?P<thread>[^\]]*)\] (?P<message>.*)$"
+    )
     assert parts["message"].notna().all()
-    return pd.DataFrame({"ts": pd.to_datetime(parts["ts"], format="%Y-%m-%d %H:%M:%S,%f", utc=True),
-                         "level": parts["level"].replace({"WARNING": "WARN"}), "logger": parts["logger"],
-                         "message": parts["message"].astype("string"), "host": "app-2", "file": "app-2/consumer.log",
-                         "line": range(1, len(lines) + 1)})
+    return pd.DataFrame(
+        {
+            "ts": pd.to_datetime(parts["ts"], format="%Y-%m-%d %H:%M:%S,%f", utc=True),
+            "level": parts["level"].replace({"WARNING": "WARN"}),
+            "logger": parts["logger"],
+            "message": parts["message"].astype("string"),
+            "host": "app-2",
+            "file": "app-2/consumer.log",
+            "line": range(1, len(lines) + 1),
+        }
+    )
 
 
 def test_group_events_from_kafka_python_layout():
     ev = python_logging_events(FIX / "kafka-python.log")
     # what the extractor's selection keeps: loggers that name a coordinator or consumer
-    wanted = ev[[kitlib.extract.EXTRACTORS["group_events"].wants(lg)
-                 for lg in ev["logger"]]]
-    assert list(wanted["logger"].unique()) == ["kafka.coordinator.consumer", "kafka.coordinator",
-                                              "kafka.coordinator.heartbeat"]
+    wanted = ev[[kitlib.extract.EXTRACTORS["group_events"].wants(lg) for lg in ev["logger"]]]
+    assert list(wanted["logger"].unique()) == [
+        "kafka.coordinator.consumer",
+        "kafka.coordinator",
+        "kafka.coordinator.heartbeat",
+    ]
     ge = groups.build(wanted)
     assert rows(ge, ["line", "kind", "group", "generation"]) == [
         (1, "revoking", "order-enricher", None),
@@ -97,7 +133,7 @@ def test_group_events_from_kafka_python_layout():
         (6, "commit_failed", None, None),
         (8, "heartbeat_rebalancing", "order-enricher", None),
         (9, "leaving", "order-enricher", None),
-        (11, "poll_timeout", None, None),                   # kafka-python 3.x wording from here on
+        (11, "poll_timeout", None, None),  # kafka-python 3.x wording from here on
         (12, "heartbeat_rebalancing", "order-enricher", None),
         (13, "lost_membership", "order-enricher", None),
         (14, "assigned", "order-enricher", None),
@@ -107,8 +143,10 @@ def test_group_events_from_kafka_python_layout():
 
 def test_txn_events_rows(txn):
     te = txn.txn_events
-    assert rows(te[te["file"] == "broker-1/server.log"],
-                ["line", "source", "kind", "transactional_id", "producer_id", "epoch", "partition", "error"]) == [
+    assert rows(
+        te[te["file"] == "broker-1/server.log"],
+        ["line", "source", "kind", "transactional_id", "producer_id", "epoch", "partition", "error"],
+    ) == [
         (1, "coordinator", "initialized", "payments-tx", 1000, 0, "__transaction_state-31", None),
         (2, "coordinator", "initialized", "ledger-tx", 1001, 0, "__transaction_state-8", None),
         (3, "coordinator", "initialized", "ledger-tx", 1001, 2, "__transaction_state-8", None),
@@ -119,15 +157,24 @@ def test_txn_events_rows(txn):
         (9, "coordinator", "initialized", "audit-tx", 1002, 1, "__transaction_state-2", None),
     ]
     client = te[te["file"] == "app-1/producer.log"].iloc[0]
-    assert (client["kind"], client["transactional_id"], client["client_id"]) == ("fenced", "ledger-tx", "ledger-writer-a")
+    assert (client["kind"], client["transactional_id"], client["client_id"]) == (
+        "fenced",
+        "ledger-tx",
+        "ledger-writer-a",
+    )
 
 
 def test_rebalance_storm_names_the_group_and_the_settings(storm):
     found = analysis.rebalance_storm(storm)
     assert [f.numbers["group"] for f in found] == ["order-enricher"]
     f = found[0]
-    assert (f.numbers["rebalances"], f.numbers["busiest_10min"], f.numbers["members_failed"],
-            f.numbers["members_left"], f.numbers["poll_timeouts_in_client_logs"]) == (7, 6, 3, 3, 2)
+    assert (
+        f.numbers["rebalances"],
+        f.numbers["busiest_10min"],
+        f.numbers["members_failed"],
+        f.numbers["members_left"],
+        f.numbers["poll_timeouts_in_client_logs"],
+    ) == (7, 6, 3, 3, 2)
     assert "max.poll.interval.ms" in f.recommendation and "session.timeout.ms" in f.recommendation
     assert "generation 0 -> 7" in f.summary
     assert {e["file"] for e in f.evidence} == {"broker-1/server.log", "app-1/consumer.log"}
@@ -138,7 +185,9 @@ def test_rebalance_storm_silent_on_a_few_rebalances(storm):
     # the same group with its rebalances spread out: one every 15 minutes is churn, not a storm
     slow = ge.copy()
     prep = slow["kind"] == "prepare_rebalance"
-    slow.loc[prep, "ts"] = pd.Timestamp("2026-05-04 10:00", tz="UTC") + pd.to_timedelta(range(prep.sum()), unit="m") * 15
+    slow.loc[prep, "ts"] = (
+        pd.Timestamp("2026-05-04 10:00", tz="UTC") + pd.to_timedelta(range(prep.sum()), unit="m") * 15
+    )
     assert analysis.rebalance_storm(Bundle("x", {"group_events": slow})) == []
     assert analysis.rebalance_storm(Bundle("x", {"group_events": ge[ge["group"] == "billing"]})) == []
 
@@ -154,8 +203,11 @@ def test_a_consumer_started_and_stopped_is_not_a_storm(storm):
         join = start.iloc[0].copy()
         join[["ts", "generation"]] = [t0 + pd.Timedelta(seconds=60 * i), gen]
         leave = join.copy()
-        leave[["ts", "generation", "reason"]] = [t0 + pd.Timedelta(seconds=60 * i + 20), gen + 1,
-                                                  "Removing member m on LeaveGroup; client reason: not provided"]
+        leave[["ts", "generation", "reason"]] = [
+            t0 + pd.Timedelta(seconds=60 * i + 20),
+            gen + 1,
+            "Removing member m on LeaveGroup; client reason: not provided",
+        ]
         empty = leave.copy()
         empty[["kind", "generation"]] = ["group_empty", gen + 2]
         rows_ += [join, leave, empty]
@@ -166,19 +218,44 @@ def test_a_consumer_started_and_stopped_is_not_a_storm(storm):
     assert analysis.rebalance_storm(Bundle("x", {"group_events": ge2})) == []
 
 
-def snapshots(committed, end, group="g", topic="orders", partition=0, start="2026-05-04 10:00", every="30s",
-              shape="group_offsets"):
+def snapshots(
+    committed, end, group="g", topic="orders", partition=0, start="2026-05-04 10:00", every="30s", shape="group_offsets"
+):
     """Lag snapshots in the shape of group_offsets (kafka-consumer-groups --describe) or consumer_lag (capture)."""
     ts = pd.date_range(start, periods=len(end), freq=every, tz="UTC")
     lagv = [e - c if c is not None else None for c, e in zip(committed, end)]
     if shape == "group_offsets":
-        return pd.DataFrame({"snapshot_ts": ts, "group": group, "topic": topic, "partition": partition,
-                             "current_offset": committed, "log_end_offset": end, "lag": lagv,
-                             "consumer_id": "c-1", "member_host": "/10.0.0.3", "client_id": "c",
-                             "host": "tools", "file": "tools/describe.txt", "line": range(1, len(end) + 1)})
-    return pd.DataFrame({"ts": ts, "group": group, "topic": topic, "partition": partition, "committed": committed,
-                         "end_offset": end, "lag": lagv, "host": "live", "file": "live/lag.jsonl",
-                         "line": range(1, len(end) + 1)})
+        return pd.DataFrame(
+            {
+                "snapshot_ts": ts,
+                "group": group,
+                "topic": topic,
+                "partition": partition,
+                "current_offset": committed,
+                "log_end_offset": end,
+                "lag": lagv,
+                "consumer_id": "c-1",
+                "member_host": "/10.0.0.3",
+                "client_id": "c",
+                "host": "tools",
+                "file": "tools/describe.txt",
+                "line": range(1, len(end) + 1),
+            }
+        )
+    return pd.DataFrame(
+        {
+            "ts": ts,
+            "group": group,
+            "topic": topic,
+            "partition": partition,
+            "committed": committed,
+            "end_offset": end,
+            "lag": lagv,
+            "host": "live",
+            "file": "live/lag.jsonl",
+            "line": range(1, len(end) + 1),
+        }
+    )
 
 
 def status_of(committed, end, **kw):
@@ -187,20 +264,22 @@ def status_of(committed, end, **kw):
 
 
 def test_lag_rules():
-    assert status_of([100, 100, 100, 100], [100, 140, 190, 260]) == ["stalled"]      # caught up, then stopped
+    assert status_of([100, 100, 100, 100], [100, 140, 190, 260]) == ["stalled"]  # caught up, then stopped
     assert status_of([0, 50, 90, 120, 140], [100, 160, 210, 250, 290]) == ["lagging"]  # moving, lag only grows
-    assert status_of([0, 80, 160, 240], [100, 180, 260, 340]) == ["ok"]                # keeps pace
-    assert status_of([0, 90, 200, 300], [100, 200, 250, 300]) == ["ok"]                # caught up at the end
-    assert status_of([10], [50_010]) == ["over-threshold"]                            # absolute rule, one snapshot
-    assert status_of([500, 500, 500], [500, 500, 500]) == ["ok"]                      # idle topic, nothing to read
-    assert status_of([100, 100], [100, 101]) == ["ok"]                                 # one record, one snapshot
+    assert status_of([0, 80, 160, 240], [100, 180, 260, 340]) == ["ok"]  # keeps pace
+    assert status_of([0, 90, 200, 300], [100, 200, 250, 300]) == ["ok"]  # caught up at the end
+    assert status_of([10], [50_010]) == ["over-threshold"]  # absolute rule, one snapshot
+    assert status_of([500, 500, 500], [500, 500, 500]) == ["ok"]  # idle topic, nothing to read
+    assert status_of([100, 100], [100, 101]) == ["ok"]  # one record, one snapshot
 
 
 def test_lag_history_merges_describe_output_and_captures():
     b = Bundle("x", {"consumer_lag": snapshots([1, 2], [5, 6], group="a", shape="consumer_lag")})
     h = lag.lag_history(b)
     assert rows(h, ["group", "committed", "end_offset", "lag", "source"]) == [
-        ("a", 1, 5, 4, "consumer_lag"), ("a", 2, 6, 4, "consumer_lag")]
+        ("a", 1, 5, 4, "consumer_lag"),
+        ("a", 2, 6, 4, "consumer_lag"),
+    ]
 
 
 def stalled_bundle():
@@ -215,7 +294,8 @@ def test_consumer_stalled_names_the_group():
     b = Bundle("x", {"consumer_lag": stalled_bundle()})
     found = analysis.consumer_stalled(b)
     assert [(f.id, f.severity, f.numbers["group"], f.numbers["stalled_partitions"]) for f in found] == [
-        ("consumer-stalled", "high", "ledger", 1)]
+        ("consumer-stalled", "high", "ledger", 1)
+    ]
     f = found[0]
     assert f.numbers["total_lag"] == 200 and "since 2026-05-04 10:01:00 UTC" in f.summary
     assert [e["line"] for e in f.evidence] == [1, 5]
@@ -234,7 +314,7 @@ def test_transaction_timeouts_names_the_ids(txn):
     f = found[0]
     assert f.numbers["transactional_ids"] == "ledger-tx, payments-tx"
     assert (f.numbers["timeout_rollbacks"], f.numbers["refused_old_epoch_writes"]) == (1, 1)
-    assert "audit-tx" not in f.summary           # a clean restart bumps the epoch by one: not fencing
+    assert "audit-tx" not in f.summary  # a clean restart bumps the epoch by one: not fencing
     assert "transaction.timeout.ms" in f.recommendation and "transactional.id" in f.recommendation
 
 
@@ -245,10 +325,17 @@ def test_transaction_timeouts_silent_on_clean_inits(txn):
 
 
 def test_late_transactions_metric_alone_is_a_finding():
-    m = pd.DataFrame({"ts": pd.to_datetime(["2026-05-04 10:00", "2026-05-04 10:01"], utc=True),
-                      "mbean": "kafka.server:type=ReplicaManager,name=PartitionsWithLateTransactionsCount",
-                      "attribute": "Value", "value": [0.0, 2.0], "host": "broker-1", "file": "jmx/b1.csv",
-                      "line": [2, 3]})
+    m = pd.DataFrame(
+        {
+            "ts": pd.to_datetime(["2026-05-04 10:00", "2026-05-04 10:01"], utc=True),
+            "mbean": "kafka.server:type=ReplicaManager,name=PartitionsWithLateTransactionsCount",
+            "attribute": "Value",
+            "value": [0.0, 2.0],
+            "host": "broker-1",
+            "file": "jmx/b1.csv",
+            "line": [2, 3],
+        }
+    )
     found = analysis.transaction_timeouts(Bundle("x", {"metrics": m}))
     assert found[0].severity == "high" and found[0].numbers["late_transaction_partitions_max"] == 2
     assert "find-hanging" in found[0].recommendation
@@ -261,8 +348,12 @@ def test_consumer_stalled_on_real_describe_snapshots():
     found = analysis.consumer_stalled(b)
     assert len(found) == 1
     f = found[0]
-    assert (f.numbers["group"], f.numbers["stalled_partitions"], f.numbers["total_lag"], f.numbers["members_owning"]) \
-        == ("billing", 3, 100, "none")
+    assert (
+        f.numbers["group"],
+        f.numbers["stalled_partitions"],
+        f.numbers["total_lag"],
+        f.numbers["members_owning"],
+    ) == ("billing", 3, 100, "none")
     assert f.summary.endswith("(group has no active members)")
     assert "No member owns these partitions" in f.recommendation
 
@@ -270,8 +361,13 @@ def test_consumer_stalled_on_real_describe_snapshots():
 def test_a_storm_explains_the_stall(storm):
     """Lag snapshots of a storming group that froze: one finding (the storm, with the lag it cost),
     not a second consumer-stalled one."""
-    snaps = snapshots([100, 100, 100, 100], [100, 150, 220, 300], group="order-enricher", start="2026-05-04 10:00:30",
-                      shape="consumer_lag")
+    snaps = snapshots(
+        [100, 100, 100, 100],
+        [100, 150, 220, 300],
+        group="order-enricher",
+        start="2026-05-04 10:00:30",
+        shape="consumer_lag",
+    )
     b = Bundle("x", {"group_events": storm.group_events, "consumer_lag": snaps})
     assert analysis.consumer_stalled(b) == []
     (f,) = analysis.rebalance_storm(b)
@@ -281,11 +377,14 @@ def test_a_storm_explains_the_stall(storm):
 SAMPLES = Path(__file__).parents[1] / "sample_data"
 
 
-@pytest.mark.parametrize("bundle, fid, key, name", [
-    ("rebalance-storm", "rebalance-storm", "group", "order-enricher"),
-    ("consumer-stalled", "consumer-stalled", "group", "billing"),
-    ("transactions", "transaction-timeouts", "transactional_ids", "ledger-tx, payments-tx"),
-])
+@pytest.mark.parametrize(
+    "bundle, fid, key, name",
+    [
+        ("rebalance-storm", "rebalance-storm", "group", "order-enricher"),
+        ("consumer-stalled", "consumer-stalled", "group", "billing"),
+        ("transactions", "transaction-timeouts", "transactional_ids", "ledger-tx, payments-tx"),
+    ],
+)
 def test_real_lab_bundles_name_the_group_or_transactional_id(bundle, fid, key, name):
     found = kitlib.triage(SAMPLES / bundle, investigations=["consumer_groups"]).findings
     assert [(f.id, f.numbers[key]) for f in found] == [(fid, name)]
@@ -298,15 +397,28 @@ def test_kafka_python_layout_through_a_bundle():
     b = kitlib.load_bundle(FIX / "kafka-python.log")
     assert len(b.events) == 14 and b.unparsed.empty
     assert rows(b.group_events, ["line", "kind"]) == [
-        (1, "revoking"), (2, "rejoining"), (3, "joined"), (4, "poll_timeout"), (5, "session_expired"),
-        (6, "commit_failed"), (7, "commit_failed"), (8, "heartbeat_rebalancing"), (9, "leaving"),
-        (11, "poll_timeout"), (12, "heartbeat_rebalancing"), (13, "lost_membership"), (14, "assigned")]
+        (1, "revoking"),
+        (2, "rejoining"),
+        (3, "joined"),
+        (4, "poll_timeout"),
+        (5, "session_expired"),
+        (6, "commit_failed"),
+        (7, "commit_failed"),
+        (8, "heartbeat_rebalancing"),
+        (9, "leaving"),
+        (11, "poll_timeout"),
+        (12, "heartbeat_rebalancing"),
+        (13, "lost_membership"),
+        (14, "assigned"),
+    ]
 
 
 def test_real_storm_bundle_has_the_clients_side():
     b = kitlib.load_bundle(SAMPLES / "rebalance-storm")
     ge = b.group_events
     client = ge[ge["source"] == "client"]
-    assert ((client["kind"] == "poll_timeout").sum(), (ge["kind"] == "member_left").sum()) == (26, 26), ge["source"].value_counts().to_dict()
+    assert ((client["kind"] == "poll_timeout").sum(), (ge["kind"] == "member_left").sum()) == (26, 26), (
+        ge["source"].value_counts().to_dict()
+    )
     (f,) = analysis.rebalance_storm(b)
     assert f.numbers["poll_timeouts_in_client_logs"] == 26 and "max.poll.interval.ms" in f.recommendation

@@ -1,6 +1,7 @@
 """Ingest on a real Dask cluster (scheduler and workers as separate processes on 127.0.0.1, and a
 local cluster) gives the same tables and line accounting as a single-process ingest, including
 for a log split into parts where a cut would fall inside a stack trace."""
+
 import json
 import shutil
 import subprocess
@@ -17,10 +18,12 @@ from kitlib.ingest.distributed import ingest_on_dask, plan, record_starts
 ROOT = Path(__file__).resolve().parents[1]
 pytestmark = pytest.mark.slow
 
-TRACE = ("[2024-05-22 00:{m:02d}:{s:02d},{ms:03d}] ERROR [ReplicaFetcher replicaId=2, leaderId=1, fetcherId=0] "
-         "Error for partition orders-{p} at offset {o} (kafka.server.ReplicaFetcherThread)\n"
-         "org.apache.kafka.common.errors.NotLeaderOrFollowerException: For requests intended only for the leader\n"
-         + "".join(f"\tat org.apache.kafka.server.Frame{i}.call(Frame{i}.java:{i * 7})\n" for i in range(12)))
+TRACE = (
+    "[2024-05-22 00:{m:02d}:{s:02d},{ms:03d}] ERROR [ReplicaFetcher replicaId=2, leaderId=1, fetcherId=0] "
+    "Error for partition orders-{p} at offset {o} (kafka.server.ReplicaFetcherThread)\n"
+    "org.apache.kafka.common.errors.NotLeaderOrFollowerException: For requests intended only for the leader\n"
+    + "".join(f"\tat org.apache.kafka.server.Frame{i}.call(Frame{i}.java:{i * 7})\n" for i in range(12))
+)
 INFO = "[2024-05-22 00:{m:02d}:{s:02d},{ms:03d}] INFO [LogCleaner] cleaned log orders-{p} in {o} ms (kafka.log.LogCleaner)\n"
 
 
@@ -42,6 +45,7 @@ def fleet(tmp_path_factory):
 
 def tables_of(b) -> dict[str, pd.DataFrame]:
     from kitlib import tables
+
     out = {}
     for name in tables.SCHEMAS:
         df = b.table(name)
@@ -57,9 +61,12 @@ def assert_same(single: Path, dist: Path):
     ta, tb = tables_of(a), tables_of(b)
     assert set(ta) == set(tb)
     for name in ta:
-        pd.testing.assert_frame_equal(ta[name].drop(columns=["seconds"], errors="ignore"),
-                                      tb[name].drop(columns=["seconds"], errors="ignore"), check_dtype=False,
-                                      obj=name)
+        pd.testing.assert_frame_equal(
+            ta[name].drop(columns=["seconds"], errors="ignore"),
+            tb[name].drop(columns=["seconds"], errors="ignore"),
+            check_dtype=False,
+            obj=name,
+        )
     sa, sb = a.summary.to_dict(), b.summary.to_dict()
     for k in ("seconds", "bundle"):
         sa.pop(k), sb.pop(k)
@@ -72,7 +79,7 @@ def test_cuts_fall_on_record_headers_with_exact_line_numbers(fleet):
     cuts = record_starts(log, len(data), 5)
     assert len(cuts) == 5
     for pos, line in cuts:
-        assert data[pos:pos + 1] == b"[" and (pos == 0 or data[pos - 1:pos] == b"\n")
+        assert data[pos : pos + 1] == b"[" and (pos == 0 or data[pos - 1 : pos] == b"\n")
         assert line == data[:pos].count(b"\n") + 1
         assert not data[pos:].startswith(b"\tat")
 
@@ -82,9 +89,24 @@ def test_a_separate_scheduler_and_workers_give_the_single_process_tables(fleet, 
     kitlib.ingest(fleet, single, progress=False)
     sched_file = tmp_path / "scheduler.json"
     bin_dir = Path(sys.executable).parent
-    procs = [subprocess.Popen([str(bin_dir / "dask"), "scheduler", "--host", "127.0.0.1", "--port", "0",
-                               "--dashboard-address", "127.0.0.1:0", "--scheduler-file", str(sched_file)],
-                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)]
+    procs = [
+        subprocess.Popen(
+            [
+                str(bin_dir / "dask"),
+                "scheduler",
+                "--host",
+                "127.0.0.1",
+                "--port",
+                "0",
+                "--dashboard-address",
+                "127.0.0.1:0",
+                "--scheduler-file",
+                str(sched_file),
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+    ]
     try:
         deadline = time.time() + 60
         while not sched_file.exists() and time.time() < deadline:
@@ -92,19 +114,49 @@ def test_a_separate_scheduler_and_workers_give_the_single_process_tables(fleet, 
         address = json.loads(sched_file.read_text())["address"]
         assert address.startswith("tcp://127.0.0.1:")
         for _ in range(2):
-            procs.append(subprocess.Popen([str(bin_dir / "dask"), "worker", address, "--nthreads", "1",
-                                           "--host", "127.0.0.1", "--no-dashboard"],
-                                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+            procs.append(
+                subprocess.Popen(
+                    [
+                        str(bin_dir / "dask"),
+                        "worker",
+                        address,
+                        "--nthreads",
+                        "1",
+                        "--host",
+                        "127.0.0.1",
+                        "--no-dashboard",
+                    ],
+                    stdout=subprocess.DEVNULL,
+                    stderr=subprocess.DEVNULL,
+                )
+            )
         split = 200 * 1024
         units, _ = plan(fleet, None, split)
         parts = [u for u in units if u.src.rel == "broker-1/server.log"]
-        assert len(parts) >= 3   # the big log really is split
-        r = subprocess.run([sys.executable, "-m", "kitlib.cli", "ingest", str(fleet), "--out", str(tmp_path / "dist"),
-                            "--scheduler", address, "--split-mb", "1", "--no-progress"],
-                           capture_output=True, text=True, timeout=300)
+        assert len(parts) >= 3  # the big log really is split
+        r = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "kitlib.cli",
+                "ingest",
+                str(fleet),
+                "--out",
+                str(tmp_path / "dist"),
+                "--scheduler",
+                address,
+                "--split-mb",
+                "1",
+                "--no-progress",
+            ],
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
         assert r.returncode == 0, r.stderr
-        s = ingest_on_dask(fleet, tmp_path / "dist2", scheduler=address, split_bytes=split, progress=False,
-                           log=lambda *a: None)
+        s = ingest_on_dask(
+            fleet, tmp_path / "dist2", scheduler=address, split_bytes=split, progress=False, log=lambda *a: None
+        )
         assert s.rows["events"] == kitlib.load(single).summary.rows["events"]
     finally:
         for p in procs:
@@ -115,7 +167,11 @@ def test_a_separate_scheduler_and_workers_give_the_single_process_tables(fleet, 
     assert_same(single, tmp_path / "dist")
     # one dataset per table, partitioned by host
     assert sorted(p.name for p in (tmp_path / "dist2" / "events").iterdir()) == [
-        "host=broker-1", "host=broker-2", "host=broker-3", "host=connect-1"]
+        "host=broker-1",
+        "host=broker-2",
+        "host=broker-3",
+        "host=connect-1",
+    ]
     assert len(list((tmp_path / "dist2" / "events" / "host=broker-1").glob("*.parquet"))) == len(parts)
     # the stack traces around the cuts are whole
     ev = kitlib.load(tmp_path / "dist2").events
@@ -126,8 +182,23 @@ def test_a_separate_scheduler_and_workers_give_the_single_process_tables(fleet, 
 def test_a_local_cluster_from_the_cli(fleet, tmp_path):
     single = tmp_path / "single"
     kitlib.ingest(fleet, single, progress=False)
-    r = subprocess.run([sys.executable, "-m", "kitlib.cli", "ingest", str(fleet), "--out", str(tmp_path / "dist"),
-                        "--workers", "2", "--no-progress"], capture_output=True, text=True, timeout=300)
+    r = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "kitlib.cli",
+            "ingest",
+            str(fleet),
+            "--out",
+            str(tmp_path / "dist"),
+            "--workers",
+            "2",
+            "--no-progress",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert r.returncode == 0, r.stderr
     assert "Dask dashboard: http://127.0.0.1:" in r.stdout
     assert_same(single, tmp_path / "dist")

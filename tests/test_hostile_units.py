@@ -1,5 +1,6 @@
 """The pieces that keep the promises under hostile input, one by one: manifest checks, line
 capping, output refusal, folder-of-bundles detection, terminal escaping, the fresh output folder."""
+
 from __future__ import annotations
 
 import os
@@ -17,15 +18,18 @@ from kitlib.terminal import visible
 CASES = Path(__file__).resolve().parent / "adversarial" / "cases"
 
 
-@pytest.mark.parametrize("case,words", [
-    ("manifest-yaml-syntax", ["bundle.yaml", "invalid YAML", "line"]),
-    ("manifest-python-tag", ["bundle.yaml", "invalid YAML"]),
-    ("manifest-list", ["bundle.yaml", "mapping", "list"]),
-    ("manifest-wrong-types", ["bundle.yaml", "'files'", "got int"]),
-    ("manifest-bad-tz", ["bundle.yaml", "'tz'", "Mars/Olympus_Mons"]),
-    ("manifest-host-tz", ["bundle.yaml", "hosts.broker-1.tz", "Not/AZone"]),
-    ("manifest-json-bad", ["bundle.json", "invalid JSON", "line 1"]),
-])
+@pytest.mark.parametrize(
+    "case,words",
+    [
+        ("manifest-yaml-syntax", ["bundle.yaml", "invalid YAML", "line"]),
+        ("manifest-python-tag", ["bundle.yaml", "invalid YAML"]),
+        ("manifest-list", ["bundle.yaml", "mapping", "list"]),
+        ("manifest-wrong-types", ["bundle.yaml", "'files'", "got int"]),
+        ("manifest-bad-tz", ["bundle.yaml", "'tz'", "Mars/Olympus_Mons"]),
+        ("manifest-host-tz", ["bundle.yaml", "hosts.broker-1.tz", "Not/AZone"]),
+        ("manifest-json-bad", ["bundle.json", "invalid JSON", "line 1"]),
+    ],
+)
 def test_a_bad_manifest_is_named_with_its_key(case, words):
     with pytest.raises(ManifestError) as e:
         load_manifest(CASES / case)
@@ -86,25 +90,34 @@ def test_a_failed_ingest_leaves_the_previous_output(tmp_path):
 def test_folder_of_bundles_only_when_every_subfolder_is_one(tmp_path):
     sample = Path(__file__).resolve().parent.parent / "sample_data"
     assert len(_bundles_in(sample)) >= 5
-    assert _bundles_in(CASES / "host-notes") == []          # host folders holding notes
+    assert _bundles_in(CASES / "host-notes") == []  # host folders holding notes
     top = tmp_path / "top"
     for name in ("a", "b"):
         (top / name / "broker-1").mkdir(parents=True)
         (top / name / "PROVENANCE.md").write_text("x\n")
     assert [p.name for p in _bundles_in(top)] == ["a", "b"]
     (top / "server.log").write_text("loose file\n")
-    assert _bundles_in(top) == []                            # a loose file: one bundle
+    assert _bundles_in(top) == []  # a loose file: one bundle
     (top / "server.log").unlink()
     (top / "c").mkdir()
-    assert _bundles_in(top) == []                            # a subfolder that is no bundle
+    assert _bundles_in(top) == []  # a subfolder that is no bundle
 
 
-@pytest.mark.parametrize("raw,shown", [
-    ("\x1b[2J\x1b[H", "\\x1b[2J\\x1b[H"), ("ok\x07", "ok\\x07"), ("a\rb", "a\\rb"), ("a\x08b", "a\\bb"),
-    ("\x1b]52;c;cm0gLXJmIH4K\x07", "\\x1b]52;c;cm0gLXJmIH4K\\x07"), ("x\x9by", "x\\x9by"),
-    ("evil\u202etxt.log", "evil\\u202etxt.log"), (os.fsdecode(b"caf\xe9.log"), "caf\\xe9.log"),
-    ("line1\n\tline2", "line1\n\tline2"), ("password=hunter2x", "password=[redacted]"),
-])
+@pytest.mark.parametrize(
+    "raw,shown",
+    [
+        ("\x1b[2J\x1b[H", "\\x1b[2J\\x1b[H"),
+        ("ok\x07", "ok\\x07"),
+        ("a\rb", "a\\rb"),
+        ("a\x08b", "a\\bb"),
+        ("\x1b]52;c;cm0gLXJmIH4K\x07", "\\x1b]52;c;cm0gLXJmIH4K\\x07"),
+        ("x\x9by", "x\\x9by"),
+        ("evil\u202etxt.log", "evil\\u202etxt.log"),
+        (os.fsdecode(b"caf\xe9.log"), "caf\\xe9.log"),
+        ("line1\n\tline2", "line1\n\tline2"),
+        ("password=hunter2x", "password=[redacted]"),
+    ],
+)
 def test_terminal_text_shows_controls_as_escapes(raw, shown):
     assert visible(raw) == shown
 
@@ -113,5 +126,5 @@ def test_terminal_text_shows_controls_as_escapes(raw, shown):
 @given(st.text())
 def test_nothing_visible_drives_a_terminal(text):
     out = visible(text)
-    assert not any(ord(c) < 32 and c not in "\n\t" or 0x7f <= ord(c) <= 0x9f for c in out)
+    assert not any(ord(c) < 32 and c not in "\n\t" or 0x7F <= ord(c) <= 0x9F for c in out)
     out.encode("utf-8")  # printable: no lone surrogates left

@@ -1,5 +1,6 @@
 """The lab against a real broker: start/stop, JMX on loopback only, JmxTool CSV, and a clear
 error (never a hang) when a broker cannot start."""
+
 import subprocess
 
 import pytest
@@ -21,6 +22,7 @@ def test_broker_runs_on_loopback_only(broker):
 @pytest.mark.broker
 def test_broker_writes_the_files_a_real_install_writes(broker):
     from pathlib import Path
+
     logs = Path(broker.logs)
     for name in ("server.log", "controller.log", "state-change.log", "log-cleaner.log", "kafka-request.log"):
         assert (logs / name).is_file(), name
@@ -29,8 +31,9 @@ def test_broker_writes_the_files_a_real_install_writes(broker):
 
 @pytest.mark.broker
 def test_jmxtool_csv_has_header_and_rows(broker, tmp_path):
-    out = lab.run_jmxtool(broker, ["kafka.server:type=BrokerTopicMetrics,name=BytesInPerSec"], tmp_path / "jmx.csv",
-                          seconds=3)
+    out = lab.run_jmxtool(
+        broker, ["kafka.server:type=BrokerTopicMetrics,name=BytesInPerSec"], tmp_path / "jmx.csv", seconds=3
+    )
     lines = out.read_text().splitlines()
     assert lines[0].startswith('"time","kafka.server:type=BrokerTopicMetrics,name=BytesInPerSec:Count"')
     assert len(lines) >= 2 and lines[1].split(",")[0].isdigit()
@@ -47,14 +50,20 @@ def test_a_bad_config_is_reported_with_the_reason(tmp_path):
 def test_a_broker_that_cannot_start_fails_fast_with_its_log(tmp_path):
     import socket
     import time
+
     with socket.socket() as busy:
         busy.bind(("127.0.0.1", 0))
         busy.listen()
         port = busy.getsockname()[1]
         t = time.monotonic()
         with pytest.raises(lab.LabError) as e:
-            lab.start_broker("busy", work=tmp_path / "busy", jmx=False, timeout=20, settings={
-                "listeners": f"PLAINTEXT://127.0.0.1:{port},CONTROLLER://127.0.0.1:{lab.free_port()}"})
+            lab.start_broker(
+                "busy",
+                work=tmp_path / "busy",
+                jmx=False,
+                timeout=20,
+                settings={"listeners": f"PLAINTEXT://127.0.0.1:{port},CONTROLLER://127.0.0.1:{lab.free_port()}"},
+            )
     msg = str(e.value)
     # either it gives up by itself or the wait times out: both end in an error with the broker's log
     assert "last lines of server.log" in msg and ("failed" in msg or "exited" in msg or "not ready after 20 s" in msg)
@@ -63,6 +72,7 @@ def test_a_broker_that_cannot_start_fails_fast_with_its_log(tmp_path):
 
 def test_scrub_paths_replaces_machine_paths_in_plain_and_gzipped_files(tmp_path):
     import gzip
+
     work = tmp_path / "machine" / "lab" / ".work"
     b = tmp_path / "bundle" / "broker-1"
     b.mkdir(parents=True)

@@ -2,6 +2,7 @@
 ``cluster``) replicates with RF 3, every node writes the stock files and GC log and answers JMX
 on loopback; each broker-health scenario runs on a real cluster of its own and its bundle holds
 the lines the incident is about."""
+
 import csv
 import gzip
 import importlib.util
@@ -16,8 +17,15 @@ from kitlib import lab
 
 pytestmark = pytest.mark.broker
 SCEN = Path(__file__).resolve().parents[1] / "lab" / "scenarios"
-STOCK_FILES = ("server.log", "controller.log", "state-change.log", "log-cleaner.log", "kafka-request.log",
-               "kafka-authorizer.log", "kafkaServer-gc.log")
+STOCK_FILES = (
+    "server.log",
+    "controller.log",
+    "state-change.log",
+    "log-cleaner.log",
+    "kafka-request.log",
+    "kafka-authorizer.log",
+    "kafkaServer-gc.log",
+)
 
 
 def scenario(name):
@@ -69,9 +77,11 @@ def no_paths_of_this_machine(out: Path, work: Path):
 
 # --- the session cluster -------------------------------------------------------------------
 
+
 def test_cluster_replicates_three_ways_with_acks_all(cluster):
     from kafka import KafkaConsumer, KafkaProducer
     from kafka.admin import KafkaAdminClient, NewTopic
+
     assert [n.node_id for n in cluster.nodes] == [1, 2, 3] and all(n.alive() for n in cluster.nodes)
     a = KafkaAdminClient(bootstrap_servers=cluster.bootstrap)
     a.create_topics([NewTopic("rf3-check", 3, 3, topic_configs={"min.insync.replicas": "2"})])
@@ -80,8 +90,9 @@ def test_cluster_replicates_three_ways_with_acks_all(cluster):
     p.flush()
     assert all(f.get(timeout=30).offset >= 0 for f in futures)
     p.close()
-    c = KafkaConsumer("rf3-check", bootstrap_servers=cluster.bootstrap, auto_offset_reset="earliest",
-                      consumer_timeout_ms=5000)
+    c = KafkaConsumer(
+        "rf3-check", bootstrap_servers=cluster.bootstrap, auto_offset_reset="earliest", consumer_timeout_ms=5000
+    )
     assert sorted(int(m.value[1:]) for m in c) == list(range(300))
     c.close()
     (desc,) = a.describe_topics(["rf3-check"])
@@ -101,7 +112,9 @@ def test_cluster_nodes_write_stock_files_with_gc_logging_as_kafka_run_class(clus
         assert f"[KafkaRaftServer nodeId={n.node_id}] Kafka Server started" in (logs / "server.log").read_text()
         cmdline = Path(f"/proc/{n.pid}/cmdline").read_bytes().split(b"\0")
         assert f"-Xlog:gc*:file={logs}/kafkaServer-gc.log:time,tags:filecount=10,filesize=100M".encode() in cmdline
-        assert re.search(r"^\[\S+\]\[gc\s*\] GC\(\d+\) Pause Young", (logs / "kafkaServer-gc.log").read_text(), re.MULTILINE)
+        assert re.search(
+            r"^\[\S+\]\[gc\s*\] GC\(\d+\) Pause Young", (logs / "kafkaServer-gc.log").read_text(), re.MULTILINE
+        )
 
 
 def test_cluster_listens_on_loopback_only(cluster):
@@ -115,16 +128,26 @@ def test_cluster_listens_on_loopback_only(cluster):
 def test_jmxtool_samples_health_mbeans_on_every_node(cluster, tmp_path):
     active = lab.active_controller(cluster)
     counts = {}
-    procs = {n.node_id: lab.run_jmxtool(n, lab.CLUSTER_MBEANS, tmp_path / f"jmx-{n.node_id}.csv", wait=False)
-             for n in cluster.nodes}
+    procs = {
+        n.node_id: lab.run_jmxtool(n, lab.CLUSTER_MBEANS, tmp_path / f"jmx-{n.node_id}.csv", wait=False)
+        for n in cluster.nodes
+    }
     import time
+
     time.sleep(6)
     for node_id, p in procs.items():
         out = lab.finish_jmxtool(p, tmp_path / f"jmx-{node_id}.csv")
         assert out is not None, f"JmxTool took no sample on node {node_id}"
         header, rows = jmx_rows(out.read_text().splitlines())
-        for mbean in ("UnderReplicatedPartitions", "IsrShrinksPerSec", "IsrExpandsPerSec", "ActiveControllerCount",
-                      "OfflinePartitionsCount", "OfflineLogDirectoryCount", "RequestHandlerAvgIdlePercent"):
+        for mbean in (
+            "UnderReplicatedPartitions",
+            "IsrShrinksPerSec",
+            "IsrExpandsPerSec",
+            "ActiveControllerCount",
+            "OfflinePartitionsCount",
+            "OfflineLogDirectoryCount",
+            "RequestHandlerAvgIdlePercent",
+        ):
             assert any(mbean in h for h in header), (node_id, mbean)
         col = next(i for i, h in enumerate(header) if "ActiveControllerCount" in h)
         counts[node_id] = float(rows[-1][col])
@@ -136,18 +159,26 @@ def test_jmxtool_samples_health_mbeans_on_every_node(cluster, tmp_path):
 
 # --- the broker-health scenarios, each on a cluster of its own -----------------------------
 
+
 @pytest.mark.slow
 def test_isr_flapping(tmp_path):
     out = scenario("isr_flapping").run(tmp_path / "b", pauses=2, work=tmp_path / "w")
-    fenced = [ln for h in ("broker-1", "broker-2", "broker-3")
-              for ln in grep(out, h, "controller.log", r"Fencing broker \d+ because its session has timed out")]
+    fenced = [
+        ln
+        for h in ("broker-1", "broker-2", "broker-3")
+        for ln in grep(out, h, "controller.log", r"Fencing broker \d+ because its session has timed out")
+    ]
     assert len(fenced) == 1, fenced
     paused = int(re.search(r"Fencing broker (\d+)", fenced[0]).group(1))
     leaders = [f"broker-{i}" for i in (1, 2, 3) if i != paused]
     shrinks = [ln for h in leaders for ln in grep(out, h, "server.log", rf"Shrinking ISR .*\(brokerId: {paused},")]
     # back in: the leader's own "ISR updated to" line, or the metadata state change when that line is skipped
-    back = [ln for h in leaders for ln in grep(out, h, "server.log", rf"ISR updated to (\d+,)*{paused}\b")
-            + grep(out, h, "state-change.log", rf"isr=\[(\d+, )*{paused}[,\]]")]
+    back = [
+        ln
+        for h in leaders
+        for ln in grep(out, h, "server.log", rf"ISR updated to (\d+,)*{paused}\b")
+        + grep(out, h, "state-change.log", rf"isr=\[(\d+, )*{paused}[,\]]")
+    ]
     first_shrink = min(ln[1:24] for ln in shrinks)
     back = [ln for ln in back if ln[1:24] > first_shrink]
     assert len(shrinks) >= 3 * 2 and len(back) >= 3 * 2  # each leader, each of the 3 pauses (2 short + long)
@@ -197,11 +228,14 @@ def test_log_dir_failure(tmp_path):
 @pytest.mark.slow
 def test_gc_pressure(tmp_path):
     out = scenario("gc_pressure").run(tmp_path / "b", seconds=25, work=tmp_path / "w")
-    pauses = {h: grep(out, h, "kafkaServer-gc.log", r"\]\[gc\s*\] GC\(\d+\) Pause ") for h in
-              ("broker-1", "broker-2", "broker-3")}
+    pauses = {
+        h: grep(out, h, "kafkaServer-gc.log", r"\]\[gc\s*\] GC\(\d+\) Pause ")
+        for h in ("broker-1", "broker-2", "broker-3")
+    }
     assert grep(out, "broker-2", "kafkaServer-gc.log", r"Heap Max Capacity: 64M")
-    assert len(pauses["broker-2"]) > 2 * max(len(pauses["broker-1"]), len(pauses["broker-3"])), \
-        {h: len(p) for h, p in pauses.items()}
+    assert len(pauses["broker-2"]) > 2 * max(len(pauses["broker-1"]), len(pauses["broker-3"])), {
+        h: len(p) for h, p in pauses.items()
+    }
     loads_cleanly_but_gc_logs(out)
 
 

@@ -1,6 +1,7 @@
 """`kitlib lab` from a plain (non-editable) install into a new virtualenv outside the source
 tree: the templates come from the installed package, the jars from the cache folder given by
 KITLIB_LAB_JARS, the work folders from --work; nothing points into a checkout."""
+
 import os
 import shutil
 import subprocess
@@ -49,8 +50,11 @@ def _install(tmp_path: Path) -> Path:
     subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=120)
     py = venv / "bin" / "python"
     uv = Path(sys.executable).parent / "uv"
-    cmd = ([str(uv), "pip", "install", "-q", "--python", str(py), "--no-deps", str(src)] if uv.exists()
-           else [str(py), "-m", "pip", "install", "-q", "--no-deps", str(src)])
+    cmd = (
+        [str(uv), "pip", "install", "-q", "--python", str(py), "--no-deps", str(src)]
+        if uv.exists()
+        else [str(py), "-m", "pip", "install", "-q", "--no-deps", str(src)]
+    )
     r = subprocess.run(cmd, capture_output=True, text=True, timeout=600, cwd=tmp_path, check=False)
     assert r.returncode == 0, r.stdout + r.stderr
     site = next((venv / "lib").glob("python*/site-packages"))
@@ -70,11 +74,18 @@ def test_lab_start_stop_from_an_installed_package(tmp_path):
     kit = [str(venv / "bin" / "kitlib")]
 
     def kitlib(*args, timeout=300):
-        return subprocess.run(kit + list(args), capture_output=True, text=True, cwd=run_dir, env=env,
-                              timeout=timeout, check=False)
+        return subprocess.run(
+            kit + list(args), capture_output=True, text=True, cwd=run_dir, env=env, timeout=timeout, check=False
+        )
 
-    where = subprocess.run([str(venv / "bin" / "python"), "-c", "import kitlib.lab as m; print(m.__file__)"],
-                           capture_output=True, text=True, cwd=run_dir, env=env, check=True).stdout.strip()
+    where = subprocess.run(
+        [str(venv / "bin" / "python"), "-c", "import kitlib.lab as m; print(m.__file__)"],
+        capture_output=True,
+        text=True,
+        cwd=run_dir,
+        env=env,
+        check=True,
+    ).stdout.strip()
     assert where.startswith(str(venv)), where
     assert (Path(where).parent / "templates" / "server.properties").is_file()
     assert "KITLIB_LAB_JARS" in kitlib("lab", "start", "--help").stdout

@@ -1,6 +1,7 @@
 """Logs in layouts other than Kafka's default: public excerpts of each layout (tests/fixtures/
 real_logs, sources in its SOURCES.md), pattern compilation from layout definitions, inference,
 container prefixes, JSON logs, and that Kafka's own layout still takes the numpy fast path."""
+
 from pathlib import Path
 
 import pandas as pd
@@ -64,9 +65,11 @@ def test_strimzi_broker_rows_thread_dropped_and_config_dump_whole():
     assert (r["level"], r["logger"]) == ("DEBUG", "kafka.controller.ControllerChannelManager")
     assert r["message"] == "[Channel manager on controller 0]: Controller 0 trying to connect to broker 1"
     assert "thread" not in ev.columns and not ev["message"].str.contains(r"\[main\]$").any()
-    dump = (b"2020-03-23 21:37:45,061 INFO ProducerConfig values: \n\tacks = -1\n\tbatch.size = 16384\n"
-            b" (org.apache.kafka.clients.producer.ProducerConfig) [main]\n"
-            b"2020-03-23 21:37:45,062 INFO after (kafka.Foo) [main]\n")
+    dump = (
+        b"2020-03-23 21:37:45,061 INFO ProducerConfig values: \n\tacks = -1\n\tbatch.size = 16384\n"
+        b" (org.apache.kafka.clients.producer.ProducerConfig) [main]\n"
+        b"2020-03-23 21:37:45,062 INFO after (kafka.Foo) [main]\n"
+    )
     ev2, un2 = parse_bytes(dump, "%d{ISO8601} %p %m (%c) [%t]%n")
     assert len(un2) == 0
     assert ev2.loc[0, "logger"] == "org.apache.kafka.clients.producer.ProducerConfig"
@@ -75,13 +78,15 @@ def test_strimzi_broker_rows_thread_dropped_and_config_dump_whole():
 
 
 def test_iso_dates_with_zones_and_the_file_zone():
-    data = (b"2024-05-22T02:32:03.023+02:00 WARN  [main] kafka.server.KafkaServer - east\n"
-            b"2024-05-22T00:32:03,023Z ERROR [main] kafka.server.KafkaServer - zulu\n"
-            b"2024-05-22T02:32:03.023 INFO  [main] kafka.server.KafkaServer - local\n")
+    data = (
+        b"2024-05-22T02:32:03.023+02:00 WARN  [main] kafka.server.KafkaServer - east\n"
+        b"2024-05-22T00:32:03,023Z ERROR [main] kafka.server.KafkaServer - zulu\n"
+        b"2024-05-22T02:32:03.023 INFO  [main] kafka.server.KafkaServer - local\n"
+    )
     ev, un = parse_bytes(data, tz="Europe/Berlin")
     assert len(un) == 0
     utc = pd.Timestamp("2024-05-22 00:32:03.023", tz="UTC")
-    assert ev["ts"].tolist() == [utc, utc, utc]            # the zone-less one is read in Berlin time
+    assert ev["ts"].tolist() == [utc, utc, utc]  # the zone-less one is read in Berlin time
     assert ev["message"].tolist() == ["east", "zulu", "local"]
 
 
@@ -90,8 +95,10 @@ def test_logback_client_stack_trace_whole_and_no_date_means_null_ts():
     assert ev["ts"].isna().all()
     err = ev[ev["level"] == "ERROR"].iloc[0]
     assert err["logger"] == "com.example.orders.OrderConsumer"
-    assert err["message"] == ("poll failed\norg.apache.kafka.common.errors.TimeoutException: Timeout of 60000ms "
-                              "expired before the position for partition orders-0 could be determined")
+    assert err["message"] == (
+        "poll failed\norg.apache.kafka.common.errors.TimeoutException: Timeout of 60000ms "
+        "expired before the position for partition orders-0 could be determined"
+    )
     assert err["nlines"] == 2 and err["line"] == 9
     cfg = ev.iloc[0]
     assert cfg["nlines"] == 6 and cfg["message"].endswith("group.id = orders-svc")
@@ -120,22 +127,28 @@ def test_cri_partial_lines_joined_and_line_numbers_kept():
 
 
 def test_container_stamp_used_when_the_line_has_none():
-    data = (b"2024-05-22T00:32:03.023456789Z INFO [ReplicaFetcher replicaId=1, leaderId=2, fetcherId=0] Shutting down"
-            b" (kafka.server.ReplicaFetcherThread)\n"
-            b"2024-05-22T00:32:04.5Z ERROR oops (kafka.server.X)\n"
-            b"2024-05-22T00:32:04.6Z java.lang.RuntimeException: x\n"
-            b"2024-05-22T00:32:04.7Z \tat a.B(B.java:1)\n")
+    data = (
+        b"2024-05-22T00:32:03.023456789Z INFO [ReplicaFetcher replicaId=1, leaderId=2, fetcherId=0] Shutting down"
+        b" (kafka.server.ReplicaFetcherThread)\n"
+        b"2024-05-22T00:32:04.5Z ERROR oops (kafka.server.X)\n"
+        b"2024-05-22T00:32:04.6Z java.lang.RuntimeException: x\n"
+        b"2024-05-22T00:32:04.7Z \tat a.B(B.java:1)\n"
+    )
     ev, un = parse_bytes(data)
     assert len(un) == 0
-    assert ev["ts"].tolist() == [pd.Timestamp("2024-05-22 00:32:03.023", tz="UTC"),
-                                 pd.Timestamp("2024-05-22 00:32:04.5", tz="UTC")]
+    assert ev["ts"].tolist() == [
+        pd.Timestamp("2024-05-22 00:32:03.023", tz="UTC"),
+        pd.Timestamp("2024-05-22 00:32:04.5", tz="UTC"),
+    ]
     assert ev.loc[1, "message"] == "oops\njava.lang.RuntimeException: x\n\tat a.B(B.java:1)"
 
 
 def test_compose_prefix_on_another_layout():
-    data = (b"connect-1  | 2024-05-22 00:32:03,023 INFO  [main] o.a.k.connect.runtime.Worker - Worker started\n"
-            b"connect-1  | 2024-05-22 00:32:04,000 ERROR [task-1] o.a.k.connect.runtime.WorkerTask - failed\n"
-            b"connect-1  | org.apache.kafka.connect.errors.ConnectException: boom\n")
+    data = (
+        b"connect-1  | 2024-05-22 00:32:03,023 INFO  [main] o.a.k.connect.runtime.Worker - Worker started\n"
+        b"connect-1  | 2024-05-22 00:32:04,000 ERROR [task-1] o.a.k.connect.runtime.WorkerTask - failed\n"
+        b"connect-1  | org.apache.kafka.connect.errors.ConnectException: boom\n"
+    )
     ev, un = parse_bytes(data)
     assert len(un) == 0
     assert ev["logger"].tolist() == ["o.a.k.connect.runtime.Worker", "o.a.k.connect.runtime.WorkerTask"]
@@ -146,14 +159,18 @@ def test_json_logs_rows():
     _, ecs, _, _ = load("json_ecs", "kafka-ecslayout.log")
     warn = ecs.iloc[1]
     assert (warn["level"], warn["logger"]) == ("WARN", "kafka.server.ReplicaFetcherThread")
-    assert warn["message"].split("\n")[1] == "java.io.IOException: Connection to 2 was disconnected before the response was read"
+    assert (
+        warn["message"].split("\n")[1]
+        == "java.io.IOException: Connection to 2 was disconnected before the response was read"
+    )
     assert warn["message"].endswith("(ReplicaFetcherBlockingSend.scala:110)")
     _, q, _, _ = load("json_ecs", "quarkus-ecs.log")
-    assert q.loc[0, "ts"] == pd.Timestamp("2022-11-18 10:44:56.862", tz="UTC")    # +01:00 converted
+    assert q.loc[0, "ts"] == pd.Timestamp("2022-11-18 10:44:56.862", tz="UTC")  # +01:00 converted
     _, l2, _, _ = load("json_log4j2", "server.json.log")
-    assert l2.loc[0, "ts"] == pd.Timestamp("2024-05-22 00:32:03.023", tz="UTC")   # instant{epochSecond,nano}
-    assert l2.loc[1, "message"].startswith("[ReplicaFetcher replicaId=1, leaderId=2, fetcherId=0] Error in response"
-                                           " for fetch request\njava.io.IOException")
+    assert l2.loc[0, "ts"] == pd.Timestamp("2024-05-22 00:32:03.023", tz="UTC")  # instant{epochSecond,nano}
+    assert l2.loc[1, "message"].startswith(
+        "[ReplicaFetcher replicaId=1, leaderId=2, fetcherId=0] Error in response for fetch request\njava.io.IOException"
+    )
     _, ls, _, _ = load("json_logstash", "orders-service.log")
     assert ls.loc[0, "ts"] == pd.Timestamp("2024-05-22 07:14:03.412", tz="UTC")
     assert ls["logger"].tolist() == ["org.apache.kafka.clients.NetworkClient", "com.example.orders.OrderPublisher"]
@@ -162,36 +179,59 @@ def test_json_logs_rows():
 
 
 def test_json_bad_lines_go_to_unparsed_and_types_may_vary():
-    data = (b'{"@timestamp":"2024-05-22T00:32:03.023Z","level":"INFO","logger_name":"a.B","message":"one","n":1}\n'
-            b'Picked up JAVA_TOOL_OPTIONS: -Xmx1g\n'
-            b'{"@timestamp":"2024-05-22T00:32:04.023Z","level":"WARN","logger_name":"a.B","message":"two","n":"x"}\n'
-            b'{"@timestamp":"2024-05-22T00:32:05.023Z","level":"INFO","logger_name":"a.B","message":"cut\n')
+    data = (
+        b'{"@timestamp":"2024-05-22T00:32:03.023Z","level":"INFO","logger_name":"a.B","message":"one","n":1}\n'
+        b"Picked up JAVA_TOOL_OPTIONS: -Xmx1g\n"
+        b'{"@timestamp":"2024-05-22T00:32:04.023Z","level":"WARN","logger_name":"a.B","message":"two","n":"x"}\n'
+        b'{"@timestamp":"2024-05-22T00:32:05.023Z","level":"INFO","logger_name":"a.B","message":"cut\n'
+    )
     ev, un = jsonlog.parse_bytes(data)
     assert ev["message"].tolist() == ["one", "two"] and ev["line"].tolist() == [1, 3]
     assert un["line"].tolist() == [2, 4] and set(un["reason"]) == {"not a JSON record"}
 
 
 # --- patterns, definitions, inference ------------------------------------------------------------
-@pytest.mark.parametrize("pattern,line,expect", [
-    ("%d{yyyy-MM-dd HH:mm:ss.SSS} %-5level [%thread] %logger{36} - %msg%n",
-     "2024-05-22 00:32:03.023 WARN  [main] o.a.k.Foo - hi", ("WARN", "o.a.k.Foo", "hi", "2024-05-22 00:32:03.023")),
-    ("%d{ISO8601_OFFSET_DATE_TIME_HHCMM} %p %c - %m%n",
-     "2024-05-22T02:32:03,023+02:00 INFO kafka.Foo - hi", ("INFO", "kafka.Foo", "hi", "2024-05-22 00:32:03.023")),
-    ("%d{dd MMM yyyy HH:mm:ss,SSS} %-5p [%c] %m%n",
-     "22 May 2024 00:32:03,023 ERROR [kafka.Foo] hi", ("ERROR", "kafka.Foo", "hi", "2024-05-22 00:32:03.023")),
-    ("%highlight{%d{HH:mm:ss.SSS} %-5level %logger{36}}{STYLE=Logback} - %msg%n",
-     "00:32:03.023 DEBUG kafka.Foo - hi", ("DEBUG", "kafka.Foo", "hi", None)),
-    ("[%d] %p %X{connector.context}%m (%c:%L)%n",
-     "[2024-05-22 00:32:03,023] INFO [sink|task-0] hi (o.a.k.Foo:12)", ("INFO", "o.a.k.Foo", "[sink|task-0] hi",
-                                                                        "2024-05-22 00:32:03.023")),
-    ("%d{UNIX_MILLIS} %p %c %m%n", "1716337923023 INFO kafka.Foo hi", ("INFO", "kafka.Foo", "hi", "2024-05-22 00:32:03.023")),
-])
+@pytest.mark.parametrize(
+    "pattern,line,expect",
+    [
+        (
+            "%d{yyyy-MM-dd HH:mm:ss.SSS} %-5level [%thread] %logger{36} - %msg%n",
+            "2024-05-22 00:32:03.023 WARN  [main] o.a.k.Foo - hi",
+            ("WARN", "o.a.k.Foo", "hi", "2024-05-22 00:32:03.023"),
+        ),
+        (
+            "%d{ISO8601_OFFSET_DATE_TIME_HHCMM} %p %c - %m%n",
+            "2024-05-22T02:32:03,023+02:00 INFO kafka.Foo - hi",
+            ("INFO", "kafka.Foo", "hi", "2024-05-22 00:32:03.023"),
+        ),
+        (
+            "%d{dd MMM yyyy HH:mm:ss,SSS} %-5p [%c] %m%n",
+            "22 May 2024 00:32:03,023 ERROR [kafka.Foo] hi",
+            ("ERROR", "kafka.Foo", "hi", "2024-05-22 00:32:03.023"),
+        ),
+        (
+            "%highlight{%d{HH:mm:ss.SSS} %-5level %logger{36}}{STYLE=Logback} - %msg%n",
+            "00:32:03.023 DEBUG kafka.Foo - hi",
+            ("DEBUG", "kafka.Foo", "hi", None),
+        ),
+        (
+            "[%d] %p %X{connector.context}%m (%c:%L)%n",
+            "[2024-05-22 00:32:03,023] INFO [sink|task-0] hi (o.a.k.Foo:12)",
+            ("INFO", "o.a.k.Foo", "[sink|task-0] hi", "2024-05-22 00:32:03.023"),
+        ),
+        (
+            "%d{UNIX_MILLIS} %p %c %m%n",
+            "1716337923023 INFO kafka.Foo hi",
+            ("INFO", "kafka.Foo", "hi", "2024-05-22 00:32:03.023"),
+        ),
+    ],
+)
 def test_compiled_patterns(pattern, line, expect):
     ev, un = parse_bytes((line + "\n").encode(), pattern)
     assert len(un) == 0
     r = ev.iloc[0]
     assert (r["level"], r["logger"], r["message"]) == expect[:3]
-    assert (pd.isna(r["ts"]) if expect[3] is None else r["ts"] == pd.Timestamp(expect[3], tz="UTC"))
+    assert pd.isna(r["ts"]) if expect[3] is None else r["ts"] == pd.Timestamp(expect[3], tz="UTC")
 
 
 def test_pattern_errors_say_why():
@@ -230,13 +270,18 @@ LOGBACK = """<configuration><property name="P" value="%d{HH:mm:ss.SSS} [%thread]
 
 
 def test_patterns_in_definitions():
-    assert patterns_in_definition(LOG4J1, "log4j.properties") == ["[%d] %p %m (%c)%n",
-                                                                  "%d{yyyy-MM-dd HH:mm:ss} %-5p %c{1}:%L - %m%n"]
+    assert patterns_in_definition(LOG4J1, "log4j.properties") == [
+        "[%d] %p %m (%c)%n",
+        "%d{yyyy-MM-dd HH:mm:ss} %-5p %c{1}:%L - %m%n",
+    ]
     assert patterns_in_definition(LOG4J2_XML, "log4j2.xml") == ["%d{ISO8601} | %-5level | %t | %c | %m%n"]
     assert patterns_in_definition(LOG4J2_YAML, "log4j2.yaml") == ["[%d] %p %m (%c)%n"]
     assert patterns_in_definition(LOG4J2_PROPS, "log4j2.properties") == [
-        "%d{yyyy-MM-dd HH:mm:ss} %-5p [%t] %c{1}:%L - %m%n"]
-    assert patterns_in_definition(LOGBACK, "logback.xml") == ["%d{HH:mm:ss.SSS} [%thread] %-5level %logger{36} - %msg%n"]
+        "%d{yyyy-MM-dd HH:mm:ss} %-5p [%t] %c{1}:%L - %m%n"
+    ]
+    assert patterns_in_definition(LOGBACK, "logback.xml") == [
+        "%d{HH:mm:ss.SSS} [%thread] %-5level %logger{36} - %msg%n"
+    ]
 
 
 def test_bundle_definition_then_manifest_then_fast_path(tmp_path):
@@ -248,14 +293,19 @@ def test_bundle_definition_then_manifest_then_fast_path(tmp_path):
     # a layout inference does not know: only the definition in the bundle explains it
     (b / "app" / "app.log").write_text(
         "2024-05-22 00:32:03,023 | WARN  | main | kafka.Foo | hi\n"
-        "2024-05-22 00:32:04,023 | ERROR | main | kafka.Bar | boom\njava.lang.IllegalStateException: x\n")
+        "2024-05-22 00:32:04,023 | ERROR | main | kafka.Bar | boom\njava.lang.IllegalStateException: x\n"
+    )
     (b / "broker-1" / "server.log").write_text("[2024-05-22 00:32:03,023] INFO Hello (kafka.Foo)\n")
     (b / "connect" / "connect.log").write_text("00:32:03.023 <main> WARN kafka.Foo: hi\n")
-    (b / "bundle.yaml").write_text('layouts:\n  "connect/*.log": "%d{HH:mm:ss.SSS} <%t> %p %c: %m%n"\n'
-                                   '  "broker-1/*.log": "[%d] %p %m (%c)%n"\n')
+    (b / "bundle.yaml").write_text(
+        'layouts:\n  "connect/*.log": "%d{HH:mm:ss.SSS} <%t> %p %c: %m%n"\n  "broker-1/*.log": "[%d] %p %m (%c)%n"\n'
+    )
     got = {s.rel: formats.detect(head(s), s).name for s in discover(b) if s.rel.endswith(".log")}
-    assert got == {"app/app.log": "log-layout", "connect/connect.log": "log-layout-manifest",
-                   "broker-1/server.log": "log4j"}
+    assert got == {
+        "app/app.log": "log-layout",
+        "connect/connect.log": "log-layout-manifest",
+        "broker-1/server.log": "log4j",
+    }
     bundle = kitlib.load_bundle(b)
     ev = bundle.events
     app = ev[ev["file"] == "app/app.log"]
@@ -278,38 +328,47 @@ def test_manifest_json(tmp_path):
 
 
 def test_inference_picks_fields():
-    lay, wrapped = layouts.best_layout(layouts.inferred_layouts(),
-                                       b"10:15:30.123 [main] INFO  o.a.k.clients.consumer.KafkaConsumer - hi\n")
+    lay, wrapped = layouts.best_layout(
+        layouts.inferred_layouts(), b"10:15:30.123 [main] INFO  o.a.k.clients.consumer.KafkaConsumer - hi\n"
+    )
     assert lay.pattern == "%d{ANY_TIME} [%t] %-5p %c - %m%n" and not wrapped
-    lay, wrapped = layouts.best_layout(layouts.inferred_layouts(),
-                                       b"kafka-1  | 2024-05-22 00:32:03,023 INFO hi (kafka.Foo) [main]\n")
+    lay, wrapped = layouts.best_layout(
+        layouts.inferred_layouts(), b"kafka-1  | 2024-05-22 00:32:03,023 INFO hi (kafka.Foo) [main]\n"
+    )
     assert lay.pattern == "%d{ANY_ISO} %p %m (%c) [%t]%n" and wrapped
     assert layouts.best_layout(layouts.inferred_layouts(), b"just some notes\nno log here\n")[0] is None
 
 
 # --- detection: Kafka's default layout keeps the fast path ------------------------------------------
-@pytest.mark.parametrize("data", [
-    b"[2024-05-22 00:32:03,023] INFO Hello (kafka.Foo)\n",
-    b"kafka-1  | [2024-05-22 00:32:03,023] INFO Hello (kafka.Foo)\n",
-    b"2024-05-22T00:32:03.023456789Z [2024-05-22 00:32:03,023] INFO Hello (kafka.Foo)\n",
-    b"2024-05-22T00:32:03.023456789Z stdout F [2024-05-22 00:32:03,023] INFO Hello (kafka.Foo)\n",
-    b"[2024-05-22 00:32:03,023] INFO [sink|task-0] Hello (org.apache.kafka.connect.runtime.WorkerSinkTask:123)\n",
-])
+@pytest.mark.parametrize(
+    "data",
+    [
+        b"[2024-05-22 00:32:03,023] INFO Hello (kafka.Foo)\n",
+        b"kafka-1  | [2024-05-22 00:32:03,023] INFO Hello (kafka.Foo)\n",
+        b"2024-05-22T00:32:03.023456789Z [2024-05-22 00:32:03,023] INFO Hello (kafka.Foo)\n",
+        b"2024-05-22T00:32:03.023456789Z stdout F [2024-05-22 00:32:03,023] INFO Hello (kafka.Foo)\n",
+        b"[2024-05-22 00:32:03,023] INFO [sink|task-0] Hello (org.apache.kafka.connect.runtime.WorkerSinkTask:123)\n",
+    ],
+)
 def test_kafka_default_layout_takes_the_fast_path(data):
     assert formats.detect(data).name == "log4j"
 
 
 def test_other_layouts_are_detected_as_log_layout_not_unknown():
     assert formats.detect(b"2024-05-22 00:32:03,023 INFO hi (kafka.Foo) [main]\n").name == "log-layout"
-    assert formats.detect(b"INFO [ReplicaFetcher replicaId=1, leaderId=2, fetcherId=0] x (kafka.server.R)\n").name == "log-layout"
+    assert (
+        formats.detect(b"INFO [ReplicaFetcher replicaId=1, leaderId=2, fetcherId=0] x (kafka.server.R)\n").name
+        == "log-layout"
+    )
     assert formats.detect(b'{"@timestamp":"2024-05-22T00:32:03Z","message":"m","level":"INFO"}\n').name == "jsonlog"
     assert formats.detect(b"Just some notes\nabout the incident\n") is None
 
 
 # --- blocks, bad bytes ---------------------------------------------------------------------------
 def test_records_cross_block_boundaries_whole():
-    rec = (b"2024-05-22 00:32:03,023 ERROR [main] kafka.Foo - boom\njava.lang.IllegalStateException: x\n"
-           + b"".join(b"\tat a.B.c%d(B.java:1)\n" % i for i in range(40)))
+    rec = b"2024-05-22 00:32:03,023 ERROR [main] kafka.Foo - boom\njava.lang.IllegalStateException: x\n" + b"".join(
+        b"\tat a.B.c%d(B.java:1)\n" % i for i in range(40)
+    )
     data = rec * 50
     one, _ = parse_bytes(data, threads=1)
     small, un = parse_bytes(data, threads=2, block_size=997)
@@ -319,15 +378,17 @@ def test_records_cross_block_boundaries_whole():
 
 
 def test_bad_bytes_cost_only_their_line():
-    data = (b"2024-05-22 00:32:03,023 INFO  [main] kafka.Foo - ok\n"
-            b"2024-05-22 00:32:04,023 INFO  [main] kafka.Foo - bad \xff\xfe\n"
-            b"2024-05-22 00:32:05,023 INFO  [main] kafka.Foo - ok again\n")
+    data = (
+        b"2024-05-22 00:32:03,023 INFO  [main] kafka.Foo - ok\n"
+        b"2024-05-22 00:32:04,023 INFO  [main] kafka.Foo - bad \xff\xfe\n"
+        b"2024-05-22 00:32:05,023 INFO  [main] kafka.Foo - ok again\n"
+    )
     ev, un = parse_bytes(data, "%d %-5p [%t] %c - %m%n")
     assert ev["message"].tolist() == ["ok", "ok again"]
     assert un["line"].tolist() == [2] and un["reason"].tolist() == ["invalid UTF-8"]
 
 
 def test_secrets_redacted_in_other_layouts():
-    data = b"2024-05-22 00:32:03,023 INFO  [main] o.a.k.Foo - sasl.jaas.config = org.apache.kafka.common.security.plain.PlainLoginModule required username=\"u\" password=\"hunter2\";\n"
+    data = b'2024-05-22 00:32:03,023 INFO  [main] o.a.k.Foo - sasl.jaas.config = org.apache.kafka.common.security.plain.PlainLoginModule required username="u" password="hunter2";\n'
     ev, _ = parse_bytes(data)
     assert "hunter2" not in ev.loc[0, "message"]

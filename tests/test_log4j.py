@@ -1,4 +1,5 @@
 """The log4j record parser on realistic Kafka lines (shapes from Kafka 2.x-4.x and the seeds)."""
+
 import gzip
 
 import pandas as pd
@@ -84,9 +85,11 @@ def test_cleaner_statistics_block_is_one_record_with_logger_on_last_line():
 
 def test_connect_layout_context_and_line_suffix():
     ev, _ = parse_bytes(CONNECT)
-    assert ev["logger"].tolist() == ["org.apache.kafka.clients.producer.ProducerConfig",
-                                     "org.apache.kafka.connect.runtime.WorkerSourceTask",
-                                     "org.apache.kafka.connect.runtime.WorkerSourceTask"]
+    assert ev["logger"].tolist() == [
+        "org.apache.kafka.clients.producer.ProducerConfig",
+        "org.apache.kafka.connect.runtime.WorkerSourceTask",
+        "org.apache.kafka.connect.runtime.WorkerSourceTask",
+    ]
     assert ev.loc[2, "message"].startswith("[orders-source|task-0|offsets] WorkerSourceTask{id=orders-source-0}")
     assert "\tbatch.size = 16384" in ev.loc[0, "message"]
 
@@ -108,10 +111,12 @@ def test_crlf_line_endings():
 
 
 def test_invalid_utf8_and_nul_lines_go_to_unparsed_with_reason():
-    data = (b"[2024-01-01 00:00:00,000] INFO ok one (a.B)\n"
-            b"[2024-01-01 00:00:01,000] INFO bad \xff\xfe bytes (a.B)\n"
-            b"\x00\x00\x00binary\n"
-            b"[2024-01-01 00:00:02,000] INFO ok two (a.B)\n")
+    data = (
+        b"[2024-01-01 00:00:00,000] INFO ok one (a.B)\n"
+        b"[2024-01-01 00:00:01,000] INFO bad \xff\xfe bytes (a.B)\n"
+        b"\x00\x00\x00binary\n"
+        b"[2024-01-01 00:00:02,000] INFO ok two (a.B)\n"
+    )
     ev, un = parse_bytes(data)
     assert ev["message"].tolist() == ["ok one", "ok two"]
     assert un["line"].tolist() == [2, 3]
@@ -131,10 +136,12 @@ def test_huge_line_and_timezone():
 
 
 def test_secrets_in_messages_are_redacted():
-    data = (b"[2026-11-23 14:01:55,040] INFO [pg|task-0] ConnectorConfig values: \n"
-            b"\tconnection.password = hunter2\n\tconnection.url = jdbc:postgresql://app:s3cr3t@db/x\n"
-            b"\tdatabase.user = app\n (org.apache.kafka.connect.runtime.ConnectorConfig:371)\n"
-            b"[2026-11-23 14:01:56,000] ERROR login failed with sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule required username=\"u\" password=\"pw123\"; (a.B)\n")
+    data = (
+        b"[2026-11-23 14:01:55,040] INFO [pg|task-0] ConnectorConfig values: \n"
+        b"\tconnection.password = hunter2\n\tconnection.url = jdbc:postgresql://app:s3cr3t@db/x\n"
+        b"\tdatabase.user = app\n (org.apache.kafka.connect.runtime.ConnectorConfig:371)\n"
+        b'[2026-11-23 14:01:56,000] ERROR login failed with sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule required username="u" password="pw123"; (a.B)\n'
+    )
     ev, _ = parse_bytes(data)
     text = "\n".join(ev["message"])
     for secret in ("hunter2", "s3cr3t", "pw123"):
@@ -149,6 +156,7 @@ def test_block_boundaries_do_not_change_the_result(block_size, tmp_path):
     from kitlib.formats import Context
     from kitlib.formats.log4j import parse, to_pandas
     from kitlib.sources import SourceFile
+
     data = (SERVER + CLEANER + CONNECT) * 7
     p = tmp_path / "server.log"
     p.write_bytes(data)
@@ -178,6 +186,7 @@ def test_random_damage_never_loses_a_line(seed, tmp_path):
     from kitlib.formats import Context
     from kitlib.formats.log4j import parse
     from kitlib.sources import SourceFile
+
     rnd = random.Random(seed)
     lines = (SERVER + CLEANER + CONNECT).split(b"\n")
     out = []
@@ -185,11 +194,11 @@ def test_random_damage_never_loses_a_line(seed, tmp_path):
         ln = rnd.choice(lines)
         r = rnd.random()
         if r < 0.05:
-            ln = ln[: rnd.randrange(len(ln) + 1)]                    # cut short
+            ln = ln[: rnd.randrange(len(ln) + 1)]  # cut short
         elif r < 0.08:
             ln = bytes(rnd.randrange(256) for _ in range(rnd.randrange(1, 60)))  # junk
         elif r < 0.10:
-            ln = b"[" + ln                                          # looks like a header, is not
+            ln = b"[" + ln  # looks like a header, is not
         out.append(ln)
     data = b"\n".join(out) + (b"\n" if seed % 2 else b"")
     p = tmp_path / "server.log"
@@ -209,14 +218,19 @@ def test_random_damage_never_loses_a_line(seed, tmp_path):
 
 
 def test_docker_compose_prefixes_are_stripped():
-    data = (b"kafka-1  | [2024-10-18 16:15:57,159] INFO Starting the log cleaner (kafka.log.LogCleaner)\n"
-            b"kafka-1  | [2024-10-18 16:15:58,000] ERROR boom (kafka.server.KafkaApis)\n"
-            b"kafka-1  | java.lang.IllegalStateException: x\n"
-            b"kafka-1  | \tat kafka.server.KafkaApis.handle(KafkaApis.scala:1)\n"
-            b"2025-04-06T22:35:14.123456789Z [2025-04-06 22:35:14,120] WARN late (a.B)\n")
+    data = (
+        b"kafka-1  | [2024-10-18 16:15:57,159] INFO Starting the log cleaner (kafka.log.LogCleaner)\n"
+        b"kafka-1  | [2024-10-18 16:15:58,000] ERROR boom (kafka.server.KafkaApis)\n"
+        b"kafka-1  | java.lang.IllegalStateException: x\n"
+        b"kafka-1  | \tat kafka.server.KafkaApis.handle(KafkaApis.scala:1)\n"
+        b"2025-04-06T22:35:14.123456789Z [2025-04-06 22:35:14,120] WARN late (a.B)\n"
+    )
     assert detect(data).name == "log4j"
     ev, un = parse_bytes(data)
     assert len(un) == 0
     assert ev["logger"].tolist() == ["kafka.log.LogCleaner", "kafka.server.KafkaApis", "a.B"]
-    assert ev.loc[1, "message"] == "boom\njava.lang.IllegalStateException: x\n\tat kafka.server.KafkaApis.handle(KafkaApis.scala:1)"
+    assert (
+        ev.loc[1, "message"]
+        == "boom\njava.lang.IllegalStateException: x\n\tat kafka.server.KafkaApis.handle(KafkaApis.scala:1)"
+    )
     assert ev["line"].tolist() == [1, 2, 5]

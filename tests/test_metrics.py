@@ -1,4 +1,5 @@
 """JMX dumps into the metrics table: JmxTool CSV shapes, malformed rows, counters to rates."""
+
 import pandas as pd
 
 import kitlib
@@ -7,11 +8,15 @@ from kitlib.metrics import prometheus_name, rate, select, split_mbean
 
 B = "kafka.server:type=BrokerTopicMetrics,name=FetchMessageConversionsPerSec"
 R = "kafka.network:type=RequestMetrics,name=MessageConversionsTimeMs,request=Fetch"
-HEADER = (f'"time","{R}:99thPercentile","{R}:Count","{R}:Mean","{B}:Count","{B}:EventType","{B}:MeanRate",'
-          f'"{B}:OneMinuteRate","{B}:RateUnit"\n')
-ROWS = ("1795391000000,0.0,0,0.0,0,messages,0.0,0.0,SECONDS\n"
-        "1795391001000,12.5,4,3.1,29079,messages,14000.2,5815.8,SECONDS\n"
-        "1795391002000,15.1,9,3.4,61128,messages,19874.0,11650.1,SECONDS\n")
+HEADER = (
+    f'"time","{R}:99thPercentile","{R}:Count","{R}:Mean","{B}:Count","{B}:EventType","{B}:MeanRate",'
+    f'"{B}:OneMinuteRate","{B}:RateUnit"\n'
+)
+ROWS = (
+    "1795391000000,0.0,0,0.0,0,messages,0.0,0.0,SECONDS\n"
+    "1795391001000,12.5,4,3.1,29079,messages,14000.2,5815.8,SECONDS\n"
+    "1795391002000,15.1,9,3.4,61128,messages,19874.0,11650.1,SECONDS\n"
+)
 
 
 def load(tmp_path, text, name="jmx.csv", host="broker-1"):
@@ -37,8 +42,11 @@ def test_jmxtool_csv_long_form_with_keys_and_text(tmp_path):
 
 
 def test_date_format_time_and_timezone(tmp_path):
-    rows = ROWS.replace("1795391000000", "2026-11-23 00:00:00").replace("1795391001000", "2026-11-23 00:00:01") \
-               .replace("1795391002000", "2026-11-23 00:00:02")
+    rows = (
+        ROWS.replace("1795391000000", "2026-11-23 00:00:00")
+        .replace("1795391001000", "2026-11-23 00:00:01")
+        .replace("1795391002000", "2026-11-23 00:00:02")
+    )
     (tmp_path / "b").mkdir()
     (tmp_path / "b" / "bundle.yaml").write_text("tz: Europe/Berlin\n")
     b = load(tmp_path, HEADER + rows)
@@ -56,8 +64,15 @@ def test_malformed_rows_are_kept_and_named(tmp_path):
 
 
 def test_rate_handles_counter_reset():
-    m = pd.DataFrame({"ts": pd.to_datetime([0, 10, 20, 30, 40], unit="s", utc=True), "host": "b1", "mbean": B,
-                      "attribute": "Count", "value": [100, 200, 400, 30, 90]})
+    m = pd.DataFrame(
+        {
+            "ts": pd.to_datetime([0, 10, 20, 30, 40], unit="s", utc=True),
+            "host": "b1",
+            "mbean": B,
+            "attribute": "Count",
+            "value": [100, 200, 400, 30, 90],
+        }
+    )
     r = rate(m)
     assert r["rate"].tolist() == [10.0, 20.0, 3.0, 6.0]
     assert (r["rate"] >= 0).all()
@@ -66,13 +81,17 @@ def test_rate_handles_counter_reset():
 def test_mbean_names_and_prometheus_mapping_round_trip():
     k = split_mbean('kafka.log:type=LogCleanerManager,name=uncleanable-partitions-count,logDirectory="/var/lib/kafka"')
     assert k["type"] == "LogCleanerManager" and k["props"] == "logDirectory=/var/lib/kafka"
-    assert split_mbean("kafka.producer:type=producer-metrics,client-id=orders-producer")["client_id"] == "orders-producer"
+    assert (
+        split_mbean("kafka.producer:type=producer-metrics,client-id=orders-producer")["client_id"] == "orders-producer"
+    )
     from kitlib.metrics import mbean_from_prometheus
+
     name = prometheus_name(B, "Count")
     assert name == "kafka_server_brokertopicmetrics_fetchmessageconversionspersec_count"
     assert mbean_from_prometheus(name, {}) == (B, "Count")
-    bean, attr = mbean_from_prometheus("kafka_network_requestmetrics_messageconversionstimems",
-                                       {"request": "Fetch", "quantile": "0.99"})
+    bean, attr = mbean_from_prometheus(
+        "kafka_network_requestmetrics_messageconversionstimems", {"request": "Fetch", "quantile": "0.99"}
+    )
     assert bean == R and attr == "99thPercentile"
 
 

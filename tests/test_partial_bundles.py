@@ -1,5 +1,6 @@
 """Real bundles are partial: every investigation's notebook runs to the end on its example bundle
 with each table it reads removed in turn, and the triage notebook on one that lacks most tables."""
+
 import os
 import shutil
 from concurrent.futures import ThreadPoolExecutor
@@ -42,10 +43,18 @@ def without(store: Path, table: str, dest: Path) -> Path:
 
 def run(notebook: str, bundle: Path, out: Path) -> str:
     import papermill as pm
+
     try:
-        pm.execute_notebook(str(NOTEBOOKS / notebook), str(out), parameters={"BUNDLE": str(bundle)},
-                            cwd=str(NOTEBOOKS), kernel_name="python3", progress_bar=False, log_output=False,
-                            extra_arguments=["--IPKernelApp.log_level=ERROR"])
+        pm.execute_notebook(
+            str(NOTEBOOKS / notebook),
+            str(out),
+            parameters={"BUNDLE": str(bundle)},
+            cwd=str(NOTEBOOKS),
+            kernel_name="python3",
+            progress_bar=False,
+            log_output=False,
+            extra_arguments=["--IPKernelApp.log_level=ERROR"],
+        )
         return ""
     except Exception as e:  # noqa: BLE001 - collected and reported together below
         return f"{notebook} on {bundle.name}: {type(e).__name__}: {getattr(e, 'evalue', e)}"
@@ -79,6 +88,7 @@ def _run_cells(notebook: Path, params: dict) -> None:
     import ast
 
     import nbformat
+
     nb = nbformat.read(str(notebook), as_version=4)
     ns: dict = {"__name__": "__main__"}
     cwd = os.getcwd()

@@ -1,6 +1,7 @@
 """The redaction rules: every spelling of a secret the README promises to keep out, planted in
 random surrounding text, never survives; text without secrets comes out unchanged; whole Arrow
 columns and pandas tables give the same result as the text function."""
+
 from __future__ import annotations
 
 import string
@@ -17,27 +18,63 @@ from kitlib.redact import PREFILTER, REDACTED, RULES, redact_array, redact_text
 # (template, secret): {s} is where the secret goes; each is a spelling seen in real configs,
 # logs, captures and HTTP traces
 SPELLINGS = [
-    ("password={s}", None), ("password: {s}", None), ("password = {s}", None), ("passwd={s}", None),
-    ("pwd={s}", None), ("secret={s}", None), ("client_secret={s}", None), ("token={s}", None),
-    ("api.key={s}", None), ("apikey={s}", None), ("api_key: {s}", None), ("credentials={s}", None),
-    ("access.key={s}", None), ("aws.secret.access.key={s}", None), ("basic.auth.user.info=user:{s}", None),
-    ("ldap.bind.pw={s}", None), ("ssl.keystore.password={s}", None), ("ssl.key.password = {s}", None),
-    ("ssl.truststore.password: {s}", None), ("database.password = {s}", None),
-    ('"password": "{s}"', None), ('{{"password":"{s}","user":"bob"}}', None), ("'password': '{s}'", None),
-    ('password=\\"{s}\\"', None), ('"client_secret": "{s}"', None),
-    ('sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule required username="a" password="{s}";',
-     None),
-    ('sasl.jaas.config = org.apache.kafka.common.security.scram.ScramLoginModule required username="a" '
-     'password="{s}";', None),
-    ('{{"sasl.jaas.config": "org.apache.kafka.common.security.plain.PlainLoginModule required username=\\"a\\" '
-     'password=\\"{s}\\";"}}', None),
-    ('user_alice="{s}"', None), ("Authorization: Bearer {s}", None), ("authorization: Basic {s}", None),
-    ("X-Api-Key: {s}", None), ("x-api-key={s}", None), ("Bearer {s}", None),
-    ("https://app:{s}@db.example:5432/x", None), ("jdbc:mysql://app:{s}@db:3306/x", None),
-    ("-Djavax.net.ssl.keyStorePassword={s}", None), ("KAFKA_OPTS=-Dpassword={s}", None),
-    ("kafka_server_x{{password=\"{s}\",topic=\"t\"}} 1", None),
-    ("sasl.oauthbearer.client.credentials.client.secret={s}", None), ("ssl.keystore.key={s}", None),
-    ("{s}", "AKIA"), ("{s}", "ASIA"), ("{s}", "ghp_"), ("{s}", "xoxb-"), ("{s}", "AIza"),
+    ("password={s}", None),
+    ("password: {s}", None),
+    ("password = {s}", None),
+    ("passwd={s}", None),
+    ("pwd={s}", None),
+    ("secret={s}", None),
+    ("client_secret={s}", None),
+    ("token={s}", None),
+    ("api.key={s}", None),
+    ("apikey={s}", None),
+    ("api_key: {s}", None),
+    ("credentials={s}", None),
+    ("access.key={s}", None),
+    ("aws.secret.access.key={s}", None),
+    ("basic.auth.user.info=user:{s}", None),
+    ("ldap.bind.pw={s}", None),
+    ("ssl.keystore.password={s}", None),
+    ("ssl.key.password = {s}", None),
+    ("ssl.truststore.password: {s}", None),
+    ("database.password = {s}", None),
+    ('"password": "{s}"', None),
+    ('{{"password":"{s}","user":"bob"}}', None),
+    ("'password': '{s}'", None),
+    ('password=\\"{s}\\"', None),
+    ('"client_secret": "{s}"', None),
+    (
+        'sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule required username="a" password="{s}";',
+        None,
+    ),
+    (
+        'sasl.jaas.config = org.apache.kafka.common.security.scram.ScramLoginModule required username="a" '
+        'password="{s}";',
+        None,
+    ),
+    (
+        '{{"sasl.jaas.config": "org.apache.kafka.common.security.plain.PlainLoginModule required username=\\"a\\" '
+        'password=\\"{s}\\";"}}',
+        None,
+    ),
+    ('user_alice="{s}"', None),
+    ("Authorization: Bearer {s}", None),
+    ("authorization: Basic {s}", None),
+    ("X-Api-Key: {s}", None),
+    ("x-api-key={s}", None),
+    ("Bearer {s}", None),
+    ("https://app:{s}@db.example:5432/x", None),
+    ("jdbc:mysql://app:{s}@db:3306/x", None),
+    ("-Djavax.net.ssl.keyStorePassword={s}", None),
+    ("KAFKA_OPTS=-Dpassword={s}", None),
+    ('kafka_server_x{{password="{s}",topic="t"}} 1', None),
+    ("sasl.oauthbearer.client.credentials.client.secret={s}", None),
+    ("ssl.keystore.key={s}", None),
+    ("{s}", "AKIA"),
+    ("{s}", "ASIA"),
+    ("{s}", "ghp_"),
+    ("{s}", "xoxb-"),
+    ("{s}", "AIza"),
 ]
 _ALPHA = string.ascii_letters + string.digits
 
@@ -56,9 +93,40 @@ def _secret(prefix: str | None, draw) -> str:
 
 
 # surrounding text: log-like words and punctuation, never a secret's key word
-_WORDS = ["INFO", "broker", "Completed", "fetch", "partition", "orders-3", "offset", "=", ":", "[", "]", "(", ")",
-          "{", "}", ",", "leader", "epoch", "42", "kafka.server.ReplicaManager", "ms", "-", "\t", "a.b.c", "\"x\"",
-          "user=bob", "host=10.0.0.1", "topic=t", "batch.size = 16384", "Asia/Tokyo", "OAUTHBEARER", "bearer 42"]
+_WORDS = [
+    "INFO",
+    "broker",
+    "Completed",
+    "fetch",
+    "partition",
+    "orders-3",
+    "offset",
+    "=",
+    ":",
+    "[",
+    "]",
+    "(",
+    ")",
+    "{",
+    "}",
+    ",",
+    "leader",
+    "epoch",
+    "42",
+    "kafka.server.ReplicaManager",
+    "ms",
+    "-",
+    "\t",
+    "a.b.c",
+    '"x"',
+    "user=bob",
+    "host=10.0.0.1",
+    "topic=t",
+    "batch.size = 16384",
+    "Asia/Tokyo",
+    "OAUTHBEARER",
+    "bearer 42",
+]
 _noise = st.lists(st.sampled_from(_WORDS), max_size=12).map(" ".join)
 
 
@@ -106,6 +174,7 @@ def test_a_column_is_redacted_like_each_text(rows):
 
 def test_every_rule_catches_its_own_example_and_the_prefilter_sees_it():
     import pyarrow.compute as pc
+
     for rule in RULES:
         example = rule.example.replace(" (on a line of its own)", "")
         out = redact_text("x\n" + example + "\ny")
@@ -114,19 +183,31 @@ def test_every_rule_catches_its_own_example_and_the_prefilter_sees_it():
 
 
 def test_pem_body_lines_in_a_column_of_lines_are_masked():
-    lines = ["start", "-----BEGIN PRIVATE KEY-----", "MIIEvQIBADANBgkqhkiG9w0BAQEFAASC", "abc", "xyz==",
-             "-----END PRIVATE KEY-----", "after the key"]
+    lines = [
+        "start",
+        "-----BEGIN PRIVATE KEY-----",
+        "MIIEvQIBADANBgkqhkiG9w0BAQEFAASC",
+        "abc",
+        "xyz==",
+        "-----END PRIVATE KEY-----",
+        "after the key",
+    ]
     out = redact_array(pa.array(lines), lines=True).to_pylist()
     assert out[0] == "start" and out[-1] == "after the key" and out[-2] == lines[-2]
     assert out[2:5] == [REDACTED] * 3
 
 
 def test_kafka_values_that_look_like_secret_names_are_kept():
-    keep = ['{"requestHeader":{"requestApiKey":18,"requestApiKeyName":"API_VERSIONS"}}',
-            "delegation.token.expiry.time.ms = 86400000", "ssl.keystore.location = /etc/kafka/ks.jks",
-            "ssl.keystore.password = [hidden]", "password.encoder.cipher.algorithm = AES/CBC/PKCS5Padding",
-            "sasl.oauthbearer.token.endpoint.url = https://idp.example/token", "Asia/Tokyo",
-            "ssl.truststore.password = ${file:/etc/kafka/secrets.properties:truststore}"]
+    keep = [
+        '{"requestHeader":{"requestApiKey":18,"requestApiKeyName":"API_VERSIONS"}}',
+        "delegation.token.expiry.time.ms = 86400000",
+        "ssl.keystore.location = /etc/kafka/ks.jks",
+        "ssl.keystore.password = [hidden]",
+        "password.encoder.cipher.algorithm = AES/CBC/PKCS5Padding",
+        "sasl.oauthbearer.token.endpoint.url = https://idp.example/token",
+        "Asia/Tokyo",
+        "ssl.truststore.password = ${file:/etc/kafka/secrets.properties:truststore}",
+    ]
     for t in keep:
         assert redact_text(t) == t
 
@@ -134,16 +215,24 @@ def test_kafka_values_that_look_like_secret_names_are_kept():
 def test_name_value_tables_mask_the_value_of_a_secret_name():
     import kitlib.metrics
     from kitlib import tables
-    m = kitlib.metrics.with_keys(pd.DataFrame({
-        "mbean": ["java.lang:type=Runtime"] * 2, "attribute": ["SystemProperties.javax.net.ssl.keyStorePassword",
-                                                              "SystemProperties.user.name"],
-        "value": [float("nan")] * 2, "text": ["s3cret-in-jvm", "kafka"]}))
+
+    m = kitlib.metrics.with_keys(
+        pd.DataFrame(
+            {
+                "mbean": ["java.lang:type=Runtime"] * 2,
+                "attribute": ["SystemProperties.javax.net.ssl.keyStorePassword", "SystemProperties.user.name"],
+                "value": [float("nan")] * 2,
+                "text": ["s3cret-in-jvm", "kafka"],
+            }
+        )
+    )
     out = tables.conform("metrics", m)
     assert out.text.tolist() == [REDACTED, "kafka"]
 
 
 def test_the_rule_table_in_the_docs_is_current():
     from pathlib import Path
+
     doc = Path(__file__).resolve().parent.parent / "docs" / "redaction.md"
     assert doc.read_text() == redact.markdown(), "run: python -m kitlib.redact > docs/redaction.md"
 
@@ -151,8 +240,11 @@ def test_the_rule_table_in_the_docs_is_current():
 @pytest.mark.parametrize("n", [200_000])
 def test_a_big_column_goes_through_the_prefilter_quickly(n):
     import time
-    col = pa.array([f"[2026-01-01 00:00:00,000] INFO Completed fetch of partition orders-{i % 64} offset {i}"
-                    for i in range(n)], pa.large_string())
+
+    col = pa.array(
+        [f"[2026-01-01 00:00:00,000] INFO Completed fetch of partition orders-{i % 64} offset {i}" for i in range(n)],
+        pa.large_string(),
+    )
     t = time.perf_counter()
     out = redact_array(col)
     assert out is col  # nothing to change: the column is returned as it is

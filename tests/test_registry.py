@@ -1,6 +1,7 @@
 """The one registry: every investigation declared once and listed, every finding id owned by one
 investigation, detectors checked against their investigation's ids and skipped when their tables
 are empty, third-party investigations through entry points, one time-zone rule everywhere."""
+
 import json
 import subprocess
 import sys
@@ -46,8 +47,9 @@ def test_every_notebook_belongs_to_an_investigation_or_is_the_triage_page():
 
 def test_a_detector_with_an_undeclared_id_is_refused(monkeypatch):
     registry.load()
-    d = Detector("detect_stray", lambda b: [], ("cleaner-made-up",), "nothing", (),
-                 "kitlib.investigations.compaction.analysis")
+    d = Detector(
+        "detect_stray", lambda b: [], ("cleaner-made-up",), "nothing", (), "kitlib.investigations.compaction.analysis"
+    )
     monkeypatch.setitem(registry.DETECTORS, d.name, d)
     with pytest.raises(registry.RegistryError, match="cleaner-made-up.*compaction"):
         registry.check()
@@ -55,14 +57,18 @@ def test_a_detector_with_an_undeclared_id_is_refused(monkeypatch):
 
 def test_a_detector_outside_every_investigation_is_refused(monkeypatch):
     registry.load()
-    monkeypatch.setitem(registry.DETECTORS, "detect_orphan",
-                        Detector("detect_orphan", lambda b: [], (), "nothing", (), "somewhere.else"))
+    monkeypatch.setitem(
+        registry.DETECTORS,
+        "detect_orphan",
+        Detector("detect_orphan", lambda b: [], (), "nothing", (), "somewhere.else"),
+    )
     with pytest.raises(registry.RegistryError, match="not inside any investigation"):
         registry.check()
 
 
 def test_a_finding_id_claimed_twice_is_refused(monkeypatch):
     from dataclasses import replace
+
     registry.load()
     twin = replace(registry.INVESTIGATIONS["compaction"], name="compaction_twin", package="elsewhere")
     monkeypatch.setitem(registry.INVESTIGATIONS, "compaction_twin", twin)
@@ -76,9 +82,14 @@ def test_undeclared_ids_at_run_time_are_dropped_and_reported(monkeypatch):
 
     def liar(bundle):
         return [Finding("cleaner-no-reclaim", "low", "fine"), Finding("not-mine", "low", "stray")]
-    monkeypatch.setitem(registry.DETECTORS, "detect_liar",
-                        Detector("detect_liar", liar, ("cleaner-no-reclaim",), "a test", (),
-                                 "kitlib.investigations.compaction.analysis"))
+
+    monkeypatch.setitem(
+        registry.DETECTORS,
+        "detect_liar",
+        Detector(
+            "detect_liar", liar, ("cleaner-no-reclaim",), "a test", (), "kitlib.investigations.compaction.analysis"
+        ),
+    )
     result = kitlib.triage(b, investigations=["compaction"])
     run = next(r for r in result.runs if r.detector == "detect_liar")
     assert run.status == "failed" and "not-mine" in run.reason
@@ -99,7 +110,8 @@ def test_a_detector_whose_tables_are_empty_is_skipped_not_run():
 def test_a_third_party_investigation_arrives_through_an_entry_point(tmp_path):
     pkg = tmp_path / "acme_kafka"
     pkg.mkdir()
-    (pkg / "__init__.py").write_text(textwrap.dedent('''
+    (pkg / "__init__.py").write_text(
+        textwrap.dedent("""
         from kitlib.findings import Finding, detector
         from kitlib.investigations import Investigation, has_rows
 
@@ -111,7 +123,8 @@ def test_a_third_party_investigation_arrives_through_an_entry_point(tmp_path):
         INVESTIGATION = Investigation(name="acme", title="Acme warnings", question="Too many warnings?",
                                       tables=("events",), finding_ids=("acme-too-many-warnings",),
                                       relevant=lambda b: has_rows(b, "events"))
-    '''))
+    """)
+    )
     dist = tmp_path / "acme_kafka-0.1.dist-info"
     dist.mkdir()
     (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: acme-kafka\nVersion: 0.1\n")
@@ -130,6 +143,7 @@ def test_triage_stays_callable_whatever_is_imported():
     import kitlib.cli
     import kitlib.findings
     import kitlib.report
+
     assert callable(kitlib.triage)
     assert kitlib.triage(ROOT / "sample_data" / "healthy").findings == []
 
@@ -170,6 +184,7 @@ def test_timezone_rule_is_option_then_manifest_then_utc_in_every_command(berlin_
 @pytest.mark.slow
 def test_report_follows_the_manifest_timezone(berlin_bundle, tmp_path):
     from kitlib.report import report
+
     res = report(berlin_bundle, tmp_path / "out", only=["triage"], log=lambda *a: None)
     assert not [n for n in res["notebooks"] if n["error"]], res
     s = json.loads((tmp_path / "out" / "tables" / "summary.json").read_text())

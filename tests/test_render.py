@@ -6,6 +6,7 @@ On the report of every sample bundle (``kitlib report sample_data``), measured i
 code cell is visible, every chart's SVG has marks of non-zero size, the summary shows a time span,
 every finding links to an evidence entry holding the text of the lines it cites (read here from
 the bundle's files), and no page makes a network request (Chromium's net log)."""
+
 import gzip
 import json
 import re
@@ -24,7 +25,7 @@ ROOT = Path(__file__).resolve().parents[1]
 pytestmark = pytest.mark.chromium
 
 EVIL_SCRIPT = "<script>document.title='pwned'</script>"
-EVIL_IMG = '<img src=x onerror="document.title=\'pwned\'">'
+EVIL_IMG = "<img src=x onerror=\"document.title='pwned'\">"
 LOG = (
     "[2024-05-22 00:00:01,000] INFO [KafkaServer id=1] started (kafka.server.KafkaServer)\n"
     f"[2024-05-22 00:00:02,000] WARN [SocketServer listenerType=BROKER, nodeId=1] Unexpected error from client {EVIL_SCRIPT}; closing connection (kafka.network.Processor)\n"
@@ -43,13 +44,29 @@ def chromium():
 
 def browse(page: Path, tmp: Path, screenshot: Path | None = None) -> str:
     """The DOM of ``page`` after load, in headless Chromium with every network request failing."""
-    flags = [chromium(), "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-             "--disable-background-networking", "--disable-component-update", "--disable-sync",
-             f"--user-data-dir={tmp / 'chrome-profile'}", "--host-resolver-rules=MAP * ~NOTFOUND",
-             "--proxy-server=127.0.0.1:9", "--proxy-bypass-list=<-loopback>", "--virtual-time-budget=5000"]
+    flags = [
+        chromium(),
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-quic",
+        "--no-first-run",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        f"--user-data-dir={tmp / 'chrome-profile'}",
+        "--host-resolver-rules=MAP * ~NOTFOUND",
+        "--proxy-server=127.0.0.1:9",
+        "--proxy-bypass-list=<-loopback>",
+        "--virtual-time-budget=5000",
+    ]
     if screenshot:
-        r = subprocess.run(flags + [f"--screenshot={screenshot}", "--window-size=1200,1600", page.as_uri()],
-                           capture_output=True, text=True, timeout=120)
+        r = subprocess.run(
+            flags + [f"--screenshot={screenshot}", "--window-size=1200,1600", page.as_uri()],
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
         assert screenshot.is_file(), r.stderr[-2000:]
     r = subprocess.run(flags + ["--dump-dom", page.as_uri()], capture_output=True, text=True, timeout=120)
     assert r.returncode == 0 and r.stdout.strip(), r.stderr[-2000:]
@@ -111,7 +128,7 @@ def test_report_pages_have_no_remote_resources(rendered):
     _, out = rendered
     for page in out.glob("*.html"):
         html = page.read_text()
-        for attr in ("src=\"http", "src='http", "href=\"http", "import(\"http", "url(http"):
+        for attr in ('src="http', "src='http", 'href="http', 'import("http', "url(http"):
             assert attr not in html, (page.name, attr)
 
 
@@ -187,11 +204,26 @@ def measure(page: Path, tmp: Path) -> dict:
     probe.write_text(page.read_text(encoding="utf-8").replace("</body>", CHECK_JS + "</body>"), encoding="utf-8")
     netlog = tmp / f"netlog-{page.parent.name}-{page.stem}.json"
     profile = tmp / f"profile-{page.parent.name}-{page.stem}"
-    flags = [chromium(), "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-             "--disable-background-networking", "--disable-component-update", "--disable-sync",
-             f"--user-data-dir={profile}", "--host-resolver-rules=MAP * ~NOTFOUND",
-             "--proxy-server=127.0.0.1:9", "--proxy-bypass-list=<-loopback>", "--virtual-time-budget=5000",
-             f"--log-net-log={netlog}", "--window-size=1200,1600", "--dump-dom", probe.as_uri()]
+    flags = [
+        chromium(),
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-quic",
+        "--no-first-run",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        f"--user-data-dir={profile}",
+        "--host-resolver-rules=MAP * ~NOTFOUND",
+        "--proxy-server=127.0.0.1:9",
+        "--proxy-bypass-list=<-loopback>",
+        "--virtual-time-budget=5000",
+        f"--log-net-log={netlog}",
+        "--window-size=1200,1600",
+        "--dump-dom",
+        probe.as_uri(),
+    ]
     try:
         r = subprocess.run(flags, capture_output=True, text=True, timeout=180)
     finally:
@@ -199,13 +231,14 @@ def measure(page: Path, tmp: Path) -> dict:
     m = re.search(r'data-kit-check="([^"]*)"', r.stdout)
     assert m, (page, r.stderr[-2000:])
     import html
+
     got = json.loads(html.unescape(m.group(1)))
     urls = set()
     if netlog.is_file():
         text = netlog.read_text(errors="replace")
         try:
             log = json.loads(text)
-        except json.JSONDecodeError:        # chromium may leave the closing of the events list out
+        except json.JSONDecodeError:  # chromium may leave the closing of the events list out
             log = json.loads(text.rstrip().rstrip(",") + "]}")
         start_job = log["constants"]["logEventTypes"]["URL_REQUEST_START_JOB"]
         for ev in log.get("events", []):
@@ -213,8 +246,12 @@ def measure(page: Path, tmp: Path) -> dict:
             url = params.get("url")
             # Chromium's own requests (update checks, network time) have no initiating origin; a
             # request of the page has the page's (opaque, for a file: page) origin
-            if (ev.get("type") == start_job and url and not url.startswith(LOCAL_SCHEMES)
-                    and params.get("initiator") != "not an origin"):
+            if (
+                ev.get("type") == start_job
+                and url
+                and not url.startswith(LOCAL_SCHEMES)
+                and params.get("initiator") != "not an origin"
+            ):
                 urls.add(url)
     got["requests"] = sorted(urls)
     return got
@@ -244,13 +281,15 @@ def test_every_sample_bundle_is_reported(samples):
 
 def test_no_code_cell_is_visible_by_default(samples):
     _, _, measured = samples
-    shown = {p.parent.name + "/" + p.name: (m["code"], m["params"]) for p, m in measured.items() if m["code"] or m["params"]}
+    shown = {
+        p.parent.name + "/" + p.name: (m["code"], m["params"]) for p, m in measured.items() if m["code"] or m["params"]
+    }
     assert not shown, shown
 
 
 def _mark_ok(group: dict) -> bool:
     sizes = group["sizes"]
-    if group["kind"] in ("line", "rule", "text"):          # a line or rule may be flat in one direction
+    if group["kind"] in ("line", "rule", "text"):  # a line or rule may be flat in one direction
         return any(w > 0 or h > 0 for w, h in sizes)
     return any(w > 0 and h > 0 for w, h in sizes)
 

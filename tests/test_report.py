@@ -1,5 +1,6 @@
 """kitlib report: one HTML per relevant notebook plus index.html; a failing notebook still yields
 its partial HTML and an error in the index while the others are written."""
+
 import shutil
 from pathlib import Path
 
@@ -15,7 +16,9 @@ pytestmark = pytest.mark.slow  # each runs notebooks in Jupyter kernels
 def test_report_on_a_sample_bundle(tmp_path):
     res = report(ROOT / "sample_data" / "compaction", tmp_path / "out", log=lambda *a: None)
     names = [n["notebook"] for n in res["notebooks"]]
-    assert names == ["triage.ipynb", "compaction.ipynb"]          # only the relevant investigation
+    assert names[0] == "triage.ipynb" and "compaction.ipynb" in names
+    # only investigations the bundle holds data for: no Connect, tiered storage or consumer groups here
+    assert not {"connect_offsets.ipynb", "tiered_storage.ipynb", "consumer_groups.ipynb"} & set(names)
     assert not [n for n in res["notebooks"] if n["error"]]
     index = (tmp_path / "out" / "index.html").read_text()
     assert "cleaner-buffer-too-small" in index and "compaction.html" in index and "triage.html" in index
@@ -35,7 +38,7 @@ def test_a_failing_notebook_is_reported_and_the_rest_still_written(tmp_path):
     status = {n["notebook"]: n["error"] for n in res["notebooks"]}
     assert status["triage.ipynb"] == ""
     assert "cleaner chart exploded" in status["compaction.ipynb"]
-    assert (tmp_path / "out" / "compaction.html").stat().st_size > 1000    # the partial notebook
+    assert (tmp_path / "out" / "compaction.html").stat().st_size > 1000  # the partial notebook
     assert "cleaner chart exploded" in (tmp_path / "out" / "compaction.html").read_text()
     index = (tmp_path / "out" / "index.html").read_text()
     assert "notebook failed" in index and "cleaner chart exploded" in index
@@ -65,24 +68,33 @@ def _code(src, tags=(), html=None):
     c = nbformat.v4.new_code_cell(src)
     c.metadata["tags"] = list(tags)
     if html is not None:
-        c.outputs = [nbformat.v4.new_output("execute_result", data={"text/html": html, "text/plain": "x"},
-                                            execution_count=1)]
+        c.outputs = [
+            nbformat.v4.new_output("execute_result", data={"text/html": html, "text/plain": "x"}, execution_count=1)
+        ]
     return c
 
 
 def test_reader_cells_drop_parameters_demo_and_the_narrative_of_empty_sections():
     from kitlib.display import missing
     from kitlib.report import reader_cells
+
     md = nbformat.v4.new_markdown_cell
-    nb = _nb(md("# Title"), _code('BUNDLE = "x"', ["parameters"]), _code('BUNDLE = "/tmp/t"', ["injected-parameters"]),
-             md("## Runs\n\nLong explanation of the runs."), _code("runs", html=missing("runs", "Collect X.").html),
-             md("## Seed"), _code("seed()", ["demo"], html="<p>54 passes</p>"),
-             md("## Planner\n\nWhat the planner does."), _code("plan", html="<table><tr><td>1</td></tr></table>"))
+    nb = _nb(
+        md("# Title"),
+        _code('BUNDLE = "x"', ["parameters"]),
+        _code('BUNDLE = "/tmp/t"', ["injected-parameters"]),
+        md("## Runs\n\nLong explanation of the runs."),
+        _code("runs", html=missing("runs", "Collect X.").html),
+        md("## Seed"),
+        _code("seed()", ["demo"], html="<p>54 passes</p>"),
+        md("## Planner\n\nWhat the planner does."),
+        _code("plan", html="<table><tr><td>1</td></tr></table>"),
+    )
     reader_cells(nb, demo=False)
     text = "\n".join(c.source for c in nb.cells)
     assert "BUNDLE" not in text and "seed()" not in text
-    assert "## Runs" in text and "Long explanation" not in text        # collapsed to heading + the missing line
-    assert "What the planner does." in text and "plan" in text          # a section with data keeps its text
+    assert "## Runs" in text and "Long explanation" not in text  # collapsed to heading + the missing line
+    assert "What the planner does." in text and "plan" in text  # a section with data keeps its text
     nb2 = _nb(md("## Seed"), _code("seed()", ["demo"], html="<p>54 passes</p>"))
     reader_cells(nb2, demo=True)
     assert [c.source for c in nb2.cells] == ["## Seed", "seed()"]
@@ -92,8 +104,19 @@ def test_tables_drop_the_index_and_format_units():
     import pandas as pd
 
     from kitlib.display import table
-    t = table(pd.DataFrame({"host": ["broker-4"], "size_before": [698423835], "reduction_pct": [-99.394814],
-                            "records": [1234567], "drain_s": [11.23], "conversion_ms": [82.731]}))
+
+    t = table(
+        pd.DataFrame(
+            {
+                "host": ["broker-4"],
+                "size_before": [698423835],
+                "reduction_pct": [-99.394814],
+                "records": [1234567],
+                "drain_s": [11.23],
+                "conversion_ms": [82.731],
+            }
+        )
+    )
     assert "698.4 MB" in t.html and "-99.4 %" in t.html and "1,234,567" in t.html and "11.2 s" in t.html
     assert "82.7 ms" in t.html and "<th></th>" not in t.html and ">0<" not in t.html
     empty = table(pd.DataFrame(columns=["a"]), empty="Nothing to show.")
@@ -104,6 +127,7 @@ def _svg_texts(chart) -> list[str]:
     import re
 
     import vl_convert as vlc
+
     svg = vlc.vegalite_to_svg(chart.to_dict())
     return [re.sub(r"<[^>]+>", "", t) for t in re.findall(r"<text[^>]*>(.*?)</text>", svg)]
 
@@ -115,6 +139,7 @@ def test_time_axis_reads_the_same_from_milliseconds_to_weeks():
     import pandas as pd
 
     from kitlib.display.axes import chart_times, count_y, time_x
+
     start = pd.Timestamp("2024-05-22 13:59:58", tz="UTC")
     for span in ("1500ms", "9min", "30h", "21D"):
         ts = chart_times(pd.Series(pd.date_range(start, start + pd.Timedelta(span), periods=12)), "Europe/Berlin")
@@ -128,7 +153,7 @@ def test_time_axis_reads_the_same_from_milliseconds_to_weeks():
         if span == "1500ms":
             assert all(re.match(r"^\d\d:\d\d:\d\d\.\d{3}$|^\d\d:\d\d(:\d\d)?$", t) for t in labels), labels
         if span in ("30h", "21D"):
-            assert any(re.match(r"^[A-Z][a-z]{2} \d\d$", t) for t in labels), labels      # the date at midnight
+            assert any(re.match(r"^[A-Z][a-z]{2} \d\d$", t) for t in labels), labels  # the date at midnight
     d = pd.DataFrame({"k": ["a", "b"], "n": [1, 2]})
     counts = _svg_texts(alt.Chart(d).mark_bar().encode(x="k:N", y=count_y("n:Q", "records")))
     assert "0.5" not in counts and "1.5" not in counts and "2" in counts
@@ -138,22 +163,30 @@ def test_cited_lines_come_from_the_bundle_files_redacted(tmp_path):
     import gzip
 
     from kitlib.report import cited_lines, redact_line
+
     host = tmp_path / "b" / "connect-1"
     host.mkdir(parents=True)
-    lines = ["[2024-05-22 00:00:01,000] INFO first (x)", "[2024-05-22 00:00:02,000] INFO ProducerConfig values: (y)",
-             "\tbatch.size = 16384", "\tsasl.jaas.config = org.apache.kafka.Plain password=\"hunter2\";",
-             "[2024-05-22 00:00:03,000] WARN next (z)"]
+    lines = [
+        "[2024-05-22 00:00:01,000] INFO first (x)",
+        "[2024-05-22 00:00:02,000] INFO ProducerConfig values: (y)",
+        "\tbatch.size = 16384",
+        '\tsasl.jaas.config = org.apache.kafka.Plain password="hunter2";',
+        "[2024-05-22 00:00:03,000] WARN next (z)",
+    ]
     (host / "connect.log.1.gz").write_bytes(gzip.compress(("\n".join(lines) + "\n").encode()))
     got = cited_lines(tmp_path / "b", [{"file": "connect-1/connect.log.1.gz", "line": 2}])
     before, text, after = got[("connect-1/connect.log.1.gz", 2)]
     assert before == [lines[0]] and "ProducerConfig values" in text
     assert after[0] == "\tbatch.size = 16384" and "hunter2" not in "".join(after) and len(after) == 2
-    assert redact_line('{"sasl.jaas.config": "x password=y", "acks": "all"}') == \
-        '{"sasl.jaas.config": "[redacted]", "acks": "all"}'
+    assert (
+        redact_line('{"sasl.jaas.config": "x password=y", "acks": "all"}')
+        == '{"sasl.jaas.config": "[redacted]", "acks": "all"}'
+    )
 
 
 def test_list_parameters_take_a_list_or_a_comma_separated_string():
     from kitlib.params import as_list
+
     assert as_list("broker-1,broker-2") == ["broker-1", "broker-2"] == as_list(["broker-1", "broker-2"])
     assert as_list(None) is None and as_list(" , ") is None
 
@@ -166,6 +199,7 @@ def test_every_notebook_documents_its_parameters_for_papermill():
     import papermill as pm
 
     from kitlib.report import notebook_dir
+
     for path in sorted(notebook_dir().glob("*.ipynb")):
         nb = nbformat.read(str(path), as_version=4)
         cell = next(c for c in nb.cells if "parameters" in c.metadata.get("tags", []))
@@ -174,4 +208,4 @@ def test_every_notebook_documents_its_parameters_for_papermill():
         assert list(params) == names, (path.name, list(params), names)
         for name, p in params.items():
             assert p["inferred_type_name"] not in ("None", "", None) and p["help"].strip(), (path.name, name, p)
-        assert {"BUNDLE", "TZ"} <= set(params), path.name     # what kitlib report passes
+        assert {"BUNDLE", "TZ"} <= set(params), path.name  # what kitlib report passes

@@ -1,5 +1,6 @@
 """Every lab scenario against a real broker (shortened), checked through the kit itself: the
 bundle it captures loads cleanly and triage finds what the incident is about."""
+
 import importlib.util
 from pathlib import Path
 
@@ -76,6 +77,8 @@ def test_remote_storage(tmp_path):
     err = r[r["kind"] == "copy_error"]
     assert len(err) >= 2 and err["exception"].str.contains("FileSystemException").all()
     # copies before the outage and after it: the finding says they resumed
-    assert (r[r["kind"] == "copied"]["ts"] < err["ts"].min()).any() and (r[r["kind"] == "copied"]["ts"] > err["ts"].max()).any()
+    assert (r[r["kind"] == "copied"]["ts"] < err["ts"].min()).any() and (
+        r[r["kind"] == "copied"]["ts"] > err["ts"].max()
+    ).any()
     assert b.findings()[0].numbers["partitions_still_failing"] == 0
     assert (b.metrics["name"].astype("string") == "RemoteCopyErrorsPerSec").any()

@@ -1,5 +1,6 @@
 """The project's set-up contract: two README commands, CI calls the test one, the conda and
 pip dependency lists agree, every CLI subcommand has --help, the table docs are current."""
+
 import re
 import subprocess
 import sys
@@ -41,6 +42,7 @@ def test_readme_opens_with_the_two_commands_and_ci_runs_the_test_one():
 
 def _subcommands():
     from kitlib.cli import build_parser
+
     p = build_parser()
     action = next(a for a in p._actions if a.__class__.__name__ == "_SubParsersAction")
     return sorted(action.choices)
@@ -48,6 +50,7 @@ def _subcommands():
 
 def test_cli_help_on_every_subcommand(capsys):
     from kitlib.cli import main
+
     subs = _subcommands()
     assert {"ingest", "summary", "triage", "investigations", "tables", "formats", "report", "lab"} <= set(subs)
     for cmd in [[]] + [[s] for s in subs]:
@@ -57,7 +60,7 @@ def test_cli_help_on_every_subcommand(capsys):
         out = capsys.readouterr().out
         assert out.startswith("usage: kitlib"), (cmd, out[:200])
     r = subprocess.run([sys.executable, "-m", "kitlib.cli", "--help"], capture_output=True, text=True)
-    assert r.returncode == 0 and "usage: kitlib" in r.stdout   # and as a program
+    assert r.returncode == 0 and "usage: kitlib" in r.stdout  # and as a program
 
 
 def test_tables_doc_is_current():
@@ -68,6 +71,7 @@ def test_tables_doc_is_current():
 
 def test_every_table_column_has_a_doc():
     from kitlib import registry, tables
+
     registry.load()
     for t in tables.SCHEMAS.values():
         assert t.doc.strip(), t.name

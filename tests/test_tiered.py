@@ -1,5 +1,6 @@
 """Tier-state lines (seed 004 wording and variations), per-file I/O traces, restarts, and the two
 findings on the synthetic seed-004 bundle and on healthy input."""
+
 import pandas as pd
 import pytest
 
@@ -20,7 +21,12 @@ def test_seed_lines_pair_migrations_and_compute_change():
     t = build(ev)
     assert t["kind"].tolist() == ["migration_start", "migration_complete", "cleanup"]
     done = t.iloc[1]
-    assert (done["topic"], done["partition"], done["size_before"], done["size_after"]) == ("retriever-mutation", 10, 508509470, 591531390)
+    assert (done["topic"], done["partition"], done["size_before"], done["size_after"]) == (
+        "retriever-mutation",
+        10,
+        508509470,
+        591531390,
+    )
     assert done["duration_s"] == pytest.approx(26.939)
     c = t.iloc[2]
     assert c["segments_removed"] == 1292021 and c["pct_change"] == pytest.approx(-99.593, abs=1e-3)
@@ -28,10 +34,20 @@ def test_seed_lines_pair_migrations_and_compute_change():
 
 
 def test_variations_are_tolerated():
-    assert parse_line("TIER PARTITION STATE FILE FORMAT MIGRATION COMPLETE for topicIdPartition "
-                      "flE-6I70RCyT2gK2Qc3YBw:orders-3 state file size changed from 10 to 20")["size_after"] == 20
-    assert parse_line("1 segment removed by cleanup from tier partition state file for topicIdPartition "
-                      "flE-6I70RCyT2gK2Qc3YBw-orders-3, state file size changed from 10 to 5")["partition"] == 3
+    assert (
+        parse_line(
+            "TIER PARTITION STATE FILE FORMAT MIGRATION COMPLETE for topicIdPartition "
+            "flE-6I70RCyT2gK2Qc3YBw:orders-3 state file size changed from 10 to 20"
+        )["size_after"]
+        == 20
+    )
+    assert (
+        parse_line(
+            "1 segment removed by cleanup from tier partition state file for topicIdPartition "
+            "flE-6I70RCyT2gK2Qc3YBw-orders-3, state file size changed from 10 to 5"
+        )["partition"]
+        == 3
+    )
     assert parse_line("Opened tier partition state for orders-3 in status ONLINE") is None
 
 
@@ -99,13 +115,18 @@ def test_silent_on_balanced_brokers_and_small_state(tmp_path):
     for i in range(1, 5):
         d = tmp_path / "b" / f"broker-{i}"
         d.mkdir(parents=True)
-        (d / "trace.txt").write_text("# interval=60\n" + "".join(
-            f"--- 2024-06-03 14:0{m}:00\nR {20000 + 500 * i} /var/lib/kafka/data/orders-{i}/00000000000000000000.log\n"
-            for m in range(5)))
+        (d / "trace.txt").write_text(
+            "# interval=60\n"
+            + "".join(
+                f"--- 2024-06-03 14:0{m}:00\nR {20000 + 500 * i} /var/lib/kafka/data/orders-{i}/00000000000000000000.log\n"
+                for m in range(5)
+            )
+        )
         (d / "server.log").write_text(
             "[2024-05-22 00:32:03,023] INFO 12 segments removed by cleanup from tier partition state file for "
             "topicIdPartition flE-6I70RCyT2gK2Qc3YBw:orders-1, state file size changed from 60000 to 58000 "
-            "(kafka.tier.state.FileTierPartitionState)\n")
+            "(kafka.tier.state.FileTierPartitionState)\n"
+        )
     b = kitlib.load_bundle(tmp_path / "b")
     assert tiered.detect_io_imbalance(b) == [] and tiered.detect_tierstate_growth(b) == []
 
@@ -134,20 +155,27 @@ def _kip405_outage(copied_after: bool) -> bytes:
     """A KIP-405 copy outage in the shape the 3.9 lab broker logs it: ERROR with the stack trace and
     its root cause, retried every second, then (optionally) copies succeeding again."""
     head = "[RemoteLogManager=2 partition=Q1w2E3r4T5y6U7i8O9p0aQ:clickstream-3]"
-    out = [f"[2026-03-02 10:00:0{i},100] INFO {head} Copied 0000000000000000{i}000.log to remote storage with segment-id: "
-           f"RemoteLogSegmentId{{topicIdPartition=Q1w2E3r4T5y6U7i8O9p0aQ:clickstream-3, id=seg{i}AAAAAAAAAAAAAAAAAA}} "
-           "(kafka.log.remote.RemoteLogManager$RLMCopyTask)" for i in range(3)]
+    out = [
+        f"[2026-03-02 10:00:0{i},100] INFO {head} Copied 0000000000000000{i}000.log to remote storage with segment-id: "
+        f"RemoteLogSegmentId{{topicIdPartition=Q1w2E3r4T5y6U7i8O9p0aQ:clickstream-3, id=seg{i}AAAAAAAAAAAAAAAAAA}} "
+        "(kafka.log.remote.RemoteLogManager$RLMCopyTask)"
+        for i in range(3)
+    ]
     for i in range(40):
-        out += [f"[2026-03-02 10:01:{i:02d},500] ERROR {head} Error occurred while copying log segments of partition: "
-                "Q1w2E3r4T5y6U7i8O9p0aQ:clickstream-3 (kafka.log.remote.RemoteLogManager$RLMCopyTask)",
-                "org.apache.kafka.server.log.remote.storage.RemoteStorageException: Failed to upload segment",
-                "\tat kafka.log.remote.RemoteLogManager$RLMCopyTask.copyLogSegment(RemoteLogManager.java:948)",
-                "Caused by: software.amazon.awssdk.services.s3.model.S3Exception: Access Denied (Service: S3, Status Code: 403)",
-                "\t... 11 more"]
+        out += [
+            f"[2026-03-02 10:01:{i:02d},500] ERROR {head} Error occurred while copying log segments of partition: "
+            "Q1w2E3r4T5y6U7i8O9p0aQ:clickstream-3 (kafka.log.remote.RemoteLogManager$RLMCopyTask)",
+            "org.apache.kafka.server.log.remote.storage.RemoteStorageException: Failed to upload segment",
+            "\tat kafka.log.remote.RemoteLogManager$RLMCopyTask.copyLogSegment(RemoteLogManager.java:948)",
+            "Caused by: software.amazon.awssdk.services.s3.model.S3Exception: Access Denied (Service: S3, Status Code: 403)",
+            "\t... 11 more",
+        ]
     if copied_after:
-        out.append(f"[2026-03-02 10:02:30,000] INFO {head} Copied 00000000000000003000.log to remote storage with "
-                   "segment-id: RemoteLogSegmentId{topicIdPartition=Q1w2E3r4T5y6U7i8O9p0aQ:clickstream-3, "
-                   "id=seg3AAAAAAAAAAAAAAAAAA} (kafka.log.remote.RemoteLogManager$RLMCopyTask)")
+        out.append(
+            f"[2026-03-02 10:02:30,000] INFO {head} Copied 00000000000000003000.log to remote storage with "
+            "segment-id: RemoteLogSegmentId{topicIdPartition=Q1w2E3r4T5y6U7i8O9p0aQ:clickstream-3, "
+            "id=seg3AAAAAAAAAAAAAAAAAA} (kafka.log.remote.RemoteLogManager$RLMCopyTask)"
+        )
     return ("\n".join(out) + "\n").encode()
 
 
@@ -160,7 +188,8 @@ def test_remote_copy_errors_finding(tmp_path, recovered):
     r = b.remote_log_events
     assert (r["kind"] == "copy_error").sum() == 40
     assert set(r.loc[r["kind"] == "copy_error", "exception"]) == {
-        "software.amazon.awssdk.services.s3.model.S3Exception: Access Denied (Service: S3, Status Code: 403)"}
+        "software.amazon.awssdk.services.s3.model.S3Exception: Access Denied (Service: S3, Status Code: 403)"
+    }
     [f] = tiered.detect_remote_copy_errors(b)
     assert f.id == "remote-copy-errors"
     assert f.numbers["copy_errors"] == 40 and f.numbers["failing_s"] == 39.0 and f.numbers["partitions"] == 1
@@ -171,7 +200,9 @@ def test_remote_copy_errors_finding(tmp_path, recovered):
     lines = [e["line"] for e in f.evidence]
     assert lines[0] == 4 and all(isinstance(n, int) for n in lines)
     per = tiered.remote_copies(r)
-    assert per.loc[0, "copied"] == (4 if recovered else 3) and per.loc[0, "copied_after_errors"] == (1 if recovered else 0)
+    assert per.loc[0, "copied"] == (4 if recovered else 3) and per.loc[0, "copied_after_errors"] == (
+        1 if recovered else 0
+    )
 
 
 def test_remote_copies_without_errors_is_silent(tmp_path):

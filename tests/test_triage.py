@@ -1,6 +1,7 @@
 """Triage over every sample bundle: each yields exactly the findings its investigations declare
 as examples (a bundle no investigation names, such as healthy, yields none), as JSON a script
 can rely on."""
+
 import json
 import subprocess
 import sys
@@ -27,16 +28,23 @@ def test_every_example_names_a_sample_bundle():
 def triage_json(bundle: str) -> list[dict]:
     """What `kitlib triage --json` prints, computed in this process (the CLI itself is run once below)."""
     import kitlib
+
     return json.loads(json.dumps([f.to_dict() for f in kitlib.triage(ROOT / "sample_data" / bundle).findings]))
 
 
 def test_the_cli_prints_the_same_json_and_exit_status():
-    r = subprocess.run([sys.executable, "-m", "kitlib.cli", "triage", str(ROOT / "sample_data" / "compaction"), "--json"],
-                       capture_output=True, text=True)
+    r = subprocess.run(
+        [sys.executable, "-m", "kitlib.cli", "triage", str(ROOT / "sample_data" / "compaction"), "--json"],
+        capture_output=True,
+        text=True,
+    )
     assert r.returncode == 1, r.stderr
     assert json.loads(r.stdout) == triage_json("compaction")
-    r = subprocess.run([sys.executable, "-m", "kitlib.cli", "triage", str(ROOT / "sample_data" / "healthy"), "--json"],
-                       capture_output=True, text=True)
+    r = subprocess.run(
+        [sys.executable, "-m", "kitlib.cli", "triage", str(ROOT / "sample_data" / "healthy"), "--json"],
+        capture_output=True,
+        text=True,
+    )
     assert r.returncode == 0 and json.loads(r.stdout) == []
 
 
@@ -58,6 +66,7 @@ def triage_text(bundle: str) -> str:
     import io
 
     from kitlib.cli import main
+
     buf = io.StringIO()
     with contextlib.redirect_stdout(buf):
         main(["triage", str(ROOT / "sample_data" / bundle)])

@@ -12,6 +12,7 @@ Example:
     >>> display.setup()                       # doctest: +SKIP
     >>> display.findings_html([])             # doctest: +SKIP
 """
+
 from __future__ import annotations
 
 import html
@@ -22,7 +23,7 @@ import sys
 # kernel, for an IRI format check no chart spec uses. Skip that optional import unless something
 # already loaded it.
 if "jsonschema" not in sys.modules:
-    sys.modules.setdefault("rfc3987_syntax", None)
+    sys.modules.setdefault("rfc3987_syntax", None)  # type: ignore[arg-type]  # None: "do not import"
 
 import pandas as pd
 
@@ -32,6 +33,7 @@ MAX_CHART_ROWS = 5000
 def setup() -> None:
     """Call once at the top of a notebook: offline SVG charts, compact pandas output."""
     import altair as alt
+
     alt.renderers.enable("svg")
     alt.data_transformers.enable("default", max_rows=MAX_CHART_ROWS)
     pd.set_option("display.max_colwidth", 160)
@@ -68,16 +70,25 @@ def findings_html(findings, title: str = "Findings") -> HTML:
         ev = "".join(
             f"<tr><td><code>{esc(e.get('file'))}:{esc(e.get('line'))}</code></td><td>{esc(e.get('host'))}</td>"
             f"<td><pre style='white-space:pre-wrap;margin:0'>{esc(e.get('text'))}</pre></td></tr>"
-            for e in f.evidence[:10])
+            for e in f.evidence[:10]
+        )
         parts.append(
             f"<div class='kit-finding' data-id='{esc(f.id)}' style='border-left:4px solid {_color(f.severity)};"
             f"padding:4px 10px;margin:8px 0'>"
             f"<b>[{esc(f.severity)}] {esc(f.id)}</b>: {esc(f.summary)}"
             f"<ul>{nums}</ul><p><b>Recommended change:</b> {esc(f.recommendation)}</p>"
-            + (f"<p><b>Open next:</b> <a class='kit-open-next' href='{esc(f.notebook)}'>{esc(_title(f))}</a></p>"
-               if f.notebook else "")
-            + (f"<p><b>Evidence</b> ({len(f.evidence)} rows):</p><table class='kit-evidence'>{ev}</table>" if ev else "")
-            + "</div>")
+            + (
+                f"<p><b>Open next:</b> <a class='kit-open-next' href='{esc(f.notebook)}'>{esc(_title(f))}</a></p>"
+                if f.notebook
+                else ""
+            )
+            + (
+                f"<p><b>Evidence</b> ({len(f.evidence)} rows):</p><table class='kit-evidence'>{ev}</table>"
+                if ev
+                else ""
+            )
+            + "</div>"
+        )
         text.append(f"[{f.severity}] {f.id}: {f.summary}")
     return HTML("\n".join(parts), "\n".join(text))
 
@@ -86,6 +97,7 @@ def _title(f) -> str:
     """The title of the investigation a finding points to (its notebook name if unknown)."""
     try:
         from kitlib import registry
+
         return registry.investigation(f.investigation).title
     except Exception:  # noqa: BLE001 - an unknown investigation still gets a link
         return f.notebook

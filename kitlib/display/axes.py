@@ -13,7 +13,10 @@ Example:
     >>> str(chart_times(ts, "Europe/Berlin").iloc[0])
     '2024-05-22 16:00:00+00:00'
 """
+
 from __future__ import annotations
+
+from typing import Any
 
 import altair as alt
 import pandas as pd
@@ -24,7 +27,8 @@ TIME_LABEL = (
     "utcFormat(datum.value, '%L') != '000' ? utcFormat(datum.value, '%H:%M:%S.%L')"
     " : utcFormat(datum.value, '%S') != '00' ? utcFormat(datum.value, '%H:%M:%S')"
     " : utcFormat(datum.value, '%H:%M') != '00:00' ? utcFormat(datum.value, '%H:%M')"
-    " : utcFormat(datum.value, '%b %d')")
+    " : utcFormat(datum.value, '%b %d')"
+)
 
 
 def chart_times(ts: pd.Series, tz: str | None = "UTC") -> pd.Series:
@@ -48,13 +52,15 @@ def time_title(times: pd.Series | None, tz: str | None = "UTC", what: str = "tim
 
 def time_axis(ticks: int = 6, title: str | None = None) -> alt.Axis:
     """The shared time axis (24-hour clock, date on midnight ticks)."""
-    kw = {} if title is None else {"title": title}
-    return alt.Axis(labelExpr=TIME_LABEL, tickCount=ticks, labelOverlap="greedy", labelSeparation=8,
-                    labelFlush=True, **kw)
+    kw: dict[str, Any] = {} if title is None else {"title": title}
+    return alt.Axis(
+        labelExpr=TIME_LABEL, tickCount=ticks, labelOverlap="greedy", labelSeparation=8, labelFlush=True, **kw
+    )
 
 
-def time_x(field: str = "ts", times: pd.Series | None = None, tz: str | None = "UTC", what: str = "time",
-           ticks: int = 6, **kw) -> alt.X:
+def time_x(
+    field: str = "ts", times: pd.Series | None = None, tz: str | None = "UTC", what: str = "time", ticks: int = 6, **kw
+) -> alt.X:
     """An x encoding for a column made by :func:`chart_times`; ``times`` (that column) puts the
     date(s) in the title.
 
@@ -62,15 +68,18 @@ def time_x(field: str = "ts", times: pd.Series | None = None, tz: str | None = "
         >>> time_x("ts", tz="UTC").to_dict()["scale"]
         {'type': 'utc'}
     """
-    return alt.X(f"{field}:T", title=time_title(times, tz, what), scale=alt.Scale(type="utc"),
-                 axis=time_axis(ticks), **kw)
+    return alt.X(
+        f"{field}:T", title=time_title(times, tz, what), scale=alt.Scale(type="utc"), axis=time_axis(ticks), **kw
+    )
 
 
-def time_y(field: str = "ts", times: pd.Series | None = None, tz: str | None = "UTC", what: str = "time",
-           ticks: int = 5, **kw) -> alt.Y:
+def time_y(
+    field: str = "ts", times: pd.Series | None = None, tz: str | None = "UTC", what: str = "time", ticks: int = 5, **kw
+) -> alt.Y:
     """The same as :func:`time_x` on the y channel."""
-    return alt.Y(f"{field}:T", title=time_title(times, tz, what), scale=alt.Scale(type="utc"),
-                 axis=time_axis(ticks), **kw)
+    return alt.Y(
+        f"{field}:T", title=time_title(times, tz, what), scale=alt.Scale(type="utc"), axis=time_axis(ticks), **kw
+    )
 
 
 def count_y(field: str, title: str, **kw) -> alt.Y:

@@ -14,6 +14,7 @@ Example:
     >>> print(table(pd.DataFrame(), empty=missing("cleaner runs", "Collect log-cleaner.log.")))
     No cleaner runs in this bundle. Collect log-cleaner.log.
 """
+
 from __future__ import annotations
 
 import math
@@ -23,7 +24,7 @@ import pandas as pd
 
 from kitlib.display import HTML, esc
 
-EMPTY_CLASS = "kit-empty"   # the report collapses sections whose outputs are all of this class
+EMPTY_CLASS = "kit-empty"  # the report collapses sections whose outputs are all of this class
 
 
 def missing(what: str, collect: str = "") -> HTML:
@@ -112,21 +113,29 @@ class Table(HTML):
     def __init__(self, columns: list[str], rows: list[list[str]], numeric: list[bool]):
         self.columns, self.rows = columns, rows
         head = "".join(f"<th{' class=kit-num' if n else ''}>{esc(c)}</th>" for c, n in zip(columns, numeric))
-        body = "".join("<tr>" + "".join(f"<td{' class=kit-num' if n else ''}>{esc(v)}</td>"
-                                       for v, n in zip(r, numeric)) + "</tr>" for r in rows)
+        body = "".join(
+            "<tr>" + "".join(f"<td{' class=kit-num' if n else ''}>{esc(v)}</td>" for v, n in zip(r, numeric)) + "</tr>"
+            for r in rows
+        )
         html_text = f"<table class='kit-table'><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
         widths = [max([len(c)] + [len(r[i]) for r in rows]) for i, c in enumerate(columns)]
 
         def line(vals):
             return " ".join(v.rjust(w) if n else v.ljust(w) for v, w, n in zip(vals, widths, numeric)).rstrip()
+
         super().__init__(html_text, "\n".join([line(columns)] + [line(r) for r in rows]))
 
     def __str__(self):
         return self.text
 
 
-def table(df: pd.DataFrame, units: dict[str, str | Callable] | None = None, empty: HTML | str | None = None,
-          index: bool = False, max_rows: int = 60) -> HTML:
+def table(
+    df: pd.DataFrame,
+    units: dict[str, str | Callable] | None = None,
+    empty: HTML | str | None = None,
+    index: bool = False,
+    max_rows: int = 60,
+) -> HTML:
     """``df`` formatted for reading (see the module doc). ``units`` maps a column to a unit
     ('bytes', '%', 'ms', 's', 'MB', 'MB/s', '' for none) or to a function of the value;
     ``index=True`` keeps the index as leading columns; ``empty`` is what an empty frame shows

@@ -6,6 +6,7 @@ Example:
     >>> t.inventory(bundle)            # doctest: +SKIP
     >>> t.problems_timeline(bundle)    # doctest: +SKIP
 """
+
 from __future__ import annotations
 
 import altair as alt
@@ -43,8 +44,14 @@ def overview(bundle) -> HTML:
     ]
     if s.errors:
         items.append(("file problems", "; ".join(s.errors)))
-    html = "<table>" + "".join(f"<tr><th style='text-align:left'>{esc(k)}</th><td style='text-align:left'>{esc(v)}</td></tr>"
-                               for k, v in items) + "</table>"
+    html = (
+        "<table>"
+        + "".join(
+            f"<tr><th style='text-align:left'>{esc(k)}</th><td style='text-align:left'>{esc(v)}</td></tr>"
+            for k, v in items
+        )
+        + "</table>"
+    )
     return HTML(html, "\n".join(f"{k}: {v}" for k, v in items))
 
 
@@ -69,8 +76,14 @@ def problems(bundle, top: int = 8) -> pd.DataFrame:
     short = logger.str.rsplit(".", n=1).str[-1]
     keep = short.value_counts().head(top).index
     short = short.where(short.isin(keep), "other")
-    g = pd.DataFrame({"bucket": bad["ts"].dt.floor(freq), "host": bad["host"].astype("string"),
-                      "logger": short, "level": bad["level"].astype("string")})
+    g = pd.DataFrame(
+        {
+            "bucket": bad["ts"].dt.floor(freq),
+            "host": bad["host"].astype("string"),
+            "logger": short,
+            "level": bad["level"].astype("string"),
+        }
+    )
     return g.groupby(["bucket", "host", "logger", "level"]).size().rename("count").reset_index()
 
 
@@ -95,13 +108,18 @@ def problems_timeline(bundle, tz: str = "UTC") -> alt.Chart | HTML:
     if not len(d):
         return HTML("<p>No WARN, ERROR or FATAL records in this bundle.</p>", "No WARN/ERROR records.")
     d = d.assign(bucket=chart_times(d["bucket"], tz))
-    return alt.Chart(d, name="triage_problems_timeline").mark_bar().encode(
-        x=time_x("bucket", d["bucket"], tz),
-        y=count_y("sum(count):Q", "records"),
-        color=alt.Color("logger:N", title="logger"),
-        row=alt.Row("host:N", title=None),
-        tooltip=["host:N", "logger:N", "level:N", "sum(count):Q"],
-    ).properties(width=640, height=90, title="WARN / ERROR / FATAL records by host and logger")
+    return (
+        alt.Chart(d, name="triage_problems_timeline")
+        .mark_bar()
+        .encode(
+            x=time_x("bucket", d["bucket"], tz),
+            y=count_y("sum(count):Q", "records"),
+            color=alt.Color("logger:N", title="logger"),
+            row=alt.Row("host:N", title=None),
+            tooltip=["host:N", "logger:N", "level:N", "sum(count):Q"],
+        )
+        .properties(width=640, height=90, title="WARN / ERROR / FATAL records by host and logger")
+    )
 
 
 def unparsed_summary(bundle) -> pd.DataFrame:
@@ -117,19 +135,27 @@ def next_steps(findings) -> HTML:
     """Which investigation notebook to open next, from the findings (most severe first), with the
     question each investigation answers (from its declaration)."""
     from kitlib import registry
+
     seen: dict[str, list[str]] = {}
     for f in findings:
         if f.investigation:
             seen.setdefault(f.investigation, []).append(f.id)
     if not seen:
-        return HTML("<p>No investigation notebook is indicated: nothing was found. The investigation "
-                    "notebooks can still be opened on this bundle to look around.</p>",
-                    "No investigation notebook indicated.")
+        return HTML(
+            "<p>No investigation notebook is indicated: nothing was found. The investigation "
+            "notebooks can still be opened on this bundle to look around.</p>",
+            "No investigation notebook indicated.",
+        )
     invs = {name: registry.investigation(name) for name in seen}
-    items = "".join(f"<li><a href='{esc(inv.notebook)}'><code>{esc(inv.notebook)}</code></a>: {esc(inv.question)} "
-                    f"(findings: {esc(', '.join(seen[name]))})</li>" for name, inv in invs.items())
-    return HTML(f"<p>Open next:</p><ul>{items}</ul>",
-                "\n".join(f"{inv.notebook}: {', '.join(seen[name])}" for name, inv in invs.items()))
+    items = "".join(
+        f"<li><a href='{esc(inv.notebook)}'><code>{esc(inv.notebook)}</code></a>: {esc(inv.question)} "
+        f"(findings: {esc(', '.join(seen[name]))})</li>"
+        for name, inv in invs.items()
+    )
+    return HTML(
+        f"<p>Open next:</p><ul>{items}</ul>",
+        "\n".join(f"{inv.notebook}: {', '.join(seen[name])}" for name, inv in invs.items()),
+    )
 
 
 def top_messages(bundle, levels=("WARN", "ERROR", "FATAL"), top: int = 15) -> pd.DataFrame:
@@ -150,12 +176,23 @@ def top_messages(bundle, levels=("WARN", "ERROR", "FATAL"), top: int = 15) -> pd
         return pd.DataFrame(columns=["level", "logger", "message", "count", "hosts", "first"])
     first_line = bad["message"].astype("string").str.split("\n", n=1).str[0].str.slice(0, 200)
     shape = first_line.str.replace(r"\d+", "N", regex=True)
-    d = pd.DataFrame({"level": bad["level"].astype("string"), "logger": bad["logger"].astype("string"),
-                      "shape": shape, "message": first_line, "host": bad["host"].astype("string"),
-                      "where": bad["file"].astype("string") + ":" + bad["line"].astype("string"), "ts": bad["ts"]})
+    d = pd.DataFrame(
+        {
+            "level": bad["level"].astype("string"),
+            "logger": bad["logger"].astype("string"),
+            "shape": shape,
+            "message": first_line,
+            "host": bad["host"].astype("string"),
+            "where": bad["file"].astype("string") + ":" + bad["line"].astype("string"),
+            "ts": bad["ts"],
+        }
+    )
     d = d.sort_values(["ts", "where"])
     g = d.groupby(["level", "logger", "shape"], sort=False).agg(
-        message=("message", "first"), count=("message", "size"),
-        hosts=("host", lambda s: ", ".join(sorted(set(s)))), first=("where", "first"))
+        message=("message", "first"),
+        count=("message", "size"),
+        hosts=("host", lambda s: ", ".join(sorted(set(s)))),
+        first=("where", "first"),
+    )
     g = g.reset_index().drop(columns="shape").sort_values(["count", "first"], ascending=[False, True]).head(top)
     return g.reset_index(drop=True)

@@ -12,6 +12,7 @@ Example:
     >>> EXTRACTORS["demo_rows"].wants("kafka.Foo")
     True
 """
+
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
@@ -33,8 +34,8 @@ class Extractor:
     prefixes: tuple[str, ...] = ()
     suffixes: tuple[str, ...] = ()
     match: Callable[[str], bool] | None = None
-    contains: str | None = None   # RE2 pattern the message must match (applied with Arrow)
-    blockwise: bool = False       # rows depend on one record each: built block by block as the log streams
+    contains: str | None = None  # RE2 pattern the message must match (applied with Arrow)
+    blockwise: bool = False  # rows depend on one record each: built block by block as the log streams
     _cache: dict = field(default_factory=dict, repr=False)
 
     @property
@@ -45,8 +46,12 @@ class Extractor:
     def wants(self, logger: str) -> bool:
         hit = self._cache.get(logger)
         if hit is None:
-            hit = (logger in self.loggers or logger.startswith(self.prefixes or ("\0",))
-                   or logger.endswith(self.suffixes or ("\0",)) or bool(self.match and self.match(logger)))
+            hit = (
+                logger in self.loggers
+                or logger.startswith(self.prefixes or ("\0",))
+                or logger.endswith(self.suffixes or ("\0",))
+                or bool(self.match and self.match(logger))
+            )
             self._cache[logger] = hit
         return hit
 
@@ -54,9 +59,15 @@ class Extractor:
 EXTRACTORS = registry.EXTRACTORS  # table -> Extractor, filled by extractor()
 
 
-def extractor(table: str, loggers: Iterable[str] = (), prefixes: Iterable[str] = (),
-              suffixes: Iterable[str] = (), match: Callable[[str], bool] | None = None, contains: str | None = None,
-              blockwise: bool = False):
+def extractor(
+    table: str,
+    loggers: Iterable[str] = (),
+    prefixes: Iterable[str] = (),
+    suffixes: Iterable[str] = (),
+    match: Callable[[str], bool] | None = None,
+    contains: str | None = None,
+    blockwise: bool = False,
+):
     """Register ``fn(events) -> DataFrame`` as the builder of ``table`` from the records whose
     logger is one of ``loggers``, starts with one of ``prefixes``, ends with one of
     ``suffixes``, or satisfies ``match``; with ``contains`` (a regex), only those of them whose
@@ -64,10 +75,13 @@ def extractor(table: str, loggers: Iterable[str] = (), prefixes: Iterable[str] =
     ``blockwise`` says each row comes from one record alone (no pairing across records): the
     table is then built block by block while the log streams in, and only its rows are kept,
     not the records (a multi-GB request log need not be held)."""
+
     def wrap(fn):
-        EXTRACTORS[table] = Extractor(table, fn, tuple(loggers), tuple(prefixes), tuple(suffixes), match, contains,
-                                      blockwise)
+        EXTRACTORS[table] = Extractor(
+            table, fn, tuple(loggers), tuple(prefixes), tuple(suffixes), match, contains, blockwise
+        )
         return fn
+
     return wrap
 
 
@@ -75,6 +89,7 @@ def extractor(table: str, loggers: Iterable[str] = (), prefixes: Iterable[str] =
 class BuildError:
     """A table builder that failed (on one block while streaming, or at the end): the table is
     left empty and the rest of the bundle still loads."""
+
     table: str
     message: str
 
@@ -112,6 +127,7 @@ def select(block: pa.Table) -> tuple[dict[str, pa.Table], list[BuildError]]:
         if ex.blockwise:  # built now; what is kept is the table's rows, as Arrow
             from kitlib import tables
             from kitlib.events import to_pandas
+
             try:
                 df = tables.conform(name, ex.build(to_pandas(sel)))
             except Exception as e:  # noqa: BLE001 - reported at the end, the rest still loads
@@ -129,6 +145,7 @@ def iter_build(selected: dict[str, list[pa.Table]], to_pandas):
     consumed as it goes."""
     from kitlib import tables
     from kitlib.events import EVENTS_SCHEMA
+
     grp = groups()
     frames: dict[str, pd.DataFrame] = {}
     for name, ex in EXTRACTORS.items():
@@ -150,8 +167,11 @@ def iter_build(selected: dict[str, list[pa.Table]], to_pandas):
             # sorted in Arrow (host and file by name), so that pandas holds one copy of the records
             keys = [(k, "ascending") for k in ("host", "ts", "file", "line")]
             plain = t.select(["host", "ts", "file", "line"])
-            plain = plain.cast(pa.schema([pa.field(f.name, f.type.value_type) if pa.types.is_dictionary(f.type) else f
-                                          for f in plain.schema]))
+            plain = plain.cast(
+                pa.schema(
+                    [pa.field(f.name, f.type.value_type) if pa.types.is_dictionary(f.type) else f for f in plain.schema]
+                )
+            )
             t = t.take(pc.sort_indices(plain, sort_keys=keys))
             del plain
             frames[g] = to_pandas(t)
@@ -160,11 +180,15 @@ def iter_build(selected: dict[str, list[pa.Table]], to_pandas):
             df = ex.build(frames[g])
             yield name, (tables.conform(name, df) if name in tables.SCHEMAS else df), None
         except Exception as e:  # noqa: BLE001 - reported, the rest of the bundle still loads
-            yield name, (tables.empty(name) if name in tables.SCHEMAS else pd.DataFrame()), \
-                BuildError(name, f"{type(e).__name__}: {e}")
+            yield (
+                name,
+                (tables.empty(name) if name in tables.SCHEMAS else pd.DataFrame()),
+                BuildError(name, f"{type(e).__name__}: {e}"),
+            )
 
 
 # --- vectorised helpers for builders: Arrow's regex kernels (RE2) over a whole message column ---
+
 
 def arrow_messages(events: pd.DataFrame, rows: np.ndarray | None = None) -> pa.Array:
     """The ``message`` column (only ``rows``, when given) as one Arrow large_string array, with
@@ -203,6 +227,7 @@ def groups_of(texts: pa.Array, pattern: str) -> list[list]:
         [['0', None], ['t-1', None]]
     """
     import re
+
     k = iter(range(10_000))
     named = re.sub(r"(?<!\\)\((?!\?)", lambda m: f"(?P<g{next(k)}>", pattern)
     named = re.sub(r"\(\?P<(\w+)>", lambda m: m.group(0) if m.group(1).startswith("g") else f"(?P<{m.group(1)}>", named)

@@ -21,6 +21,7 @@ Example:
     >>> df[["scope", "entity", "key", "value"]].iloc[1].tolist(), int(df.line[1])
     (['ProducerConfig', 'my-connector-producer', 'batch.size', '16384'], 12)
 """
+
 from __future__ import annotations
 
 import re
@@ -31,23 +32,46 @@ from kitlib import tables
 from kitlib.extract import extractor
 from kitlib.redact import redact_value
 
-tables.declare("configs", "Configuration values, one row per key: from the `XxxConfig values:` "
-               "dumps in logs (source 'log') or captured from a live cluster (source 'live').", [
-                   ("ts", "ts", "when the config was logged or captured (UTC)"),
-                   ("source", "category", "'log' (config dump in a log file), 'live' (captured from the cluster) "
-                    "or 'cli' (saved kafka-configs / kafka-topics output)"),
-                   ("scope", "category", "config class simple name (ProducerConfig, ConsumerConfig, AdminClientConfig, "
-                    "KafkaConfig, ConnectorConfig, EnrichedSourceConnectorConfig, DistributedConfig, ...) "
-                    "or 'topic' / 'broker' for live captures"),
-                   ("entity", "str", "what the config belongs to: client.id, connector name, topic name or "
-                    "broker id; empty when unknown"),
-                   ("key", "str", "config key"),
-                   ("value", "str", "value as Kafka printed it; secrets replaced by '[redacted]', "
-                    "PASSWORD-typed keys show Kafka's own '[hidden]'"),
-                   ("origin", "category", "where the value comes from, as kafka-configs printed it: "
-                    "DYNAMIC_BROKER_CONFIG, DYNAMIC_DEFAULT_BROKER_CONFIG, STATIC_BROKER_CONFIG, DEFAULT_CONFIG, "
-                    "DYNAMIC_TOPIC_CONFIG, ...; empty for other sources"),
-               ])
+tables.declare(
+    "configs",
+    "Configuration values, one row per key: from the `XxxConfig values:` "
+    "dumps in logs (source 'log') or captured from a live cluster (source 'live').",
+    [
+        ("ts", "ts", "when the config was logged or captured (UTC)"),
+        (
+            "source",
+            "category",
+            "'log' (config dump in a log file), 'live' (captured from the cluster) "
+            "or 'cli' (saved kafka-configs / kafka-topics output)",
+        ),
+        (
+            "scope",
+            "category",
+            "config class simple name (ProducerConfig, ConsumerConfig, AdminClientConfig, "
+            "KafkaConfig, ConnectorConfig, EnrichedSourceConnectorConfig, DistributedConfig, ...) "
+            "or 'topic' / 'broker' for live captures",
+        ),
+        (
+            "entity",
+            "str",
+            "what the config belongs to: client.id, connector name, topic name or broker id; empty when unknown",
+        ),
+        ("key", "str", "config key"),
+        (
+            "value",
+            "str",
+            "value as Kafka printed it; secrets replaced by '[redacted]', "
+            "PASSWORD-typed keys show Kafka's own '[hidden]'",
+        ),
+        (
+            "origin",
+            "category",
+            "where the value comes from, as kafka-configs printed it: "
+            "DYNAMIC_BROKER_CONFIG, DYNAMIC_DEFAULT_BROKER_CONFIG, STATIC_BROKER_CONFIG, DEFAULT_CONFIG, "
+            "DYNAMIC_TOPIC_CONFIG, ...; empty for other sources",
+        ),
+    ],
+)
 
 _CTX = re.compile(r"^\[(?P<conn>[^|\]]+)\|[^\]]*\] ")
 _HEAD = re.compile(r"^(?P<scope>[\w$]+) values: ?$")
@@ -67,7 +91,7 @@ def build_configs(events: pd.DataFrame) -> pd.DataFrame:
     for r in events.itertuples(index=False):
         msg = str(r.message)
         ctx = _CTX.match(msg)
-        body = msg[ctx.end():] if ctx else msg
+        body = msg[ctx.end() :] if ctx else msg
         lines = body.split("\n")
         head = _HEAD.match(lines[0].rstrip())
         if not head:
@@ -81,9 +105,19 @@ def build_configs(events: pd.DataFrame) -> pd.DataFrame:
         values = {k: v for _, k, v in kv}
         entity = _entity(scope, values, ctx.group("conn") if ctx else "")
         for i, k, v in kv:
-            rows.append({"ts": r.ts, "source": "log", "scope": scope, "entity": entity, "key": k,
-                         "value": redact_value(k, v), "host": r.host, "file": r.file,
-                         "line": int(r.line) + i})
+            rows.append(
+                {
+                    "ts": r.ts,
+                    "source": "log",
+                    "scope": scope,
+                    "entity": entity,
+                    "key": k,
+                    "value": redact_value(k, v),
+                    "host": r.host,
+                    "file": r.file,
+                    "line": int(r.line) + i,
+                }
+            )
     if not rows:
         return tables.empty("configs")
     return pd.DataFrame(rows)

@@ -10,6 +10,7 @@ Example:
     >>> restarts_from(pd.DataFrame(columns=["ts", "message", "host", "file", "line"])).empty
     True
 """
+
 from __future__ import annotations
 
 import re
@@ -19,13 +20,21 @@ import pandas as pd
 from kitlib import tables
 from kitlib.extract import extractor
 
-tables.declare("restarts", "Broker start-ups: start, ready and how long it took.", [
-    ("start_ts", "ts", "first start-up line"), ("ready_ts", "ts", "'Kafka Server started' line (NaT: never got there)"),
-    ("duration_s", "float", "ready - start"), ("version", "str", "Kafka version, when logged"),
-])
+tables.declare(
+    "restarts",
+    "Broker start-ups: start, ready and how long it took.",
+    [
+        ("start_ts", "ts", "first start-up line"),
+        ("ready_ts", "ts", "'Kafka Server started' line (NaT: never got there)"),
+        ("duration_s", "float", "ready - start"),
+        ("version", "str", "Kafka version, when logged"),
+    ],
+)
 
-_START = re.compile(r"\[KafkaServer id=\d+\] starting|Transition from SHUTDOWN to STARTING|^Registered kafka:type=kafka.Log4jController MBean|"
-                    r"\[KafkaRaftServer nodeId=\d+\] Rewriting|^Starting Kafka|\[ControllerServer id=\d+\] Starting controller")
+_START = re.compile(
+    r"\[KafkaServer id=\d+\] starting|Transition from SHUTDOWN to STARTING|^Registered kafka:type=kafka.Log4jController MBean|"
+    r"\[KafkaRaftServer nodeId=\d+\] Rewriting|^Starting Kafka|\[ControllerServer id=\d+\] Starting controller"
+)
 _READY = re.compile(r"Kafka Server started|\[KafkaServer id=\d+\] started")
 _VERSION = re.compile(r"Kafka version: (\S+)")
 
@@ -33,7 +42,9 @@ _VERSION = re.compile(r"Kafka version: (\S+)")
 def restarts_from(events: pd.DataFrame) -> pd.DataFrame:
     """Pair start and ready markers per host (events sorted by host and time)."""
     rows, cur = [], {}
-    for ts, msg, host, file, line in zip(events["ts"], events["message"], events["host"], events["file"], events["line"]):
+    for ts, msg, host, file, line in zip(
+        events["ts"], events["message"], events["host"], events["file"], events["line"]
+    ):
         if _START.search(msg) and host not in cur:
             cur[host] = {"start_ts": ts, "host": host, "file": file, "line": line, "version": None}
         elif (m := _VERSION.search(msg)) and host in cur:
@@ -47,9 +58,19 @@ def restarts_from(events: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-@extractor("restarts", contains="|".join(f"(?:{rx.pattern})" for rx in (_START, _READY, _VERSION)), loggers=["kafka.server.KafkaServer", "kafka.Kafka$", "kafka.server.KafkaRaftServer",
-                                "kafka.server.BrokerServer", "kafka.server.ControllerServer",
-                                "org.apache.kafka.common.utils.AppInfoParser", "kafka.utils.Log4jControllerRegistration$",
-                                "kafka.server.BrokerLifecycleManager"])
+@extractor(
+    "restarts",
+    contains="|".join(f"(?:{rx.pattern})" for rx in (_START, _READY, _VERSION)),
+    loggers=[
+        "kafka.server.KafkaServer",
+        "kafka.Kafka$",
+        "kafka.server.KafkaRaftServer",
+        "kafka.server.BrokerServer",
+        "kafka.server.ControllerServer",
+        "org.apache.kafka.common.utils.AppInfoParser",
+        "kafka.utils.Log4jControllerRegistration$",
+        "kafka.server.BrokerLifecycleManager",
+    ],
+)
 def build(events: pd.DataFrame) -> pd.DataFrame:
     return restarts_from(events)

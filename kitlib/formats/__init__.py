@@ -17,6 +17,7 @@ Example:
     >>> formats.detect(b"[2024-05-22 00:32:03,023] INFO hi (x.Y)\\n").name
     'log4j'
 """
+
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
@@ -27,14 +28,18 @@ import pandas as pd
 from kitlib import registry, tables
 from kitlib.sources import SourceError, SourceFile, read_chunks
 
-tables.declare("unparsed", "Input lines no parser could turn into a row, kept verbatim (invalid "
-               "bytes shown as \\x escapes) so nothing is lost silently.", [
-                   ("file", "category", "path of the source file relative to the bundle root"),
-                   ("line", "int", "1-based line number"),
-                   ("host", "category", "host the file came from"),
-                   ("text", "str", "the line's text"),
-                   ("reason", "category", "why it was not parsed"),
-               ])
+tables.declare(
+    "unparsed",
+    "Input lines no parser could turn into a row, kept verbatim (invalid "
+    "bytes shown as \\x escapes) so nothing is lost silently.",
+    [
+        ("file", "category", "path of the source file relative to the bundle root"),
+        ("line", "int", "1-based line number"),
+        ("host", "category", "host the file came from"),
+        ("text", "str", "the line's text"),
+        ("reason", "category", "why it was not parsed"),
+    ],
+)
 
 
 @dataclass
@@ -74,10 +79,11 @@ def detect(head: bytes, src: SourceFile | None = None) -> Format | None:
 @dataclass
 class Context:
     """Per-file bookkeeping a parser fills in."""
+
     src: SourceFile
-    lines: int = 0          # physical lines seen
-    parsed: int = 0         # lines that became rows or were consumed as structure
-    error: str = ""         # first error (file and line named)
+    lines: int = 0  # physical lines seen
+    parsed: int = 0  # lines that became rows or were consumed as structure
+    error: str = ""  # first error (file and line named)
     error_line: int | None = None
     notes: list[str] = field(default_factory=list)
 
@@ -92,10 +98,17 @@ def unparsed_frame(src: SourceFile, lines: list[int], texts: list[str], reason: 
     import pyarrow as pa
 
     from kitlib.redact import redact_array
+
     text = redact_array(pa.array(texts, pa.large_string()), lines=True) if texts else []
-    return pd.DataFrame({"file": src.rel, "line": lines, "host": src.host,
-                         "text": pd.array(text, dtype="string") if len(texts) else pd.array([], dtype="string"),
-                         "reason": reason})
+    return pd.DataFrame(
+        {
+            "file": src.rel,
+            "line": lines,
+            "host": src.host,
+            "text": pd.array(text, dtype="string") if len(texts) else pd.array([], dtype="string"),
+            "reason": reason,
+        }
+    )
 
 
 # the time range pandas can hold (datetime64[ns]); a timestamp outside it costs its line

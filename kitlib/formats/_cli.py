@@ -13,6 +13,7 @@ Example:
     >>> stamp_line("billing orders 0 100 100 0 - - -", "UTC") is None
     True
 """
+
 from __future__ import annotations
 
 import re
@@ -23,10 +24,14 @@ import pandas as pd
 from kitlib.formats import Context, unparsed_frame, with_provenance
 
 # `date` (C locale): "Mon Nov 23 11:35:41 UTC 2026"; ISO-8601 with optional zone; epoch seconds/ms
-_DATE_CMD = re.compile(r"^(?:[A-Z][a-z]{2},? +)?([A-Z][a-z]{2}) +(\d{1,2}),? +(\d{1,2}:\d{2}:\d{2})"
-                       r"(?: +([A-Za-z][\w+:-]*))? +(\d{4})$")
-_ISO = re.compile(r"^\d{4}-\d{2}-\d{2}(?:[T ]\d{2}:\d{2}(?::\d{2}(?:[.,]\d+)?)?)?"
-                  r"(?: ?(?:Z|[+-]\d{2}:?\d{2}|UTC|GMT))?$")
+_DATE_CMD = re.compile(
+    r"^(?:[A-Z][a-z]{2},? +)?([A-Z][a-z]{2}) +(\d{1,2}),? +(\d{1,2}:\d{2}:\d{2})"
+    r"(?: +([A-Za-z][\w+:-]*))? +(\d{4})$"
+)
+_ISO = re.compile(
+    r"^\d{4}-\d{2}-\d{2}(?:[T ]\d{2}:\d{2}(?::\d{2}(?:[.,]\d+)?)?)?"
+    r"(?: ?(?:Z|[+-]\d{2}:?\d{2}|UTC|GMT))?$"
+)
 _EPOCH = re.compile(r"^\d{10}(?:\d{3})?$")
 _DECOR = " \t=-*#>[]:"
 _UTC_NAMES = {"UTC", "GMT", "Z", "UCT"}
@@ -65,6 +70,7 @@ def is_comment(text: str) -> bool:
 @dataclass
 class Collector:
     """Rows per table and unparsed lines (with reasons) of one file."""
+
     src: object
     ctx: Context
     rows: dict[str, list[dict]] = field(default_factory=dict)

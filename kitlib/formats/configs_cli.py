@@ -21,6 +21,7 @@ Example:
     >>> detect(b"Dynamic configs for broker 1 are:\\n  log.cleaner.threads=2 sensitive=false synonyms={}\\n", None)
     True
 """
+
 from __future__ import annotations
 
 import re
@@ -29,14 +30,22 @@ from kitlib.formats import Context, register, text_lines
 from kitlib.formats._cli import Collector, head_lines, is_comment, stamp_line
 from kitlib.redact import redact_value
 
-_BLOCK = re.compile(r"^(?P<kind>Dynamic|All|Default) configs for (?:(?P<dscope>[\w-]+?)s? in the cluster|"
-                    r"(?P<scope>[\w-]+?)s? (?P<entity>.+?)) are:\s*$")
+_BLOCK = re.compile(
+    r"^(?P<kind>Dynamic|All|Default) configs for (?:(?P<dscope>[\w-]+?)s? in the cluster|"
+    r"(?P<scope>[\w-]+?)s? (?P<entity>.+?)) are:\s*$"
+)
 _ENTRY = re.compile(r"^\s+(?P<key>[^=\s]+)=(?P<value>.*?) sensitive=(?P<sens>true|false) synonyms=\{(?P<syn>.*)\}\s*$")
 _INLINE = re.compile(r"^(?:(?P<what>Quota|SCRAM credential) configs|Configs) for (?P<ents>.+?) are ?(?P<rest>.*)$")
 _ENT = re.compile(r"(?:the default (?P<dscope>[\w-]+)|(?P<scope>[\w-]+) '(?P<name>[^']*)')")
 _SCRAM_PARTS = {"salt", "stored_key", "server_key", "iterations"}
-_SCOPES = {"brokers": "broker", "topics": "topic", "clients": "client-id", "users": "user-principal",
-           "broker-loggers": "broker-logger", "ips": "ip"}
+_SCOPES = {
+    "brokers": "broker",
+    "topics": "topic",
+    "clients": "client-id",
+    "users": "user-principal",
+    "broker-loggers": "broker-logger",
+    "ips": "ip",
+}
 
 
 def detect(head: bytes, src) -> bool:
@@ -58,8 +67,11 @@ def _inline(m: re.Match) -> tuple[str, str, list[tuple[str, str]]] | None:
     rest = m.group("rest").strip()
     items: list[tuple[str, str]] = []
     if rest:  # "a=1.0, b=2.0" (3.x quotas) or "a=1,b=2" (ZooKeeper era); SCRAM values hold '=' and ','
-        parts = re.split(r",\s*(?=[\w.-]+=)", rest) if m.group("what") != "SCRAM credential" else \
-            re.split(r",\s*(?=SCRAM-)", rest)
+        parts = (
+            re.split(r",\s*(?=[\w.-]+=)", rest)
+            if m.group("what") != "SCRAM credential"
+            else re.split(r",\s*(?=SCRAM-)", rest)
+        )
         for p in parts:
             k, sep, v = p.partition("=")
             if not sep:
@@ -68,8 +80,11 @@ def _inline(m: re.Match) -> tuple[str, str, list[tuple[str, str]]] | None:
                 items[-1] = (items[-1][0], f"{items[-1][1]},{p.strip()}")  # ZooKeeper era: credential fields
                 continue
             items.append((k.strip(), v.strip()))
-    return "/".join(scopes), "/".join(names), [(k, _scram(v) if k.upper().startswith("SCRAM-") else v)
-                                               for k, v in items]
+    return (
+        "/".join(scopes),
+        "/".join(names),
+        [(k, _scram(v) if k.upper().startswith("SCRAM-") else v) for k, v in items],
+    )
 
 
 def _scram(value: str) -> str:
@@ -107,8 +122,17 @@ def parse(src, ctx: Context):
             value = "[redacted]" if m.group("sens") == "true" else redact_value(key, m.group("value"))
             syn = m.group("syn")
             origin = syn.split(":", 1)[0] if syn else None
-            out.add("configs", n, ts=snap, source="cli", scope=block[0], entity=block[1], key=key, value=value,
-                    origin=origin)
+            out.add(
+                "configs",
+                n,
+                ts=snap,
+                source="cli",
+                scope=block[0],
+                entity=block[1],
+                key=key,
+                value=value,
+                origin=origin,
+            )
             out.structure()
             continue
         m = _INLINE.match(text)
@@ -119,13 +143,28 @@ def parse(src, ctx: Context):
         scope, entity, items = got
         origin = "SCRAM_CREDENTIAL" if m.group("what") == "SCRAM credential" else None
         for k, v in items:
-            out.add("configs", n, ts=snap, source="cli", scope=scope, entity=entity, key=k,
-                    value=redact_value(k, v), origin=origin)
+            out.add(
+                "configs",
+                n,
+                ts=snap,
+                source="cli",
+                scope=scope,
+                entity=entity,
+                key=k,
+                value=redact_value(k, v),
+                origin=origin,
+            )
         out.structure()
     if out.bad_n:
         ctx.fail(f"{src.rel} line {out.bad_n[0]}: {out.bad_r[0]}", out.bad_n[0])
     yield from out.frames()
 
 
-register("configs_cli", detect=detect, parse=parse, tables=("configs",), priority=26,
-         doc="kafka-configs --describe output (brokers, topics, clients, users, quotas; old and new layouts)")
+register(
+    "configs_cli",
+    detect=detect,
+    parse=parse,
+    tables=("configs",),
+    priority=26,
+    doc="kafka-configs --describe output (brokers, topics, clients, users, quotas; old and new layouts)",
+)

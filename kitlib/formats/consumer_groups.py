@@ -23,6 +23,7 @@ Example (real 3.9 output):
     ...        b"              -               -               -\\n", None)
     True
 """
+
 from __future__ import annotations
 
 import re
@@ -31,52 +32,84 @@ from kitlib import tables
 from kitlib.formats import Context, register, text_lines
 from kitlib.formats._cli import Collector, head_lines, is_comment, stamp_line, to_int
 
-_SNAP = ("snapshot_ts", "ts", "time of the snapshot: the last time line before it in the file "
-         "(`date` output, ISO-8601, epoch); empty when the file holds none")
-tables.declare("group_offsets", "Consumer group offsets and lag per partition, from `kafka-consumer-groups "
-               "--describe` (and `--offsets`) output; one row per group, partition and snapshot.", [
-                   _SNAP,
-                   ("group", "str", "consumer group (empty in 1.x-2.2 output, which has no GROUP column)"),
-                   ("topic", "str", "topic ('-' rows of members without partitions have none)"),
-                   ("partition", "int", "partition"),
-                   ("leader_epoch", "int", "leader epoch of the committed offset (4.x --verbose only)"),
-                   ("current_offset", "int", "committed offset; empty when the group committed none"),
-                   ("log_end_offset", "int", "log end offset when the tool ran"),
-                   ("lag", "int", "log_end_offset - current_offset as the tool printed it; empty when unknown"),
-                   ("consumer_id", "str", "member id owning the partition, empty when no active member"),
-                   ("member_host", "str", "member's host as printed ('/10.0.0.12'), empty when none"),
-                   ("client_id", "str", "member's client.id, empty when none"),
-               ])
-tables.declare("group_members", "Consumer group members from `kafka-consumer-groups --describe --members "
-               "[--verbose]`.", [
-                   _SNAP,
-                   ("group", "str", "consumer group (empty before 2.4, which had no GROUP column)"),
-                   ("consumer_id", "str", "member id"),
-                   ("member_host", "str", "member's host as printed"),
-                   ("client_id", "str", "member's client.id"),
-                   ("partitions", "int", "number of partitions assigned"),
-                   ("assignment", "str", "assigned partitions as printed with --verbose, e.g. 'orders(0,1)'"),
-               ])
-tables.declare("group_states", "Consumer group state from `kafka-consumer-groups --describe --state`, and "
-               "the tool's notes about a group (no active members, rebalancing, does not exist).", [
-                   _SNAP,
-                   ("group", "str", "consumer group (empty before 2.4 for --state rows)"),
-                   ("coordinator", "str", "coordinator broker host:port"),
-                   ("coordinator_id", "int", "coordinator broker id"),
-                   ("assignment_strategy", "str", "partition assignor (range, roundrobin, ...); empty when none"),
-                   ("state", "str", "Stable, Empty, PreparingRebalance, CompletingRebalance, Dead, ..."),
-                   ("members", "int", "number of members"),
-                   ("note", "str", "the tool's note: 'has no active members', 'is rebalancing', 'does not exist'"),
-               ])
+_SNAP = (
+    "snapshot_ts",
+    "ts",
+    "time of the snapshot: the last time line before it in the file "
+    "(`date` output, ISO-8601, epoch); empty when the file holds none",
+)
+tables.declare(
+    "group_offsets",
+    "Consumer group offsets and lag per partition, from `kafka-consumer-groups "
+    "--describe` (and `--offsets`) output; one row per group, partition and snapshot.",
+    [
+        _SNAP,
+        ("group", "str", "consumer group (empty in 1.x-2.2 output, which has no GROUP column)"),
+        ("topic", "str", "topic ('-' rows of members without partitions have none)"),
+        ("partition", "int", "partition"),
+        ("leader_epoch", "int", "leader epoch of the committed offset (4.x --verbose only)"),
+        ("current_offset", "int", "committed offset; empty when the group committed none"),
+        ("log_end_offset", "int", "log end offset when the tool ran"),
+        ("lag", "int", "log_end_offset - current_offset as the tool printed it; empty when unknown"),
+        ("consumer_id", "str", "member id owning the partition, empty when no active member"),
+        ("member_host", "str", "member's host as printed ('/10.0.0.12'), empty when none"),
+        ("client_id", "str", "member's client.id, empty when none"),
+    ],
+)
+tables.declare(
+    "group_members",
+    "Consumer group members from `kafka-consumer-groups --describe --members [--verbose]`.",
+    [
+        _SNAP,
+        ("group", "str", "consumer group (empty before 2.4, which had no GROUP column)"),
+        ("consumer_id", "str", "member id"),
+        ("member_host", "str", "member's host as printed"),
+        ("client_id", "str", "member's client.id"),
+        ("partitions", "int", "number of partitions assigned"),
+        ("assignment", "str", "assigned partitions as printed with --verbose, e.g. 'orders(0,1)'"),
+    ],
+)
+tables.declare(
+    "group_states",
+    "Consumer group state from `kafka-consumer-groups --describe --state`, and "
+    "the tool's notes about a group (no active members, rebalancing, does not exist).",
+    [
+        _SNAP,
+        ("group", "str", "consumer group (empty before 2.4 for --state rows)"),
+        ("coordinator", "str", "coordinator broker host:port"),
+        ("coordinator_id", "int", "coordinator broker id"),
+        ("assignment_strategy", "str", "partition assignor (range, roundrobin, ...); empty when none"),
+        ("state", "str", "Stable, Empty, PreparingRebalance, CompletingRebalance, Dead, ..."),
+        ("members", "int", "number of members"),
+        ("note", "str", "the tool's note: 'has no active members', 'is rebalancing', 'does not exist'"),
+    ],
+)
 
-_NOTE = re.compile(r"^(?:Warning: |Error: )?Consumer group '(?P<group>.*)' (?P<note>has no active members|"
-                   r"is rebalancing|does not exist|is not a consumer group|has no committed offsets)")
+_NOTE = re.compile(
+    r"^(?:Warning: |Error: )?Consumer group '(?P<group>.*)' (?P<note>has no active members|"
+    r"is rebalancing|does not exist|is not a consumer group|has no committed offsets)"
+)
 _INFO = ("Note: This will not show information about old Zookeeper-based consumers.",)
-_OFFSET_COLS = {"GROUP": "group", "TOPIC": "topic", "PARTITION": "partition", "LEADER-EPOCH": "leader_epoch",
-                "CURRENT-OFFSET": "current_offset", "LOG-END-OFFSET": "log_end_offset", "LAG": "lag",
-                "CONSUMER-ID": "consumer_id", "HOST": "member_host", "CLIENT-ID": "client_id"}
-_MEMBER_COLS = {"GROUP": "group", "CONSUMER-ID": "consumer_id", "HOST": "member_host", "CLIENT-ID": "client_id",
-                "#PARTITIONS": "partitions", "ASSIGNMENT": "assignment"}
+_OFFSET_COLS = {
+    "GROUP": "group",
+    "TOPIC": "topic",
+    "PARTITION": "partition",
+    "LEADER-EPOCH": "leader_epoch",
+    "CURRENT-OFFSET": "current_offset",
+    "LOG-END-OFFSET": "log_end_offset",
+    "LAG": "lag",
+    "CONSUMER-ID": "consumer_id",
+    "HOST": "member_host",
+    "CLIENT-ID": "client_id",
+}
+_MEMBER_COLS = {
+    "GROUP": "group",
+    "CONSUMER-ID": "consumer_id",
+    "HOST": "member_host",
+    "CLIENT-ID": "client_id",
+    "#PARTITIONS": "partitions",
+    "ASSIGNMENT": "assignment",
+}
 _INT_COLS = {"partition", "leader_epoch", "current_offset", "log_end_offset", "lag", "partitions"}
 
 
@@ -136,8 +169,8 @@ def _state_row(header: list[str], text: str) -> dict | None:
     if not m:
         return None
     row["coordinator"], row["coordinator_id"] = vals[i], int(m.group(1))
-    after = header[header.index("(ID)") + 1:]
-    rest: list[str | None] = list(vals[i + 2:])
+    after = header[header.index("(ID)") + 1 :]
+    rest: list[str | None] = list(vals[i + 2 :])
     if len(rest) == len(after) - 1 and after[0] == "ASSIGNMENT-STRATEGY":
         rest.insert(0, None)
     if len(rest) != len(after):
@@ -197,6 +230,11 @@ def parse(src, ctx: Context):
     yield from out.frames()
 
 
-register("consumer_groups", detect=detect, parse=parse, tables=("group_offsets", "group_members", "group_states"),
-         priority=26, doc="kafka-consumer-groups --describe output (offsets/lag, --members, --state; "
-                          "one or many snapshots)")
+register(
+    "consumer_groups",
+    detect=detect,
+    parse=parse,
+    tables=("group_offsets", "group_members", "group_states"),
+    priority=26,
+    doc="kafka-consumer-groups --describe output (offsets/lag, --members, --state; one or many snapshots)",
+)

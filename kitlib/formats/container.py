@@ -20,6 +20,7 @@ Example:
     >>> blk, int(ts[0])
     (b'INFO hi\\n', 1716337923023)
 """
+
 from __future__ import annotations
 
 import re
@@ -30,15 +31,24 @@ import pyarrow.compute as pc
 
 # one home for the prefix grammar; the bytes form (Python re) is used by the log4j fast path
 # and for detection, the RE2 form (named groups) on Arrow string columns
-_STAMP = (r"(?P<cY>\d{4})-(?P<cMo>\d{2})-(?P<cD>\d{2})T(?P<ch>\d{2}):(?P<cmi>\d{2}):(?P<cs>\d{2})"
-          r"(?:\.(?P<cf>\d{1,9}))?(?P<ctz>Z|[+-]\d{2}:?\d{2})?")
+_STAMP = (
+    r"(?P<cY>\d{4})-(?P<cMo>\d{2})-(?P<cD>\d{2})T(?P<ch>\d{2}):(?P<cmi>\d{2}):(?P<cs>\d{2})"
+    r"(?:\.(?P<cf>\d{1,9}))?(?P<ctz>Z|[+-]\d{2}:?\d{2})?"
+)
 _SERVICE = r"[\w.-]+ +\| ?"
 _CRI = r" (?:stdout|stderr) (?P<cflag>[FP])"
 PREFIX_RE2 = rf"^(?P<cpre>(?:{_SERVICE})?(?:{_STAMP}(?:{_CRI})? )?)"
-PREFIX = re.compile(rb"^(?:" + _SERVICE.encode() + rb")?(?:" + re.sub(r"\?P<\w+>", "", _STAMP).encode()
-                    + rb"(?: (?:stdout|stderr) [FP])? )?", re.MULTILINE)
-CRI_LINE = re.compile(rb"^(?:" + _SERVICE.encode() + rb")?\d{4}-\d{2}-\d{2}T[\d:.]+(?:Z|[+-][\d:]+) (?:stdout|stderr) [FP] ",
-                      re.MULTILINE)
+PREFIX = re.compile(
+    rb"^(?:"
+    + _SERVICE.encode()
+    + rb")?(?:"
+    + re.sub(r"\?P<\w+>", "", _STAMP).encode()
+    + rb"(?: (?:stdout|stderr) [FP])? )?",
+    re.MULTILINE,
+)
+CRI_LINE = re.compile(
+    rb"^(?:" + _SERVICE.encode() + rb")?\d{4}-\d{2}-\d{2}T[\d:.]+(?:Z|[+-][\d:]+) (?:stdout|stderr) [FP] ", re.MULTILINE
+)
 NO_STAMP = np.iinfo(np.int64).min
 
 
@@ -71,20 +81,20 @@ def join_partials(block: bytes) -> bytes:
     i, changed = 0, False
     while i < len(lines) - 1:
         m = CRI_LINE.match(lines[i])
-        if m and lines[i][m.end() - 2:m.end() - 1] == b"P":
+        if m and lines[i][m.end() - 2 : m.end() - 1] == b"P":
             j = i + 1
-            parts = [lines[i][m.end():]]
+            parts = [lines[i][m.end() :]]
             while j < len(lines):
                 mj = CRI_LINE.match(lines[j])
                 if not mj:
                     break
-                parts.append(lines[j][mj.end():])
-                final = lines[j][mj.end() - 2:mj.end() - 1] == b"F"
+                parts.append(lines[j][mj.end() :])
+                final = lines[j][mj.end() - 2 : mj.end() - 1] == b"F"
                 lines[j] = b""
                 j += 1
                 if final:
                     break
-            lines[i] = lines[i][:m.end() - 2] + b"F " + b"".join(parts)
+            lines[i] = lines[i][: m.end() - 2] + b"F " + b"".join(parts)
             changed = True
             i = j
             continue
@@ -146,6 +156,7 @@ def stamp_ms(m: pa.StructArray, p: str = "") -> np.ndarray:
     {p}tz`` of an ``extract_regex`` result; ``NO_STAMP`` where they are missing. Zone-less
     stamps are taken as UTC (see :func:`kitlib.formats.layouts.to_epoch` for local zones)."""
     from kitlib.formats.layouts import fields_to_wall_ms, zone_offsets_ms
+
     wall, ok = fields_to_wall_ms(m, p)
     names = {m.type.field(i).name for i in range(m.type.num_fields)}
     off = zone_offsets_ms(m.field(f"{p}tz")) if f"{p}tz" in names else np.zeros(len(m), np.int64)

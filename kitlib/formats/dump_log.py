@@ -26,6 +26,7 @@ Example:
     >>> detect(b"Dumping /data/orders-0/00000000000000000000.log\\nLog starting offset: 0\\n", None)
     True
 """
+
 from __future__ import annotations
 
 import re
@@ -39,95 +40,161 @@ from kitlib import tables
 from kitlib.formats import Context, register, text_lines
 from kitlib.formats._cli import Collector, head_lines, is_comment
 
-_WHERE = [("segment", "str", "the dumped file, as printed after 'Dumping'"),
-          ("topic", "str", "topic, from the dumped file's folder name"),
-          ("partition", "int", "partition, from the dumped file's folder name")]
-tables.declare("log_batches", "Record batches from `kafka-dump-log` output (one row per batch line).", _WHERE + [
-    ("base_offset", "int", "first offset of the batch"),
-    ("last_offset", "int", "last offset of the batch"),
-    ("count", "int", "records in the batch"),
-    ("base_sequence", "int", "producer sequence of the first record (-1 = not idempotent)"),
-    ("last_sequence", "int", "producer sequence of the last record"),
-    ("producer_id", "int", "producer id (-1 = none)"),
-    ("producer_epoch", "int", "producer epoch"),
-    ("partition_leader_epoch", "int", "leader epoch when the batch was appended"),
-    ("is_transactional", "bool", "part of a transaction"),
-    ("is_control", "bool", "a control batch (transaction marker, KRaft control record)"),
-    ("delete_horizon_ms", "int", "delete horizon of a compacted batch (3.2+ output), empty when none"),
-    ("position", "int", "byte position of the batch in the segment"),
-    ("timestamp_type", "category", "CreateTime, LogAppendTime or NoTimestampType"),
-    ("timestamp", "ts", "batch max timestamp (empty for -1)"),
-    ("size", "int", "batch size in bytes on disk"),
-    ("magic", "int", "record format version (0, 1, 2)"),
-    ("compression", "category", "codec, lower-cased: none, gzip, snappy, lz4, zstd"),
-    ("crc", "int", "batch CRC"),
-    ("is_valid", "bool", "the CRC matched"),
-])
-tables.declare("log_records", "Records from `kafka-dump-log --deep-iteration` / `--print-data-log` output: "
-               "sizes, offsets and header keys; never key or payload values.", _WHERE + [
-                   ("offset", "int", "record offset"),
-                   ("timestamp_type", "category", "CreateTime, LogAppendTime or NoTimestampType"),
-                   ("timestamp", "ts", "record timestamp (empty for -1)"),
-                   ("key_size", "int", "key bytes (-1 = null key)"),
-                   ("value_size", "int", "value bytes (-1 = null value, a tombstone)"),
-                   ("sequence", "int", "producer sequence (-1 = not idempotent)"),
-                   ("header_keys", "str", "header keys, comma-separated, as printed"),
-                   ("header_count", "int", "number of headers"),
-                   ("control", "category", "control record type: COMMIT, ABORT (transaction markers), "
-                    "SnapshotHeader, SnapshotFooter, LeaderChange, KRaftVersion, KRaftVoters, or the raw "
-                    "type printed as 'controlType: LEADER_CHANGE(2)' (3.x metadata log); empty for data"),
-                   ("coordinator_epoch", "int", "transaction coordinator epoch of a marker"),
-                   ("position", "int", "byte position (1.x-2.1 record lines only)"),
-                   ("producer_id", "int", "producer id (1.x-2.1 record lines only; newer ones are on the batch)"),
-                   ("magic", "int", "record format version (1.x-2.1 record lines only)"),
-                   ("compression", "category", "codec (1.x-2.1 record lines only)"),
-               ])
-tables.declare("log_index_entries", "Offset and time index entries from `kafka-dump-log` on .index / "
-               ".timeindex files.", _WHERE + [
-                   ("kind", "category", "offset (an .index entry) or time (a .timeindex entry)"),
-                   ("offset", "int", "offset the entry points at"),
-                   ("position", "int", "byte position in the segment (offset index)"),
-                   ("timestamp", "ts", "timestamp (time index)"),
-               ])
+_WHERE = [
+    ("segment", "str", "the dumped file, as printed after 'Dumping'"),
+    ("topic", "str", "topic, from the dumped file's folder name"),
+    ("partition", "int", "partition, from the dumped file's folder name"),
+]
+tables.declare(
+    "log_batches",
+    "Record batches from `kafka-dump-log` output (one row per batch line).",
+    _WHERE
+    + [
+        ("base_offset", "int", "first offset of the batch"),
+        ("last_offset", "int", "last offset of the batch"),
+        ("count", "int", "records in the batch"),
+        ("base_sequence", "int", "producer sequence of the first record (-1 = not idempotent)"),
+        ("last_sequence", "int", "producer sequence of the last record"),
+        ("producer_id", "int", "producer id (-1 = none)"),
+        ("producer_epoch", "int", "producer epoch"),
+        ("partition_leader_epoch", "int", "leader epoch when the batch was appended"),
+        ("is_transactional", "bool", "part of a transaction"),
+        ("is_control", "bool", "a control batch (transaction marker, KRaft control record)"),
+        ("delete_horizon_ms", "int", "delete horizon of a compacted batch (3.2+ output), empty when none"),
+        ("position", "int", "byte position of the batch in the segment"),
+        ("timestamp_type", "category", "CreateTime, LogAppendTime or NoTimestampType"),
+        ("timestamp", "ts", "batch max timestamp (empty for -1)"),
+        ("size", "int", "batch size in bytes on disk"),
+        ("magic", "int", "record format version (0, 1, 2)"),
+        ("compression", "category", "codec, lower-cased: none, gzip, snappy, lz4, zstd"),
+        ("crc", "int", "batch CRC"),
+        ("is_valid", "bool", "the CRC matched"),
+    ],
+)
+tables.declare(
+    "log_records",
+    "Records from `kafka-dump-log --deep-iteration` / `--print-data-log` output: "
+    "sizes, offsets and header keys; never key or payload values.",
+    _WHERE
+    + [
+        ("offset", "int", "record offset"),
+        ("timestamp_type", "category", "CreateTime, LogAppendTime or NoTimestampType"),
+        ("timestamp", "ts", "record timestamp (empty for -1)"),
+        ("key_size", "int", "key bytes (-1 = null key)"),
+        ("value_size", "int", "value bytes (-1 = null value, a tombstone)"),
+        ("sequence", "int", "producer sequence (-1 = not idempotent)"),
+        ("header_keys", "str", "header keys, comma-separated, as printed"),
+        ("header_count", "int", "number of headers"),
+        (
+            "control",
+            "category",
+            "control record type: COMMIT, ABORT (transaction markers), "
+            "SnapshotHeader, SnapshotFooter, LeaderChange, KRaftVersion, KRaftVoters, or the raw "
+            "type printed as 'controlType: LEADER_CHANGE(2)' (3.x metadata log); empty for data",
+        ),
+        ("coordinator_epoch", "int", "transaction coordinator epoch of a marker"),
+        ("position", "int", "byte position (1.x-2.1 record lines only)"),
+        ("producer_id", "int", "producer id (1.x-2.1 record lines only; newer ones are on the batch)"),
+        ("magic", "int", "record format version (1.x-2.1 record lines only)"),
+        ("compression", "category", "codec (1.x-2.1 record lines only)"),
+    ],
+)
+tables.declare(
+    "log_index_entries",
+    "Offset and time index entries from `kafka-dump-log` on .index / .timeindex files.",
+    _WHERE
+    + [
+        ("kind", "category", "offset (an .index entry) or time (a .timeindex entry)"),
+        ("offset", "int", "offset the entry points at"),
+        ("position", "int", "byte position in the segment (offset index)"),
+        ("timestamp", "ts", "timestamp (time index)"),
+    ],
+)
 
 _N = r"(-?\d+)"
-_RECORD_RE = (r"^\| offset: (?P<offset>-?\d+) (?P<timestamp_type>CreateTime|LogAppendTime|NoTimestampType): "
-              r"(?P<timestamp>-?\d+) key[sS]ize: (?P<key_size>-?\d+) value[sS]ize: (?P<value_size>-?\d+) "
-              r"sequence: (?P<sequence>-?\d+) headerKeys: \[(?P<header_keys>[^\]]*)\]"
-              r"(?: endTxnMarker: (?P<control>COMMIT|ABORT) coordinatorEpoch: (?P<coordinator_epoch>\d+))?"
-              r"(?: (?P<kraft>SnapshotHeader|SnapshotFooter|LeaderChange|KRaftVersion|KRaftVoters)\b)?"
-              r"(?: controlType: (?P<ctype>\w+)\(-?\d+\))?(?P<rest>.*)$")
-_BATCH_RE = (r"^baseOffset: (?P<base_offset>-?\d+) lastOffset: (?P<last_offset>-?\d+) count: (?P<count>-?\d+) "
-             r"baseSequence: (?P<base_sequence>-?\d+) lastSequence: (?P<last_sequence>-?\d+) "
-             r"producerId: (?P<producer_id>-?\d+) producerEpoch: (?P<producer_epoch>-?\d+) "
-             r"partitionLeaderEpoch: (?P<partition_leader_epoch>-?\d+) isTransactional: (?P<is_transactional>\w+) "
-             r"isControl: (?P<is_control>\w+)(?: deleteHorizonMs: (?P<delete_horizon_ms>\S+))? "
-             r"position: (?P<position>\d+) (?P<timestamp_type>CreateTime|LogAppendTime|NoTimestampType): "
-             r"(?P<timestamp>-?\d+) size: (?P<size>\d+) magic: (?P<magic>\d+) compresscodec: (?P<compression>\S+) "
-             r"crc: (?P<crc>\d+) isvalid: (?P<is_valid>\w+)$")
+_RECORD_RE = (
+    r"^\| offset: (?P<offset>-?\d+) (?P<timestamp_type>CreateTime|LogAppendTime|NoTimestampType): "
+    r"(?P<timestamp>-?\d+) key[sS]ize: (?P<key_size>-?\d+) value[sS]ize: (?P<value_size>-?\d+) "
+    r"sequence: (?P<sequence>-?\d+) headerKeys: \[(?P<header_keys>[^\]]*)\]"
+    r"(?: endTxnMarker: (?P<control>COMMIT|ABORT) coordinatorEpoch: (?P<coordinator_epoch>\d+))?"
+    r"(?: (?P<kraft>SnapshotHeader|SnapshotFooter|LeaderChange|KRaftVersion|KRaftVoters)\b)?"
+    r"(?: controlType: (?P<ctype>\w+)\(-?\d+\))?(?P<rest>.*)$"
+)
+_BATCH_RE = (
+    r"^baseOffset: (?P<base_offset>-?\d+) lastOffset: (?P<last_offset>-?\d+) count: (?P<count>-?\d+) "
+    r"baseSequence: (?P<base_sequence>-?\d+) lastSequence: (?P<last_sequence>-?\d+) "
+    r"producerId: (?P<producer_id>-?\d+) producerEpoch: (?P<producer_epoch>-?\d+) "
+    r"partitionLeaderEpoch: (?P<partition_leader_epoch>-?\d+) isTransactional: (?P<is_transactional>\w+) "
+    r"isControl: (?P<is_control>\w+)(?: deleteHorizonMs: (?P<delete_horizon_ms>\S+))? "
+    r"position: (?P<position>\d+) (?P<timestamp_type>CreateTime|LogAppendTime|NoTimestampType): "
+    r"(?P<timestamp>-?\d+) size: (?P<size>\d+) magic: (?P<magic>\d+) compresscodec: (?P<compression>\S+) "
+    r"crc: (?P<crc>\d+) isvalid: (?P<is_valid>\w+)$"
+)
 _PAIR = re.compile(r"(\w+): (\[[^\]]*\]|\S+)")
 _KRAFT = re.compile(r"\b(SnapshotHeader|SnapshotFooter|LeaderChange|KRaftVersion|KRaftVoters)\b")
 _CUT = re.compile(r" (?:key|payload): ")
-_NAMES = {"baseOffset": "base_offset", "lastOffset": "last_offset", "count": "count", "baseSequence": "base_sequence",
-          "lastSequence": "last_sequence", "producerId": "producer_id", "producerEpoch": "producer_epoch",
-          "partitionLeaderEpoch": "partition_leader_epoch", "isTransactional": "is_transactional",
-          "isControl": "is_control", "deleteHorizonMs": "delete_horizon_ms", "position": "position", "size": "size",
-          "magic": "magic", "compresscodec": "compression", "crc": "crc", "isvalid": "is_valid",
-          "isValid": "is_valid", "offset": "offset", "keysize": "key_size", "keySize": "key_size",
-          "valuesize": "value_size", "valueSize": "value_size", "sequence": "sequence", "headerKeys": "header_keys",
-          "endTxnMarker": "control", "coordinatorEpoch": "coordinator_epoch", "compressType": "compression",
-          "controlType": "control"}
+_NAMES = {
+    "baseOffset": "base_offset",
+    "lastOffset": "last_offset",
+    "count": "count",
+    "baseSequence": "base_sequence",
+    "lastSequence": "last_sequence",
+    "producerId": "producer_id",
+    "producerEpoch": "producer_epoch",
+    "partitionLeaderEpoch": "partition_leader_epoch",
+    "isTransactional": "is_transactional",
+    "isControl": "is_control",
+    "deleteHorizonMs": "delete_horizon_ms",
+    "position": "position",
+    "size": "size",
+    "magic": "magic",
+    "compresscodec": "compression",
+    "crc": "crc",
+    "isvalid": "is_valid",
+    "isValid": "is_valid",
+    "offset": "offset",
+    "keysize": "key_size",
+    "keySize": "key_size",
+    "valuesize": "value_size",
+    "valueSize": "value_size",
+    "sequence": "sequence",
+    "headerKeys": "header_keys",
+    "endTxnMarker": "control",
+    "coordinatorEpoch": "coordinator_epoch",
+    "compressType": "compression",
+    "controlType": "control",
+}
 _TS_KEYS = ("CreateTime", "LogAppendTime", "NoTimestampType")
-_STRUCTURE = ("Starting offset:", "Log starting offset:", "Snapshot end offset:", "Mismatches in ", "Index offset:",
-              "Non-consecutive offsets in ", "Found ", "Skipping ", "Exception while ")
+_STRUCTURE = (
+    "Starting offset:",
+    "Log starting offset:",
+    "Snapshot end offset:",
+    "Mismatches in ",
+    "Index offset:",
+    "Non-consecutive offsets in ",
+    "Found ",
+    "Skipping ",
+    "Exception while ",
+)
 _CHUNK = 200_000
 
 
 def detect(head: bytes, src) -> bool:
     lines = head_lines(head, 10)
     return any(ln.startswith("Dumping ") for ln in lines[:3]) and any(
-        ln.startswith(("Log starting offset:", "Starting offset:", "baseOffset:", "offset:", "| offset:",
-                       "timestamp:", "Snapshot end offset:")) for ln in lines)
+        ln.startswith(
+            (
+                "Log starting offset:",
+                "Starting offset:",
+                "baseOffset:",
+                "offset:",
+                "| offset:",
+                "timestamp:",
+                "Snapshot end offset:",
+            )
+        )
+        for ln in lines
+    )
 
 
 def _where(segment: str | None) -> dict:
@@ -159,9 +226,26 @@ def _pairs(text: str) -> dict:
     return out
 
 
-_INTS = ("base_offset", "last_offset", "count", "base_sequence", "last_sequence", "producer_id", "producer_epoch",
-         "partition_leader_epoch", "position", "size", "magic", "crc", "offset", "key_size", "value_size", "sequence",
-         "coordinator_epoch", "delete_horizon_ms")
+_INTS = (
+    "base_offset",
+    "last_offset",
+    "count",
+    "base_sequence",
+    "last_sequence",
+    "producer_id",
+    "producer_epoch",
+    "partition_leader_epoch",
+    "position",
+    "size",
+    "magic",
+    "crc",
+    "offset",
+    "key_size",
+    "value_size",
+    "sequence",
+    "coordinator_epoch",
+    "delete_horizon_ms",
+)
 
 
 def _finish(df: pd.DataFrame) -> pd.DataFrame:
@@ -216,8 +300,9 @@ def _column(name: str, a: pa.Array) -> pd.Series:
 def _with_where(df: pd.DataFrame) -> pd.DataFrame:
     uniq = {s: _where(s) for s in pd.unique(df["_seg"])}
     for col in ("segment", "topic", "partition"):
-        df[col] = [uniq[s][col] for s in df["_seg"]] if len(uniq) > 1 else (
-            next(iter(uniq.values()))[col] if uniq else None)
+        df[col] = (
+            [uniq[s][col] for s in df["_seg"]] if len(uniq) > 1 else (next(iter(uniq.values()))[col] if uniq else None)
+        )
     return df.drop(columns=["_seg"])
 
 
@@ -258,8 +343,13 @@ def _chunk(buf_n: list[int], buf_t: list[str], carry: dict, out: Collector, ctx:
     for i in np.sort(others):
         n, text = int(lines[i]), buf_t[i]
         s = text.strip()
-        if dumping[i] or is_comment(s) or s.startswith(_STRUCTURE) or s.endswith(" is followed by") or \
-                re.fullmatch(r"-?\d+ is followed by -?\d+", s):
+        if (
+            dumping[i]
+            or is_comment(s)
+            or s.startswith(_STRUCTURE)
+            or s.endswith(" is followed by")
+            or re.fullmatch(r"-?\d+ is followed by -?\d+", s)
+        ):
             out.structure()
             continue
         kv = _pairs(s.removeprefix("| "))
@@ -274,8 +364,10 @@ def _chunk(buf_n: list[int], buf_t: list[str], carry: dict, out: Collector, ctx:
         elif s.startswith("offset:") and set(kv) == {"offset", "position"}:
             row, table = dict(kv, kind="offset"), "log_index_entries"
         elif s.startswith("timestamp:") and "offset" in kv:
-            row, table = {"kind": "time", "offset": kv["offset"], "timestamp": kv.get("timestamp") or
-                          s.split()[1]}, "log_index_entries"
+            row, table = (
+                {"kind": "time", "offset": kv["offset"], "timestamp": kv.get("timestamp") or s.split()[1]},
+                "log_index_entries",
+            )
         if row is None:
             out.bad(n, text, "not a kafka-dump-log line")
             continue
@@ -293,10 +385,17 @@ def _chunk(buf_n: list[int], buf_t: list[str], carry: dict, out: Collector, ctx:
 
 def _finish_frame(df: pd.DataFrame, src) -> pd.DataFrame:
     from kitlib.formats import with_provenance
+
     if "timestamp" in df.columns and df["timestamp"].dtype == object and "kind" in df.columns:
         df["timestamp"] = df["timestamp"].where(df["kind"] == "time")
     return with_provenance(_finish(_with_where(df)), src)
 
 
-register("dump_log", detect=detect, parse=parse, tables=("log_batches", "log_records", "log_index_entries"),
-         priority=26, doc="kafka-dump-log / DumpLogSegments output: batches, records (no payloads), index entries")
+register(
+    "dump_log",
+    detect=detect,
+    parse=parse,
+    tables=("log_batches", "log_records", "log_index_entries"),
+    priority=26,
+    doc="kafka-dump-log / DumpLogSegments output: batches, records (no payloads), index entries",
+)

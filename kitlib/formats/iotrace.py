@@ -15,6 +15,7 @@ Example:
     >>> classify("/var/lib/kafka/data/retriever-mutation-53/00000000000000000000.tierstate.mutable")
     ('retriever-mutation', 53, 'tierstate')
 """
+
 from __future__ import annotations
 
 import re
@@ -24,18 +25,27 @@ import pandas as pd
 from kitlib import tables
 from kitlib.formats import Context, decode_line, iter_lines, register, unparsed_frame, with_provenance
 
-tables.declare("file_io", "Reads/writes per file per interval from an I/O trace on a broker.", [
-    ("ts", "ts", "interval start (NaT when the trace gave no time)"),
-    ("interval", "int", "interval number within the file (0, 1, ...)"),
-    ("interval_s", "float", "interval length in seconds"),
-    ("op", "category", "R or W"),
-    ("count", "int", "operations (SystemTap counts, filetop READS/WRITES)"),
-    ("bytes", "int", "bytes, when the trace gives them (filetop R_Kb/W_Kb × 1024)"),
-    ("path", "str", "file path (filetop: base name)"),
-    ("topic", "str", "topic from the partition directory"), ("partition", "int", "partition"),
-    ("kind", "category", "log, index, timeindex, txnindex, snapshot, tierstate, checkpoint, leader-epoch, "
-                         "partition-metadata, cleaner, deleted, other"),
-])
+tables.declare(
+    "file_io",
+    "Reads/writes per file per interval from an I/O trace on a broker.",
+    [
+        ("ts", "ts", "interval start (NaT when the trace gave no time)"),
+        ("interval", "int", "interval number within the file (0, 1, ...)"),
+        ("interval_s", "float", "interval length in seconds"),
+        ("op", "category", "R or W"),
+        ("count", "int", "operations (SystemTap counts, filetop READS/WRITES)"),
+        ("bytes", "int", "bytes, when the trace gives them (filetop R_Kb/W_Kb × 1024)"),
+        ("path", "str", "file path (filetop: base name)"),
+        ("topic", "str", "topic from the partition directory"),
+        ("partition", "int", "partition"),
+        (
+            "kind",
+            "category",
+            "log, index, timeindex, txnindex, snapshot, tierstate, checkpoint, leader-epoch, "
+            "partition-metadata, cleaner, deleted, other",
+        ),
+    ],
+)
 
 _RW = re.compile(r"^\s*(?P<op>[RW])\s+(?P<count>\d+)\s+(?P<path>\S.*?)\s*$")
 _TIME = re.compile(r"(\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2})|(?:^|\s)(\d{2}:\d{2}:\d{2})(?:\s|$)")
@@ -43,10 +53,21 @@ _FT_HEAD = re.compile(r"^\s*(?:TID|PID)\s+COMM\s+READS\s+WRITES\s+R_Kb\s+W_Kb\s+
 _FT_ROW = re.compile(r"^\s*(\d+)\s+(\S.{0,15}?)\s+(\d+)\s+(\d+)\s+(\d+)\s+(\d+)\s+([RSO])\s+(.+?)\s*$")
 _INTERVAL = re.compile(r"interval[=: ]\s*(\d+(?:\.\d+)?)")
 _DIR = re.compile(r"/(?P<topic>[^/]+)-(?P<part>\d+)/(?P<file>[^/]+)$")
-KINDS = [(".tierstate", "tierstate"), (".log.deleted", "deleted"), (".deleted", "deleted"), (".cleaned", "cleaner"),
-         (".swap", "cleaner"), (".log", "log"), (".timeindex", "timeindex"), (".index", "index"),
-         (".txnindex", "txnindex"), (".snapshot", "snapshot"), ("leader-epoch-checkpoint", "leader-epoch"),
-         ("partition.metadata", "partition-metadata"), ("checkpoint", "checkpoint")]
+KINDS = [
+    (".tierstate", "tierstate"),
+    (".log.deleted", "deleted"),
+    (".deleted", "deleted"),
+    (".cleaned", "cleaner"),
+    (".swap", "cleaner"),
+    (".log", "log"),
+    (".timeindex", "timeindex"),
+    (".index", "index"),
+    (".txnindex", "txnindex"),
+    (".snapshot", "snapshot"),
+    ("leader-epoch-checkpoint", "leader-epoch"),
+    ("partition.metadata", "partition-metadata"),
+    ("checkpoint", "checkpoint"),
+]
 
 
 def classify(path: str) -> tuple[str | None, int | None, str]:
@@ -81,9 +102,20 @@ def parse(src, ctx: Context):
         m = _RW.match(text)
         if m:
             topic, part, kind = classify(m.group("path"))
-            rows.append({"ts": ts, "interval": interval, "interval_s": interval_s, "op": m.group("op"),
-                         "count": int(m.group("count")), "path": m.group("path"), "topic": topic,
-                         "partition": part, "kind": kind, "line": n})
+            rows.append(
+                {
+                    "ts": ts,
+                    "interval": interval,
+                    "interval_s": interval_s,
+                    "op": m.group("op"),
+                    "count": int(m.group("count")),
+                    "path": m.group("path"),
+                    "topic": topic,
+                    "partition": part,
+                    "kind": kind,
+                    "line": n,
+                }
+            )
             saw_counts = True
             ctx.parsed += 1
             continue
@@ -93,9 +125,21 @@ def parse(src, ctx: Context):
             topic, part, kind = classify(name)
             for op, cnt, kb in (("R", f.group(3), f.group(5)), ("W", f.group(4), f.group(6))):
                 if int(cnt):
-                    rows.append({"ts": ts, "interval": interval, "interval_s": interval_s, "op": op, "count": int(cnt),
-                                 "bytes": int(kb) * 1024, "path": name, "topic": topic, "partition": part, "kind": kind,
-                                 "line": n})
+                    rows.append(
+                        {
+                            "ts": ts,
+                            "interval": interval,
+                            "interval_s": interval_s,
+                            "op": op,
+                            "count": int(cnt),
+                            "bytes": int(kb) * 1024,
+                            "path": name,
+                            "topic": topic,
+                            "partition": part,
+                            "kind": kind,
+                            "line": n,
+                        }
+                    )
             saw_counts = True
             ctx.parsed += 1
             continue
@@ -103,7 +147,7 @@ def parse(src, ctx: Context):
             ctx.parsed += 1
             continue
         if not s or s.startswith("#") or _FT_HEAD.match(text) or _TIME.search(s) or "loadavg" in s:
-            if (iv := _INTERVAL.search(s)):
+            if iv := _INTERVAL.search(s):
                 interval_s = float(iv.group(1))
             t = _TIME.search(s)
             if t or (not s and saw_counts):
@@ -128,5 +172,11 @@ def parse(src, ctx: Context):
         yield "unparsed", unparsed_frame(src, bad_n, bad_t, "not an I/O trace line")
 
 
-register("iotrace", detect=detect, parse=parse, tables=("file_io",), priority=45,
-         doc="per-file I/O traces (SystemTap 'R <count> <path>' style, bcc filetop)")
+register(
+    "iotrace",
+    detect=detect,
+    parse=parse,
+    tables=("file_io",),
+    priority=45,
+    doc="per-file I/O traces (SystemTap 'R <count> <path>' style, bcc filetop)",
+)

@@ -19,6 +19,7 @@ Example:
     >>> detect(b'"time","kafka.server:type=BrokerTopicMetrics,name=BytesInPerSec:Count"\\n1795391000000,12\\n', None)
     True
 """
+
 from __future__ import annotations
 
 import csv
@@ -32,12 +33,18 @@ import pandas as pd
 from kitlib.formats import TS_MAX, TS_MIN, Context, register, text_lines, unparsed_frame, with_provenance
 from kitlib.metrics import long_from_wide, with_keys
 
-_CHATTER = ("Trying to connect to JMX url", "WARNING: The 'kafka.tools' package is deprecated",
-            "Could not find all object names", "Could not connect to JMX url")
+_CHATTER = (
+    "Trying to connect to JMX url",
+    "WARNING: The 'kafka.tools' package is deprecated",
+    "Could not find all object names",
+    "Could not connect to JMX url",
+)
 _LONG = re.compile(r'^time(?:\t|=|,")')
-_LONG_ROW = {"\t": re.compile(r"^(?P<key>.+:[^:\t]+)\t(?P<value>.*)$"),
-             "=": re.compile(r"^(?P<key>.+:[^:=]+)=(?P<value>.*)$"),
-             ",": re.compile(r'^(?P<key>.+:[^:,]+),"(?P<value>.*)"$')}
+_LONG_ROW = {
+    "\t": re.compile(r"^(?P<key>.+:[^:\t]+)\t(?P<value>.*)$"),
+    "=": re.compile(r"^(?P<key>.+:[^:=]+)=(?P<value>.*)$"),
+    ",": re.compile(r'^(?P<key>.+:[^:,]+),"(?P<value>.*)"$'),
+}
 _DOMAIN_START = re.compile(r"^[\w.-]+:")
 
 
@@ -149,8 +156,16 @@ def _parse_long(src, ctx: Context, stream):
         beans, attrs = zip(*(k.rpartition(":")[::2] for k in keys))
         raw = pd.Series(values, dtype="string")
         num = pd.to_numeric(raw, errors="coerce")
-        df = pd.DataFrame({"ts": ts.to_numpy(), "mbean": beans, "attribute": attrs, "value": num.astype("float64"),
-                           "text": raw.where(num.isna() & (raw != "")), "line": where})
+        df = pd.DataFrame(
+            {
+                "ts": ts.to_numpy(),
+                "mbean": beans,
+                "attribute": attrs,
+                "value": num.astype("float64"),
+                "text": raw.where(num.isna() & (raw != "")),
+                "line": where,
+            }
+        )
         yield "metrics", with_provenance(with_keys(df), src, source="jmxtool")
     if bad_n:
         ctx.fail(f"{src.rel} line {bad_n[0]}: not a JmxTool report line", bad_n[0])
@@ -178,10 +193,17 @@ def _parse_wide(src, ctx: Context, stream):
             fields = None
         if fields and header and len(fields) > len(header) and not fields[0].isdigit():
             extra = len(fields) - len(header)  # a --date-format with commas ("HH:mm:ss,SSS")
-            fields = [",".join(fields[:extra + 1])] + fields[extra + 1:]
+            fields = [",".join(fields[: extra + 1])] + fields[extra + 1 :]
         if fields is None or header is None or len(fields) != len(header):
-            why = "not valid UTF-8" if not ok else (
-                f"{len(fields)} fields where the header has {len(header)}" if fields and header else "not a JmxTool CSV row")
+            why = (
+                "not valid UTF-8"
+                if not ok
+                else (
+                    f"{len(fields)} fields where the header has {len(header)}"
+                    if fields and header
+                    else "not a JmxTool CSV row"
+                )
+            )
             bad_n.append(n)
             bad_t.append(text)
             bad_r.append(why)
@@ -216,5 +238,11 @@ def _frame(header: list[str], rows: list[list[str]], lines: list[int], src) -> p
     return with_provenance(df, src, source="jmxtool")
 
 
-register("jmxtool", detect=detect, parse=parse, tables=("metrics",), priority=30,
-         doc="Kafka JmxTool output: CSV (quoted or not, any --date-format) and the tsv/properties/csv report formats")
+register(
+    "jmxtool",
+    detect=detect,
+    parse=parse,
+    tables=("metrics",),
+    priority=30,
+    doc="Kafka JmxTool output: CSV (quoted or not, any --date-format) and the tsv/properties/csv report formats",
+)

@@ -9,6 +9,7 @@ Example:
     >>> detect(b'{"request":{"mbean":"java.lang:type=Memory","type":"read"},"value":{},"timestamp":1,"status":200}', None)
     True
 """
+
 from __future__ import annotations
 
 import json
@@ -91,7 +92,7 @@ def parse(src, ctx: Context):
     ctx.parsed = ctx.lines
     rows = []
     for line, doc in docs:
-        for resp in (doc if isinstance(doc, list) else [doc]):
+        for resp in doc if isinstance(doc, list) else [doc]:
             if not isinstance(resp, dict):
                 continue
             if resp.get("status", 200) != 200:

@@ -29,6 +29,7 @@ Example:
     >>> ev.loc[0, ["level", "logger", "message"]].tolist()
     ['WARN', 'kafka.Foo', 'hi']
 """
+
 from __future__ import annotations
 
 import io
@@ -63,14 +64,22 @@ TIME_KEYS = ["@timestamp", "timestamp", "time", "instant", "timeMillis", "date"]
 LEVEL_KEYS = ["log.level", "log/level", "level", "severity", "loglevel"]
 LOGGER_KEYS = ["log.logger", "log/logger", "logger_name", "loggerName", "logger", "logger.name"]
 MESSAGE_KEYS = ["message", "msg", "@message"]
-TRACE_KEYS = ["error.stack_trace", "error/stack_trace", "stack_trace", "exception/stacktrace", "exception",
-              "thrown/extendedStackTrace", "stacktrace"]
+TRACE_KEYS = [
+    "error.stack_trace",
+    "error/stack_trace",
+    "stack_trace",
+    "exception/stacktrace",
+    "exception",
+    "thrown/extendedStackTrace",
+    "stacktrace",
+]
 BLOCK = 16 * 1024 * 1024
 
 
 @dataclass
 class Dialect:
     """Which key holds each field, and the Arrow schema that reads just those keys."""
+
     time: str
     level: str | None
     logger: str | None
@@ -100,11 +109,13 @@ def _arrow_type(v) -> pa.DataType:
 
 def dialect_of(objs: list[dict]) -> Dialect | None:
     """The dialect of these parsed lines, or None when they lack a message or a time."""
+
     def pick(keys):
         for k in keys:
             if any(_get(o, k) is not None for o in objs):
                 return k
         return None
+
     time, message = pick(TIME_KEYS), pick(MESSAGE_KEYS)
     if time is None or message is None:
         return None
@@ -188,8 +199,13 @@ def _times(col, n: int, tz: str) -> tuple[np.ndarray, np.ndarray]:
         ok = sec.is_valid().to_numpy(zero_copy_only=False)
         ms = pc.fill_null(pc.cast(sec, pa.int64()), 0).to_numpy(zero_copy_only=False) * 1000
         if "nanoOfSecond" in names:
-            ms = ms + pc.fill_null(pc.cast(pc.struct_field(col, "nanoOfSecond"), pa.int64()), 0).to_numpy(
-                zero_copy_only=False) // 1_000_000
+            ms = (
+                ms
+                + pc.fill_null(pc.cast(pc.struct_field(col, "nanoOfSecond"), pa.int64()), 0).to_numpy(
+                    zero_copy_only=False
+                )
+                // 1_000_000
+            )
         return ms, ok
     if pa.types.is_integer(t) or pa.types.is_floating(t):
         v = pc.fill_null(pc.cast(col, pa.float64()), np.nan).to_numpy(zero_copy_only=False)
@@ -199,7 +215,8 @@ def _times(col, n: int, tz: str) -> tuple[np.ndarray, np.ndarray]:
     if pa.types.is_timestamp(t):
         v = pc.cast(col if t.tz else pc.assume_timezone(col, "UTC"), pa.timestamp("ms", "UTC"))
         return pc.fill_null(pc.cast(v, pa.int64()), 0).to_numpy(zero_copy_only=False), v.is_valid().to_numpy(
-            zero_copy_only=False)
+            zero_copy_only=False
+        )
     m = pc.extract_regex(pc.fill_null(pc.cast(col, pa.large_string()), ""), "^" + ANY_ISO)
     wall, ok = fields_to_wall_ms(m)
     return to_utc_ms(wall, ok, zone_offsets_ms(m.field("tz")), tz), ok
@@ -209,9 +226,11 @@ def _read(buf: bytes, n: int, dialect: Dialect) -> tuple[pa.Table | None, list[i
     """Arrow table of the ``n`` JSON lines in ``buf`` (rows in order); when Arrow cannot read
     them, the table of the lines Python's json can read and the indexes of those it cannot."""
     try:
-        t = pj.read_json(io.BytesIO(buf), read_options=pj.ReadOptions(block_size=max(len(buf) + 1, 1 << 20)),
-                         parse_options=pj.ParseOptions(explicit_schema=dialect.schema,
-                                                       unexpected_field_behavior="ignore"))
+        t = pj.read_json(
+            io.BytesIO(buf),
+            read_options=pj.ReadOptions(block_size=max(len(buf) + 1, 1 << 20)),
+            parse_options=pj.ParseOptions(explicit_schema=dialect.schema, unexpected_field_behavior="ignore"),
+        )
         if t.num_rows == n:
             return t, []
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
@@ -237,8 +256,11 @@ def _fit(v, t: pa.DataType):
     if v is None:
         return None
     if pa.types.is_struct(t):
-        return {t.field(i).name: _fit(v.get(t.field(i).name), t.field(i).type) for i in range(t.num_fields)} \
-            if isinstance(v, dict) else None
+        return (
+            {t.field(i).name: _fit(v.get(t.field(i).name), t.field(i).type) for i in range(t.num_fields)}
+            if isinstance(v, dict)
+            else None
+        )
     if pa.types.is_string(t):
         return v if isinstance(v, str) else json.dumps(v)
     if pa.types.is_integer(t):
@@ -261,8 +283,11 @@ def parse_block(block: bytes, lines_before: int, src: SourceFile, dialect: Diale
     arr = lines_array(block, starts, ~is_j)
     trimmed = pc.utf8_trim_whitespace(pc.fill_null(arr, ""))
     blank = pc.equal(trimmed, "").to_numpy(zero_copy_only=False) & ~is_j
-    cand = (pc.starts_with(trimmed, "{").to_numpy(zero_copy_only=False)
-            & pc.ends_with(trimmed, "}").to_numpy(zero_copy_only=False) & ~is_j)
+    cand = (
+        pc.starts_with(trimmed, "{").to_numpy(zero_copy_only=False)
+        & pc.ends_with(trimmed, "}").to_numpy(zero_copy_only=False)
+        & ~is_j
+    )
     idx = np.flatnonzero(cand)
     # the candidate lines' bytes, in one numpy selection (each line keeps its newline)
     buf = a[np.repeat(cand, np.diff(np.append(starts, len(a))))].tobytes()
@@ -275,9 +300,15 @@ def parse_block(block: bytes, lines_before: int, src: SourceFile, dialect: Diale
     if bad:
         not_json[idx[bad]] = True
     un_i = np.flatnonzero(not_json | is_j)
-    un = unparsed_frame(src, (lines_before + un_i + 1).tolist(),
-                        [block[starts[i]:eff[i]].decode("utf-8", errors="backslashreplace").replace("\x00", "\\x00")
-                         for i in un_i.tolist()], "")
+    un = unparsed_frame(
+        src,
+        (lines_before + un_i + 1).tolist(),
+        [
+            block[starts[i] : eff[i]].decode("utf-8", errors="backslashreplace").replace("\x00", "\\x00")
+            for i in un_i.tolist()
+        ],
+        "",
+    )
     un["reason"] = [junk_reason.get(i, "not a JSON record") for i in un_i.tolist()]
     n_parsed = int(blank.sum())
     if table is None or table.num_rows == 0:
@@ -297,13 +328,18 @@ def parse_block(block: bytes, lines_before: int, src: SourceFile, dialect: Diale
     lvl = _level_codes(_as_str(_column(table, dialect.level), n)) if dialect.level else np.full(n, -1, np.int8)
     logger, _ = _clean_loggers(_as_str(_column(table, dialect.logger), n))
     t = pa.Table.from_arrays(
-        [pa.array(ts, pa.timestamp("ms", tz="UTC"), mask=~ok),
-         pa.DictionaryArray.from_arrays(pa.array(lvl, mask=lvl < 0), pa.array(LEVELS)),
-         logger, _redact(pc.cast(msg, pa.large_string())),
-         pa.DictionaryArray.from_arrays(pa.array(np.zeros(n, np.int32)), pa.array([src.host])),
-         pa.DictionaryArray.from_arrays(pa.array(np.zeros(n, np.int32)), pa.array([src.rel])),
-         pa.array((lines_before + ok_idx + 1).astype(np.int64)), pa.array(np.ones(n, np.int32))],
-        schema=EVENTS_SCHEMA)
+        [
+            pa.array(ts, pa.timestamp("ms", tz="UTC"), mask=~ok),
+            pa.DictionaryArray.from_arrays(pa.array(lvl, mask=lvl < 0), pa.array(LEVELS)),
+            logger,
+            _redact(pc.cast(msg, pa.large_string())),
+            pa.DictionaryArray.from_arrays(pa.array(np.zeros(n, np.int32)), pa.array([src.host])),
+            pa.DictionaryArray.from_arrays(pa.array(np.zeros(n, np.int32)), pa.array([src.rel])),
+            pa.array((lines_before + ok_idx + 1).astype(np.int64)),
+            pa.array(np.ones(n, np.int32)),
+        ],
+        schema=EVENTS_SCHEMA,
+    )
     return t, un, n_parsed + n, nlines
 
 
@@ -314,6 +350,7 @@ def parse(src: SourceFile, ctx: Context, block_size: int = BLOCK):
     dialect = dialect_of(objs) if objs else None
     if dialect is None:
         from kitlib.formats import unknown_lines
+
         yield from unknown_lines(src, ctx)
         return
     raw = [ln for ln in _head_lines(head, 100) if ln.strip()]
@@ -333,6 +370,7 @@ def parse(src: SourceFile, ctx: Context, block_size: int = BLOCK):
         if ev.num_rows:
             out.append(("events", ev))
         return out, nlines
+
     try:
         for chunk in read_chunks(src, block_size):
             buf = carry + chunk if carry else chunk
@@ -355,6 +393,7 @@ def parse_bytes(data: bytes, host: str = "test", rel: str = "test.log", tz: str 
     """Parse a JSON log held in memory; returns (events frame, unparsed frame)."""
     import tempfile
     from pathlib import Path
+
     with tempfile.TemporaryDirectory() as d:
         p = Path(d) / "x.log"
         p.write_bytes(data)
@@ -369,6 +408,12 @@ def parse_bytes(data: bytes, host: str = "test", rel: str = "test.log", tz: str 
     return ev, un
 
 
-register("jsonlog", detect=detect, parse=parse, tables=("events", "unparsed"), priority=15,
-         doc="JSON logs: log4j2 JsonTemplateLayout (EcsLayout), JsonLayout, ECS, logstash-logback-encoder, "
-             "log4j-jsonevent-layout (Strimzi's JSON option)")
+register(
+    "jsonlog",
+    detect=detect,
+    parse=parse,
+    tables=("events", "unparsed"),
+    priority=15,
+    doc="JSON logs: log4j2 JsonTemplateLayout (EcsLayout), JsonLayout, ECS, logstash-logback-encoder, "
+    "log4j-jsonevent-layout (Strimzi's JSON option)",
+)

@@ -26,6 +26,7 @@ Example:
     >>> ev.loc[0, ["level", "logger", "message"]].tolist()
     ['WARN', 'kafka.Foo', 'Hello']
 """
+
 from __future__ import annotations
 
 import fnmatch
@@ -63,11 +64,13 @@ KAFKA_DEFAULT = "[%d] %p %m (%c)%n"
 # ---------------------------------------------------------------------------------------------
 # dates
 # ---------------------------------------------------------------------------------------------
-ANY_ISO = (r"(?P<Y>\d{4})-(?P<Mo>\d{2})-(?P<D>\d{2})[T ](?P<h>\d{2}):(?P<mi>\d{2}):(?P<s>\d{2})"
-           r"(?:[.,](?P<f>\d{1,9}))?(?P<tz>Z|[+-]\d{2}(?::?\d{2})?)?")
+ANY_ISO = (
+    r"(?P<Y>\d{4})-(?P<Mo>\d{2})-(?P<D>\d{2})[T ](?P<h>\d{2}):(?P<mi>\d{2}):(?P<s>\d{2})"
+    r"(?:[.,](?P<f>\d{1,9}))?(?P<tz>Z|[+-]\d{2}(?::?\d{2})?)?"
+)
 ANY_TIME = r"(?P<h>\d{2}):(?P<mi>\d{2}):(?P<s>\d{2})(?:[.,](?P<f>\d{1,9}))?"
 NAMED_DATES = {
-    "ISO8601": ANY_ISO,          # log4j 1 / logback: space; log4j2: 'T' -- both accepted
+    "ISO8601": ANY_ISO,  # log4j 1 / logback: space; log4j2: 'T' -- both accepted
     "DEFAULT": "yyyy-MM-dd HH:mm:ss,SSS",
     "ISO8601_BASIC": "yyyyMMdd'T'HHmmss,SSS",
     "ISO8601_OFFSET_DATE_TIME_HHMM": "yyyy-MM-dd'T'HH:mm:ss,SSSXX",
@@ -81,8 +84,9 @@ NAMED_DATES = {
     "ANY_ISO": ANY_ISO,
     "ANY_TIME": ANY_TIME,
 }
-MONTHS = {m: i + 1 for i, m in enumerate(("jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov",
-                                          "dec"))}
+MONTHS = {
+    m: i + 1 for i, m in enumerate(("jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec"))
+}
 _DATE_TOKEN = re.compile(r"'(?:[^']|'')*'|([A-Za-z])\1*|.", re.DOTALL)
 
 
@@ -106,6 +110,7 @@ def date_regex(fmt: str) -> str:
             return f"(?:{rx})"
         used.add(name)
         return f"(?P<{name}>{rx})"
+
     for m in _DATE_TOKEN.finditer(fmt):
         tok = m.group(0)
         if tok.startswith("'"):
@@ -223,29 +228,105 @@ def to_utc_ms(wall: np.ndarray, ok: np.ndarray, off: np.ndarray, tz: str) -> np.
 _LEVEL_WORDS = "TRACE|DEBUG|INFO|WARNING|WARN|ERROR|FATAL|SEVERE|FINEST|FINER|FINE|CONFIG|CRITICAL|NOTICE"
 LEVEL_RX = "(?:" + _LEVEL_WORDS + "|" + _LEVEL_WORDS.lower() + ")"
 LOOSE_LEVEL_RX = "[A-Za-z]{4,8}"
-LEVEL_ALIASES = {"WARNING": "WARN", "SEVERE": "ERROR", "CRITICAL": "FATAL", "FINE": "DEBUG", "FINER": "TRACE",
-                 "FINEST": "TRACE", "CONFIG": "INFO", "NOTICE": "INFO"}
-LOGGER_RX = r"[A-Za-z_$][\w$.\-]*(?::\d+)?"   # a ':line' suffix is dropped later
+LEVEL_ALIASES = {
+    "WARNING": "WARN",
+    "SEVERE": "ERROR",
+    "CRITICAL": "FATAL",
+    "FINE": "DEBUG",
+    "FINER": "TRACE",
+    "FINEST": "TRACE",
+    "CONFIG": "INFO",
+    "NOTICE": "INFO",
+}
+LOGGER_RX = r"[A-Za-z_$][\w$.\-]*(?::\d+)?"  # a ':line' suffix is dropped later
 _KINDS = {
-    "d": "date", "date": "date",
-    "p": "level", "le": "level", "level": "level",
-    "c": "logger", "lo": "logger", "logger": "logger",
-    "C": "class", "class": "class",
-    "t": "thread", "thread": "thread", "tn": "thread", "threadName": "thread",
-    "m": "msg", "msg": "msg", "message": "msg",
+    "d": "date",
+    "date": "date",
+    "p": "level",
+    "le": "level",
+    "level": "level",
+    "c": "logger",
+    "lo": "logger",
+    "logger": "logger",
+    "C": "class",
+    "class": "class",
+    "t": "thread",
+    "thread": "thread",
+    "tn": "thread",
+    "threadName": "thread",
+    "m": "msg",
+    "msg": "msg",
+    "message": "msg",
     "n": "end",
-    "X": "mdc", "mdc": "mdc", "MDC": "mdc", "K": "mdc", "map": "mdc", "MAP": "mdc",
-    "ex": "end", "exception": "end", "throwable": "end", "xEx": "end", "xException": "end",
-    "xThrowable": "end", "rEx": "end", "rException": "end", "rThrowable": "end", "wEx": "end",
-    "L": r"\d*", "line": r"\d*", "M": r"\S*", "method": r"\S*", "F": r"\S*", "file": r"\S*",
-    "l": r"\S*", "location": r"\S*", "r": r"\d+", "relative": r"\d+", "pid": r"\d+", "processId": r"\d+",
-    "sn": r"\d+", "sequenceNumber": r"\d+", "T": r"\d+", "tid": r"\d+", "threadId": r"\d+",
-    "tp": r"\d+", "threadPriority": r"\d+", "u": r"[\w-]+", "uuid": r"[\w-]+", "hostName": r"\S*",
+    "X": "mdc",
+    "mdc": "mdc",
+    "MDC": "mdc",
+    "K": "mdc",
+    "map": "mdc",
+    "MAP": "mdc",
+    "ex": "end",
+    "exception": "end",
+    "throwable": "end",
+    "xEx": "end",
+    "xException": "end",
+    "xThrowable": "end",
+    "rEx": "end",
+    "rException": "end",
+    "rThrowable": "end",
+    "wEx": "end",
+    "L": r"\d*",
+    "line": r"\d*",
+    "M": r"\S*",
+    "method": r"\S*",
+    "F": r"\S*",
+    "file": r"\S*",
+    "l": r"\S*",
+    "location": r"\S*",
+    "r": r"\d+",
+    "relative": r"\d+",
+    "pid": r"\d+",
+    "processId": r"\d+",
+    "sn": r"\d+",
+    "sequenceNumber": r"\d+",
+    "T": r"\d+",
+    "tid": r"\d+",
+    "threadId": r"\d+",
+    "tp": r"\d+",
+    "threadPriority": r"\d+",
+    "u": r"[\w-]+",
+    "uuid": r"[\w-]+",
+    "hostName": r"\S*",
     "i": r"\d+",
 }
-_WRAPPERS = {"highlight", "style", "clr", "black", "red", "green", "yellow", "blue", "magenta", "cyan", "white",
-             "gray", "boldRed", "boldGreen", "boldYellow", "boldBlue", "boldMagenta", "boldCyan", "boldWhite",
-             "notEmpty", "varsNotEmpty", "variablesNotEmpty", "equals", "maxLen", "maxLength", "encode", "enc"}
+_WRAPPERS = {
+    "highlight",
+    "style",
+    "clr",
+    "black",
+    "red",
+    "green",
+    "yellow",
+    "blue",
+    "magenta",
+    "cyan",
+    "white",
+    "gray",
+    "boldRed",
+    "boldGreen",
+    "boldYellow",
+    "boldBlue",
+    "boldMagenta",
+    "boldCyan",
+    "boldWhite",
+    "notEmpty",
+    "varsNotEmpty",
+    "variablesNotEmpty",
+    "equals",
+    "maxLen",
+    "maxLength",
+    "encode",
+    "enc",
+}
 _CONV = re.compile(r"%(?P<mod>-?\d*(?:\.-?\d+)?)(?P<name>[A-Za-z]+)")
 
 
@@ -260,12 +341,13 @@ class Layout:
     after the message at the end of a line (group ``suf``, with the trailing blanks), and
     ``last_tail`` the same alone on a record's last line (messages with newlines of their own).
     Neither captures the message itself: it is cut from the block by offsets."""
+
     pattern: str
     head: str
     tail: str = ""
     last_tail: str = ""
     fields: tuple[str, ...] = ()
-    tz: str = ""               # zone named in the pattern (%d{...}{Europe/Paris}), else the file's
+    tz: str = ""  # zone named in the pattern (%d{...}{Europe/Paris}), else the file's
     py_head: re.Pattern = field(default=re.compile(b""), repr=False)
     py_tail: re.Pattern | None = field(default=None, repr=False)
     head_pre: str = field(default="", repr=False)
@@ -287,7 +369,8 @@ def split_captures(head: str, per_regex: int = 4) -> tuple[str, list[str]]:
 
     def keep(only):
         return re.sub(r"\(\?P<(\w+)>", lambda m: m.group(0) if m.group(1) in only else "(?:", head)
-    parts = [keep(set(names[i:i + per_regex])) for i in range(0, len(names), per_regex)]
+
+    parts = [keep(set(names[i : i + per_regex])) for i in range(0, len(names), per_regex)]
     return keep({"pre"}), parts
 
 
@@ -300,7 +383,7 @@ def _braces(s: str, i: int, open_: str = "{", close: str = "}") -> tuple[str, in
         elif s[j] == close:
             depth -= 1
             if depth == 0:
-                return s[i + 1:j], j + 1
+                return s[i + 1 : j], j + 1
         j += 1
     raise PatternError(f"unbalanced {open_!r} in pattern at offset {i}")
 
@@ -319,7 +402,7 @@ def _tokens(pattern: str) -> list[tuple[str, str, str, str]]:
             lit.append(ch)
             i += 1
             continue
-        if pattern[i:i + 2] == "%%":
+        if pattern[i : i + 2] == "%%":
             lit.append("%")
             i += 2
             continue
@@ -359,6 +442,7 @@ def _substitute(pattern: str, props: dict[str, str] | None = None) -> str:
         name, _, default = body.partition(":-")
         key = name.split(":", 1)[1] if ":" in name else name
         return props.get(name, props.get(key, default))
+
     for _ in range(5):
         new = re.sub(r"\$\{([^${}]*)\}", one, pattern)
         if new == pattern:
@@ -399,14 +483,18 @@ def compile_pattern(pattern: str, props: dict[str, str] | None = None) -> Layout
         elif kind == "mdc":
             nxt = toks[t + 1][0] if t + 1 < len(toks) else ""
             if nxt == "msg":
-                continue       # Connect's %X{connector.context}%m: the context stays in the message
+                continue  # Connect's %X{connector.context}%m: the context stays in the message
             rx = r".*?"
         elif kind == "date":
             opts = opt.split("\x00") if opt else []
             first = opts[0] if opts else "DEFAULT"
             zone = first.rsplit(",", 1)[-1].strip() if "," in first else ""
-            if zone and len(set(zone)) > 1 and re.fullmatch(r"[A-Za-z]+/[\w/+-]+|UTC|GMT|Z|(?:GMT|UTC)[+-][\d:]+", zone):
-                first, tz = first.rsplit(",", 1)[0], zone   # logback %d{pattern, zone}
+            if (
+                zone
+                and len(set(zone)) > 1
+                and re.fullmatch(r"[A-Za-z]+/[\w/+-]+|UTC|GMT|Z|(?:GMT|UTC)[+-][\d:]+", zone)
+            ):
+                first, tz = first.rsplit(",", 1)[0], zone  # logback %d{pattern, zone}
             if len(opts) > 1 and opts[1]:
                 tz = opts[1]
             rx = date_regex(first) if "date" not in used else re.sub(r"\?P<\w+>", "", date_regex(first))
@@ -428,7 +516,7 @@ def compile_pattern(pattern: str, props: dict[str, str] | None = None) -> Layout
             rx = f"(?:{kind})"
         nxt_lit = toks[t + 1][3] if t + 1 < len(toks) and toks[t + 1][0] == "lit" else ""
         if nxt_lit.startswith(" "):
-            pad_r = ""          # the literal's ' +' takes the padding
+            pad_r = ""  # the literal's ' +' takes the padding
         if parts[side] and parts[side][-1].endswith(" +"):
             pad_l = ""
         parts[side].append(pad_l + rx + pad_r)
@@ -451,7 +539,12 @@ def compile_pattern(pattern: str, props: dict[str, str] | None = None) -> Layout
 def is_kafka_default(pattern: str) -> bool:
     """Does this pattern write what the numpy fast path reads (``[%d] %p %m (%c)%n``)?"""
     p = re.sub(r"\s+", " ", _substitute(pattern)).strip()
-    return p in ("[%d] %p %m (%c)%n", "[%d] %p %m (%c)", "[%d{ISO8601}] %p %m (%c)%n", "[%d] %p %X{connector.context}%m (%c:%L)%n")
+    return p in (
+        "[%d] %p %m (%c)%n",
+        "[%d] %p %m (%c)",
+        "[%d{ISO8601}] %p %m (%c)%n",
+        "[%d] %p %X{connector.context}%m (%c:%L)%n",
+    )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -459,18 +552,18 @@ def is_kafka_default(pattern: str) -> bool:
 # ---------------------------------------------------------------------------------------------
 _INFER_DATES = ["[%d{ANY_ISO}] ", "%d{ANY_ISO} ", "%d{ANY_TIME} ", "[%d{ANY_TIME}] ", ""]
 _INFER_BODIES = [
-    "%p %m (%c) [%t]%n",          # Strimzi's broker layout
-    "%p %m (%c)%n",               # Kafka's, behind another date or none (log service exports)
+    "%p %m (%c) [%t]%n",  # Strimzi's broker layout
+    "%p %m (%c)%n",  # Kafka's, behind another date or none (log service exports)
     "%-5p [%t] %c - %m%n",
-    "[%t] %-5p %c - %m%n",        # logback's default
-    "%-5p %c:%L - %m%n",          # Strimzi operator / many apps: %c{1}:%L
+    "[%t] %-5p %c - %m%n",  # logback's default
+    "%-5p %c:%L - %m%n",  # Strimzi operator / many apps: %c{1}:%L
     "%-5p %c - %m%n",
     "%-5p: %c - %m%n",
-    "%-5p [%c] (%t) %m%n",        # JBoss / WildFly
+    "%-5p [%c] (%t) %m%n",  # JBoss / WildFly
     "%-5p [%c] %m%n",
     "[%p] %m (%c)%n",
     "%p [%t] %c: %m%n",
-    "%5p %pid --- [%t] %-40.40c : %m%n",   # Spring Boot's console default
+    "%5p %pid --- [%t] %-40.40c : %m%n",  # Spring Boot's console default
     "%-5p %m%n",
 ]
 INFER_PATTERNS = [d + b for d in _INFER_DATES for b in _INFER_BODIES]
@@ -573,11 +666,12 @@ def patterns_in_definition(text: str, name: str) -> list[str]:
                 kv[m.group(1)] = m.group(2).strip()
         for k, v in kv.items():
             if k.startswith("property."):
-                props[k[len("property."):]] = v
+                props[k[len("property.") :]] = v
         found = [v for k, v in kv.items() if re.search(r"(?i)\.(?:ConversionPattern|layout\.pattern)$", k)]
     elif low.endswith((".yaml", ".yml", ".json")):
         try:
             import yaml
+
             doc = yaml.safe_load(text)
         except Exception:  # noqa: BLE001 - a broken definition is just not used
             return []
@@ -588,21 +682,25 @@ def patterns_in_definition(text: str, name: str) -> list[str]:
                     if str(k).lower() == "pattern" and isinstance(v, str):
                         found.append(v)
                     if str(k).lower() == "property":
-                        for p in (v if isinstance(v, list) else [v]):
+                        for p in v if isinstance(v, list) else [v]:
                             if isinstance(p, dict) and "name" in p:
                                 props[str(p["name"])] = str(p.get("value", ""))
                     walk(v)
             elif isinstance(o, list):
                 for v in o:
                     walk(v)
+
         walk(doc)
     else:  # XML: log4j2 <PatternLayout pattern=".."/> or <Pattern>..</Pattern>, logback <pattern>
         import html
+
         for m in re.finditer(r"(?is)<PatternLayout[^>]*\bpattern\s*=\s*\"([^\"]*)\"", text):
             found.append(html.unescape(m.group(1)))
         for m in re.finditer(r"(?is)<pattern>(.*?)</pattern>", text):
             found.append(html.unescape(m.group(1)).strip())
-        for m in re.finditer(r"(?is)<Property\s+name=\"([^\"]+)\"(?:\s+value=\"([^\"]*)\"\s*/>|\s*>(.*?)</Property>)", text):
+        for m in re.finditer(
+            r"(?is)<Property\s+name=\"([^\"]+)\"(?:\s+value=\"([^\"]*)\"\s*/>|\s*>(.*?)</Property>)", text
+        ):
             props[m.group(1)] = html.unescape(m.group(2) if m.group(2) is not None else m.group(3) or "")
         for m in re.finditer(r"(?is)<property\s+name=\"([^\"]+)\"\s+value=\"([^\"]*)\"", text):
             props[m.group(1)] = html.unescape(m.group(2))
@@ -625,8 +723,15 @@ def defined_layouts(root: Path | None) -> list[Layout]:
     key = str(root)
     if key not in _DEF_CACHE:
         out, seen = [], set()
-        files = [f for f in root.rglob("*") if f.is_file() and DEFINITION_NAMES.match(f.name)
-                 and f.stat().st_size < 1_000_000] if root.is_dir() else []
+        files = (
+            [
+                f
+                for f in root.rglob("*")
+                if f.is_file() and DEFINITION_NAMES.match(f.name) and f.stat().st_size < 1_000_000
+            ]
+            if root.is_dir()
+            else []
+        )
         for f in sorted(files):
             try:
                 pats = patterns_in_definition(f.read_text(encoding="utf-8", errors="replace"), f.name)
@@ -661,7 +766,9 @@ def choose_layout(head: bytes, src: SourceFile) -> Layout | None:
     elif not forced:
         first_line = container.PREFIX.sub(b"", head.lstrip().split(b"\n", 1)[0], count=1)
         if not first_line.startswith(b"{"):
-            lay = best_layout(defined_layouts(bundle_root(src)), head, 0.2)[0] or best_layout(inferred_layouts(), head)[0]
+            lay = (
+                best_layout(defined_layouts(bundle_root(src)), head, 0.2)[0] or best_layout(inferred_layouts(), head)[0]
+            )
     src.meta["layout_chosen"] = lay
     return lay
 
@@ -684,7 +791,7 @@ def _junk(a: np.ndarray, block: bytes, starts: np.ndarray, ends: np.ndarray) -> 
             if is_j[i]:
                 continue
             try:
-                block[starts[i]:ends[i]].decode("utf-8")
+                block[starts[i] : ends[i]].decode("utf-8")
             except UnicodeDecodeError:
                 is_j[i] = True
                 reason[i] = "invalid UTF-8"
@@ -694,8 +801,14 @@ def _junk(a: np.ndarray, block: bytes, starts: np.ndarray, ends: np.ndarray) -> 
 def _level_codes(col) -> np.ndarray:
     """Level strings -> index into LEVELS (-1 when absent)."""
     d = pc.utf8_upper(pc.fill_null(col, "")).dictionary_encode()
-    look = np.array([LEVELS.index(LEVEL_ALIASES.get(v, v)) if LEVEL_ALIASES.get(v, v) in LEVELS else -1
-                     for v in d.dictionary.to_pylist()] + [-1], np.int8)
+    look = np.array(
+        [
+            LEVELS.index(LEVEL_ALIASES.get(v, v)) if LEVEL_ALIASES.get(v, v) in LEVELS else -1
+            for v in d.dictionary.to_pylist()
+        ]
+        + [-1],
+        np.int8,
+    )
     return look[d.indices.to_numpy(zero_copy_only=False)] if len(d) else np.zeros(0, np.int8)
 
 
@@ -711,8 +824,9 @@ def _names(s: pa.StructArray) -> set[str]:
     return {s.type.field(i).name for i in range(s.type.num_fields)}
 
 
-def parse_block(block: bytes, lines_before: int, src: SourceFile, layout: Layout, first: bool = True,
-                wrapped: bool = False):
+def parse_block(
+    block: bytes, lines_before: int, src: SourceFile, layout: Layout, first: bool = True, wrapped: bool = False
+):
     """Parse whole lines with ``layout``: (events Arrow table, unparsed frame, lines in records,
     lines). Same contract as :func:`kitlib.formats.log4j.parse_block`."""
     cts = None
@@ -751,13 +865,15 @@ def parse_block(block: bytes, lines_before: int, src: SourceFile, layout: Layout
     un_idx = [np.arange(lead)] + [np.arange(j0, j1) for j0, j1 in zip(anchors[~a_is_h], next_anchor[~a_is_h])]
     un_lines, un_text, un_reason = [], [], []
     for i in np.concatenate(un_idx).tolist():
-        raw = block[starts[i]:eff[i]]
+        raw = block[starts[i] : eff[i]]
         un_lines.append(lines_before + i + 1)
         un_text.append(raw.decode("utf-8", errors="backslashreplace").replace("\x00", "\\x00"))
         if i in junk_reason:
             un_reason.append(junk_reason[i])
         elif i < lead:
-            un_reason.append("no record header before this line" if first else "continuation cut off at a block boundary")
+            un_reason.append(
+                "no record header before this line" if first else "continuation cut off at a block boundary"
+            )
         else:
             un_reason.append("follows an unreadable line")
     un = unparsed_frame(src, un_lines, un_text, "")
@@ -767,7 +883,7 @@ def parse_block(block: bytes, lines_before: int, src: SourceFile, layout: Layout
         return empty_events(), un, 0, nlines
     span = (last - H + 1).astype(np.int32)
 
-    names = _names(hm)      # rows of hm are the record first lines H, in order
+    names = _names(hm)  # rows of hm are the record first lines H, in order
     pre_len = pc.binary_length(hm.field("pre")).to_numpy(zero_copy_only=False).astype(np.int64)
     rest_s = starts[H] + pre_len
     hend = _trim_end(a, starts[H], eff[H])
@@ -823,9 +939,18 @@ def parse_block(block: bytes, lines_before: int, src: SourceFile, layout: Layout
     host = pa.DictionaryArray.from_arrays(pa.array(np.zeros(nrec, np.int32)), pa.array([src.host]))
     file = pa.DictionaryArray.from_arrays(pa.array(np.zeros(nrec, np.int32)), pa.array([src.rel]))
     t = pa.Table.from_arrays(
-        [pa.array(ts, pa.timestamp("ms", tz="UTC"), mask=~ok), level, logger, message, host, file,
-         pa.array((lines_before + H + 1).astype(np.int64)), pa.array(span)],
-        schema=EVENTS_SCHEMA)
+        [
+            pa.array(ts, pa.timestamp("ms", tz="UTC"), mask=~ok),
+            level,
+            logger,
+            message,
+            host,
+            file,
+            pa.array((lines_before + H + 1).astype(np.int64)),
+            pa.array(span),
+        ],
+        schema=EVENTS_SCHEMA,
+    )
     return t, un, int(span.sum()), nlines
 
 
@@ -850,13 +975,15 @@ def _last_header_start(buf: bytes, layout: Layout, wrapped: bool, limit: int = 2
     return -1
 
 
-def parse(src: SourceFile, ctx: Context, block_size: int | None = None, threads: int = THREADS,
-          layout: Layout | None = None):
+def parse(
+    src: SourceFile, ctx: Context, block_size: int | None = None, threads: int = THREADS, layout: Layout | None = None
+):
     """Stream a file as (table, chunk) pairs with its layout (see :func:`choose_layout`)."""
     head = source_head(src)
     layout = layout or choose_layout(head, src)
     if layout is None:
         from kitlib.formats import unknown_lines
+
         yield from unknown_lines(src, ctx)
         return
     is_wrapped = wrapped(layout, head)
@@ -878,7 +1005,7 @@ def parse(src: SourceFile, ctx: Context, block_size: int | None = None, threads:
     carry, lines_before, first = b"", 0, True
     try:
         try:
-            for chunk in (read_chunks(src, block_size) if block_size else read_chunks(src)):
+            for chunk in read_chunks(src, block_size) if block_size else read_chunks(src):
                 buf = carry + chunk if carry else chunk
                 cut = _last_header_start(buf, layout, is_wrapped)
                 forced = False
@@ -906,11 +1033,19 @@ def parse(src: SourceFile, ctx: Context, block_size: int | None = None, threads:
             pool.shutdown(wait=True, cancel_futures=True)
 
 
-def parse_bytes(data: bytes, layout: Layout | str | None = None, host: str = "test", rel: str = "test.log",
-                tz: str = "UTC", threads: int = THREADS, block_size: int | None = None):
+def parse_bytes(
+    data: bytes,
+    layout: Layout | str | None = None,
+    host: str = "test",
+    rel: str = "test.log",
+    tz: str = "UTC",
+    threads: int = THREADS,
+    block_size: int | None = None,
+):
     """Parse text held in memory with ``layout`` (a :class:`Layout`, a pattern, or None to
     infer it); returns (events frame, unparsed frame). For tests and quick looks."""
     import tempfile
+
     with tempfile.TemporaryDirectory() as d:
         p = Path(d) / "x.log"
         p.write_bytes(data)
@@ -948,8 +1083,20 @@ def layout_for(src: SourceFile, patterns: dict[str, str]) -> str | None:
     return None
 
 
-register("log-layout-manifest", detect=detect_forced, parse=parse, tables=("events", "unparsed"), priority=5,
-         doc="logs whose layout bundle.yaml names (layouts: {glob: pattern})")
-register("log-layout", detect=detect, parse=parse, tables=("events", "unparsed"), priority=60,
-         doc="logs in other log4j/log4j2/logback layouts: from a definition in the bundle or inferred "
-             "(ISO-8601 dates, zones, thread and logger positions, no date at all)")
+register(
+    "log-layout-manifest",
+    detect=detect_forced,
+    parse=parse,
+    tables=("events", "unparsed"),
+    priority=5,
+    doc="logs whose layout bundle.yaml names (layouts: {glob: pattern})",
+)
+register(
+    "log-layout",
+    detect=detect,
+    parse=parse,
+    tables=("events", "unparsed"),
+    priority=60,
+    doc="logs in other log4j/log4j2/logback layouts: from a definition in the bundle or inferred "
+    "(ISO-8601 dates, zones, thread and logger positions, no date at all)",
+)

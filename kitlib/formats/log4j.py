@@ -22,6 +22,7 @@ Example:
     >>> ev.loc[0, ["level", "logger", "message"]].tolist(), int(ev.loc[0, "line"])
     (['INFO', 'kafka.Foo', 'Hello'], 1)
 """
+
 from __future__ import annotations
 
 import os
@@ -107,6 +108,7 @@ def parse(src: SourceFile, ctx: Context, block_size: int | None = None, threads:
     first = True
     chunks = read_chunks(src, block_size) if block_size else read_chunks(src)
     from kitlib.sources import head as _head
+
     if _wrapped(_head(src)):
         chunks = _unwrap(chunks)
     try:
@@ -191,7 +193,17 @@ def parse_block(block: bytes, lines_before: int, src: SourceFile, first: bool = 
     M = _window(a, s, 32)
     M[np.arange(32)[None, :] >= lens[cand][:, None]] = 0  # bytes past the line end
     ok = np.ones(len(cand), bool)
-    for k, ch in ((0, b"["), (5, b"-"), (8, b"-"), (11, b" "), (14, b":"), (17, b":"), (20, b","), (24, b"]"), (25, b" ")):
+    for k, ch in (
+        (0, b"["),
+        (5, b"-"),
+        (8, b"-"),
+        (11, b" "),
+        (14, b":"),
+        (17, b":"),
+        (20, b","),
+        (24, b"]"),
+        (25, b" "),
+    ):
         ok &= M[:, k] == ch[0]
     dpos = [1, 2, 3, 4, 6, 7, 9, 10, 12, 13, 15, 16, 18, 19, 21, 22, 23]
     D = M[:, dpos].astype(np.int32) - 48
@@ -241,7 +253,7 @@ def parse_block(block: bytes, lines_before: int, src: SourceFile, first: bool = 
             if is_j[i]:
                 continue
             try:
-                block[starts[i]:ends[i]].decode("utf-8")
+                block[starts[i] : ends[i]].decode("utf-8")
             except UnicodeDecodeError:
                 is_j[i] = True
                 junk_reason[i] = "invalid UTF-8"
@@ -267,7 +279,7 @@ def parse_block(block: bytes, lines_before: int, src: SourceFile, first: bool = 
     un_idx = np.concatenate(pieces) if pieces else np.zeros(0, np.int64)
     un_lines, un_text, un_reason = [], [], []
     for i in un_idx.tolist():
-        raw = block[starts[i]:eff[i]]
+        raw = block[starts[i] : eff[i]]
         try:
             t = raw.decode("utf-8")
         except UnicodeDecodeError:
@@ -277,7 +289,9 @@ def parse_block(block: bytes, lines_before: int, src: SourceFile, first: bool = 
         if i in junk_reason:
             un_reason.append(junk_reason[i])
         elif i < lead:
-            un_reason.append("no record header before this line" if first else "continuation cut off at a block boundary")
+            un_reason.append(
+                "no record header before this line" if first else "continuation cut off at a block boundary"
+            )
         else:
             un_reason.append("follows an unreadable line")
     un = unparsed_frame(src, un_lines, un_text, "")
@@ -294,7 +308,7 @@ def parse_block(block: bytes, lines_before: int, src: SourceFile, first: bool = 
 
     # --- message / logger ranges ---------------------------------------------------------
     msg_start = starts[H] + 26 + lvl_len[pos] + 1
-    hend = _trim_end(a, starts[H], eff[H])              # header line end without trailing blanks
+    hend = _trim_end(a, starts[H], eff[H])  # header line end without trailing blanks
     msg_start = np.minimum(msg_start, hend)
     parens = np.flatnonzero(a == 40)
     if len(parens):
@@ -302,14 +316,20 @@ def parse_block(block: bytes, lines_before: int, src: SourceFile, first: bool = 
         po = np.where(k >= 0, parens[np.maximum(k, 0)], -1)
     else:
         po = np.full(nrec, -1, np.int64)
-    hdr_logger = (a[np.maximum(hend - 1, 0)] == 41) & (po >= msg_start) & (
-        (po == msg_start) | (a[np.maximum(po - 1, 0)] == 32))
+    hdr_logger = (
+        (a[np.maximum(hend - 1, 0)] == 41) & (po >= msg_start) & ((po == msg_start) | (a[np.maximum(po - 1, 0)] == 32))
+    )
 
     multi = span > 1
     Ls = starts[last]
     Le = _trim_end(a, Ls, eff[last])
-    tail_logger = multi & (Le - Ls >= 4) & (a[np.minimum(Ls, n - 1)] == 32) & (a[np.minimum(Ls + 1, n - 1)] == 40) & (
-        a[np.maximum(Le - 1, 0)] == 41)
+    tail_logger = (
+        multi
+        & (Le - Ls >= 4)
+        & (a[np.minimum(Ls, n - 1)] == 32)
+        & (a[np.minimum(Ls + 1, n - 1)] == 40)
+        & (a[np.maximum(Le - 1, 0)] == 41)
+    )
 
     r1s = msg_start.copy()
     r1e = hend.copy()
@@ -326,7 +346,9 @@ def parse_block(block: bytes, lines_before: int, src: SourceFile, first: bool = 
     # logger on its own last line: message runs to the end of the line before it
     tl = tail_logger
     prev_end = eff[np.maximum(last - 1, 0)]
-    r1e[tl] = np.maximum(_trim_end(a, starts[np.maximum(last - 1, 0)][tl], prev_end[tl]) if tl.any() else prev_end[tl], r1s[tl])
+    r1e[tl] = np.maximum(
+        _trim_end(a, starts[np.maximum(last - 1, 0)][tl], prev_end[tl]) if tl.any() else prev_end[tl], r1s[tl]
+    )
     ls[tl], le[tl] = Ls[tl] + 2, Le[tl] - 1
 
     logger = _gather(a, block, [(ls, le)], nrec)
@@ -342,9 +364,18 @@ def parse_block(block: bytes, lines_before: int, src: SourceFile, first: bool = 
     file = pa.DictionaryArray.from_arrays(pa.array(np.zeros(nrec, np.int32)), pa.array([src.rel]))
     level = pa.DictionaryArray.from_arrays(pa.array(lvl[pos]), pa.array(LEVELS))
     t = pa.Table.from_arrays(
-        [pa.array(ts, pa.timestamp("ms", tz="UTC")), level, logger, message, host, file,
-         pa.array(lines.astype(np.int64)), pa.array(span)],
-        schema=EVENTS_SCHEMA)
+        [
+            pa.array(ts, pa.timestamp("ms", tz="UTC")),
+            level,
+            logger,
+            message,
+            host,
+            file,
+            pa.array(lines.astype(np.int64)),
+            pa.array(span),
+        ],
+        schema=EVENTS_SCHEMA,
+    )
     return t, un, int(span.sum()), nlines
 
 
@@ -394,7 +425,7 @@ def _gather(a: np.ndarray, block: bytes, ranges: list[tuple[np.ndarray, np.ndarr
         if len(two):
             pieces, off = [], 0
             for i in two.tolist():
-                piece = block[s1[i]:e1[i]] + block[s2[i]:e2[i]]
+                piece = block[s1[i] : e1[i]] + block[s2[i] : e2[i]]
                 pieces.append(piece)
                 starts[i], lens[i], bufidx[i] = off, len(piece), 1
                 off += len(piece)
@@ -472,6 +503,7 @@ def parse_bytes(data: bytes, host: str = "test", rel: str = "test.log", tz: str 
     quick looks; bundles go through :func:`kitlib.load_bundle`."""
     import tempfile
     from pathlib import Path
+
     with tempfile.TemporaryDirectory() as d:
         p = Path(d) / "x.log"
         p.write_bytes(data)
@@ -486,6 +518,12 @@ def parse_bytes(data: bytes, host: str = "test", rel: str = "test.log", tz: str 
     return ev, un
 
 
-register("log4j", detect=detect, parse=parse, tables=("events", "unparsed"), priority=10,
-         doc="Kafka broker/Connect log4j records: server.log, controller.log, state-change.log, "
-             "log-cleaner.log, kafka-request.log, connect.log")
+register(
+    "log4j",
+    detect=detect,
+    parse=parse,
+    tables=("events", "unparsed"),
+    priority=10,
+    doc="Kafka broker/Connect log4j records: server.log, controller.log, state-change.log, "
+    "log-cleaner.log, kafka-request.log, connect.log",
+)

@@ -17,6 +17,7 @@ Example:
     >>> detect(b"Querying brokers for log directories information\\n", None)
     True
 """
+
 from __future__ import annotations
 
 import json
@@ -45,8 +46,14 @@ def _rows(doc: dict):
             for p in parts:
                 name = str(p.get("partition", ""))
                 topic, _, num = name.rpartition("-")
-                yield dict(base, topic=topic or name, partition=int(num) if num.isdigit() else None,
-                           size_bytes=p.get("size"), offset_lag=p.get("offsetLag"), is_future=p.get("isFuture"))
+                yield dict(
+                    base,
+                    topic=topic or name,
+                    partition=int(num) if num.isdigit() else None,
+                    size_bytes=p.get("size"),
+                    offset_lag=p.get("offsetLag"),
+                    is_future=p.get("isFuture"),
+                )
 
 
 def parse(src, ctx: Context):
@@ -81,5 +88,11 @@ def parse(src, ctx: Context):
     yield from out.frames()
 
 
-register("log_dirs_cli", detect=detect, parse=parse, tables=("log_dirs",), priority=26,
-         doc="kafka-log-dirs --describe output (text lines and the JSON document)")
+register(
+    "log_dirs_cli",
+    detect=detect,
+    parse=parse,
+    tables=("log_dirs",),
+    priority=26,
+    doc="kafka-log-dirs --describe output (text lines and the JSON document)",
+)

@@ -26,6 +26,7 @@ Example:
     ...        b"LeaderEpoch:            1\\nHighWatermark:          240\\n", None)
     True
 """
+
 from __future__ import annotations
 
 import json
@@ -37,40 +38,59 @@ from kitlib import tables
 from kitlib.formats import Context, register, text_lines
 from kitlib.formats._cli import Collector, head_lines, is_comment, stamp_line, to_int
 
-tables.declare("quorum_status", "KRaft metadata quorum state from `kafka-metadata-quorum describe --status` "
-               "(one row per run).", [
-                   ("snapshot_ts", "ts", "time line before the run, if the file has one"),
-                   ("cluster_id", "str", "cluster id"),
-                   ("leader_id", "int", "active controller (quorum leader) node id"),
-                   ("leader_epoch", "int", "leader epoch"),
-                   ("high_watermark", "int", "metadata log high watermark"),
-                   ("max_follower_lag", "int", "largest follower lag in records"),
-                   ("max_follower_lag_time_ms", "int", "largest follower lag in milliseconds"),
-                   ("voters", "str", "voter node ids, comma-separated"),
-                   ("observers", "str", "observer node ids, comma-separated"),
-                   ("voter_endpoints", "str", "voters' endpoints (3.9+ output), 'id=endpoint' comma-separated"),
-               ])
-tables.declare("quorum_replication", "Per-replica metadata log progress from `kafka-metadata-quorum describe "
-               "--replication`.", [
-                   ("snapshot_ts", "ts", "time line before the run, if the file has one"),
-                   ("node_id", "int", "node id"),
-                   ("directory_id", "str", "metadata log directory id (3.9+ output)"),
-                   ("log_end_offset", "int", "replica's metadata log end offset"),
-                   ("lag", "int", "records behind the leader"),
-                   ("last_fetch_ts", "ts", "last fetch from the leader (epoch-ms output)"),
-                   ("last_caught_up_ts", "ts", "last time the replica was caught up (epoch-ms output)"),
-                   ("last_fetch_ago_ms", "int", "ms since the last fetch (--human-readable output)"),
-                   ("last_caught_up_ago_ms", "int", "ms since last caught up (--human-readable output)"),
-                   ("status", "category", "Leader, Follower or Observer"),
-               ])
+tables.declare(
+    "quorum_status",
+    "KRaft metadata quorum state from `kafka-metadata-quorum describe --status` (one row per run).",
+    [
+        ("snapshot_ts", "ts", "time line before the run, if the file has one"),
+        ("cluster_id", "str", "cluster id"),
+        ("leader_id", "int", "active controller (quorum leader) node id"),
+        ("leader_epoch", "int", "leader epoch"),
+        ("high_watermark", "int", "metadata log high watermark"),
+        ("max_follower_lag", "int", "largest follower lag in records"),
+        ("max_follower_lag_time_ms", "int", "largest follower lag in milliseconds"),
+        ("voters", "str", "voter node ids, comma-separated"),
+        ("observers", "str", "observer node ids, comma-separated"),
+        ("voter_endpoints", "str", "voters' endpoints (3.9+ output), 'id=endpoint' comma-separated"),
+    ],
+)
+tables.declare(
+    "quorum_replication",
+    "Per-replica metadata log progress from `kafka-metadata-quorum describe --replication`.",
+    [
+        ("snapshot_ts", "ts", "time line before the run, if the file has one"),
+        ("node_id", "int", "node id"),
+        ("directory_id", "str", "metadata log directory id (3.9+ output)"),
+        ("log_end_offset", "int", "replica's metadata log end offset"),
+        ("lag", "int", "records behind the leader"),
+        ("last_fetch_ts", "ts", "last fetch from the leader (epoch-ms output)"),
+        ("last_caught_up_ts", "ts", "last time the replica was caught up (epoch-ms output)"),
+        ("last_fetch_ago_ms", "int", "ms since the last fetch (--human-readable output)"),
+        ("last_caught_up_ago_ms", "int", "ms since last caught up (--human-readable output)"),
+        ("status", "category", "Leader, Follower or Observer"),
+    ],
+)
 
-_STATUS = {"ClusterId": "cluster_id", "LeaderId": "leader_id", "LeaderEpoch": "leader_epoch",
-           "HighWatermark": "high_watermark", "MaxFollowerLag": "max_follower_lag",
-           "MaxFollowerLagTimeMs": "max_follower_lag_time_ms", "CurrentVoters": "voters",
-           "CurrentObservers": "observers"}
+_STATUS = {
+    "ClusterId": "cluster_id",
+    "LeaderId": "leader_id",
+    "LeaderEpoch": "leader_epoch",
+    "HighWatermark": "high_watermark",
+    "MaxFollowerLag": "max_follower_lag",
+    "MaxFollowerLagTimeMs": "max_follower_lag_time_ms",
+    "CurrentVoters": "voters",
+    "CurrentObservers": "observers",
+}
 _KV = re.compile(r"^(\w+):\s+(.*?)\s*$")
-_REPL = {"NodeId": "node_id", "DirectoryId": "directory_id", "LogEndOffset": "log_end_offset", "Lag": "lag",
-         "LastFetchTimestamp": "last_fetch", "LastCaughtUpTimestamp": "last_caught_up", "Status": "status"}
+_REPL = {
+    "NodeId": "node_id",
+    "DirectoryId": "directory_id",
+    "LogEndOffset": "log_end_offset",
+    "Lag": "lag",
+    "LastFetchTimestamp": "last_fetch",
+    "LastCaughtUpTimestamp": "last_caught_up",
+    "Status": "status",
+}
 
 
 def detect(head: bytes, src) -> bool:
@@ -90,8 +110,9 @@ def _nodes(text: str) -> tuple[str, str | None]:
     if not isinstance(v, list):
         return text, None
     ids = [str(x.get("id") if isinstance(x, dict) else x) for x in v]
-    eps = [f"{x.get('id')}={'|'.join(x.get('endpoints') or [])}" for x in v
-           if isinstance(x, dict) and x.get("endpoints")]
+    eps = [
+        f"{x.get('id')}={'|'.join(x.get('endpoints') or [])}" for x in v if isinstance(x, dict) and x.get("endpoints")
+    ]
     return ",".join(ids), ",".join(eps) or None
 
 
@@ -170,5 +191,11 @@ def parse(src, ctx: Context):
     yield from out.frames()
 
 
-register("metadata_quorum", detect=detect, parse=parse, tables=("quorum_status", "quorum_replication"), priority=26,
-         doc="kafka-metadata-quorum describe --status / --replication output")
+register(
+    "metadata_quorum",
+    detect=detect,
+    parse=parse,
+    tables=("quorum_status", "quorum_replication"),
+    priority=26,
+    doc="kafka-metadata-quorum describe --status / --replication output",
+)

@@ -11,6 +11,7 @@ Example:
     >>> detect(b'[2024-05-22 00:32:03,023] INFO hi (x.Y)\\n', None)
     False
 """
+
 from __future__ import annotations
 
 import json
@@ -20,9 +21,13 @@ import pandas as pd
 from kitlib import tables
 from kitlib.formats import Context, register, text_lines, unparsed_frame, with_provenance
 
-tables.declare("payload_samples", "Record-value sample files (JSON lines): one row per record, size only.", [
-    ("bytes", "int", "UTF-8 size of the record value"),
-])
+tables.declare(
+    "payload_samples",
+    "Record-value sample files (JSON lines): one row per record, size only.",
+    [
+        ("bytes", "int", "UTF-8 size of the record value"),
+    ],
+)
 
 
 def detect(head: bytes, src) -> bool:
@@ -65,5 +70,11 @@ def parse(src, ctx: Context):
         yield "unparsed", unparsed_frame(src, bad_n, bad_t, "not a JSON record value")
 
 
-register("payload", detect=detect, parse=parse, tables=("payload_samples",), priority=90,
-         doc="record-value samples, one JSON value per line (sizes only)")
+register(
+    "payload",
+    detect=detect,
+    parse=parse,
+    tables=("payload_samples",),
+    priority=90,
+    doc="record-value samples, one JSON value per line (sizes only)",
+)

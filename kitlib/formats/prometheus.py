@@ -10,6 +10,7 @@ Example:
     >>> detect(b'# TYPE kafka_server_brokertopicmetrics_bytesinpersec_count counter\\n', None)
     True
 """
+
 from __future__ import annotations
 
 import re
@@ -29,7 +30,7 @@ from kitlib.formats import (
 )
 from kitlib.metrics import mbean_from_prometheus, with_keys
 
-_SAMPLE = re.compile(r'^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(.*)\})?\s+(\S+)(?:\s+(-?\d+))?\s*$')
+_SAMPLE = re.compile(r"^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(.*)\})?\s+(\S+)(?:\s+(-?\d+))?\s*$")
 _LABEL = re.compile(r'([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"')
 _STAMP = re.compile(r"(\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2}(?:\.\d+)?(?:Z|[+-]\d{2}:?\d{2})?)")
 
@@ -112,5 +113,11 @@ def _sample_time(stamp: str):
     return pd.Timestamp(ms, unit="ms", tz="UTC")
 
 
-register("prometheus", detect=detect, parse=parse, tables=("metrics",), priority=40,
-         doc="Prometheus text exposition from the JMX exporter (one or several scrapes)")
+register(
+    "prometheus",
+    detect=detect,
+    parse=parse,
+    tables=("metrics",),
+    priority=40,
+    doc="Prometheus text exposition from the JMX exporter (one or several scrapes)",
+)

@@ -16,6 +16,7 @@ Example (real 3.9 output):
     ...        b"\\tTopic: orders\\tPartition: 0\\tLeader: 1\\tReplicas: 1\\tIsr: 1\\n", None)
     True
 """
+
 from __future__ import annotations
 
 import re
@@ -25,37 +26,56 @@ from kitlib.formats import Context, register, text_lines
 from kitlib.formats._cli import Collector, head_lines, is_comment, stamp_line, to_int
 from kitlib.redact import redact_value
 
-tables.declare("topic_partitions", "Partitions as `kafka-topics --describe` printed them: leader, replicas, "
-               "ISR and flags, with the topic's line (id, counts, configs) repeated on each partition.", [
-                   ("snapshot_ts", "ts", "time line before the output, if the file has one"),
-                   ("topic", "str", "topic"),
-                   ("partition", "int", "partition"),
-                   ("leader", "int", "leader broker id; empty when the partition has no leader ('none' or -1)"),
-                   ("replicas", "str", "replica broker ids, comma-separated, preferred leader first"),
-                   ("isr", "str", "in-sync replica broker ids, comma-separated"),
-                   ("replica_count", "int", "number of replicas"),
-                   ("isr_count", "int", "number of in-sync replicas"),
-                   ("under_replicated", "bool", "fewer in-sync replicas than replicas (replicas being added by a "
-                    "reassignment not counted), as the tool's --under-replicated-partitions decides"),
-                   ("offline", "bool", "no leader: the partition is unavailable"),
-                   ("elr", "str", "eligible leader replicas (KIP-966, 3.7+), comma-separated"),
-                   ("last_known_elr", "str", "last known eligible leader replicas (3.7+)"),
-                   ("adding_replicas", "str", "replicas being added by a reassignment"),
-                   ("removing_replicas", "str", "replicas being removed by a reassignment"),
-                   ("marked_for_deletion", "bool", "the topic is being deleted"),
-                   ("topic_id", "str", "topic id (2.8+ output)"),
-                   ("partition_count", "int", "partitions of the topic (from its topic line)"),
-                   ("replication_factor", "int", "replication factor of the topic (from its topic line)"),
-                   ("topic_configs", "str", "the topic line's Configs: non-default topic configs, k=v comma-separated"),
-               ])
+tables.declare(
+    "topic_partitions",
+    "Partitions as `kafka-topics --describe` printed them: leader, replicas, "
+    "ISR and flags, with the topic's line (id, counts, configs) repeated on each partition.",
+    [
+        ("snapshot_ts", "ts", "time line before the output, if the file has one"),
+        ("topic", "str", "topic"),
+        ("partition", "int", "partition"),
+        ("leader", "int", "leader broker id; empty when the partition has no leader ('none' or -1)"),
+        ("replicas", "str", "replica broker ids, comma-separated, preferred leader first"),
+        ("isr", "str", "in-sync replica broker ids, comma-separated"),
+        ("replica_count", "int", "number of replicas"),
+        ("isr_count", "int", "number of in-sync replicas"),
+        (
+            "under_replicated",
+            "bool",
+            "fewer in-sync replicas than replicas (replicas being added by a "
+            "reassignment not counted), as the tool's --under-replicated-partitions decides",
+        ),
+        ("offline", "bool", "no leader: the partition is unavailable"),
+        ("elr", "str", "eligible leader replicas (KIP-966, 3.7+), comma-separated"),
+        ("last_known_elr", "str", "last known eligible leader replicas (3.7+)"),
+        ("adding_replicas", "str", "replicas being added by a reassignment"),
+        ("removing_replicas", "str", "replicas being removed by a reassignment"),
+        ("marked_for_deletion", "bool", "the topic is being deleted"),
+        ("topic_id", "str", "topic id (2.8+ output)"),
+        ("partition_count", "int", "partitions of the topic (from its topic line)"),
+        ("replication_factor", "int", "replication factor of the topic (from its topic line)"),
+        ("topic_configs", "str", "the topic line's Configs: non-default topic configs, k=v comma-separated"),
+    ],
+)
 
 _TOPIC_LINE = re.compile(r"^Topic: ?(\S+)\t(?:TopicId|PartitionCount):")
 _PART_LINE = re.compile(r"^\s*Topic: ?(\S+)\tPartition: ?\d+\tLeader:")
-_KEYS = {"Topic": "topic", "TopicId": "topic_id", "PartitionCount": "partition_count",
-         "ReplicationFactor": "replication_factor", "Configs": "topic_configs", "Partition": "partition",
-         "Leader": "leader", "Replicas": "replicas", "Isr": "isr", "Elr": "elr", "LastKnownElr": "last_known_elr",
-         "Adding Replicas": "adding_replicas", "Removing Replicas": "removing_replicas",
-         "MarkedForDeletion": "marked_for_deletion"}
+_KEYS = {
+    "Topic": "topic",
+    "TopicId": "topic_id",
+    "PartitionCount": "partition_count",
+    "ReplicationFactor": "replication_factor",
+    "Configs": "topic_configs",
+    "Partition": "partition",
+    "Leader": "leader",
+    "Replicas": "replicas",
+    "Isr": "isr",
+    "Elr": "elr",
+    "LastKnownElr": "last_known_elr",
+    "Adding Replicas": "adding_replicas",
+    "Removing Replicas": "removing_replicas",
+    "MarkedForDeletion": "marked_for_deletion",
+}
 
 
 def detect(head: bytes, src) -> bool:
@@ -99,14 +119,24 @@ def parse(src, ctx: Context):
             out.bad(n, text, "not a kafka-topics --describe line")
             continue
         if "partition" not in kv:  # the topic's own line
-            topic_info[kv["topic"]] = {"topic_id": kv.get("topic_id"),
-                                       "partition_count": to_int(kv.get("partition_count")),
-                                       "replication_factor": to_int(kv.get("replication_factor")),
-                                       "topic_configs": kv.get("topic_configs") or None}
+            topic_info[kv["topic"]] = {
+                "topic_id": kv.get("topic_id"),
+                "partition_count": to_int(kv.get("partition_count")),
+                "replication_factor": to_int(kv.get("replication_factor")),
+                "topic_configs": kv.get("topic_configs") or None,
+            }
             for item in _ids(kv.get("topic_configs")):
                 key, _, value = item.partition("=")
-                out.add("configs", n, ts=snap, source="cli", scope="topic", entity=kv["topic"], key=key,
-                        value=redact_value(key, value))
+                out.add(
+                    "configs",
+                    n,
+                    ts=snap,
+                    source="cli",
+                    scope="topic",
+                    entity=kv["topic"],
+                    key=key,
+                    value=redact_value(key, value),
+                )
             out.structure()
             continue
         part = to_int(kv["partition"])
@@ -116,19 +146,37 @@ def parse(src, ctx: Context):
         leader = to_int(kv.get("leader"))
         replicas, isr = _ids(kv.get("replicas")), _ids(kv.get("isr"))
         adding = _ids(kv.get("adding_replicas"))  # replicas being added do not count until they join
-        out.add("topic_partitions", n, snapshot_ts=snap, topic=kv["topic"], partition=part,
-                leader=leader if leader is not None and leader >= 0 else None,
-                replicas=",".join(replicas), isr=",".join(isr), replica_count=len(replicas), isr_count=len(isr),
-                under_replicated=len(isr) < len(replicas) - len(adding), offline=leader is None or leader < 0,
-                elr=kv.get("elr"), last_known_elr=kv.get("last_known_elr"),
-                adding_replicas=kv.get("adding_replicas") or None,
-                removing_replicas=kv.get("removing_replicas") or None,
-                marked_for_deletion=kv.get("marked_for_deletion") == "true", **topic_info.get(kv["topic"], {}))
+        out.add(
+            "topic_partitions",
+            n,
+            snapshot_ts=snap,
+            topic=kv["topic"],
+            partition=part,
+            leader=leader if leader is not None and leader >= 0 else None,
+            replicas=",".join(replicas),
+            isr=",".join(isr),
+            replica_count=len(replicas),
+            isr_count=len(isr),
+            under_replicated=len(isr) < len(replicas) - len(adding),
+            offline=leader is None or leader < 0,
+            elr=kv.get("elr"),
+            last_known_elr=kv.get("last_known_elr"),
+            adding_replicas=kv.get("adding_replicas") or None,
+            removing_replicas=kv.get("removing_replicas") or None,
+            marked_for_deletion=kv.get("marked_for_deletion") == "true",
+            **topic_info.get(kv["topic"], {}),
+        )
         out.structure()
     if out.bad_n:
         ctx.fail(f"{src.rel} line {out.bad_n[0]}: {out.bad_r[0]}", out.bad_n[0])
     yield from out.frames()
 
 
-register("topics", detect=detect, parse=parse, tables=("topic_partitions", "configs"), priority=26,
-         doc="kafka-topics --describe output (also --under-replicated-partitions / --unavailable-partitions)")
+register(
+    "topics",
+    detect=detect,
+    parse=parse,
+    tables=("topic_partitions", "configs"),
+    priority=26,
+    doc="kafka-topics --describe output (also --under-replicated-partitions / --unavailable-partitions)",
+)

@@ -23,6 +23,7 @@ Example:
     >>> from kitlib.ingest.distributed import ingest_on_dask          # doctest: +SKIP
     >>> ingest_on_dask("incident/", "incident.kit", workers=2)         # doctest: +SKIP
 """
+
 from __future__ import annotations
 
 import json
@@ -54,10 +55,11 @@ _HEADER = re.compile(rb"\[\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2},\d{3}\] (?:TRACE|D
 @dataclass(frozen=True)
 class Unit:
     """One task's worth of parsing: a whole file, or a part of one (``src.end`` set)."""
-    index: int           # the file's place in discovery order
-    part: int            # 0 for a whole file, else 0, 1, ... for its parts
+
+    index: int  # the file's place in discovery order
+    part: int  # 0 for a whole file, else 0, 1, ... for its parts
     src: SourceFile
-    fmt: str             # detected format name, "" when unknown
+    fmt: str  # detected format name, "" when unknown
 
 
 @dataclass
@@ -65,12 +67,12 @@ class UnitResult:
     index: int
     part: int
     host: str
-    row: dict                                                   # its `files` accounting
-    folder: str                                                 # where its output is
-    rows: dict[str, int] = field(default_factory=dict)          # rows per table it produced
-    spills: dict[str, str] = field(default_factory=dict)        # selection group -> spill file
-    errors: list[BuildError] = field(default_factory=list)      # blockwise builders that failed
-    span: tuple[int | None, int | None] = (None, None)          # first/last record (ms)
+    row: dict  # its `files` accounting
+    folder: str  # where its output is
+    rows: dict[str, int] = field(default_factory=dict)  # rows per table it produced
+    spills: dict[str, str] = field(default_factory=dict)  # selection group -> spill file
+    errors: list[BuildError] = field(default_factory=list)  # blockwise builders that failed
+    span: tuple[int | None, int | None] = (None, None)  # first/last record (ms)
 
 
 def record_starts(path: Path, size: int, parts: int, window: int = 1 << 20) -> list[tuple[int, int]]:
@@ -126,14 +128,33 @@ def plan(root: Path, tz, split_bytes: int = SPLIT_BYTES) -> tuple[list[Unit], li
     for i, src in enumerate(srcs):
         fmt = formats.detect(head(src), src)
         name = fmt.name if fmt else ""
-        splittable = split_bytes > 0 and name == "log4j" and not src.gz and src.size > split_bytes and head(src)[:2] != b"\x1f\x8b"
+        splittable = (
+            split_bytes > 0
+            and name == "log4j"
+            and not src.gz
+            and src.size > split_bytes
+            and head(src)[:2] != b"\x1f\x8b"
+        )
         if not splittable:
             units.append(Unit(i, 0, src, name))
             continue
         cuts = record_starts(src.path, src.size, -(-src.size // split_bytes))
         for p, (start, line) in enumerate(cuts):
             end = cuts[p + 1][0] if p + 1 < len(cuts) else src.size
-            units.append(Unit(i, p, replace(src, start=start, end=end, first_line=line, meta={k: v for k, v in src.meta.items() if k != "on_read"}), name))
+            units.append(
+                Unit(
+                    i,
+                    p,
+                    replace(
+                        src,
+                        start=start,
+                        end=end,
+                        first_line=line,
+                        meta={k: v for k, v in src.meta.items() if k != "on_read"},
+                    ),
+                    name,
+                )
+            )
     return units, skipped
 
 
@@ -149,9 +170,17 @@ def parse_unit(unit: Unit, work: str) -> UnitResult:
     for name, parts in sink.parts.items():  # tables other formats fill (metrics, configs, ...): small
         df = pd.concat([p.to_pandas() if isinstance(p, pa.Table) else p for p in parts], ignore_index=True)
         pq.write_table(to_arrow(name, df), folder / f"{name}.parquet", compression="zstd")
-    return UnitResult(unit.index, unit.part, unit.src.host, row, str(folder), dict(sink.rows),
-                      {g: str(p) for g, p in spills.items()}, list(sink.block_errors.values()),
-                      (sink.first_ts, sink.last_ts))
+    return UnitResult(
+        unit.index,
+        unit.part,
+        unit.src.host,
+        row,
+        str(folder),
+        dict(sink.rows),
+        {g: str(p) for g, p in spills.items()},
+        list(sink.block_errors.values()),
+        (sink.first_ts, sink.last_ts),
+    )
 
 
 def finish_host(host: str, results: list[UnitResult], out: str) -> tuple[dict[str, int], list[BuildError]]:
@@ -226,8 +255,16 @@ def files_table(results: list[UnitResult], not_read: list[dict] | None = None) -
     return tables.conform("files", pd.DataFrame([by_file[i] for i in sorted(by_file)] + (not_read or [])))
 
 
-def ingest_on_dask(path, out, tz=None, workers: int | None = None, scheduler: str | None = None,
-                   split_bytes: int = SPLIT_BYTES, progress: bool | None = None, log=print) -> BundleSummary:
+def ingest_on_dask(
+    path,
+    out,
+    tz=None,
+    workers: int | None = None,
+    scheduler: str | None = None,
+    split_bytes: int = SPLIT_BYTES,
+    progress: bool | None = None,
+    log=print,
+) -> BundleSummary:
     """Ingest a bundle on Dask: a local cluster of ``workers`` processes on 127.0.0.1, or the
     existing cluster at ``scheduler`` (``tcp://host:port``). The output is one Parquet dataset
     per table, partitioned by host, plus ``files`` and ``summary.json``; it holds the same rows
@@ -243,16 +280,31 @@ def ingest_on_dask(path, out, tz=None, workers: int | None = None, scheduler: st
     return summary
 
 
-def _run_on_dask(root: Path, dest: Path, units: list[Unit], skipped: list, workers: int | None,
-                 scheduler: str | None, progress: bool | None, log, t0: float) -> BundleSummary:
+def _run_on_dask(
+    root: Path,
+    dest: Path,
+    units: list[Unit],
+    skipped: list,
+    workers: int | None,
+    scheduler: str | None,
+    progress: bool | None,
+    log,
+    t0: float,
+) -> BundleSummary:
     from distributed import Client, LocalCluster, as_completed
+
     work = dest / ".work"
     cluster = None
     if scheduler:
         client = Client(scheduler)
     else:
-        cluster = LocalCluster(n_workers=workers or 2, threads_per_worker=1, processes=True, host="127.0.0.1",
-                               dashboard_address="127.0.0.1:0")
+        cluster = LocalCluster(
+            n_workers=workers or 2,
+            threads_per_worker=1,
+            processes=True,
+            host="127.0.0.1",
+            dashboard_address="127.0.0.1:0",
+        )
         client = Client(cluster)
     try:
         if client.dashboard_link:
@@ -260,8 +312,9 @@ def _run_on_dask(root: Path, dest: Path, units: list[Unit], skipped: list, worke
         total = sum((u.src.end if u.src.end is not None else u.src.size) - u.src.start for u in units)
         bar = _bar(progress, total, root.name)
         futures = client.map(parse_unit, units, work=str(work), pure=False)
-        size_of = {f.key: (u.src.end if u.src.end is not None else u.src.size) - u.src.start
-                   for f, u in zip(futures, units)}
+        size_of = {
+            f.key: (u.src.end if u.src.end is not None else u.src.size) - u.src.start for f, u in zip(futures, units)
+        }
         results: list[UnitResult] = []
         for fut in as_completed(futures):
             results.append(fut.result())
@@ -272,8 +325,9 @@ def _run_on_dask(root: Path, dest: Path, units: list[Unit], skipped: list, worke
         by_host: dict[str, list[UnitResult]] = {}
         for r in results:
             by_host.setdefault(r.host, []).append(r)
-        finished = client.gather(client.map(finish_host, list(by_host), list(by_host.values()),
-                                            out=str(dest), pure=False))
+        finished = client.gather(
+            client.map(finish_host, list(by_host), list(by_host.values()), out=str(dest), pure=False)
+        )
     finally:
         client.close()
         if cluster is not None:
@@ -290,8 +344,11 @@ def _run_on_dask(root: Path, dest: Path, units: list[Unit], skipped: list, worke
     pq.write_table(to_arrow("files", files), dest / "files.parquet", compression="zstd")
     lo = [r.span[0] for r in results if r.span[0] is not None]
     hi = [r.span[1] for r in results if r.span[1] is not None]
-    span = [pd.Timestamp(min(lo), unit="ms", tz="UTC").isoformat(),
-            pd.Timestamp(max(hi), unit="ms", tz="UTC").isoformat()] if lo else None
+    span = (
+        [pd.Timestamp(min(lo), unit="ms", tz="UTC").isoformat(), pd.Timestamp(max(hi), unit="ms", tz="UTC").isoformat()]
+        if lo
+        else None
+    )
     summary = summarize(root, files, rows, list(errors.values()), span, t0)
     (dest / "summary.json").write_text(json.dumps(summary.to_dict(), indent=2, default=str) + "\n")
     return summary
@@ -303,4 +360,5 @@ def _bar(progress, total: int, label: str):
     if not progress:
         return None
     from tqdm.auto import tqdm
+
     return tqdm(total=total, unit="B", unit_scale=True, unit_divisor=1024, desc=f"ingest {label} on dask", leave=False)

@@ -1,5 +1,6 @@
 """The ingest pipeline: find a bundle's files, detect each one's format, parse it into a sink,
 and account for every line (the ``files`` table), whatever happens to any one file."""
+
 from __future__ import annotations
 
 import sys
@@ -16,25 +17,37 @@ from kitlib.ingest.sink import Sink
 from kitlib.sources import SourceFile, discover_all, head
 from kitlib.summary import BundleSummary
 
-tables.declare("files", "One row per file found in the bundle: its detected format and how its "
-               "lines were accounted for (lines == parsed + unparsed for every parsed file).", [
-                   ("file", "category", "path relative to the bundle root"),
-                   ("host", "category", "host the file belongs to"),
-                   ("host_from", "category", "how the host was found: folder, manifest, file name, file content "
-                    "(under a folder that names a kind such as jmx/ or logs/), or bundle name"),
-                   ("format", "category", "detected format, 'unknown' (every line kept in unparsed; binary files "
-                                          "listed only), or 'not read' (a path not read as data: error says why)"),
-                   ("tz", "str", "timezone its timestamps were read in"),
-                   ("bytes", "int", "size on disk"),
-                   ("lines", "int", "physical lines read (decompressed)"),
-                   ("parsed", "int", "lines that became rows or structure"),
-                   ("unparsed", "int", "lines kept in the unparsed table"),
-                   ("rows", "int", "rows produced (all tables)"),
-                   ("error", "str", "first problem met, naming file and line; empty when clean"),
-                   ("error_line", "int", "line where that problem is"),
-                   ("seconds", "float", "time spent parsing the file"),
-               ], provenance=False)
-
+tables.declare(
+    "files",
+    "One row per file found in the bundle: its detected format and how its "
+    "lines were accounted for (lines == parsed + unparsed for every parsed file).",
+    [
+        ("file", "category", "path relative to the bundle root"),
+        ("host", "category", "host the file belongs to"),
+        (
+            "host_from",
+            "category",
+            "how the host was found: folder, manifest, file name, file content "
+            "(under a folder that names a kind such as jmx/ or logs/), or bundle name",
+        ),
+        (
+            "format",
+            "category",
+            "detected format, 'unknown' (every line kept in unparsed; binary files "
+            "listed only), or 'not read' (a path not read as data: error says why)",
+        ),
+        ("tz", "str", "timezone its timestamps were read in"),
+        ("bytes", "int", "size on disk"),
+        ("lines", "int", "physical lines read (decompressed)"),
+        ("parsed", "int", "lines that became rows or structure"),
+        ("unparsed", "int", "lines kept in the unparsed table"),
+        ("rows", "int", "rows produced (all tables)"),
+        ("error", "str", "first problem met, naming file and line; empty when clean"),
+        ("error_line", "int", "line where that problem is"),
+        ("seconds", "float", "time spent parsing the file"),
+    ],
+    provenance=False,
+)
 
 
 def run(path, tz, out: Path | None, progress) -> tuple[dict[str, pd.DataFrame], BundleSummary]:
@@ -68,9 +81,20 @@ def parse_file(src: SourceFile, fmt: Format | None, sink: Sink, bar=None) -> dic
     """Parse one file (or one part of a split file) into ``sink``; returns its ``files`` row.
     Whatever goes wrong costs this file only, and is named in the row's ``error``."""
     t1 = time.perf_counter()
-    rec = {"file": src.rel, "host": src.host, "host_from": src.meta.get("host_from", ""), "format": fmt.name if fmt else "unknown", "tz": src.tz,
-           "bytes": src.size, "lines": pd.NA, "parsed": pd.NA, "unparsed": pd.NA, "rows": 0,
-           "error": "", "error_line": pd.NA}
+    rec = {
+        "file": src.rel,
+        "host": src.host,
+        "host_from": src.meta.get("host_from", ""),
+        "format": fmt.name if fmt else "unknown",
+        "tz": src.tz,
+        "bytes": src.size,
+        "lines": pd.NA,
+        "parsed": pd.NA,
+        "unparsed": pd.NA,
+        "rows": 0,
+        "error": "",
+        "error_line": pd.NA,
+    }
     nul = first_nul(head(src)) if fmt is None else -1
     if nul >= 0:
         rec["error"] = f"{src.rel}: binary content (NUL byte at offset {nul}): listed, not read as lines"
@@ -87,8 +111,11 @@ def parse_file(src: SourceFile, fmt: Format | None, sink: Sink, bar=None) -> dic
                 else:
                     rows += n
         except Exception as e:  # noqa: BLE001 - one bad file must not stop the bundle
-            ctx.fail(f"{src.rel}: parser {rec['format']} stopped after line {src.first_line - 1 + ctx.lines}: "
-                     f"{type(e).__name__}: {e}", src.first_line + ctx.lines)
+            ctx.fail(
+                f"{src.rel}: parser {rec['format']} stopped after line {src.first_line - 1 + ctx.lines}: "
+                f"{type(e).__name__}: {e}",
+                src.first_line + ctx.lines,
+            )
             if src.end is None:  # the lines it had not reached are kept in unparsed with the reason
                 try:
                     for name, chunk in account_rest(src, ctx, e):
@@ -98,17 +125,30 @@ def parse_file(src: SourceFile, fmt: Format | None, sink: Sink, bar=None) -> dic
         note = cut_line_note(src)
         if note and not ctx.error:
             ctx.fail(note, src.meta["cut_lines"][0][0])
-        rec.update(lines=ctx.lines, parsed=ctx.parsed, unparsed=n_unparsed, rows=rows,
-                   error=ctx.error, error_line=ctx.error_line if ctx.error_line is not None else pd.NA)
+        rec.update(
+            lines=ctx.lines,
+            parsed=ctx.parsed,
+            unparsed=n_unparsed,
+            rows=rows,
+            error=ctx.error,
+            error_line=ctx.error_line if ctx.error_line is not None else pd.NA,
+        )
         if ctx.parsed + n_unparsed != ctx.lines and not ctx.error:
-            rec["error"] = (f"{src.rel}: line accounting mismatch: {ctx.lines} lines, {ctx.parsed} parsed, "
-                            f"{n_unparsed} unparsed")
+            rec["error"] = (
+                f"{src.rel}: line accounting mismatch: {ctx.lines} lines, {ctx.parsed} parsed, {n_unparsed} unparsed"
+            )
     rec["seconds"] = round(time.perf_counter() - t1, 4)
     return rec
 
 
-def summarize(root: Path, files: pd.DataFrame, rows: dict[str, int], build_errors: list[BuildError],
-              time_span: list[str] | None, t0: float) -> BundleSummary:
+def summarize(
+    root: Path,
+    files: pd.DataFrame,
+    rows: dict[str, int],
+    build_errors: list[BuildError],
+    time_span: list[str] | None,
+    t0: float,
+) -> BundleSummary:
     """The bundle summary from the ``files`` table, rows per table and the failed builders."""
     return BundleSummary(
         bundle=str(root),
@@ -130,17 +170,26 @@ def summarize(root: Path, files: pd.DataFrame, rows: dict[str, int], build_error
 def _progress(progress, total: int, label: str):
     # default: a bar for big bundles on a terminal or in a Jupyter kernel (tqdm.auto picks the widget)
     if progress is None:
-        progress = total > 256 * 1024 * 1024 and (sys.stderr.isatty() or "ipykernel" in sys.modules) \
+        progress = (
+            total > 256 * 1024 * 1024
+            and (sys.stderr.isatty() or "ipykernel" in sys.modules)
             or (sys.stderr.isatty() and total > 32 * 1024 * 1024)
+        )
     if not progress:
         return None
     from tqdm.auto import tqdm
 
     from kitlib.terminal import visible
+
     # the bar draws with '\r' itself: it writes to the real stderr, not the CLI's escaping wrapper,
     # and its label (a folder name) is made visible first
     stream = getattr(sys.stderr, "stream", sys.stderr)
-    return tqdm(total=total, unit="B", unit_scale=True, unit_divisor=1024, desc=f"ingest {visible(label)}",
-                leave=False, file=stream)
-
-
+    return tqdm(
+        total=total,
+        unit="B",
+        unit_scale=True,
+        unit_divisor=1024,
+        desc=f"ingest {visible(label)}",
+        leave=False,
+        file=stream,
+    )

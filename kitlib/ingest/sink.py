@@ -1,5 +1,6 @@
 """Where parser output goes: held in memory, or (ingest to Parquet) streamed to disk block by
 block, with the records the table extractors want set aside and their tables built at the end."""
+
 from __future__ import annotations
 
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -27,7 +28,7 @@ class Sink:
         self.selected: dict[str, list[pa.Table]] = {}
         self.writers: dict[str, pq.ParquetWriter] = {}
         self.spills: dict[str, pa.ipc.RecordBatchStreamWriter] = {}
-        self.written: set[str] = set()   # derived tables already written to ``out``
+        self.written: set[str] = set()  # derived tables already written to ``out``
         self.block_errors: dict[str, BuildError] = {}  # blockwise builders that failed on a block
         self.rows: dict[str, int] = {}
         self.first_ts: int | None = None  # first and last record time seen (ms since the epoch, UTC)
@@ -62,8 +63,11 @@ class Sink:
             w = self.writers.get(name)
             if w is None:
                 w = self.writers[name] = pq.ParquetWriter(
-                    self.out / f"{name}.parquet", at.schema, compression="zstd",
-                    use_dictionary=[f.name for f in at.schema if pa.types.is_dictionary(f.type)])
+                    self.out / f"{name}.parquet",
+                    at.schema,
+                    compression="zstd",
+                    use_dictionary=[f.name for f in at.schema if pa.types.is_dictionary(f.type)],
+                )
             if self._last is not None:
                 self._last.result()
             assert self._pool is not None  # streaming implies a writer thread
@@ -93,8 +97,9 @@ class Sink:
         if self.out is None:
             self.selected.setdefault(group, []).append(sel)
             return
-        plain = pa.schema([pa.field(f.name, f.type.value_type) if pa.types.is_dictionary(f.type) else f
-                           for f in sel.schema])
+        plain = pa.schema(
+            [pa.field(f.name, f.type.value_type) if pa.types.is_dictionary(f.type) else f for f in sel.schema]
+        )
         w = self.spills.get(group)
         if w is None:
             w = self.spills[group] = pa.ipc.new_stream(self.out / f".selected-{group}.arrow", plain)
@@ -159,6 +164,7 @@ def release_memory() -> None:
     pa.default_memory_pool().release_unused()
     try:
         import ctypes
+
         ctypes.CDLL("libc.so.6").malloc_trim(0)
     except (OSError, AttributeError):  # not glibc: nothing to do
         pass
@@ -167,5 +173,3 @@ def release_memory() -> None:
 def to_arrow(name: str, df: pd.DataFrame) -> pa.Table:
     df = tables.conform(name, df) if name in tables.SCHEMAS else df
     return pa.Table.from_pandas(df, preserve_index=False)
-
-

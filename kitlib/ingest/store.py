@@ -1,5 +1,6 @@
 """The Parquet store: a bundle ingested once into ``<out>/<table>.parquet`` plus
 ``summary.json``, and read back without parsing anything again."""
+
 from __future__ import annotations
 
 import json
@@ -29,8 +30,9 @@ def is_store(path: str | os.PathLike) -> bool:
     return p.is_dir() and (p / "summary.json").is_file() and (p / "files.parquet").is_file()
 
 
-def ingest(path: str | os.PathLike, out: str | os.PathLike, tz: str | dict | None = None,
-           progress: bool | None = None) -> BundleSummary:
+def ingest(
+    path: str | os.PathLike, out: str | os.PathLike, tz: str | dict | None = None, progress: bool | None = None
+) -> BundleSummary:
     """Parse a bundle and write each table as ``<out>/<table>.parquet`` plus ``summary.json``.
     Events and unparsed lines stream to disk block by block, so memory stays bounded.
     Returns the summary; read it all back with :func:`load`.
@@ -58,6 +60,7 @@ def load(out: str | os.PathLike) -> Bundle:
     :func:`kitlib.bundle.window`), so a big output is never loaded whole by accident; use
     :meth:`~kitlib.bundle.Bundle.sql` for aggregates DuckDB computes over the files."""
     from kitlib.bundle import Bundle
+
     registry.load()
     out = Path(out)
     summary = BundleSummary.from_dict(json.loads((out / "summary.json").read_text()))
@@ -67,18 +70,26 @@ def load(out: str | os.PathLike) -> Bundle:
 def stored_tables(out: Path) -> dict[str, Path]:
     """Table name -> its Parquet file (single-process ingest) or folder (dataset by host)."""
     found = {p.stem: p for p in out.glob("*.parquet")}
-    found.update({p.name: p for p in out.iterdir() if p.is_dir() and not p.name.startswith(".")
-                  and any(p.rglob("*.parquet"))})
+    found.update(
+        {p.name: p for p in out.iterdir() if p.is_dir() and not p.name.startswith(".") and any(p.rglob("*.parquet"))}
+    )
     return found
 
 
-def read_table(path: Path, name: str, start: pd.Timestamp | None = None, end: pd.Timestamp | None = None,
-               hosts: list[str] | None = None, columns: list[str] | None = None,
-               isin: dict[str, list] | None = None) -> pd.DataFrame:
+def read_table(
+    path: Path,
+    name: str,
+    start: pd.Timestamp | None = None,
+    end: pd.Timestamp | None = None,
+    hosts: list[str] | None = None,
+    columns: list[str] | None = None,
+    isin: dict[str, list] | None = None,
+) -> pd.DataFrame:
     """One stored table as a DataFrame with its declared dtypes, only the rows in
     ``start <= ts < end`` and ``hosts`` when given (the filter is pushed down to the Parquet scan)."""
     import pyarrow.compute as pc
     import pyarrow.dataset as ds
+
     dataset = ds.dataset(str(path), format="parquet", partitioning=None)
     names = dataset.schema.names
     cond = None
@@ -98,7 +109,9 @@ def read_table(path: Path, name: str, start: pd.Timestamp | None = None, end: pd
     if columns is None:
         df = to_pandas(t) if name == "events" else t.to_pandas()
         return tables.conform(name, df, redact=False) if name in tables.SCHEMAS else df
-    df = t.to_pandas(types_mapper={pa.large_string(): pd.StringDtype("pyarrow"), pa.string(): pd.StringDtype("pyarrow")}.get)
+    df = t.to_pandas(
+        types_mapper={pa.large_string(): pd.StringDtype("pyarrow"), pa.string(): pd.StringDtype("pyarrow")}.get
+    )
     if "ts" in df.columns:
         df["ts"] = df["ts"].astype("datetime64[ns, UTC]")
     return df

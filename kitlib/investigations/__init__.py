@@ -15,10 +15,12 @@ Example:
     >>> registry.investigation("compaction").notebook
     'compaction.ipynb'
 """
+
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Callable
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # pragma: no cover
     from kitlib.bundle import Bundle
@@ -40,6 +42,7 @@ class Investigation:
       (the tests check every sample bundle against every investigation's examples; a bundle no
       investigation names must yield nothing).
     """
+
     name: str
     title: str
     question: str
@@ -56,10 +59,16 @@ class Investigation:
 
     def to_dict(self) -> dict:
         """The JSON shape ``kitlib investigations --json`` prints."""
-        return {"name": self.name, "title": self.title, "question": self.question,
-                "notebook": self.notebook, "tables": list(self.tables), "finding_ids": list(self.finding_ids),
-                "package": self.package,
-                "examples": {k: list(v) for k, v in self.examples.items()}}
+        return {
+            "name": self.name,
+            "title": self.title,
+            "question": self.question,
+            "notebook": self.notebook,
+            "tables": list(self.tables),
+            "finding_ids": list(self.finding_ids),
+            "package": self.package,
+            "examples": {k: list(v) for k, v in self.examples.items()},
+        }
 
 
 def has_rows(bundle: Bundle, table: str, condition: Callable | None = None) -> bool:
@@ -78,7 +87,9 @@ def has_rows(bundle: Bundle, table: str, condition: Callable | None = None) -> b
 
 def metrics_mention(*words: str) -> Callable:
     """A condition on the metrics table: some MBean name contains one of ``words``."""
+
     def condition(df) -> bool:
         col = df["mbean"].astype("string")
         return any(col.str.contains(w, regex=False).any() for w in words)
+
     return condition

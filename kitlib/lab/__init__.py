@@ -21,6 +21,7 @@ Example:
     '127.0.0.1:40123'
     >>> lab.stop(b)                                 # doctest: +SKIP
 """
+
 from __future__ import annotations
 
 import json
@@ -35,8 +36,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 KAFKA_VERSION = "3.9.1"
-JARS_ENV = "KITLIB_LAB_JARS"   # overrides the jars cache folder
-WORK_ENV = "KITLIB_LAB_WORK"   # overrides the root of the brokers' work folders
+JARS_ENV = "KITLIB_LAB_JARS"  # overrides the jars cache folder
+WORK_ENV = "KITLIB_LAB_WORK"  # overrides the root of the brokers' work folders
 APP_DIR = "kafka-incident-kit"
 READY = "Kafka Server started"
 GC_LOG = "kafkaServer-gc.log"  # kafka-run-class.sh's GC log name for kafka.Kafka
@@ -62,6 +63,7 @@ class LabError(RuntimeError):
 @dataclass
 class Proc:
     """A running lab process (broker or Connect worker)."""
+
     kind: str
     name: str
     work: str
@@ -115,6 +117,7 @@ def template(name: str) -> str:
     """The text of one of the lab's packaged templates (server.properties, log4j.properties,
     connect-*.properties, pom.xml)."""
     from importlib import resources
+
     return resources.files(__name__).joinpath("templates", name).read_text()
 
 
@@ -127,6 +130,7 @@ def fetch_jars(quiet: bool = True, timeout: int = 600) -> Path:
     """
     import hashlib
     import tempfile
+
     jars = jars_dir()
     pom_text = template("pom.xml")
     pom = hashlib.sha256(pom_text.encode()).hexdigest()[:12]
@@ -134,14 +138,23 @@ def fetch_jars(quiet: bool = True, timeout: int = 600) -> Path:
     if marker.is_file():
         return jars
     if not shutil.which("mvn"):
-        raise LabError("Maven (`mvn`) is needed to fetch the Kafka jars from Maven Central; install it (apt-get install maven)")
+        raise LabError(
+            "Maven (`mvn`) is needed to fetch the Kafka jars from Maven Central; install it (apt-get install maven)"
+        )
     if not shutil.which("java"):
         raise LabError("Java 17+ is needed to run the lab broker; install it (apt-get install openjdk-17-jre-headless)")
     jars.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="kitlib-pom-") as tmp:
         (Path(tmp) / "pom.xml").write_text(pom_text)
-        cmd = ["mvn", "-B", "-f", str(Path(tmp) / "pom.xml"), "dependency:copy-dependencies",
-               f"-DoutputDirectory={jars}", "-DincludeScope=runtime"]
+        cmd = [
+            "mvn",
+            "-B",
+            "-f",
+            str(Path(tmp) / "pom.xml"),
+            "dependency:copy-dependencies",
+            f"-DoutputDirectory={jars}",
+            "-DincludeScope=runtime",
+        ]
         if quiet:
             cmd.insert(1, "-q")
         try:
@@ -172,8 +185,16 @@ def _tail(path: Path, n: int = 40) -> str:
         return "(no log written)"
 
 
-def _wait_for_line(log: Path, text: str, proc: subprocess.Popen | None, pid: int, timeout: float, what: str,
-                   stdout: Path, after: int = 0) -> None:
+def _wait_for_line(
+    log: Path,
+    text: str,
+    proc: subprocess.Popen | None,
+    pid: int,
+    timeout: float,
+    what: str,
+    stdout: Path,
+    after: int = 0,
+) -> None:
     """Wait until ``text`` appears in ``log`` (past byte ``after``: lines of an earlier run of
     the same process do not count), the process dies or logs a fatal line, or ``timeout``."""
     deadline = time.monotonic() + timeout
@@ -190,12 +211,16 @@ def _wait_for_line(log: Path, text: str, proc: subprocess.Popen | None, pid: int
         if fatal or (proc is not None and proc.poll() is not None):
             _kill(pid)
             why = f"exited with code {proc.returncode}" if proc is not None and proc.poll() is not None else "failed"
-            raise LabError(f"{what} {why} before it was ready.\n{_errors(log)}"
-                           f"last lines of {log.name}:\n{_tail(log)}\n--- stdout/stderr:\n{_tail(stdout, 20)}")
+            raise LabError(
+                f"{what} {why} before it was ready.\n{_errors(log)}"
+                f"last lines of {log.name}:\n{_tail(log)}\n--- stdout/stderr:\n{_tail(stdout, 20)}"
+            )
         time.sleep(0.2)
     _kill(pid)
-    raise LabError(f"{what} was not ready after {timeout:.0f} s (waited for '{text}' in {log}).\n{_errors(log)}"
-                   f"last lines of {log.name}:\n{_tail(log)}\n--- stdout/stderr:\n{_tail(stdout, 20)}")
+    raise LabError(
+        f"{what} was not ready after {timeout:.0f} s (waited for '{text}' in {log}).\n{_errors(log)}"
+        f"last lines of {log.name}:\n{_tail(log)}\n--- stdout/stderr:\n{_tail(stdout, 20)}"
+    )
 
 
 def _errors(log: Path, n: int = 8) -> str:
@@ -264,8 +289,16 @@ def _jvm(work: Path, logs: Path, log4j: str, heap: str, props: dict[str, str], g
 def enable_jmx(pid: int, port: int | None = None, timeout: float = 30) -> int:
     """Open JMX on 127.0.0.1 only in a running JVM (via jcmd); returns the port."""
     port = port or free_port()
-    cmd = ["jcmd", str(pid), "ManagementAgent.start", f"jmxremote.port={port}", f"jmxremote.rmi.port={port}",
-           "jmxremote.host=127.0.0.1", "jmxremote.authenticate=false", "jmxremote.ssl=false"]
+    cmd = [
+        "jcmd",
+        str(pid),
+        "ManagementAgent.start",
+        f"jmxremote.port={port}",
+        f"jmxremote.rmi.port={port}",
+        "jmxremote.host=127.0.0.1",
+        "jmxremote.authenticate=false",
+        "jmxremote.ssl=false",
+    ]
     r = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, check=False)
     if r.returncode != 0 or "Exception" in r.stdout:
         raise LabError(f"could not open JMX in pid {pid}: {r.stdout}{r.stderr}")
@@ -274,19 +307,22 @@ def enable_jmx(pid: int, port: int | None = None, timeout: float = 30) -> int:
 
 def _cluster_id() -> str:
     import base64
+
     return base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
 
 
-def _prepare_node(work: Path, name: str, node_id: int, port: int, cport: int, voters: str,
-                  settings: dict | None, fresh: bool) -> tuple[Path, Path]:
+def _prepare_node(
+    work: Path, name: str, node_id: int, port: int, cport: int, voters: str, settings: dict | None, fresh: bool
+) -> tuple[Path, Path]:
     """Create a node's work folder and server.properties; returns (logs, data)."""
     if fresh and work.exists():
         shutil.rmtree(work)
     logs, data = work / "logs", work / "data"
     logs.mkdir(parents=True, exist_ok=True)
     data.mkdir(parents=True, exist_ok=True)
-    props = _render("server.properties", port=port, controller_port=cport, data_dir=data, node_id=node_id,
-                    voters=voters)
+    props = _render(
+        "server.properties", port=port, controller_port=cport, data_dir=data, node_id=node_id, voters=voters
+    )
     for k, v in (settings or {}).items():  # {port} and {controller_port} in a value name the chosen ports
         props += f"{k}={str(v).replace('{port}', str(port)).replace('{controller_port}', str(cport))}\n"
     (work / "server.properties").write_text(props)
@@ -296,9 +332,25 @@ def _prepare_node(work: Path, name: str, node_id: int, port: int, cport: int, vo
 def _format(works: list[Path], cluster_id: str, timeout: float = 120) -> None:
     """Format the storage of every node (in parallel) with one cluster id."""
     cp = _classpath()
-    procs = [subprocess.Popen(["java", "-cp", cp, "kafka.tools.StorageTool", "format", f"--cluster-id={cluster_id}",
-                               "-c", str(w / "server.properties"), "--ignore-formatted"],
-                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True) for w in works]
+    procs = [
+        subprocess.Popen(
+            [
+                "java",
+                "-cp",
+                cp,
+                "kafka.tools.StorageTool",
+                "format",
+                f"--cluster-id={cluster_id}",
+                "-c",
+                str(w / "server.properties"),
+                "--ignore-formatted",
+            ],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
+        for w in works
+    ]
     failed = []
     for w, fp in zip(works, procs):
         try:
@@ -320,8 +372,9 @@ def _launch(b: Proc, request_log: str, heap: str, gc_log: bool) -> subprocess.Po
     cmd = _jvm(work, logs, "log4j.properties", heap, {"kit.request.log.level": request_log}, gc_log=gc_log)
     cmd += ["kafka.Kafka", str(work / "server.properties")]
     with open(work / "broker.out", "ab") as fh:
-        p = subprocess.Popen(cmd, stdout=fh, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                             cwd=work, start_new_session=True)
+        p = subprocess.Popen(
+            cmd, stdout=fh, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, cwd=work, start_new_session=True
+        )
     b.pid = p.pid
     b.extra.update(request_log=request_log, heap=heap, gc_log=gc_log)
     return p
@@ -332,9 +385,18 @@ def _log_size(b: Proc) -> int:
     return f.stat().st_size if f.is_file() else 0
 
 
-def start_broker(name: str = "broker-1", work: str | Path | None = None, settings: dict | None = None,
-                 request_log: str = "DEBUG", jmx: bool = True, heap: str = "512m", timeout: float = 90,
-                 fresh: bool = True, gc_log: bool = False, cluster_id: str | None = None) -> Proc:
+def start_broker(
+    name: str = "broker-1",
+    work: str | Path | None = None,
+    settings: dict | None = None,
+    request_log: str = "DEBUG",
+    jmx: bool = True,
+    heap: str = "512m",
+    timeout: float = 90,
+    fresh: bool = True,
+    gc_log: bool = False,
+    cluster_id: str | None = None,
+) -> Proc:
     """Format storage and start a single-node broker (KRaft, broker and controller in one
     process); returns once "Kafka Server started" is logged.
 
@@ -358,10 +420,20 @@ def start_broker(name: str = "broker-1", work: str | Path | None = None, setting
     return b
 
 
-def start_connect(broker: Proc, connectors: list[dict], name: str = "connect-1", work: str | Path | None = None,
-                  worker: dict | None = None, flush_interval_ms: int = 10000, flush_timeout_ms: int = 5000,
-                  task_log_level: str = "INFO", jmx: bool = True, heap: str = "512m", timeout: float = 90,
-                  fresh: bool = True) -> Proc:
+def start_connect(
+    broker: Proc,
+    connectors: list[dict],
+    name: str = "connect-1",
+    work: str | Path | None = None,
+    worker: dict | None = None,
+    flush_interval_ms: int = 10000,
+    flush_timeout_ms: int = 5000,
+    task_log_level: str = "INFO",
+    jmx: bool = True,
+    heap: str = "512m",
+    timeout: float = 90,
+    fresh: bool = True,
+) -> Proc:
     """Start a Connect standalone worker against ``broker`` running ``connectors`` (each a dict
     of connector properties with at least ``name`` and ``connector.class``)."""
     work = Path(work) if work else work_root() / name
@@ -370,8 +442,14 @@ def start_connect(broker: Proc, connectors: list[dict], name: str = "connect-1",
     logs = work / "logs"
     logs.mkdir(parents=True, exist_ok=True)
     rest = free_port()
-    props = _render("connect-standalone.properties", bootstrap=broker.bootstrap, rest_port=rest,
-                    work=work, flush_interval_ms=flush_interval_ms, flush_timeout_ms=flush_timeout_ms)
+    props = _render(
+        "connect-standalone.properties",
+        bootstrap=broker.bootstrap,
+        rest_port=rest,
+        work=work,
+        flush_interval_ms=flush_interval_ms,
+        flush_timeout_ms=flush_timeout_ms,
+    )
     for k, v in (worker or {}).items():
         props += f"{k}={v}\n"
     (work / "worker.properties").write_text(props)
@@ -384,8 +462,9 @@ def start_connect(broker: Proc, connectors: list[dict], name: str = "connect-1",
     cmd = _jvm(work, logs, "connect-log4j.properties", heap, {"kit.connect.task.log.level": task_log_level})
     cmd += ["org.apache.kafka.connect.cli.ConnectStandalone", str(work / "worker.properties"), *files]
     with open(out, "wb") as fh:
-        p = subprocess.Popen(cmd, stdout=fh, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                             cwd=work, start_new_session=True)
+        p = subprocess.Popen(
+            cmd, stdout=fh, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, cwd=work, start_new_session=True
+        )
     c = Proc("connect", name, str(work), p.pid, rest, 0, 0, str(logs), {"broker": broker.name})
     _wait_for_line(logs / "connect.log", CONNECT_READY, p, p.pid, timeout, f"Connect worker {name}", out)
     if jmx:
@@ -416,17 +495,34 @@ def running(root: Path | None = None) -> list[Proc]:
     return out
 
 
-def run_jmxtool(proc: Proc, object_names: list[str], out_csv: str | Path, seconds: float = 10,
-                interval_ms: int = 1000, attributes: list[str] | None = None, date_format: str | None = None,
-                wait: bool = True) -> subprocess.Popen | Path | None:
+def run_jmxtool(
+    proc: Proc,
+    object_names: list[str],
+    out_csv: str | Path,
+    seconds: float = 10,
+    interval_ms: int = 1000,
+    attributes: list[str] | None = None,
+    date_format: str | None = None,
+    wait: bool = True,
+) -> subprocess.Popen | Path | None:
     """Run Kafka's JmxTool against a lab process, writing its CSV to ``out_csv``.
 
     With ``wait`` it runs for ``seconds`` and returns the path; otherwise it returns the running
     process (stop it with :func:`finish_jmxtool`). JmxTool prints nothing, forever, when an
     attribute named with ``attributes`` is missing on a matched MBean: it is always killed after
     ``seconds``."""
-    cmd = ["java", "-Xmx128m", "-cp", _classpath(), "org.apache.kafka.tools.JmxTool", "--jmx-url", proc.jmx_url,
-           "--reporting-interval", str(interval_ms), "--wait"]
+    cmd = [
+        "java",
+        "-Xmx128m",
+        "-cp",
+        _classpath(),
+        "org.apache.kafka.tools.JmxTool",
+        "--jmx-url",
+        proc.jmx_url,
+        "--reporting-interval",
+        str(interval_ms),
+        "--wait",
+    ]
     for o in object_names:
         cmd += ["--object-name", o]
     if attributes:
@@ -467,8 +563,10 @@ def scrub_paths(bundle: str | Path, roots: list[str | Path] | None = None) -> in
     config files and connector source files) with a neutral ``/var/lib/kafka-lab``; plain and
     gzipped files. Returns the number of files changed. Line structure is unchanged."""
     import gzip
-    folders = sorted({str(Path(r).resolve()) for r in (*(roots or []), work_root(), jars_dir())},
-                     key=len, reverse=True)  # the most specific folder first
+
+    folders = sorted(
+        {str(Path(r).resolve()) for r in (*(roots or []), work_root(), jars_dir())}, key=len, reverse=True
+    )  # the most specific folder first
     changed = 0
     for f in Path(bundle).rglob("*"):
         if not f.is_file() or f.suffix in (".parquet",):
@@ -501,38 +599,71 @@ def write_manifest(bundle: str | Path, **hosts: str) -> Path:
 
 def register_cli(sub) -> None:
     import argparse
+
     common = argparse.ArgumentParser(add_help=False)
-    common.add_argument("--jars", metavar="DIR", default=None,
-                        help=f"folder of the Kafka jars (default: ${JARS_ENV}, else "
-                             f"$XDG_CACHE_HOME/{APP_DIR}/jars-{KAFKA_VERSION}, ~/.cache when unset)")
-    common.add_argument("--work", metavar="DIR", default=None,
-                        help=f"folder of the lab's work folders (default: ${WORK_ENV}, else "
-                             f"$XDG_STATE_HOME/{APP_DIR}/lab, ~/.local/state when unset)")
-    p = sub.add_parser("lab", help="start, stop or inspect the local Kafka lab (real brokers on 127.0.0.1)",
-                       description=f"Run real Apache Kafka {KAFKA_VERSION} brokers (KRaft: one node, or a cluster of "
-                                   "combined broker+controller nodes) from Maven Central jars on 127.0.0.1, for trying "
-                                   "the kit's capture and probes. Needs Java 17+ and Maven. Jars are cached in a user "
-                                   "cache folder, work folders (config, data, logs) in a user state folder.")
+    common.add_argument(
+        "--jars",
+        metavar="DIR",
+        default=None,
+        help=f"folder of the Kafka jars (default: ${JARS_ENV}, else "
+        f"$XDG_CACHE_HOME/{APP_DIR}/jars-{KAFKA_VERSION}, ~/.cache when unset)",
+    )
+    common.add_argument(
+        "--work",
+        metavar="DIR",
+        default=None,
+        help=f"folder of the lab's work folders (default: ${WORK_ENV}, else "
+        f"$XDG_STATE_HOME/{APP_DIR}/lab, ~/.local/state when unset)",
+    )
+    p = sub.add_parser(
+        "lab",
+        help="start, stop or inspect the local Kafka lab (real brokers on 127.0.0.1)",
+        description=f"Run real Apache Kafka {KAFKA_VERSION} brokers (KRaft: one node, or a cluster of "
+        "combined broker+controller nodes) from Maven Central jars on 127.0.0.1, for trying "
+        "the kit's capture and probes. Needs Java 17+ and Maven. Jars are cached in a user "
+        "cache folder, work folders (config, data, logs) in a user state folder.",
+    )
     lsub = p.add_subparsers(dest="lab_command", metavar="ACTION")
-    s = lsub.add_parser("start", parents=[common], help="fetch jars if needed, format storage and start a broker or cluster",
-                        description="Start a broker in WORK/NAME (or, with --nodes N, a cluster of N nodes in "
-                                    "WORK/NAME/broker-1..N) and print bootstrap address, JMX and log folder.")
-    s.add_argument("--name", default=None, help="broker or cluster name, its work folder under WORK "
-                                                "(default: broker-1, or cluster with --nodes)")
-    s.add_argument("--nodes", type=int, default=1, metavar="N",
-                   help="start a KRaft cluster of N combined broker+controller nodes (default: 1, a single broker)")
+    s = lsub.add_parser(
+        "start",
+        parents=[common],
+        help="fetch jars if needed, format storage and start a broker or cluster",
+        description="Start a broker in WORK/NAME (or, with --nodes N, a cluster of N nodes in "
+        "WORK/NAME/broker-1..N) and print bootstrap address, JMX and log folder.",
+    )
+    s.add_argument(
+        "--name",
+        default=None,
+        help="broker or cluster name, its work folder under WORK (default: broker-1, or cluster with --nodes)",
+    )
+    s.add_argument(
+        "--nodes",
+        type=int,
+        default=1,
+        metavar="N",
+        help="start a KRaft cluster of N combined broker+controller nodes (default: 1, a single broker)",
+    )
     s.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="extra server.properties setting")
     s.add_argument("--request-log", default="DEBUG", help="level of kafka.request.logger (DEBUG logs every request)")
     s.set_defaults(func=_cmd_start)
-    s = lsub.add_parser("stop", parents=[common], help="stop lab processes",
-                        description="Stop one lab process or cluster (--name) or all of them.")
+    s = lsub.add_parser(
+        "stop",
+        parents=[common],
+        help="stop lab processes",
+        description="Stop one lab process or cluster (--name) or all of them.",
+    )
     s.add_argument("--name", default=None, help="only this broker or cluster")
     s.set_defaults(func=_cmd_stop)
-    s = lsub.add_parser("status", parents=[common], help="list lab processes",
-                        description="List lab processes and whether they run.")
+    s = lsub.add_parser(
+        "status", parents=[common], help="list lab processes", description="List lab processes and whether they run."
+    )
     s.set_defaults(func=_cmd_status)
-    s = lsub.add_parser("jars", parents=[common], help="fetch the Kafka jars from Maven Central (cached)",
-                        description="Download the lab's jars into the jars folder once and print where it is.")
+    s = lsub.add_parser(
+        "jars",
+        parents=[common],
+        help="fetch the Kafka jars from Maven Central (cached)",
+        description="Download the lab's jars into the jars folder once and print where it is.",
+    )
     s.set_defaults(func=_cmd_jars)
     p.set_defaults(func=lambda a: p.print_help() or 2)
 
@@ -588,16 +719,20 @@ def _cmd_status(args) -> int:
     if not procs:
         print(f"no lab process recorded under {work_root()}")
     for p in procs:
-        print(f"{p.kind:8} {p.name:18} pid {p.pid:<8} {'running' if p.alive() else 'not running'}  "
-              f"port {p.port}  jmx {p.jmx_port or '-'}  logs {p.logs}")
+        print(
+            f"{p.kind:8} {p.name:18} pid {p.pid:<8} {'running' if p.alive() else 'not running'}  "
+            f"port {p.port}  jmx {p.jmx_port or '-'}  logs {p.logs}"
+        )
     return 0
 
 
-def collect_logs(proc: Proc, dest: str | Path, names: tuple[str, ...] | None = None,
-                 gzip_over: int = 1_000_000) -> list[Path]:
+def collect_logs(
+    proc: Proc, dest: str | Path, names: tuple[str, ...] | None = None, gzip_over: int = 1_000_000
+) -> list[Path]:
     """Copy a lab process's log files into a bundle folder (``dest`` = the host's folder).
     Files bigger than ``gzip_over`` bytes are stored gzipped, as rotated logs often are."""
     import gzip
+
     dest = Path(dest)
     dest.mkdir(parents=True, exist_ok=True)
     out = []
@@ -615,9 +750,11 @@ def collect_logs(proc: Proc, dest: str | Path, names: tuple[str, ...] | None = N
     return out
 
 
-TOOLS_LOG4J = "log4j.rootLogger=ERROR, stderr\nlog4j.appender.stderr=org.apache.log4j.ConsoleAppender\n" \
-              "log4j.appender.stderr.Target=System.err\nlog4j.appender.stderr.layout=org.apache.log4j.PatternLayout\n" \
-              "log4j.appender.stderr.layout.ConversionPattern=[%d] %p %m (%c)%n\n"
+TOOLS_LOG4J = (
+    "log4j.rootLogger=ERROR, stderr\nlog4j.appender.stderr=org.apache.log4j.ConsoleAppender\n"
+    "log4j.appender.stderr.Target=System.err\nlog4j.appender.stderr.layout=org.apache.log4j.PatternLayout\n"
+    "log4j.appender.stderr.layout.ConversionPattern=[%d] %p %m (%c)%n\n"
+)
 
 
 def run_tool(main_class: str, args: list[str], timeout: float = 120, stderr: bool = True) -> str:
@@ -630,14 +767,24 @@ def run_tool(main_class: str, args: list[str], timeout: float = 120, stderr: boo
         '__consumer_offsets\\norders\\n'
     """
     import tempfile
+
     with tempfile.NamedTemporaryFile("w", suffix=".properties", delete=False) as f:
         f.write(TOOLS_LOG4J)
     try:
-        cmd = ["java", "-Xmx256m", "-XX:TieredStopAtLevel=1", f"-Dlog4j.configuration={Path(f.name).as_uri()}",
-               "-cp", _classpath(), main_class, *args]
+        cmd = [
+            "java",
+            "-Xmx256m",
+            "-XX:TieredStopAtLevel=1",
+            f"-Dlog4j.configuration={Path(f.name).as_uri()}",
+            "-cp",
+            _classpath(),
+            main_class,
+            *args,
+        ]
         try:
-            r = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL,
-                               check=False)
+            r = subprocess.run(
+                cmd, capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL, check=False
+            )
         except subprocess.TimeoutExpired:
             raise LabError(f"{main_class} ran longer than {timeout:.0f} s") from None
     finally:

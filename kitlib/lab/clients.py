@@ -10,6 +10,7 @@ Example:
     >>> with client_log("clients/app.log"):            # doctest: +SKIP
     ...     run_the_application()
 """
+
 from __future__ import annotations
 
 import logging
@@ -64,11 +65,18 @@ def spawn(script: str | Path, *args: str, out: str | Path | None = None) -> subp
 def _popen(cmd: list[str], out: str | Path | None, env: dict[str, str] | None = None) -> subprocess.Popen:
     """Start ``cmd`` in a session of its own with stdout and stderr to ``out`` (or nowhere)."""
     if out is None:
-        return subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                start_new_session=True, env=env)
+        return subprocess.Popen(
+            cmd,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            start_new_session=True,
+            env=env,
+        )
     with open(out, "wb") as fh:  # the child keeps its own copy of the descriptor
-        return subprocess.Popen(cmd, stdout=fh, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                start_new_session=True, env=env)
+        return subprocess.Popen(
+            cmd, stdout=fh, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True, env=env
+        )
 
 
 def _java_cmd(main_class: str, args: tuple[str, ...], log4j: str | Path | None) -> list[str]:
@@ -78,20 +86,21 @@ def _java_cmd(main_class: str, args: tuple[str, ...], log4j: str | Path | None) 
     return [*cmd, main_class, *args]
 
 
-def java_tool(main_class: str, *args: str, timeout: float = 120,
-              log4j: str | Path | None = None) -> subprocess.CompletedProcess:
+def java_tool(
+    main_class: str, *args: str, timeout: float = 120, log4j: str | Path | None = None
+) -> subprocess.CompletedProcess:
     """Run one of Kafka's tool classes (``kafka.admin.ConfigCommand``, ...) with the lab's jars
     to the end; :class:`lab.LabError` on a non-zero exit. ``log4j`` is a log4j 1 properties file
     for the tool's own client logging."""
-    r = subprocess.run(_java_cmd(main_class, args, log4j), capture_output=True, text=True, timeout=timeout,
-                       check=False)
+    r = subprocess.run(_java_cmd(main_class, args, log4j), capture_output=True, text=True, timeout=timeout, check=False)
     if r.returncode != 0:
         raise lab.LabError(f"{main_class} failed ({r.returncode}):\n{(r.stdout + r.stderr)[-2000:]}")
     return r
 
 
-def start_java_tool(main_class: str, *args: str, log4j: str | Path | None = None,
-                    out: str | Path | None = None) -> subprocess.Popen:
+def start_java_tool(
+    main_class: str, *args: str, log4j: str | Path | None = None, out: str | Path | None = None
+) -> subprocess.Popen:
     """Start one of Kafka's tool classes (``org.apache.kafka.tools.ProducerPerformance``, ...) in
     a session of its own, its output to ``out``."""
     return _popen(_java_cmd(main_class, args, log4j), out)
@@ -101,8 +110,18 @@ def set_client_quota(broker: lab.Proc, client_id: str, **rates: int) -> str:
     """Set client-id quotas with kafka-configs (``kafka.admin.ConfigCommand``), e.g.
     ``producer_byte_rate=51200``; returns the tool's output."""
     conf = ",".join(f"{k}={v}" for k, v in rates.items())
-    r = java_tool("kafka.admin.ConfigCommand", "--bootstrap-server", broker.bootstrap, "--alter",
-                  "--add-config", conf, "--entity-type", "clients", "--entity-name", client_id)
+    r = java_tool(
+        "kafka.admin.ConfigCommand",
+        "--bootstrap-server",
+        broker.bootstrap,
+        "--alter",
+        "--add-config",
+        conf,
+        "--entity-type",
+        "clients",
+        "--entity-name",
+        client_id,
+    )
     return r.stdout.strip()
 
 
@@ -124,8 +143,14 @@ def log_has(proc: lab.Proc, text: str, name: str = "server.log") -> bool:
     return f.is_file() and text in f.read_text(errors="replace")
 
 
-def start_lag_history(broker: lab.Proc, out: str | Path, every: float, count: int | None = None,
-                      groups: tuple[str, ...] = (), timeout: float = 120) -> subprocess.Popen:
+def start_lag_history(
+    broker: lab.Proc,
+    out: str | Path,
+    every: float,
+    count: int | None = None,
+    groups: tuple[str, ...] = (),
+    timeout: float = 120,
+) -> subprocess.Popen:
     """Run ``kitlib capture --every`` against ``broker`` in a process of its own (its kafka-python
     logging stays out of the application's log), writing into ``out``; returns once the process
     has opened its file (on a busy machine starting Python can take many seconds). Stop it with
@@ -136,11 +161,19 @@ def start_lag_history(broker: lab.Proc, out: str | Path, every: float, count: in
     for g in groups:
         args += ["--group", g]
     before = set(Path(out).glob("lag-*.jsonl"))
-    p = subprocess.Popen([sys.executable, "-c", "import sys; from kitlib.cli import main; sys.exit(main(sys.argv[1:]))",
-                          *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True)
+    p = subprocess.Popen(
+        [sys.executable, "-c", "import sys; from kitlib.cli import main; sys.exit(main(sys.argv[1:]))", *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        stdin=subprocess.DEVNULL,
+        text=True,
+    )
     try:
-        wait_for(lambda: set(Path(out).glob("lag-*.jsonl")) - before or p.poll() is not None, timeout,
-                 "kitlib capture --every to start")
+        wait_for(
+            lambda: set(Path(out).glob("lag-*.jsonl")) - before or p.poll() is not None,
+            timeout,
+            "kitlib capture --every to start",
+        )
     except lab.LabError:
         p.kill()
         p.communicate()
@@ -158,6 +191,7 @@ def stop_lag_history(p: subprocess.Popen, timeout: float = 60) -> Path:
     the file then still holds every snapshot finished before (each is written whole and flushed),
     and a torn last line, if any, is cut off."""
     import signal
+
     if p.poll() is None:
         p.send_signal(signal.SIGINT)
     try:
@@ -179,6 +213,7 @@ def stop_lag_history(p: subprocess.Popen, timeout: float = 60) -> Path:
 class Evidence:
     """Lines a detector should find in a scenario bundle: files matching ``glob`` (relative to
     the bundle) whose lines contain ``text``."""
+
     what: str
     glob: str
     text: str
@@ -191,6 +226,7 @@ def evidence_table(bundle: str | Path, items: list[Evidence]) -> str:
     """A markdown table saying, per :class:`Evidence`, how many lines match, in which files, the
     first and last time on them and the first such line (cut at 220 characters)."""
     import gzip
+
     bundle = Path(bundle)
     rows = ["| what | file | text | lines | first | last | first line |", "|---|---|---|---|---|---|---|"]
     for ev in items:
@@ -199,13 +235,18 @@ def evidence_table(bundle: str | Path, items: list[Evidence]) -> str:
         for f in files:
             raw = f.read_bytes()
             data = gzip.decompress(raw) if raw[:2] == b"\x1f\x8b" else raw
-            hits += [(f.relative_to(bundle).as_posix(), ln) for ln in data.decode("utf-8", "replace").splitlines()
-                     if ev.text in ln]
+            hits += [
+                (f.relative_to(bundle).as_posix(), ln)
+                for ln in data.decode("utf-8", "replace").splitlines()
+                if ev.text in ln
+            ]
         times = [m.group(0) for _, ln in hits if (m := _TS.search(ln))]
         names = ", ".join(sorted({n for n, _ in hits})) or ev.glob
         first = hits[0][1][:220].replace("|", "\\|") if hits else ""
-        rows.append(f"| {ev.what} | `{names}` | `{ev.text}` | {len(hits)} | {min(times, default='')} | "
-                    f"{max(times, default='')} | `{first}` |")
+        rows.append(
+            f"| {ev.what} | `{names}` | `{ev.text}` | {len(hits)} | {min(times, default='')} | "
+            f"{max(times, default='')} | `{first}` |"
+        )
     return "\n".join(rows) + "\n"
 
 
@@ -215,15 +256,17 @@ def write_provenance(bundle: str | Path, title: str, script: str, body: str, ite
     bundle = Path(bundle)
     # client logs can carry tracebacks naming this checkout or its virtualenv: neutral paths too
     lab.scrub_paths(bundle, [Path(__file__).resolve().parents[2], sys.prefix])  # the checkout, the venv
-    text = (f"# {bundle.name}: {title}\n\n"
-            f"Real data from a real Apache Kafka 3.9.1 broker (KRaft, single node, Java 17) run by the kit's lab on "
-            f"127.0.0.1 with kafka-python {_kafka_python_version()} clients, produced on {time.strftime('%Y-%m-%d')} by "
-            f"`.venv/bin/python lab/scenarios/{script} sample_data/{bundle.name}`. Regenerate with the same command "
-            f"(timestamps, ports and ids will differ). Nothing was edited by hand; the lab's work-folder path is "
-            f"replaced by `{lab.NEUTRAL_ROOT}` (`kitlib.lab.scrub_paths`) and `bundle.yaml` only names the hosts of "
-            f"the folders that are not brokers.\n\n{body.strip()}\n\n"
-            f"## Evidence a detector should find\n\nCounted from the files of this bundle when it was written "
-            f"(times are UTC).\n\n{evidence_table(bundle, items)}")
+    text = (
+        f"# {bundle.name}: {title}\n\n"
+        f"Real data from a real Apache Kafka 3.9.1 broker (KRaft, single node, Java 17) run by the kit's lab on "
+        f"127.0.0.1 with kafka-python {_kafka_python_version()} clients, produced on {time.strftime('%Y-%m-%d')} by "
+        f"`.venv/bin/python lab/scenarios/{script} sample_data/{bundle.name}`. Regenerate with the same command "
+        f"(timestamps, ports and ids will differ). Nothing was edited by hand; the lab's work-folder path is "
+        f"replaced by `{lab.NEUTRAL_ROOT}` (`kitlib.lab.scrub_paths`) and `bundle.yaml` only names the hosts of "
+        f"the folders that are not brokers.\n\n{body.strip()}\n\n"
+        f"## Evidence a detector should find\n\nCounted from the files of this bundle when it was written "
+        f"(times are UTC).\n\n{evidence_table(bundle, items)}"
+    )
     path = bundle / "PROVENANCE.md"
     path.write_text(text)
     return path
@@ -231,4 +274,5 @@ def write_provenance(bundle: str | Path, title: str, script: str, body: str, ite
 
 def _kafka_python_version() -> str:
     import kafka
+
     return kafka.__version__

@@ -15,6 +15,7 @@ Example:
     '127.0.0.1:40123,127.0.0.1:40125,127.0.0.1:40127'
     >>> lab.stop_cluster(c)                         # doctest: +SKIP
 """
+
 from __future__ import annotations
 
 import os
@@ -74,6 +75,7 @@ CLUSTER_SETTINGS = {
 @dataclass
 class Cluster:
     """A running lab cluster: its nodes (node ids 1..N, in order) and cluster id."""
+
     name: str
     cluster_id: str
     nodes: list[Proc]
@@ -93,10 +95,19 @@ class Cluster:
         raise LabError(f"cluster {self.name} has no node {node_id}")
 
 
-def start_cluster(n: int = 3, name: str = "cluster", work: str | Path | None = None,
-                  settings: dict | None = None, node_settings: dict[int, dict] | None = None,
-                  request_log: str = "INFO", heap: str = "512m", node_heap: dict[int, str] | None = None,
-                  jmx: bool = True, timeout: float = 120, fresh: bool = True) -> Cluster:
+def start_cluster(
+    n: int = 3,
+    name: str = "cluster",
+    work: str | Path | None = None,
+    settings: dict | None = None,
+    node_settings: dict[int, dict] | None = None,
+    request_log: str = "INFO",
+    heap: str = "512m",
+    node_heap: dict[int, str] | None = None,
+    jmx: bool = True,
+    timeout: float = 120,
+    fresh: bool = True,
+) -> Cluster:
     """Format and start an ``n``-node KRaft cluster (each node broker + controller, all voters)
     and return once every node has logged "Kafka Server started".
 
@@ -108,6 +119,7 @@ def start_cluster(n: int = 3, name: str = "cluster", work: str | Path | None = N
     work = Path(work) if work else work_root() / name
     if fresh and work.exists():
         import shutil
+
         shutil.rmtree(work)
     ids = list(range(1, n + 1))
     ports = {i: (free_port(), free_port()) for i in ids}
@@ -122,16 +134,35 @@ def start_cluster(n: int = 3, name: str = "cluster", work: str | Path | None = N
         conf.update((node_settings or {}).get(i, {}))
         nwork = work / f"broker-{i}"
         logs, _ = _prepare_node(nwork, f"broker-{i}", i, ports[i][0], ports[i][1], voters, conf, fresh=True)
-        nodes.append(Proc("broker", f"{name}/broker-{i}", str(nwork), 0, ports[i][0], 0, ports[i][1], str(logs),
-                          {"cluster": name}, node_id=i))
+        nodes.append(
+            Proc(
+                "broker",
+                f"{name}/broker-{i}",
+                str(nwork),
+                0,
+                ports[i][0],
+                0,
+                ports[i][1],
+                str(logs),
+                {"cluster": name},
+                node_id=i,
+            )
+        )
     cluster = Cluster(name, _cluster_id(), nodes)
     _format([Path(b.work) for b in nodes], cluster.cluster_id)
     procs = {b.node_id: _launch(b, request_log, (node_heap or {}).get(b.node_id, heap), gc_log=True) for b in nodes}
     try:
         for b in nodes:
             p = procs[b.node_id]
-            _wait_for_line(Path(b.logs) / "server.log", READY, p, p.pid, timeout, f"cluster node {b.name}",
-                           Path(b.work) / "broker.out")
+            _wait_for_line(
+                Path(b.logs) / "server.log",
+                READY,
+                p,
+                p.pid,
+                timeout,
+                f"cluster node {b.name}",
+                Path(b.work) / "broker.out",
+            )
             if jmx:
                 b.jmx_port = enable_jmx(b.pid)
             _save(b)
@@ -209,8 +240,16 @@ def restart_node(node: Proc, timeout: float = 120, jmx: bool = True) -> Proc:
     after = _log_size(node)
     x = node.extra
     p = _launch(node, x.get("request_log", "INFO"), x.get("heap", "512m"), x.get("gc_log", True))
-    _wait_for_line(Path(node.logs) / "server.log", READY, p, p.pid, timeout, f"node {node.name} (restart)",
-                   Path(node.work) / "broker.out", after=after)
+    _wait_for_line(
+        Path(node.logs) / "server.log",
+        READY,
+        p,
+        p.pid,
+        timeout,
+        f"node {node.name} (restart)",
+        Path(node.work) / "broker.out",
+        after=after,
+    )
     if jmx:
         node.jmx_port = enable_jmx(p.pid)
     _save(node)
@@ -226,11 +265,21 @@ def active_controller(cluster: Cluster, timeout: float = 60) -> Proc:
         live = [b for b in cluster.nodes if b.alive()]
         if not live:
             raise LabError(f"no node of cluster {cluster.name} is running")
-        cmd = ["java", "-Xmx128m", "-cp", _classpath(), "org.apache.kafka.tools.MetadataQuorumCommand",
-               "--bootstrap-server", ",".join(b.bootstrap for b in live), "describe", "--status"]
+        cmd = [
+            "java",
+            "-Xmx128m",
+            "-cp",
+            _classpath(),
+            "org.apache.kafka.tools.MetadataQuorumCommand",
+            "--bootstrap-server",
+            ",".join(b.bootstrap for b in live),
+            "describe",
+            "--status",
+        ]
         try:
-            r = subprocess.run(cmd, capture_output=True, text=True, timeout=max(5.0, deadline - time.monotonic()),
-                               check=False)
+            r = subprocess.run(
+                cmd, capture_output=True, text=True, timeout=max(5.0, deadline - time.monotonic()), check=False
+            )
             last = r.stdout + r.stderr
             m = re.search(r"^LeaderId:\s+(\d+)", r.stdout, re.MULTILINE)
             if r.returncode == 0 and m:
@@ -240,11 +289,15 @@ def active_controller(cluster: Cluster, timeout: float = 60) -> Proc:
         except subprocess.TimeoutExpired:
             last = "the metadata quorum tool did not answer in time"
         time.sleep(1)
-    raise LabError(f"no active controller found in cluster {cluster.name} after {timeout:.0f} s:\n{last[-2000:]}\n"
-                   + "".join(_errors(Path(b.logs) / "server.log") for b in cluster.nodes))
+    raise LabError(
+        f"no active controller found in cluster {cluster.name} after {timeout:.0f} s:\n{last[-2000:]}\n"
+        + "".join(_errors(Path(b.logs) / "server.log") for b in cluster.nodes)
+    )
 
 
-def wait_for_log(node: Proc, text: str | re.Pattern, timeout: float = 60, after: int = 0, log: str = "server.log") -> str:
+def wait_for_log(
+    node: Proc, text: str | re.Pattern, timeout: float = 60, after: int = 0, log: str = "server.log"
+) -> str:
     """Wait until a node's ``log`` has a line matching ``text`` (a substring or a compiled
     pattern) past byte ``after``; returns that line. Raises :class:`LabError` with the log's
     tail on timeout."""
@@ -256,11 +309,13 @@ def wait_for_log(node: Proc, text: str | re.Pattern, timeout: float = 60, after:
                 if os.fstat(f.fileno()).st_size >= after:
                     f.seek(after)
                 for line in f.read().decode(errors="replace").splitlines():
-                    if (text.search(line) if isinstance(text, re.Pattern) else text in line):
+                    if text.search(line) if isinstance(text, re.Pattern) else text in line:
                         return line
         time.sleep(0.25)
-    raise LabError(f"node {node.name}: no line with {text!r} in {log} after {timeout:.0f} s.\n{_errors(path)}"
-                   f"last lines:\n{_tail(path, 20)}")
+    raise LabError(
+        f"node {node.name}: no line with {text!r} in {log} after {timeout:.0f} s.\n{_errors(path)}"
+        f"last lines:\n{_tail(path, 20)}"
+    )
 
 
 def log_offset(node: Proc, log: str = "server.log") -> int:
@@ -273,6 +328,7 @@ def wait_for_full_isr(cluster: Cluster, topic: str, timeout: float = 60) -> None
     """Wait until every partition of ``topic`` has all its replicas in sync (a new topic's
     followers need a moment to start fetching, more on a busy machine)."""
     from kafka.admin import KafkaAdminClient
+
     a = KafkaAdminClient(bootstrap_servers=cluster.bootstrap)
     try:
         deadline = time.monotonic() + timeout

@@ -9,6 +9,7 @@ Example:
     >>> load.stats.acked                                                    # doctest: +SKIP
     4000
 """
+
 from __future__ import annotations
 
 import threading
@@ -20,6 +21,7 @@ from dataclasses import dataclass, field
 @dataclass
 class LoadStats:
     """What a load run sent and what came back."""
+
     sent: int = 0
     acked: int = 0
     failed: int = 0
@@ -28,15 +30,25 @@ class LoadStats:
 
     def line(self) -> str:
         errs = ", ".join(f"{k} x{v}" for k, v in self.errors.most_common()) or "none"
-        return (f"{self.sent} records sent in {self.seconds:.0f} s, {self.acked} acknowledged (acks=all), "
-                f"{self.failed} failed ({errs})")
+        return (
+            f"{self.sent} records sent in {self.seconds:.0f} s, {self.acked} acknowledged (acks=all), "
+            f"{self.failed} failed ({errs})"
+        )
 
 
 class ProduceLoad:
     """Produce ``rate`` records a second of ``size`` bytes to ``topic`` until stopped."""
 
-    def __init__(self, bootstrap: str, topic: str, rate: int = 400, size: int = 300, client_id: str = "orders-service",
-                 keys: int = 1000, **producer_kw):
+    def __init__(
+        self,
+        bootstrap: str,
+        topic: str,
+        rate: int = 400,
+        size: int = 300,
+        client_id: str = "orders-service",
+        keys: int = 1000,
+        **producer_kw,
+    ):
         self.bootstrap, self.topic, self.rate, self.size = bootstrap, topic, rate, size
         self.client_id, self.keys, self.producer_kw = client_id, keys, producer_kw
         self.stats = LoadStats()
@@ -52,8 +64,15 @@ class ProduceLoad:
 
     def start(self) -> ProduceLoad:
         from kafka import KafkaProducer
-        kw = {"acks": "all", "linger_ms": 5, "retries": 2_147_483_647, "request_timeout_ms": 15000,
-              "retry_backoff_ms": 200, "max_block_ms": 30000}
+
+        kw = {
+            "acks": "all",
+            "linger_ms": 5,
+            "retries": 2_147_483_647,
+            "request_timeout_ms": 15000,
+            "retry_backoff_ms": 200,
+            "max_block_ms": 30000,
+        }
         kw.update(self.producer_kw)
         self._producer = KafkaProducer(bootstrap_servers=self.bootstrap, client_id=self.client_id, **kw)
         self._thread = threading.Thread(target=self._run, name=f"load-{self.topic}", daemon=True)
@@ -72,6 +91,7 @@ class ProduceLoad:
 
     def _run(self) -> None:
         from kafka.errors import KafkaError
+
         per_tick = max(1, self.rate // 20)
         i = 0
         next_tick = time.monotonic()
@@ -79,8 +99,9 @@ class ProduceLoad:
             for _ in range(per_tick):
                 body = b'{"order":%d,"status":"paid","amount":%d}' % (i, i % 997)
                 try:
-                    f = self._producer.send(self.topic, key=b"customer-%d" % (i % self.keys),
-                                            value=body.ljust(self.size))
+                    f = self._producer.send(
+                        self.topic, key=b"customer-%d" % (i % self.keys), value=body.ljust(self.size)
+                    )
                 except KafkaError as e:  # a send that cannot even be queued (buffer full, metadata timeout)
                     self._err(e)
                 else:

@@ -11,6 +11,7 @@ Example (the shape of lab/scenarios/*.py):
     ...     ...                                                     # drive the broker
     ...     s.finish(logs={"broker-1": b}, live=b)
 """
+
 from __future__ import annotations
 
 import gzip
@@ -78,8 +79,9 @@ class Scenario:
         self.clusters.append(c)
         return c
 
-    def jmxtool(self, proc: Proc, object_names: list[str], out_csv: str | Path, interval_ms: int = 1000,
-                **kwargs) -> subprocess.Popen:
+    def jmxtool(
+        self, proc: Proc, object_names: list[str], out_csv: str | Path, interval_ms: int = 1000, **kwargs
+    ) -> subprocess.Popen:
         """Start JmxTool on ``proc`` into ``out_csv`` (its folder is created); it is finished by
         :meth:`finish` unless the scenario finishes it earlier with :func:`kitlib.lab.finish_jmxtool`."""
         out_csv = Path(out_csv)
@@ -89,8 +91,13 @@ class Scenario:
         self.jmx.append((p, out_csv))
         return p
 
-    def finish(self, logs: dict[str, Proc | tuple[Proc, tuple[str, ...]]], live: Proc | Cluster | None = None,
-               scrub: tuple[str | Path, ...] | list[str | Path] = (), hosts: dict[str, str] | None = None) -> Path:
+    def finish(
+        self,
+        logs: dict[str, Proc | tuple[Proc, tuple[str, ...]]],
+        live: Proc | Cluster | None = None,
+        scrub: tuple[str | Path, ...] | list[str | Path] = (),
+        hosts: dict[str, str] | None = None,
+    ) -> Path:
         """End a successful run: finish the JmxTools still running, capture ``live`` (a broker or
         cluster) into ``live/``, copy each host's logs (``{"broker-1": proc}`` or ``{"broker-1":
         (proc, ("server.log",))}``), stop every process, replace this machine's paths (the work
@@ -101,6 +108,7 @@ class Scenario:
                 finish_jmxtool(p, csv)
         if live is not None:
             from kitlib import capture
+
             capture.capture(live.bootstrap, self.out / "live")
         for host, spec in logs.items():
             proc, names = spec if isinstance(spec, tuple) else (spec, None)
@@ -127,6 +135,7 @@ class Scenario:
 class Evidence:
     """A kind of line a detector should find in a bundle: ``pattern`` (a regex) in files named
     ``file`` (``*`` for any) of hosts matching ``host`` (a regex on the folder name)."""
+
     what: str
     pattern: str
     file: str = "server.log"
@@ -158,23 +167,47 @@ def grep_bundle(bundle: str | Path, ev: Evidence) -> list[Hit]:
     return hits
 
 
-def write_provenance(s: Scenario, title: str, summary: str, how: str, expected: str, evidence: list[Evidence],
-                     command: str, notes: str = "", per_kind: int = 6) -> Path:
+def write_provenance(
+    s: Scenario,
+    title: str,
+    summary: str,
+    how: str,
+    expected: str,
+    evidence: list[Evidence],
+    command: str,
+    notes: str = "",
+    per_kind: int = 6,
+) -> Path:
     """Write PROVENANCE.md of a finished cluster scenario bundle: what it is, how it was made
     (Kafka version, Java, the command), the timeline of :meth:`Scenario.mark`, and for every
     :class:`Evidence` the first lines that match it (host, file, line number). Raises
     :class:`LabError` when one kind of evidence is missing: the scenario did not produce the
     incident it is about."""
     java = subprocess.run(["java", "-version"], capture_output=True, text=True, check=False).stderr.splitlines()
-    made = (f"Real data from real Apache Kafka {KAFKA_VERSION} nodes (KRaft) run by the kit's lab on 127.0.0.1 "
-            f"({java[0] if java else 'java'}, {platform.system()} {platform.machine()}), on "
-            f"{s.started:%Y-%m-%d}, by `{command}`. Regenerate with the same command (timestamps, ports and ids "
-            "will differ). Nothing was edited by hand: the one change is that the lab's work-folder paths are "
-            "replaced by `/var/lib/kafka-lab` in every file (`kitlib.lab.scrub_paths`); `bundle.yaml` only names "
-            "the host of the capture folder. Log timestamps are the machine's local time, UTC.")
-    lines = [f"# {title}", "", summary.strip(), "", "## How it was made", "", made, "",
-             how.strip(), "", f"Expected findings: {expected}", "",
-             "## What happened when (UTC, from the scenario script)", ""]
+    made = (
+        f"Real data from real Apache Kafka {KAFKA_VERSION} nodes (KRaft) run by the kit's lab on 127.0.0.1 "
+        f"({java[0] if java else 'java'}, {platform.system()} {platform.machine()}), on "
+        f"{s.started:%Y-%m-%d}, by `{command}`. Regenerate with the same command (timestamps, ports and ids "
+        "will differ). Nothing was edited by hand: the one change is that the lab's work-folder paths are "
+        "replaced by `/var/lib/kafka-lab` in every file (`kitlib.lab.scrub_paths`); `bundle.yaml` only names "
+        "the host of the capture folder. Log timestamps are the machine's local time, UTC."
+    )
+    lines = [
+        f"# {title}",
+        "",
+        summary.strip(),
+        "",
+        "## How it was made",
+        "",
+        made,
+        "",
+        how.strip(),
+        "",
+        f"Expected findings: {expected}",
+        "",
+        "## What happened when (UTC, from the scenario script)",
+        "",
+    ]
     lines += [f"- {t:%H:%M:%S.%f}"[:-3] + f" {what}" for t, what in s.timeline]
     lines += ["", "## Lines a detector should find", ""]
     missing = []
@@ -184,8 +217,10 @@ def write_provenance(s: Scenario, title: str, summary: str, how: str, expected: 
             missing.append(ev.what)
             continue
         hosts = sorted({h.host for h in hits})
-        head = (f"**{ev.what}**: {len(hits)} line(s) matching `{ev.pattern}` in `{ev.file}` on {', '.join(hosts)}; "
-                f"the first {min(per_kind, len(hits))}:")
+        head = (
+            f"**{ev.what}**: {len(hits)} line(s) matching `{ev.pattern}` in `{ev.file}` on {', '.join(hosts)}; "
+            f"the first {min(per_kind, len(hits))}:"
+        )
         lines += [head, "", "```"]
         lines += [f"{h.host}/{h.file}:{h.line}: {h.text[:400]}" for h in hits[:per_kind]]
         lines += ["```", ""]

@@ -11,6 +11,7 @@ prove they are absent.
 
     .venv/bin/python lab/scenarios/auth_failures.py OUT_DIR
 """
+
 from __future__ import annotations
 
 import secrets
@@ -31,12 +32,11 @@ def _settings(sasl_port: int, passwords: dict[str, str]) -> dict[str, str]:
     users = " ".join(f'user_{u}="{p}"' for u, p in passwords.items())
     return {
         "listeners": f"PLAINTEXT://127.0.0.1:{{port}},SASL_PLAINTEXT://127.0.0.1:{sasl_port},"
-                     "CONTROLLER://127.0.0.1:{controller_port}",
+        "CONTROLLER://127.0.0.1:{controller_port}",
         "advertised.listeners": f"PLAINTEXT://127.0.0.1:{{port}},SASL_PLAINTEXT://127.0.0.1:{sasl_port}",
         "listener.security.protocol.map": "CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT,SASL_PLAINTEXT:SASL_PLAINTEXT",
         "sasl.enabled.mechanisms": "PLAIN",
-        "listener.name.sasl_plaintext.plain.sasl.jaas.config":
-            f"org.apache.kafka.common.security.plain.PlainLoginModule required {users};",
+        "listener.name.sasl_plaintext.plain.sasl.jaas.config": f"org.apache.kafka.common.security.plain.PlainLoginModule required {users};",
         "authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
         # the PLAINTEXT listeners (controller, the lab's own admin) carry ANONYMOUS
         "super.users": "User:ANONYMOUS",
@@ -49,14 +49,24 @@ def _consume(sasl: str, password: str, seconds: float, app) -> int:
     try again after 2 s (as a service restarted by its supervisor would)."""
     from kafka import KafkaConsumer
     from kafka.errors import KafkaError
+
     t0 = time.monotonic()
     while time.monotonic() - t0 < seconds:
         try:
-            c = KafkaConsumer(TOPIC, bootstrap_servers=sasl, client_id=CLIENT_ID, group_id="reporting",
-                              security_protocol="SASL_PLAINTEXT", sasl_mechanism="PLAIN", sasl_plain_username=USER,
-                              sasl_plain_password=password, auto_offset_reset="earliest", request_timeout_ms=5000,
-                              bootstrap_timeout_ms=8000,
-                              consumer_timeout_ms=3000)
+            c = KafkaConsumer(
+                TOPIC,
+                bootstrap_servers=sasl,
+                client_id=CLIENT_ID,
+                group_id="reporting",
+                security_protocol="SASL_PLAINTEXT",
+                sasl_mechanism="PLAIN",
+                sasl_plain_username=USER,
+                sasl_plain_password=password,
+                auto_offset_reset="earliest",
+                request_timeout_ms=5000,
+                bootstrap_timeout_ms=8000,
+                consumer_timeout_ms=3000,
+            )
             try:
                 n = sum(1 for _ in c)
             finally:
@@ -74,13 +84,19 @@ def _consume(sasl: str, password: str, seconds: float, app) -> int:
 def grant(admin, *rules) -> None:
     """Allow ``User:USER`` each (operation, resource type, name) of ``rules`` from any host."""
     from kafka.admin import ACL, ACLPermissionType, ResourcePattern
-    admin.create_acls([ACL(f"User:{USER}", "*", op, ACLPermissionType.ALLOW, ResourcePattern(rtype, name))
-                       for op, rtype, name in rules])
+
+    admin.create_acls(
+        [
+            ACL(f"User:{USER}", "*", op, ACLPermissionType.ALLOW, ResourcePattern(rtype, name))
+            for op, rtype, name in rules
+        ]
+    )
 
 
 def run(out: str | Path, phase_s: float = 20, work: Path | None = None) -> Path:
     from kafka import KafkaProducer
     from kafka.admin import ACLOperation, KafkaAdminClient, NewTopic, ResourceType
+
     out = Path(out)
     host, clients = out / "broker-1", out / "clients"
     host.mkdir(parents=True, exist_ok=True)
@@ -143,12 +159,18 @@ BODY = f"""
 - `clients/{CLIENT_ID}.log`: the application's own log (Python `logging`, kafka-python at INFO, UTC).
 """
 EVIDENCE = [
-    labclients.Evidence("failed authentication (wrong password)", "broker-1/server.log*", "Failed authentication with /127.0.0.1"),
+    labclients.Evidence(
+        "failed authentication (wrong password)", "broker-1/server.log*", "Failed authentication with /127.0.0.1"
+    ),
     labclients.Evidence("authorizer denial", "broker-1/kafka-authorizer.log*", f"Principal = User:{USER} is Denied"),
-    labclients.Evidence("Metadata answered TOPIC_AUTHORIZATION_FAILED (29)", "broker-1/kafka-request.log*",
-                        '"errorCode":29,"name":"sales"'),
-    labclients.Evidence("client: connection closed during authentication", "clients/*.log",
-                        "Bootstrap connection to bootstrap-0 failed"),
+    labclients.Evidence(
+        "Metadata answered TOPIC_AUTHORIZATION_FAILED (29)",
+        "broker-1/kafka-request.log*",
+        '"errorCode":29,"name":"sales"',
+    ),
+    labclients.Evidence(
+        "client: connection closed during authentication", "clients/*.log", "Bootstrap connection to bootstrap-0 failed"
+    ),
     labclients.Evidence("client: gave up connecting", "clients/*.log", "Unable to bootstrap"),
     labclients.Evidence("client: topic not authorized", "clients/*.log", "is not authorized for this client"),
 ]

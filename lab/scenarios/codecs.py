@@ -6,6 +6,7 @@ bundle so the compression notebook can also measure codecs offline on exactly th
 
     .venv/bin/python lab/scenarios/codecs.py OUT_DIR
 """
+
 from __future__ import annotations
 
 import json
@@ -22,15 +23,27 @@ def write_sample(path: Path, n: int = 5000, seed: int = 2) -> Path:
     statuses = ["created", "paid", "packed", "shipped", "delivered", "refunded"]
     with open(path, "w") as f:
         for i in range(n):
-            f.write(json.dumps({
-                "order_id": 9_000_000 + i, "customer_id": rnd.randint(1, 250_000),
-                "status": rnd.choice(statuses), "currency": "EUR", "amount": round(rnd.uniform(3, 900), 2),
-                "items": [{"sku": f"SKU-{rnd.randint(1, 4000):05d}", "qty": rnd.randint(1, 5)}
-                          for _ in range(rnd.randint(1, 5))],
-                "shipping": {"country": rnd.choice(["DE", "FR", "NL", "ES", "IT", "PL"]),
-                             "method": rnd.choice(["standard", "express"])},
-                "updated_at": f"2026-11-{rnd.randint(1, 22):02d}T{rnd.randint(0, 23):02d}:{rnd.randint(0, 59):02d}:00Z",
-            }) + "\n")
+            f.write(
+                json.dumps(
+                    {
+                        "order_id": 9_000_000 + i,
+                        "customer_id": rnd.randint(1, 250_000),
+                        "status": rnd.choice(statuses),
+                        "currency": "EUR",
+                        "amount": round(rnd.uniform(3, 900), 2),
+                        "items": [
+                            {"sku": f"SKU-{rnd.randint(1, 4000):05d}", "qty": rnd.randint(1, 5)}
+                            for _ in range(rnd.randint(1, 5))
+                        ],
+                        "shipping": {
+                            "country": rnd.choice(["DE", "FR", "NL", "ES", "IT", "PL"]),
+                            "method": rnd.choice(["standard", "express"]),
+                        },
+                        "updated_at": f"2026-11-{rnd.randint(1, 22):02d}T{rnd.randint(0, 23):02d}:{rnd.randint(0, 59):02d}:00Z",
+                    }
+                )
+                + "\n"
+            )
     return path
 
 

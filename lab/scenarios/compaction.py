@@ -10,6 +10,7 @@ awaited in log-cleaner.log.
 
     .venv/bin/python lab/scenarios/compaction.py OUT_DIR
 """
+
 from __future__ import annotations
 
 import sys
@@ -19,14 +20,22 @@ from pathlib import Path
 from kitlib import lab
 
 DEDUPE = 1048577
-MBEANS = ["kafka.log:type=LogCleaner,name=max-buffer-utilization-percent",
-          "kafka.log:type=LogCleaner,name=cleaner-recopy-percent",
-          "kafka.log:type=LogCleaner,name=max-clean-time-secs",
-          "kafka.log:type=LogCleanerManager,name=max-dirty-percent"]
+MBEANS = [
+    "kafka.log:type=LogCleaner,name=max-buffer-utilization-percent",
+    "kafka.log:type=LogCleaner,name=cleaner-recopy-percent",
+    "kafka.log:type=LogCleaner,name=max-clean-time-secs",
+    "kafka.log:type=LogCleanerManager,name=max-dirty-percent",
+]
 
 
-def run(out: str | Path, keys: int = 120_000, value_size: int = 100, min_runs: int = 4, timeout: float = 150,
-        work: Path | None = None) -> Path:
+def run(
+    out: str | Path,
+    keys: int = 120_000,
+    value_size: int = 100,
+    min_runs: int = 4,
+    timeout: float = 150,
+    work: Path | None = None,
+) -> Path:
     from kafka import KafkaProducer
     from kafka.admin import (
         ConfigResource,
@@ -34,14 +43,24 @@ def run(out: str | Path, keys: int = 120_000, value_size: int = 100, min_runs: i
         KafkaAdminClient,
         NewTopic,
     )
+
     out = Path(out)
     host = out / "broker-1"
     host.mkdir(parents=True, exist_ok=True)
     with lab.Scenario(out) as s:
-        b = s.broker("compaction-broker", work=work, settings={
-            "log.cleaner.dedupe.buffer.size": DEDUPE, "log.cleaner.threads": 1, "log.cleaner.backoff.ms": 1000})
+        b = s.broker(
+            "compaction-broker",
+            work=work,
+            settings={
+                "log.cleaner.dedupe.buffer.size": DEDUPE,
+                "log.cleaner.threads": 1,
+                "log.cleaner.backoff.ms": 1000,
+            },
+        )
         a = KafkaAdminClient(bootstrap_servers=b.bootstrap)
-        a.create_topics([NewTopic("tickets", 1, 1, topic_configs={"cleanup.policy": "delete", "segment.bytes": "1048576"})])
+        a.create_topics(
+            [NewTopic("tickets", 1, 1, topic_configs={"cleanup.policy": "delete", "segment.bytes": "1048576"})]
+        )
         p = KafkaProducer(bootstrap_servers=b.bootstrap, client_id="ticket-publisher", linger_ms=20, batch_size=262144)
         pad = b"x" * value_size
         for generation in (b"v1", b"v2"):
@@ -50,8 +69,15 @@ def run(out: str | Path, keys: int = 120_000, value_size: int = 100, min_runs: i
             p.flush()
         p.close()
         s.jmxtool(b, MBEANS, host / "jmx-cleaner.csv", interval_ms=2000)
-        a.alter_configs([ConfigResource(ConfigResourceType.TOPIC, "tickets", configs={
-            "cleanup.policy": "compact", "min.cleanable.dirty.ratio": "0.01"})])
+        a.alter_configs(
+            [
+                ConfigResource(
+                    ConfigResourceType.TOPIC,
+                    "tickets",
+                    configs={"cleanup.policy": "compact", "min.cleanable.dirty.ratio": "0.01"},
+                )
+            ]
+        )
         log = Path(b.logs) / "log-cleaner.log"
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:

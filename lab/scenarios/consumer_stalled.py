@@ -6,6 +6,7 @@ growing. Group ``audit`` reads the same topic and keeps up all along (the contra
 
     .venv/bin/python lab/scenarios/consumer_stalled.py OUT_DIR
 """
+
 from __future__ import annotations
 
 import sys
@@ -21,13 +22,20 @@ STALLED, HEALTHY = "billing", "audit"
 EVERY_S = 3
 
 
-def _consume(bootstrap: str, group: str, client_id: str, stop: threading.Event, stall_after: float | None,
-             app) -> None:
+def _consume(bootstrap: str, group: str, client_id: str, stop: threading.Event, stall_after: float | None, app) -> None:
     """Consume and commit after every poll; with ``stall_after``, pause every partition that many
     seconds after the first commit (and keep polling)."""
     from kafka import KafkaConsumer
-    c = KafkaConsumer(TOPIC, bootstrap_servers=bootstrap, group_id=group, client_id=client_id,
-                      auto_offset_reset="earliest", enable_auto_commit=False, max_poll_records=200)
+
+    c = KafkaConsumer(
+        TOPIC,
+        bootstrap_servers=bootstrap,
+        group_id=group,
+        client_id=client_id,
+        auto_offset_reset="earliest",
+        enable_auto_commit=False,
+        max_poll_records=200,
+    )
     paused, first_commit = False, None
     try:
         while not stop.is_set():
@@ -35,12 +43,19 @@ def _consume(bootstrap: str, group: str, client_id: str, stop: threading.Event, 
             if batch and not paused:
                 c.commit()
                 first_commit = first_commit or time.monotonic()
-            if (stall_after is not None and first_commit and not paused
-                    and time.monotonic() - first_commit >= stall_after):
+            if (
+                stall_after is not None
+                and first_commit
+                and not paused
+                and time.monotonic() - first_commit >= stall_after
+            ):
                 c.pause(*c.assignment())
                 paused = True
-                app.info("%s: invoice service not answering, pausing %s (still polling)", client_id,
-                         sorted(f"{tp.topic}-{tp.partition}" for tp in c.assignment()))
+                app.info(
+                    "%s: invoice service not answering, pausing %s (still polling)",
+                    client_id,
+                    sorted(f"{tp.topic}-{tp.partition}" for tp in c.assignment()),
+                )
     finally:
         c.close()
 
@@ -49,14 +64,20 @@ def caught_up(bootstrap: str, group: str, timeout: float = 60) -> None:
     """Wait until ``group`` has committed up to the end of every partition of ``TOPIC``."""
     from kafka import KafkaConsumer, TopicPartition
     from kafka.admin import KafkaAdminClient
+
     a = KafkaAdminClient(bootstrap_servers=bootstrap, client_id="lab-check")
     c = KafkaConsumer(bootstrap_servers=bootstrap, client_id="lab-check")
     try:
         tps = [TopicPartition(TOPIC, p) for p in sorted(c.partitions_for_topic(TOPIC) or ())]
         ends = c.end_offsets(tps)
-        labclients.wait_for(lambda: all(
-            (om := a.list_group_offsets({group: None})[group].get(tp)) is not None and om.offset >= ends[tp]
-            for tp in tps), timeout, f"group {group} to catch up")
+        labclients.wait_for(
+            lambda: all(
+                (om := a.list_group_offsets({group: None})[group].get(tp)) is not None and om.offset >= ends[tp]
+                for tp in tps
+            ),
+            timeout,
+            f"group {group} to catch up",
+        )
     finally:
         c.close()
         a.close()
@@ -65,6 +86,7 @@ def caught_up(bootstrap: str, group: str, timeout: float = 60) -> None:
 def run(out: str | Path, seconds: float = 60, stall_after: float = 15, work: Path | None = None) -> Path:
     from kafka import KafkaProducer
     from kafka.admin import KafkaAdminClient, NewTopic
+
     out = Path(out)
     host, clients = out / "broker-1", out / "clients"
     host.mkdir(parents=True, exist_ok=True)
@@ -78,9 +100,15 @@ def run(out: str | Path, seconds: float = 60, stall_after: float = 15, work: Pat
         stop = threading.Event()
         with labclients.client_log(clients / "billing-service.log") as app:
             t0 = time.monotonic()
-            threads = [threading.Thread(target=_consume, name=f"consumer-{g}", daemon=True,
-                                        args=(b.bootstrap, g, f"{g}-service", stop, s, app))
-                       for g, s in ((STALLED, stall_after), (HEALTHY, None))]
+            threads = [
+                threading.Thread(
+                    target=_consume,
+                    name=f"consumer-{g}",
+                    daemon=True,
+                    args=(b.bootstrap, g, f"{g}-service", stop, s, app),
+                )
+                for g, s in ((STALLED, stall_after), (HEALTHY, None))
+            ]
             for t in threads:
                 t.start()
             p = KafkaProducer(bootstrap_servers=b.bootstrap, client_id="invoice-api", linger_ms=5)
@@ -104,8 +132,9 @@ def run(out: str | Path, seconds: float = 60, stall_after: float = 15, work: Pat
         lab.stop(b)
     lab.write_manifest(out, clients="clients")
     body = BODY + "\nThe lag history, summed over partitions per snapshot:\n\n" + lag_summary(out)
-    labclients.write_provenance(out, "a consumer that stopped making progress while producers go on",
-                                "consumer_stalled.py", body, EVIDENCE)
+    labclients.write_provenance(
+        out, "a consumer that stopped making progress while producers go on", "consumer_stalled.py", body, EVIDENCE
+    )
     return out
 
 
@@ -135,16 +164,21 @@ def lag_summary(bundle: Path) -> str:
     """Per group: snapshots, summed committed offsets and lag in the first and last snapshot, and
     the last snapshot in which the group's committed offsets moved."""
     import kitlib
+
     lag = kitlib.load_bundle(bundle).consumer_lag
     lag = lag[lag["file"].astype(str).str.startswith("live/lag-")]
-    rows = ["| group | snapshots | committed (first -> last) | lag (first -> last) | committed last moved |",
-            "|---|---|---|---|---|"]
+    rows = [
+        "| group | snapshots | committed (first -> last) | lag (first -> last) | committed last moved |",
+        "|---|---|---|---|---|",
+    ]
     for g, d in lag.groupby("group"):
         per = d.groupby("ts")[["committed", "lag"]].sum().sort_index()
         moved = per.index[per["committed"].diff() > 0]
-        rows.append(f"| `{g}` | {len(per)} | {per['committed'].iloc[0]} -> {per['committed'].iloc[-1]} | "
-                    f"{per['lag'].iloc[0]} -> {per['lag'].iloc[-1]} | "
-                    f"{moved.max().strftime('%H:%M:%S') if len(moved) else 'never'} UTC |")
+        rows.append(
+            f"| `{g}` | {len(per)} | {per['committed'].iloc[0]} -> {per['committed'].iloc[-1]} | "
+            f"{per['lag'].iloc[0]} -> {per['lag'].iloc[-1]} | "
+            f"{moved.max().strftime('%H:%M:%S') if len(moved) else 'never'} UTC |"
+        )
     return "\n".join(rows) + "\n"
 
 

@@ -8,6 +8,7 @@ and its leaderships move within seconds.
 
     .venv/bin/python lab/scenarios/controller_failover.py OUT_DIR
 """
+
 from __future__ import annotations
 
 import re
@@ -23,21 +24,42 @@ SETTINGS = {"broker.session.timeout.ms": 6000, "broker.heartbeat.interval.ms": 1
 
 def evidence(killed: int, new: int) -> list[lab.Evidence]:
     return [
-        lab.Evidence(f"node {killed} was the active controller before the kill",
-                     r"Becoming the active controller at epoch", file="controller.log", host=f"broker-{killed}"),
-        lab.Evidence(f"node {new} becomes the active controller after the kill",
-                     r"Becoming the active controller at epoch", file="controller.log", host=f"broker-{new}"),
-        lab.Evidence(f"the new controller fences the dead node {killed}",
-                     rf"Fencing broker {killed} because its session has timed out", file="controller.log",
-                     host=f"broker-{new}"),
-        lab.Evidence(f"node {killed} starts again after the kill (its second start-up)",
-                     r"Kafka Server started", host=f"broker-{killed}"),
+        lab.Evidence(
+            f"node {killed} was the active controller before the kill",
+            r"Becoming the active controller at epoch",
+            file="controller.log",
+            host=f"broker-{killed}",
+        ),
+        lab.Evidence(
+            f"node {new} becomes the active controller after the kill",
+            r"Becoming the active controller at epoch",
+            file="controller.log",
+            host=f"broker-{new}",
+        ),
+        lab.Evidence(
+            f"the new controller fences the dead node {killed}",
+            rf"Fencing broker {killed} because its session has timed out",
+            file="controller.log",
+            host=f"broker-{new}",
+        ),
+        lab.Evidence(
+            f"node {killed} starts again after the kill (its second start-up)",
+            r"Kafka Server started",
+            host=f"broker-{killed}",
+        ),
     ]
 
 
-def run(out: str | Path, before_s: float = 10, down_s: float = 15, after_s: float = 12, rate: int = 400,
-        work: Path | None = None) -> Path:
+def run(
+    out: str | Path,
+    before_s: float = 10,
+    down_s: float = 15,
+    after_s: float = 12,
+    rate: int = 400,
+    work: Path | None = None,
+) -> Path:
     from kafka.admin import KafkaAdminClient, NewTopic
+
     out = Path(out)
     with lab.Scenario(out) as s:
         c = s.cluster(3, name="controller-failover", work=work, settings=SETTINGS)
@@ -48,8 +70,10 @@ def run(out: str | Path, before_s: float = 10, down_s: float = 15, after_s: floa
         a.create_topics([NewTopic(TOPIC, 6, 3, topic_configs={"min.insync.replicas": "2"})])
         a.close()
         lab.wait_for_full_isr(c, TOPIC)
-        s.mark(f"cluster up; active controller node {old.node_id}; topic {TOPIC} (6 partitions, RF 3, "
-               "min.insync.replicas=2, leaders spread over the three nodes)")
+        s.mark(
+            f"cluster up; active controller node {old.node_id}; topic {TOPIC} (6 partitions, RF 3, "
+            "min.insync.replicas=2, leaders spread over the three nodes)"
+        )
         with lab.ProduceLoad(c.bootstrap, TOPIC, rate=rate) as load:
             s.mark(f"produce load started ({rate} records/s, acks=all)")
             time.sleep(before_s)
@@ -62,8 +86,13 @@ def run(out: str | Path, before_s: float = 10, down_s: float = 15, after_s: floa
             while new is None and time.monotonic() < deadline:
                 for n in others:
                     try:
-                        lab.wait_for_log(n, "Becoming the active controller", timeout=0.5, after=offsets[n.node_id],
-                                         log="controller.log")
+                        lab.wait_for_log(
+                            n,
+                            "Becoming the active controller",
+                            timeout=0.5,
+                            after=offsets[n.node_id],
+                            log="controller.log",
+                        )
                         new = n
                         break
                     except lab.LabError:
@@ -71,8 +100,13 @@ def run(out: str | Path, before_s: float = 10, down_s: float = 15, after_s: floa
             if new is None:
                 raise lab.LabError(f"no node became the active controller within 60 s of killing node {old.node_id}")
             s.mark(f"node {new.node_id} is the new active controller")
-            lab.wait_for_log(new, re.compile(rf"Fencing broker {old.node_id} because"), timeout=30,
-                             after=offsets[new.node_id], log="controller.log")
+            lab.wait_for_log(
+                new,
+                re.compile(rf"Fencing broker {old.node_id} because"),
+                timeout=30,
+                after=offsets[new.node_id],
+                log="controller.log",
+            )
             s.mark(f"node {new.node_id} fenced the dead node {old.node_id}; its leaderships moved")
             time.sleep(max(0.0, down_s - 8))
             lab.restart_node(old)
@@ -82,7 +116,8 @@ def run(out: str | Path, before_s: float = 10, down_s: float = 15, after_s: floa
         s.mark(f"produce load stopped: {load.stats.line()}")
         s.finish(logs={f"broker-{n.node_id}": n for n in c.nodes}, live=c)
     lab.write_provenance(
-        s, "controller-failover: the active controller dies",
+        s,
+        "controller-failover: the active controller dies",
         f"Three combined broker+controller nodes under acks=all load; node {old.node_id}, the active controller, "
         f"is killed with SIGKILL; node {new.node_id} becomes the active controller, fences node {old.node_id} and "
         f"moves its leaderships; node {old.node_id} is started again ~{down_s:.0f} s later and rejoins.",
@@ -94,7 +129,9 @@ def run(out: str | Path, before_s: float = 10, down_s: float = 15, after_s: floa
         f"Settings beyond the lab's: {', '.join(f'{k}={v}' for k, v in SETTINGS.items())}.",
         f"`controller-failover` (active controller node {old.node_id} -> node {new.node_id}), `broker-fenced` "
         f"(node {old.node_id}, while it is down), possibly `isr-shrink` (node {old.node_id} leaves every ISR)",
-        evidence(old.node_id, new.node_id), f".venv/bin/python lab/scenarios/controller_failover.py {out}")
+        evidence(old.node_id, new.node_id),
+        f".venv/bin/python lab/scenarios/controller_failover.py {out}",
+    )
     return out
 
 

@@ -7,6 +7,7 @@ API version and client id, and both consumers' MB/s are probed.
 
     .venv/bin/python lab/scenarios/down_conversion.py OUT_DIR
 """
+
 from __future__ import annotations
 
 import json
@@ -21,6 +22,7 @@ from kitlib import capture, lab
 def produce(bootstrap: str, topic: str, n: int, size: int = 400) -> None:
     from kafka import KafkaProducer
     from kafka.admin import KafkaAdminClient, NewTopic
+
     a = KafkaAdminClient(bootstrap_servers=bootstrap)
     a.create_topics([NewTopic(topic, 1, 1)])
     a.close()
@@ -42,11 +44,18 @@ def run(out: str | Path, records: int = 60000, probe_seconds: float = 15, work: 
         produce(b.bootstrap, "clickstream", records)
         s.jmxtool(b, lab.BROKER_MBEANS, host / "jmx-broker.csv", interval_ms=1000)
         time.sleep(2)
-        capture.probe_consume(b.bootstrap, "clickstream", out / "probes", api_version=(0, 9), seconds=probe_seconds,
-                              probe_id="secor-0.9-client")
+        capture.probe_consume(
+            b.bootstrap,
+            "clickstream",
+            out / "probes",
+            api_version=(0, 9),
+            seconds=probe_seconds,
+            probe_id="secor-0.9-client",
+        )
         time.sleep(3)
-        capture.probe_consume(b.bootstrap, "clickstream", out / "probes", seconds=probe_seconds,
-                              probe_id="upgraded-client")
+        capture.probe_consume(
+            b.bootstrap, "clickstream", out / "probes", seconds=probe_seconds, probe_id="upgraded-client"
+        )
         time.sleep(3)
         return s.finish(logs={"broker-1": b}, live=b)
 

@@ -7,6 +7,7 @@ young pauses, mixed and full collections; the other nodes' GC logs are the basel
 
     .venv/bin/python lab/scenarios/gc_pressure.py OUT_DIR
 """
+
 from __future__ import annotations
 
 import sys
@@ -24,16 +25,26 @@ SMALL_NODE = {"log.cleaner.dedupe.buffer.size": 8_388_608}
 
 def evidence(node: int) -> list[lab.Evidence]:
     return [
-        lab.Evidence(f"GC pauses on node {node} (its kafkaServer-gc.log)", r"\bPause (Young|Full|Remark|Cleanup)\b",
-                     file="kafkaServer-gc.log", host=f"broker-{node}"),
-        lab.Evidence(f"the heap size of node {node}, as the GC log states it at start", r"Heap Max Capacity|Heap Region Size|Initial Capacity",
-                     file="kafkaServer-gc.log", host=f"broker-{node}"),
+        lab.Evidence(
+            f"GC pauses on node {node} (its kafkaServer-gc.log)",
+            r"\bPause (Young|Full|Remark|Cleanup)\b",
+            file="kafkaServer-gc.log",
+            host=f"broker-{node}",
+        ),
+        lab.Evidence(
+            f"the heap size of node {node}, as the GC log states it at start",
+            r"Heap Max Capacity|Heap Region Size|Initial Capacity",
+            file="kafkaServer-gc.log",
+            host=f"broker-{node}",
+        ),
     ]
 
 
-def run(out: str | Path, seconds: float = 45, rate: int = 600, size: int = 4096, heap: str = HEAP,
-        work: Path | None = None) -> Path:
+def run(
+    out: str | Path, seconds: float = 45, rate: int = 600, size: int = 4096, heap: str = HEAP, work: Path | None = None
+) -> Path:
     from kafka.admin import KafkaAdminClient, NewTopic
+
     out = Path(out)
     with lab.Scenario(out) as s:
         c = s.cluster(3, name="gc-pressure", work=work, node_heap={VICTIM: heap}, node_settings={VICTIM: SMALL_NODE})
@@ -43,12 +54,24 @@ def run(out: str | Path, seconds: float = 45, rate: int = 600, size: int = 4096,
         a.create_topics([NewTopic(TOPIC, 12, 3, topic_configs={"min.insync.replicas": "2"})])
         a.close()
         lab.wait_for_full_isr(c, TOPIC)
-        s.mark(f"cluster up; node {VICTIM} with heap {heap}, nodes "
-               f"{[n.node_id for n in c.nodes if n.node_id != VICTIM]} with 512m; topic {TOPIC} "
-               "(12 partitions, RF 3, min.insync.replicas=2)")
-        loads = [lab.ProduceLoad(c.bootstrap, TOPIC, rate=rate, size=size, client_id=f"media-ingest-{i}",
-                                 batch_size=262_144, linger_ms=20, max_request_size=4_194_304)
-                 for i in range(2)]
+        s.mark(
+            f"cluster up; node {VICTIM} with heap {heap}, nodes "
+            f"{[n.node_id for n in c.nodes if n.node_id != VICTIM]} with 512m; topic {TOPIC} "
+            "(12 partitions, RF 3, min.insync.replicas=2)"
+        )
+        loads = [
+            lab.ProduceLoad(
+                c.bootstrap,
+                TOPIC,
+                rate=rate,
+                size=size,
+                client_id=f"media-ingest-{i}",
+                batch_size=262_144,
+                linger_ms=20,
+                max_request_size=4_194_304,
+            )
+            for i in range(2)
+        ]
         for ld in loads:
             ld.start()
         s.mark(f"produce load started (2 producers x {rate} records/s of {size} bytes, 256 KiB batches, acks=all)")
@@ -63,7 +86,8 @@ def run(out: str | Path, seconds: float = 45, rate: int = 600, size: int = 4096,
         s.mark("produce load stopped: " + "; ".join(st.line() for st in stats))
         s.finish(logs={f"broker-{n.node_id}": n for n in c.nodes}, live=c if all(n.alive() for n in c.nodes) else None)
     lab.write_provenance(
-        s, "gc-pressure: a broker with a heap far too small",
+        s,
+        "gc-pressure: a broker with a heap far too small",
         f"Three combined broker+controller nodes under acks=all load with large batches; node {VICTIM} runs with "
         f"-Xmx{heap} -Xms{heap} (G1) and log.cleaner.dedupe.buffer.size=8388608 (the default 128 MiB buffer "
         "alone does not fit in that heap), the others with 512m and defaults.",
@@ -73,7 +97,9 @@ def run(out: str | Path, seconds: float = 45, rate: int = 600, size: int = 4096,
         "UnderReplicatedPartitions, IsrShrinks/ExpandsPerSec, byte rates, ...); `live/` is a capture after the run.",
         f"`gc-pauses` (node {VICTIM}; the other nodes' GC logs are the baseline), possibly `isr-shrink` when a "
         f"pause of node {VICTIM} outlasts replica.lag.time.max.ms",
-        evidence(VICTIM), f".venv/bin/python lab/scenarios/gc_pressure.py {out}")
+        evidence(VICTIM),
+        f".venv/bin/python lab/scenarios/gc_pressure.py {out}",
+    )
     return out
 
 

@@ -4,6 +4,7 @@ normal heap; a consumer group reads everything back and commits (no lag at the l
 
     .venv/bin/python lab/scenarios/healthy_cluster.py OUT_DIR
 """
+
 from __future__ import annotations
 
 import sys
@@ -18,14 +19,16 @@ TOPIC = "orders"
 def evidence() -> list[lab.Evidence]:
     return [
         lab.Evidence("every node started once", r"\[KafkaRaftServer nodeId=\d+\] Kafka Server started"),
-        lab.Evidence("young GC pauses, short, on every node (the baseline)", r"\bPause Young\b",
-                     file="kafkaServer-gc.log"),
+        lab.Evidence(
+            "young GC pauses, short, on every node (the baseline)", r"\bPause Young\b", file="kafkaServer-gc.log"
+        ),
     ]
 
 
 def run(out: str | Path, seconds: float = 40, rate: int = 400, work: Path | None = None) -> Path:
     from kafka import KafkaConsumer
     from kafka.admin import KafkaAdminClient, NewTopic
+
     out = Path(out)
     with lab.Scenario(out) as s:
         c = s.cluster(3, name="healthy-cluster", work=work)
@@ -36,14 +39,22 @@ def run(out: str | Path, seconds: float = 40, rate: int = 400, work: Path | None
         a.create_topics([NewTopic(TOPIC, 6, 3, topic_configs={"min.insync.replicas": "2"})])
         a.close()
         lab.wait_for_full_isr(c, TOPIC)
-        s.mark(f"cluster up; active controller node {controller.node_id}; topic {TOPIC} (6 partitions, RF 3, "
-               "min.insync.replicas=2)")
+        s.mark(
+            f"cluster up; active controller node {controller.node_id}; topic {TOPIC} (6 partitions, RF 3, "
+            "min.insync.replicas=2)"
+        )
         with lab.ProduceLoad(c.bootstrap, TOPIC, rate=rate) as load:
             s.mark(f"produce load started ({rate} records/s, acks=all)")
             time.sleep(seconds)
         s.mark(f"produce load stopped: {load.stats.line()}")
-        consumer = KafkaConsumer(TOPIC, bootstrap_servers=c.bootstrap, group_id="order-ledger",
-                                 client_id="order-ledger-1", auto_offset_reset="earliest", enable_auto_commit=False)
+        consumer = KafkaConsumer(
+            TOPIC,
+            bootstrap_servers=c.bootstrap,
+            group_id="order-ledger",
+            client_id="order-ledger-1",
+            auto_offset_reset="earliest",
+            enable_auto_commit=False,
+        )
         read, deadline = 0, time.monotonic() + 90  # the first group creates __consumer_offsets (50 partitions)
         while read < load.stats.acked and time.monotonic() < deadline:
             read += sum(len(batch) for batch in consumer.poll(timeout_ms=1000).values())
@@ -54,7 +65,8 @@ def run(out: str | Path, seconds: float = 40, rate: int = 400, work: Path | None
             raise lab.LabError(f"the consumer read {read} records, the producer had {load.stats.acked} acknowledged")
         s.finish(logs={f"broker-{n.node_id}": n for n in c.nodes}, live=c)
     lab.write_provenance(
-        s, "healthy-cluster: three nodes, nothing wrong",
+        s,
+        "healthy-cluster: three nodes, nothing wrong",
         "Three combined broker+controller nodes (Kafka's default timeouts) under the same acks=all load as "
         "isr-flapping, controller-failover, log-dir-failure and gc-pressure; every record acknowledged and read back.",
         "Folders `broker-1..3` are the three nodes (node id = folder number) with the stock log files, "
@@ -64,7 +76,9 @@ def run(out: str | Path, seconds: float = 40, rate: int = 400, work: Path | None
         "lines that look alarming out of context (e.g. NotControllerException while the first controller is "
         "elected); they are part of the healthy baseline.",
         "none",
-        evidence(), f".venv/bin/python lab/scenarios/healthy_cluster.py {out}")
+        evidence(),
+        f".venv/bin/python lab/scenarios/healthy_cluster.py {out}",
+    )
     return out
 
 

@@ -13,6 +13,7 @@ The paused node is never the active controller and leads no partition of the loa
 
     .venv/bin/python lab/scenarios/isr_flapping.py OUT_DIR
 """
+
 from __future__ import annotations
 
 import re
@@ -23,8 +24,12 @@ from pathlib import Path
 from kitlib import lab
 
 TOPIC = "orders"
-SETTINGS = {"replica.lag.time.max.ms": 2500, "broker.session.timeout.ms": 9000, "broker.heartbeat.interval.ms": 1000,
-            "controller.quorum.fetch.timeout.ms": 20000}
+SETTINGS = {
+    "replica.lag.time.max.ms": 2500,
+    "broker.session.timeout.ms": 9000,
+    "broker.heartbeat.interval.ms": 1000,
+    "controller.quorum.fetch.timeout.ms": 20000,
+}
 
 
 def rejoined(node_id: int) -> re.Pattern:
@@ -36,17 +41,30 @@ def rejoined(node_id: int) -> re.Pattern:
 
 def evidence(paused: int) -> list[lab.Evidence]:
     return [
-        lab.Evidence(f"ISR shrinks naming broker {paused} as out of sync (leaders' server.log)",
-                     rf"Shrinking ISR from .* Out of sync replicas: \(brokerId: {paused},"),
+        lab.Evidence(
+            f"ISR shrinks naming broker {paused} as out of sync (leaders' server.log)",
+            rf"Shrinking ISR from .* Out of sync replicas: \(brokerId: {paused},",
+        ),
         lab.Evidence(f"ISR updates that take broker {paused} back in", rejoined(paused).pattern, file="*"),
-        lab.Evidence(f"the controller fences broker {paused} (controller.log of the active controller)",
-                     rf"Fencing broker {paused} because its session has timed out", file="controller.log"),
+        lab.Evidence(
+            f"the controller fences broker {paused} (controller.log of the active controller)",
+            rf"Fencing broker {paused} because its session has timed out",
+            file="controller.log",
+        ),
     ]
 
 
-def run(out: str | Path, pauses: int = 3, short_s: float = 5, long_s: float = 14, settle_s: float = 5,
-        rate: int = 400, work: Path | None = None) -> Path:
+def run(
+    out: str | Path,
+    pauses: int = 3,
+    short_s: float = 5,
+    long_s: float = 14,
+    settle_s: float = 5,
+    rate: int = 400,
+    work: Path | None = None,
+) -> Path:
     from kafka.admin import KafkaAdminClient, NewTopic
+
     out = Path(out)
     with lab.Scenario(out) as s:
         c = s.cluster(3, name="isr-flapping", work=work, settings=SETTINGS)
@@ -61,8 +79,10 @@ def run(out: str | Path, pauses: int = 3, short_s: float = 5, long_s: float = 14
         a.create_topics([NewTopic(TOPIC, replica_assignments=assign, topic_configs={"min.insync.replicas": "2"})])
         a.close()
         lab.wait_for_full_isr(c, TOPIC)
-        s.mark(f"cluster up; active controller node {controller.node_id}; topic {TOPIC} (4 partitions, RF 3, "
-               f"min.insync.replicas=2, leaders on nodes {others}); node {paused.node_id} will be paused")
+        s.mark(
+            f"cluster up; active controller node {controller.node_id}; topic {TOPIC} (4 partitions, RF 3, "
+            f"min.insync.replicas=2, leaders on nodes {others}); node {paused.node_id} will be paused"
+        )
         with lab.ProduceLoad(c.bootstrap, TOPIC, rate=rate) as load:
             s.mark(f"produce load started ({rate} records/s, acks=all)")
             time.sleep(settle_s)
@@ -77,8 +97,9 @@ def run(out: str | Path, pauses: int = 3, short_s: float = 5, long_s: float = 14
             ctrl_at = lab.log_offset(controller, "controller.log")
             lab.pause(paused)
             s.mark(f"node {paused.node_id} paused (SIGSTOP), long pause ({long_s:.1f} s, longer than the 9 s session)")
-            lab.wait_for_log(controller, f"Fencing broker {paused.node_id} because", timeout=30, after=ctrl_at,
-                             log="controller.log")
+            lab.wait_for_log(
+                controller, f"Fencing broker {paused.node_id} because", timeout=30, after=ctrl_at, log="controller.log"
+            )
             s.mark(f"the active controller fenced node {paused.node_id}")
             time.sleep(max(0.0, long_s - 9))
             lab.resume(paused)
@@ -89,7 +110,8 @@ def run(out: str | Path, pauses: int = 3, short_s: float = 5, long_s: float = 14
         s.mark(f"produce load stopped: {load.stats.line()}")
         s.finish(logs={f"broker-{n.node_id}": n for n in c.nodes}, live=c)
     lab.write_provenance(
-        s, "isr-flapping: a follower that stalls again and again",
+        s,
+        "isr-flapping: a follower that stalls again and again",
         f"Three combined broker+controller nodes under acks=all load; node {paused.node_id} is frozen with SIGSTOP "
         f"{pauses} times for {short_s:.1f} s (longer than replica.lag.time.max.ms=2500, shorter than the broker "
         f"session) and once for {long_s:.0f} s (longer than broker.session.timeout.ms=9000).",
@@ -101,7 +123,9 @@ def run(out: str | Path, pauses: int = 3, short_s: float = 5, long_s: float = 14
         f"Settings beyond the lab's: {', '.join(f'{k}={v}' for k, v in SETTINGS.items())}.",
         f"`isr-shrink` (broker {paused.node_id} leaves and rejoins the ISR {pauses + 1} times), `broker-fenced` "
         f"(broker {paused.node_id}, during the long pause)",
-        evidence(paused.node_id), f".venv/bin/python lab/scenarios/isr_flapping.py {out}")
+        evidence(paused.node_id),
+        f".venv/bin/python lab/scenarios/isr_flapping.py {out}",
+    )
     return out
 
 

@@ -11,6 +11,7 @@ the dir goes offline the same way (the bundle's PROVENANCE.md says which fault w
 
     .venv/bin/python lab/scenarios/log_dir_failure.py OUT_DIR
 """
+
 from __future__ import annotations
 
 import shutil
@@ -30,8 +31,13 @@ def mount_small_fs(path: Path, size: str = SMALL_FS) -> bool:
     path.mkdir(parents=True, exist_ok=True)
     if not shutil.which("mount"):
         return False
-    r = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size},mode=0755", "tmpfs", str(path)],
-                       capture_output=True, text=True, timeout=30, check=False)
+    r = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", f"size={size},mode=0755", "tmpfs", str(path)],
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=False,
+    )
     return r.returncode == 0
 
 
@@ -42,19 +48,33 @@ def unmount(path: Path) -> None:
 def evidence(node: int, fault: str) -> list[lab.Evidence]:
     cause = "No space left on device" if fault == "full" else "Not a directory|NoSuchFileException|FileSystemException"
     return [
-        lab.Evidence(f"the ERROR line of the log dir failure channel on node {node}",
-                     r"ERROR Error while \w+ .* in dir .*LogDirFailureChannel", host=f"broker-{node}"),
+        lab.Evidence(
+            f"the ERROR line of the log dir failure channel on node {node}",
+            r"ERROR Error while \w+ .* in dir .*LogDirFailureChannel",
+            host=f"broker-{node}",
+        ),
         lab.Evidence(f"the I/O error on node {node} ({cause})", cause, host=f"broker-{node}"),
-        lab.Evidence(f"node {node} takes the failed log dir offline", r"Stopping serving logs in dir",
-                     host=f"broker-{node}"),
-        lab.Evidence(f"node {node}'s replica fetchers stop for the partitions in the failed dir",
-                     r"in the failed log directory|stopped fetcher for partitions", host=f"broker-{node}"),
+        lab.Evidence(
+            f"node {node} takes the failed log dir offline", r"Stopping serving logs in dir", host=f"broker-{node}"
+        ),
+        lab.Evidence(
+            f"node {node}'s replica fetchers stop for the partitions in the failed dir",
+            r"in the failed log directory|stopped fetcher for partitions",
+            host=f"broker-{node}",
+        ),
     ]
 
 
-def run(out: str | Path, rate: int = 1000, size: int = 1000, work: Path | None = None, force_fallback: bool = False,
-        timeout: float = 60) -> Path:
+def run(
+    out: str | Path,
+    rate: int = 1000,
+    size: int = 1000,
+    work: Path | None = None,
+    force_fallback: bool = False,
+    timeout: float = 60,
+) -> Path:
     from kafka.admin import KafkaAdminClient, NewTopic
+
     out = Path(out)
     work = Path(work) if work else lab.work_root() / "log-dir-failure"
     small = work.parent / (work.name + "-small-disk")
@@ -67,22 +87,29 @@ def run(out: str | Path, rate: int = 1000, size: int = 1000, work: Path | None =
     try:
         with lab.Scenario(out) as s:
             data = work / f"broker-{victim_id}" / "data"
-            c = s.cluster(3, name="log-dir-failure", work=work, node_settings={
-                victim_id: {"log.dirs": f"{data},{small}", "metadata.log.dir": str(data)}})
+            c = s.cluster(
+                3,
+                name="log-dir-failure",
+                work=work,
+                node_settings={victim_id: {"log.dirs": f"{data},{small}", "metadata.log.dir": str(data)}},
+            )
             victim = c.node(victim_id)
             for n in c.nodes:
                 s.jmxtool(n, lab.CLUSTER_MBEANS, out / f"broker-{n.node_id}" / "jmx-broker.csv")
             a = KafkaAdminClient(bootstrap_servers=c.bootstrap)
-            a.create_topics([NewTopic(TOPIC, 6, 3, topic_configs={"min.insync.replicas": "2",
-                                                                   "segment.bytes": "262144"})])
+            a.create_topics(
+                [NewTopic(TOPIC, 6, 3, topic_configs={"min.insync.replicas": "2", "segment.bytes": "262144"})]
+            )
             a.close()
             lab.wait_for_full_isr(c, TOPIC)
             time.sleep(2)
             on_small = sorted(p.name for p in small.iterdir() if p.name.startswith(TOPIC + "-"))
             if not on_small:
                 raise lab.LabError(f"no partition of {TOPIC} was placed on node {victim_id}'s second log dir")
-            s.mark(f"cluster up; topic {TOPIC} (6 partitions, RF 3, min.insync.replicas=2, 256 KiB segments); "
-                   f"node {victim_id} has log dirs data + small-disk, the latter holding {', '.join(on_small)}")
+            s.mark(
+                f"cluster up; topic {TOPIC} (6 partitions, RF 3, min.insync.replicas=2, 256 KiB segments); "
+                f"node {victim_id} has log dirs data + small-disk, the latter holding {', '.join(on_small)}"
+            )
             at = lab.log_offset(victim)
             with lab.ProduceLoad(c.bootstrap, TOPIC, rate=rate, size=size) as load:
                 s.mark(f"produce load started ({rate} records/s of {size} bytes, acks=all)")
@@ -103,12 +130,15 @@ def run(out: str | Path, rate: int = 1000, size: int = 1000, work: Path | None =
         if fault == "full":
             unmount(small)
         shutil.rmtree(small, ignore_errors=True)
-    how_fault = (f"the second log dir is a {SMALL_FS} tmpfs mounted for the run, which the load fills"
-                 if fault == "full" else
-                 "mounting a small filesystem was not possible, so one partition folder on the second log dir was "
-                 "replaced by a plain file (the next segment roll there fails)")
+    how_fault = (
+        f"the second log dir is a {SMALL_FS} tmpfs mounted for the run, which the load fills"
+        if fault == "full"
+        else "mounting a small filesystem was not possible, so one partition folder on the second log dir was "
+        "replaced by a plain file (the next segment roll there fails)"
+    )
     lab.write_provenance(
-        s, "log-dir-failure: a broker's log dir fails",
+        s,
+        "log-dir-failure: a broker's log dir fails",
         f"Three combined broker+controller nodes under acks=all load; node {victim_id} has two log dirs and "
         f"{how_fault}. Node {victim_id} logs the I/O error, takes the dir offline and keeps running on the other.",
         "Folders `broker-1..3` are the three nodes (node id = folder number) with the stock log files, "
@@ -119,7 +149,9 @@ def run(out: str | Path, rate: int = 1000, size: int = 1000, work: Path | None =
         f"`log-dir-failure` (node {victim_id}, the small-disk dir); `cleaner-stalled` as a consequence (the log "
         "cleaner logs `Stopping cleaning logs in dir` for the failed dir); possibly `isr-shrink` (node "
         f"{victim_id} drops out of the ISR of the partitions it held there)",
-        evidence(victim_id, fault), f".venv/bin/python lab/scenarios/log_dir_failure.py {out}")
+        evidence(victim_id, fault),
+        f".venv/bin/python lab/scenarios/log_dir_failure.py {out}",
+    )
     return out
 
 

@@ -7,6 +7,7 @@ produces alongside at a modest rate and is never throttled.
 
     .venv/bin/python lab/scenarios/quota_throttling.py OUT_DIR
 """
+
 from __future__ import annotations
 
 import sys
@@ -20,12 +21,12 @@ from kitlib.lab import clients as labclients
 TOPIC = "clickstream-raw"
 CLIENT_ID = "bulk-loader"
 RATE = 65536  # producer_byte_rate, bytes/s
-QUOTA_MBEANS = ["kafka.server:type=Produce,*",
-                "kafka.network:type=RequestMetrics,name=ThrottleTimeMs,request=Produce"]
+QUOTA_MBEANS = ["kafka.server:type=Produce,*", "kafka.network:type=RequestMetrics,name=ThrottleTimeMs,request=Produce"]
 
 
 def _produce(bootstrap: str, client_id: str, seconds: float, pause: float, counts: dict) -> None:
     from kafka import KafkaProducer
+
     p = KafkaProducer(bootstrap_servers=bootstrap, client_id=client_id, linger_ms=20, batch_size=65536)
     value = b'{"event":"page_view","pad":"' + b"x" * 980 + b'"}'
     t0, n = time.monotonic(), 0
@@ -43,6 +44,7 @@ def _produce(bootstrap: str, client_id: str, seconds: float, pause: float, count
 
 def run(out: str | Path, seconds: float = 40, work: Path | None = None) -> Path:
     from kafka.admin import KafkaAdminClient, NewTopic
+
     out = Path(out)
     host, clients = out / "broker-1", out / "clients"
     host.mkdir(parents=True, exist_ok=True)
@@ -55,8 +57,10 @@ def run(out: str | Path, seconds: float = 40, work: Path | None = None) -> Path:
         counts: dict[str, int] = {}
         with labclients.client_log(clients / "loader.log") as app:
             app.info("kafka-configs: %s", quota_out)
-            threads = [threading.Thread(target=_produce, name=f"producer-{c}", args=(b.bootstrap, c, seconds, pause, counts))
-                       for c, pause in ((CLIENT_ID, 0.0), ("web-api", 0.05))]
+            threads = [
+                threading.Thread(target=_produce, name=f"producer-{c}", args=(b.bootstrap, c, seconds, pause, counts))
+                for c, pause in ((CLIENT_ID, 0.0), ("web-api", 0.05))
+            ]
             for t in threads:
                 t.start()
             time.sleep(3)  # the per-client quota MBeans exist once the clients have produced
@@ -89,11 +93,15 @@ BODY = f"""
   with kafka-python's warning for every throttled response.
 """
 EVIDENCE = [
-    labclients.Evidence(f"Produce responses to `{CLIENT_ID}` (throttleTimeMs in each)", "broker-1/kafka-request.log*",
-                        f'"clientId":"{CLIENT_ID}","requestApiKeyName":"PRODUCE"'),
+    labclients.Evidence(
+        f"Produce responses to `{CLIENT_ID}` (throttleTimeMs in each)",
+        "broker-1/kafka-request.log*",
+        f'"clientId":"{CLIENT_ID}","requestApiKeyName":"PRODUCE"',
+    ),
     labclients.Evidence("client: throttled responses", "clients/*.log", "throttled by broker"),
-    labclients.Evidence("quota MBean columns in the JMX CSV (header)", "broker-1/jmx-broker.csv",
-                        f"client-id={CLIENT_ID}"),
+    labclients.Evidence(
+        "quota MBean columns in the JMX CSV (header)", "broker-1/jmx-broker.csv", f"client-id={CLIENT_ID}"
+    ),
 ]
 
 

@@ -7,6 +7,7 @@ order-enricher generation N``, member removals.
 
     .venv/bin/python lab/scenarios/rebalance_storm.py OUT_DIR
 """
+
 from __future__ import annotations
 
 import os
@@ -22,19 +23,31 @@ GROUP = "order-enricher"
 TOPIC = "orders"
 MAX_POLL_MS = 6000
 SESSION_MS = 10000
-GROUP_MBEANS = [f"kafka.coordinator.group:type=GroupMetadataManager,name={n}"
-                for n in ("NumGroupsPreparingRebalance", "NumGroupsCompletingRebalance", "NumGroupsStable", "NumGroups")]
+GROUP_MBEANS = [
+    f"kafka.coordinator.group:type=GroupMetadataManager,name={n}"
+    for n in ("NumGroupsPreparingRebalance", "NumGroupsCompletingRebalance", "NumGroupsStable", "NumGroups")
+]
 
 
 def worker(bootstrap: str, client_id: str, log: str, process_ms: int) -> None:
     """One member of the group: poll up to 20 records, 'process' them for ``process_ms``, repeat."""
     from kafka import KafkaConsumer
+
     with labclients.client_log(log) as app:
-        c = KafkaConsumer(TOPIC, bootstrap_servers=bootstrap, group_id=GROUP, client_id=client_id,
-                          max_poll_interval_ms=MAX_POLL_MS, session_timeout_ms=SESSION_MS, heartbeat_interval_ms=1000,
-                          max_poll_records=20, auto_offset_reset="earliest")
-        app.info("%s started, processing takes %d ms per batch (max.poll.interval.ms %d)", client_id, process_ms,
-                 MAX_POLL_MS)
+        c = KafkaConsumer(
+            TOPIC,
+            bootstrap_servers=bootstrap,
+            group_id=GROUP,
+            client_id=client_id,
+            max_poll_interval_ms=MAX_POLL_MS,
+            session_timeout_ms=SESSION_MS,
+            heartbeat_interval_ms=1000,
+            max_poll_records=20,
+            auto_offset_reset="earliest",
+        )
+        app.info(
+            "%s started, processing takes %d ms per batch (max.poll.interval.ms %d)", client_id, process_ms, MAX_POLL_MS
+        )
         while True:
             batch = c.poll(timeout_ms=1000)
             n = sum(len(v) for v in batch.values())
@@ -46,6 +59,7 @@ def worker(bootstrap: str, client_id: str, log: str, process_ms: int) -> None:
 def run(out: str | Path, seconds: float = 60, work: Path | None = None) -> Path:
     from kafka import KafkaProducer
     from kafka.admin import KafkaAdminClient, NewTopic
+
     out = Path(out)
     host, clients = out / "broker-1", out / "clients"
     host.mkdir(parents=True, exist_ok=True)
@@ -61,11 +75,21 @@ def run(out: str | Path, seconds: float = 60, work: Path | None = None) -> Path:
         # two slow members (8 s per batch > 6 s max.poll.interval.ms) and two that keep up
         for i, ms in ((1, 8000), (2, 8000), (3, 200), (4, 200)):
             name = f"{GROUP}-{i}"
-            workers.append(labclients.spawn(__file__, "--worker", b.bootstrap, name, str(clients / f"{name}.log"), str(ms),
-                                            out=Path(b.work) / f"{name}.out"))
+            workers.append(
+                labclients.spawn(
+                    __file__,
+                    "--worker",
+                    b.bootstrap,
+                    name,
+                    str(clients / f"{name}.log"),
+                    str(ms),
+                    out=Path(b.work) / f"{name}.out",
+                )
+            )
         # on a busy machine the members take a while to start: the clock starts once the group formed
-        labclients.wait_for(lambda: labclients.log_has(b, f"Stabilized group {GROUP} generation"), 120,
-                            f"group {GROUP} to form")
+        labclients.wait_for(
+            lambda: labclients.log_has(b, f"Stabilized group {GROUP} generation"), 120, f"group {GROUP} to form"
+        )
         with labclients.client_log(clients / "order-producer.log") as app:
             p = KafkaProducer(bootstrap_servers=b.bootstrap, client_id="order-api", linger_ms=5)
             app.info("producing ~100 orders/s to %s", TOPIC)
@@ -119,15 +143,23 @@ BODY = f"""
   member per partition); `live/capture-*.jsonl`: one `kitlib capture` at the end.
 """
 EVIDENCE = [
-    labclients.Evidence("rebalance started, with its reason", "broker-1/server.log*",
-                        f"Preparing to rebalance group {GROUP}"),
+    labclients.Evidence(
+        "rebalance started, with its reason", "broker-1/server.log*", f"Preparing to rebalance group {GROUP}"
+    ),
     labclients.Evidence("new generation", "broker-1/server.log*", f"Stabilized group {GROUP} generation"),
-    labclients.Evidence("member left on LeaveGroup (poll interval exceeded)", "broker-1/server.log*",
-                        "on LeaveGroup; client reason"),
-    labclients.Evidence("member removed on session timeout (killed process)", "broker-1/server.log*",
-                        f"in group {GROUP} has failed, removing it from the group"),
-    labclients.Evidence("member removed when a rebalance timed out without it", "broker-1/server.log*",
-                        f"Group {GROUP} removed dynamic members who haven't joined"),
+    labclients.Evidence(
+        "member left on LeaveGroup (poll interval exceeded)", "broker-1/server.log*", "on LeaveGroup; client reason"
+    ),
+    labclients.Evidence(
+        "member removed on session timeout (killed process)",
+        "broker-1/server.log*",
+        f"in group {GROUP} has failed, removing it from the group",
+    ),
+    labclients.Evidence(
+        "member removed when a rebalance timed out without it",
+        "broker-1/server.log*",
+        f"Group {GROUP} removed dynamic members who haven't joined",
+    ),
     labclients.Evidence("client: poll interval exceeded", "clients/*.log", "Consumer poll timeout has expired"),
 ]
 

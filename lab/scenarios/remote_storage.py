@@ -16,6 +16,7 @@ JmxTool CSV and a live capture (log-dir sizes show the local backlog).
 
     .venv/bin/python lab/scenarios/remote_storage.py OUT_DIR
 """
+
 from __future__ import annotations
 
 import shutil
@@ -26,10 +27,12 @@ from pathlib import Path
 from kitlib import lab
 
 TOPIC = "clickstream"
-MBEANS = ["kafka.server:type=BrokerTopicMetrics,name=RemoteCopy*",
-          "kafka.server:type=BrokerTopicMetrics,name=RemoteDelete*",
-          "kafka.server:type=BrokerTopicMetrics,name=BytesInPerSec",
-          "kafka.log.remote:type=RemoteLogManager,name=RemoteLogManagerTasksAvgIdlePercent"]
+MBEANS = [
+    "kafka.server:type=BrokerTopicMetrics,name=RemoteCopy*",
+    "kafka.server:type=BrokerTopicMetrics,name=RemoteDelete*",
+    "kafka.server:type=BrokerTopicMetrics,name=BytesInPerSec",
+    "kafka.log.remote:type=RemoteLogManager,name=RemoteLogManagerTasksAvgIdlePercent",
+]
 
 
 def settings(remote_dir: Path) -> dict:
@@ -49,11 +52,14 @@ def settings(remote_dir: Path) -> dict:
 
 def _produce(bootstrap: str, records: int, seconds: float) -> None:
     from kafka import KafkaProducer
+
     p = KafkaProducer(bootstrap_servers=bootstrap, client_id="clickstream-collector", linger_ms=20, batch_size=131072)
     pause = seconds / 20
     for burst in range(20):
         for i in range(records // 20):
-            p.send(TOPIC, key=f"session-{i % 700}".encode(), value=(b'{"page":"/p/%d","ms":%d}' % (i, burst)).ljust(220))
+            p.send(
+                TOPIC, key=f"session-{i % 700}".encode(), value=(b'{"page":"/p/%d","ms":%d}' % (i, burst)).ljust(220)
+            )
         p.flush()
         time.sleep(pause)
     p.close()
@@ -61,6 +67,7 @@ def _produce(bootstrap: str, records: int, seconds: float) -> None:
 
 def run(out: str | Path, records: int = 40_000, phase_s: float = 20, work: Path | None = None) -> Path:
     from kafka.admin import KafkaAdminClient, NewTopic
+
     out = Path(out)
     host = out / "broker-1"
     host.mkdir(parents=True, exist_ok=True)
@@ -71,19 +78,31 @@ def run(out: str | Path, records: int = 40_000, phase_s: float = 20, work: Path 
         b = s.broker("remote-storage-broker", work=work, settings=settings(remote), request_log="WARN")
         s.jmxtool(b, MBEANS, host / "jmx-remote.csv", interval_ms=1000)
         a = KafkaAdminClient(bootstrap_servers=b.bootstrap)
-        a.create_topics([NewTopic(TOPIC, 1, 1, topic_configs={
-            "remote.storage.enable": "true", "segment.bytes": "524288", "local.retention.ms": "5000",
-            "retention.bytes": "6291456"})])
-        _produce(b.bootstrap, records, phase_s)                        # 1. healthy
+        a.create_topics(
+            [
+                NewTopic(
+                    TOPIC,
+                    1,
+                    1,
+                    topic_configs={
+                        "remote.storage.enable": "true",
+                        "segment.bytes": "524288",
+                        "local.retention.ms": "5000",
+                        "retention.bytes": "6291456",
+                    },
+                )
+            ]
+        )
+        _produce(b.bootstrap, records, phase_s)  # 1. healthy
         time.sleep(3)
         store = next((remote / "kafka-tiered-storage").glob(f"{TOPIC}-0-*"))
         parked = store.with_name(store.name + ".parked")
         store.rename(parked)
-        store.write_text("the remote store is unreachable\n")        # 2. outage: copies fail
+        store.write_text("the remote store is unreachable\n")  # 2. outage: copies fail
         _produce(b.bootstrap, records, phase_s)
         time.sleep(5)
         store.unlink()
-        parked.rename(store)                                          # 3. recovery
+        parked.rename(store)  # 3. recovery
         _produce(b.bootstrap, records // 2, phase_s / 2)
         time.sleep(8)
         a.close()

@@ -11,6 +11,7 @@ meter (about 2.0 when idle), which would hide the broker's saturation.
 
     .venv/bin/python lab/scenarios/request_saturation.py OUT_DIR
 """
+
 from __future__ import annotations
 
 import sys
@@ -30,8 +31,11 @@ SETTINGS = {"num.network.threads": 1, "num.io.threads": 1}
 # A combined broker+controller node has two request handler pools (broker and controller) that
 # both add to the one RequestHandlerAvgIdlePercent meter (2.0 when idle): the broker runs on its
 # own, with a controller-only node beside it, so the meter is the broker pool's alone.
-CONTROLLER = {"process.roles": "controller", "listeners": "CONTROLLER://127.0.0.1:{controller_port}",
-              "advertised.listeners": ""}
+CONTROLLER = {
+    "process.roles": "controller",
+    "listeners": "CONTROLLER://127.0.0.1:{controller_port}",
+    "advertised.listeners": "",
+}
 SATURATION_MBEANS = [
     "kafka.server:type=KafkaRequestHandlerPool,name=RequestHandlerAvgIdlePercent",
     "kafka.network:type=SocketServer,name=NetworkProcessorAvgIdlePercent",
@@ -50,21 +54,38 @@ log4j.appender.file.layout.ConversionPattern=[%d] %p %m (%c)%n
 
 def run(out: str | Path, seconds: float = 80, work: Path | None = None) -> Path:
     from kafka.admin import KafkaAdminClient, NewTopic
+
     out = Path(out)
     host, clients = out / "broker-2", out / "clients"
     host.mkdir(parents=True, exist_ok=True)
     clients.mkdir(parents=True, exist_ok=True)
     work = Path(work) if work else lab.WORK
     cluster = "c2F0dXJhdGlvbi1sYWItMQ"
-    ctl = lab.start_broker("saturation-controller", work=work / "controller-1", request_log="WARN", jmx=False,
-                           heap="256m", settings=CONTROLLER, cluster_id=cluster)
+    ctl = lab.start_broker(
+        "saturation-controller",
+        work=work / "controller-1",
+        request_log="WARN",
+        jmx=False,
+        heap="256m",
+        settings=CONTROLLER,
+        cluster_id=cluster,
+    )
     b = None
     procs = []
     try:
-        b = lab.start_broker("saturation-broker", work=work / "broker-2", request_log="DEBUG", cluster_id=cluster,
-                             settings={**SETTINGS, "process.roles": "broker", "node.id": 2,
-                                       "controller.quorum.voters": f"1@127.0.0.1:{ctl.controller_port}",
-                                       "listeners": "PLAINTEXT://127.0.0.1:{port}"})
+        b = lab.start_broker(
+            "saturation-broker",
+            work=work / "broker-2",
+            request_log="DEBUG",
+            cluster_id=cluster,
+            settings={
+                **SETTINGS,
+                "process.roles": "broker",
+                "node.id": 2,
+                "controller.quorum.voters": f"1@127.0.0.1:{ctl.controller_port}",
+                "listeners": "PLAINTEXT://127.0.0.1:{port}",
+            },
+        )
         a = KafkaAdminClient(bootstrap_servers=b.bootstrap)
         a.create_topics([NewTopic(TOPIC, PARTITIONS, 1, topic_configs=TOPIC_CONFIGS)])
         a.close()
@@ -75,12 +96,31 @@ def run(out: str | Path, seconds: float = 80, work: Path | None = None) -> Path:
             name = f"loadgen-{i}"
             cfg = Path(b.work) / f"{name}-log4j.properties"
             cfg.write_text(CLIENT_LOG4J.replace("{file}", str((clients / f"{name}.log").resolve())))
-            procs.append(labclients.start_java_tool(
-                "org.apache.kafka.tools.ProducerPerformance", "--topic", TOPIC, "--num-records", "100000000",
-                "--record-size", "1000", "--throughput", "-1", "--print-metrics",
-                "--producer-props", f"bootstrap.servers={b.bootstrap}", f"client.id={name}", "acks=1",
-                "linger.ms=0", "batch.size=16384", "compression.type=none", "enable.idempotence=false", "max.in.flight.requests.per.connection=50",
-                log4j=cfg, out=clients / f"{name}.out"))
+            procs.append(
+                labclients.start_java_tool(
+                    "org.apache.kafka.tools.ProducerPerformance",
+                    "--topic",
+                    TOPIC,
+                    "--num-records",
+                    "100000000",
+                    "--record-size",
+                    "1000",
+                    "--throughput",
+                    "-1",
+                    "--print-metrics",
+                    "--producer-props",
+                    f"bootstrap.servers={b.bootstrap}",
+                    f"client.id={name}",
+                    "acks=1",
+                    "linger.ms=0",
+                    "batch.size=16384",
+                    "compression.type=none",
+                    "enable.idempotence=false",
+                    "max.in.flight.requests.per.connection=50",
+                    log4j=cfg,
+                    out=clients / f"{name}.out",
+                )
+            )
         time.sleep(seconds)
         for p in procs:
             p.terminate()  # ProducerPerformance prints its summary on SIGTERM
@@ -98,8 +138,9 @@ def run(out: str | Path, seconds: float = 80, work: Path | None = None) -> Path:
         lab.collect_logs(ctl, out / "controller-1")
         lab.stop(ctl)
     lab.write_manifest(out, clients="clients")
-    labclients.write_provenance(out, "one request handler thread saturated", "request_saturation.py",
-                                BODY + "\n" + summary(out), EVIDENCE)
+    labclients.write_provenance(
+        out, "one request handler thread saturated", "request_saturation.py", BODY + "\n" + summary(out), EVIDENCE
+    )
     return out
 
 
@@ -142,6 +183,7 @@ def summary(bundle: Path) -> str:
     import json
 
     import pandas as pd
+
     jmx = pd.read_csv(bundle / "broker-2" / "jmx-broker.csv")
     idle = jmx[IDLE]
     queue = []
@@ -149,20 +191,29 @@ def summary(bundle: Path) -> str:
         raw = f.read_bytes()
         for ln in (gzip.decompress(raw) if raw[:2] == b"\x1f\x8b" else raw).decode().splitlines():
             if '"requestApiKeyName":"PRODUCE"' in ln:
-                queue.append(json.loads(ln.split("Completed request:", 1)[1].rsplit(" (kafka.request.logger)", 1)[0])
-                             ["requestQueueTimeMs"])
+                queue.append(
+                    json.loads(ln.split("Completed request:", 1)[1].rsplit(" (kafka.request.logger)", 1)[0])[
+                        "requestQueueTimeMs"
+                    ]
+                )
     q = pd.Series(queue, dtype=float)
-    return (f"Measured in this bundle: RequestHandlerAvgIdlePercent OneMinuteRate {idle.iloc[0]:.2f} before the load, "
-            f"lowest {idle.min():.2f}; NetworkProcessorAvgIdlePercent lowest {jmx[NET_IDLE].min():.2f}; {len(q)} "
-            f"Produce requests in kafka-request.log, requestQueueTimeMs median {q.median():.1f} ms, p99 "
-            f"{q.quantile(0.99):.0f} ms, max {q.max():.0f} ms.\n")
+    return (
+        f"Measured in this bundle: RequestHandlerAvgIdlePercent OneMinuteRate {idle.iloc[0]:.2f} before the load, "
+        f"lowest {idle.min():.2f}; NetworkProcessorAvgIdlePercent lowest {jmx[NET_IDLE].min():.2f}; {len(q)} "
+        f"Produce requests in kafka-request.log, requestQueueTimeMs median {q.median():.1f} ms, p99 "
+        f"{q.quantile(0.99):.0f} ms, max {q.max():.0f} ms.\n"
+    )
 
 
 EVIDENCE = [
-    labclients.Evidence("Produce requests from the load generators", "broker-2/kafka-request.log*",
-                        '"clientId":"loadgen-1","requestApiKeyName":"PRODUCE"'),
-    labclients.Evidence("request handler idle ratio sampled (CSV header)", "broker-2/jmx-broker.csv",
-                        "RequestHandlerAvgIdlePercent"),
+    labclients.Evidence(
+        "Produce requests from the load generators",
+        "broker-2/kafka-request.log*",
+        '"clientId":"loadgen-1","requestApiKeyName":"PRODUCE"',
+    ),
+    labclients.Evidence(
+        "request handler idle ratio sampled (CSV header)", "broker-2/jmx-broker.csv", "RequestHandlerAvgIdlePercent"
+    ),
     labclients.Evidence("load generator progress lines", "clients/loadgen-*.out", "records sent"),
 ]
 

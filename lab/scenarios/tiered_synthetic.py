@@ -10,6 +10,7 @@ counts are the seed's top-10 table, and a restart under a minute after the clean
 
     .venv/bin/python lab/scenarios/tiered_synthetic.py sample_data/tiered-storage
 """
+
 from __future__ import annotations
 
 import random
@@ -19,14 +20,32 @@ from pathlib import Path
 
 TOPIC_ID = "flE-6I70RCyT2gK2Qc3YBw"
 # seed 004's table: partition, segments removed, size difference, % change
-SEED_TABLE = [(40, 6089448, -694197072, -99.394814), (11, 5828664, -664467696, -99.574791),
-              (8, 5774099, -658247286, -99.552919), (38, 5718854, -651949356, -99.511308),
-              (27, 5697808, -649550112, -99.620408), (24, 5696804, -649435656, -99.536340),
-              (20, 5633769, -642249666, -99.464455), (35, 5629745, -641790930, -99.475492),
-              (29, 5627607, -641547198, -99.433064), (12, 5619466, -640619124, -99.506901)]
+SEED_TABLE = [
+    (40, 6089448, -694197072, -99.394814),
+    (11, 5828664, -664467696, -99.574791),
+    (8, 5774099, -658247286, -99.552919),
+    (38, 5718854, -651949356, -99.511308),
+    (27, 5697808, -649550112, -99.620408),
+    (24, 5696804, -649435656, -99.536340),
+    (20, 5633769, -642249666, -99.464455),
+    (35, 5629745, -641790930, -99.475492),
+    (29, 5627607, -641547198, -99.433064),
+    (12, 5619466, -640619124, -99.506901),
+]
 # seed 004's per-minute trace on the hot broker (partition: reads)
-SEED_TRACE = {53: 111724, 18: 112825, 19: 112843, 10: 119265, 35: 125779, 33: 125857, 34: 127535, 27: 128281,
-              11: 130245, 29: 138090, 20: 140152}
+SEED_TRACE = {
+    53: 111724,
+    18: 112825,
+    19: 112843,
+    10: 119265,
+    35: 125779,
+    33: 125857,
+    34: 127535,
+    27: 128281,
+    11: 130245,
+    29: 138090,
+    20: 140152,
+}
 HOT = "broker-4"
 
 
@@ -45,41 +64,85 @@ def server_log(host: str, rnd: random.Random) -> str:
     tier = "kafka.tier.state.FileTierPartitionState"
 
     def start(t, migrations):
-        out.append(rec(t, "INFO", "Registered kafka:type=kafka.Log4jController MBean", "kafka.utils.Log4jControllerRegistration$"))
-        out.append(rec(t + timedelta(milliseconds=900), "INFO", f"[KafkaServer id={bid}] starting", "kafka.server.KafkaServer"))
-        out.append(rec(t + timedelta(seconds=2), "INFO", "Kafka version: 7.6.0-ce", "org.apache.kafka.common.utils.AppInfoParser"))
+        out.append(
+            rec(
+                t,
+                "INFO",
+                "Registered kafka:type=kafka.Log4jController MBean",
+                "kafka.utils.Log4jControllerRegistration$",
+            )
+        )
+        out.append(
+            rec(t + timedelta(milliseconds=900), "INFO", f"[KafkaServer id={bid}] starting", "kafka.server.KafkaServer")
+        )
+        out.append(
+            rec(
+                t + timedelta(seconds=2),
+                "INFO",
+                "Kafka version: 7.6.0-ce",
+                "org.apache.kafka.common.utils.AppInfoParser",
+            )
+        )
         t = t + timedelta(seconds=5)
         for p in migrations:
             before = 480_000_000 + rnd.randint(0, 60_000_000)
             after = int(before * 591531390 / 508509470)
             if p == 10:
                 before, after = 508509470, 591531390
-            out.append(rec(t, "INFO", f"Migrating tier partition state file format for {TOPIC_ID}:retriever-mutation-{p}", tier))
+            out.append(
+                rec(
+                    t, "INFO", f"Migrating tier partition state file format for {TOPIC_ID}:retriever-mutation-{p}", tier
+                )
+            )
             t = t + timedelta(seconds=22 + rnd.random() * 8, milliseconds=rnd.randint(0, 999))
-            out.append(rec(t, "INFO", f"tier partition state file format migration complete for topicIdPartition "
-                                      f"{TOPIC_ID}:retriever-mutation-{p}, state file size changed from {before} to {after}", tier))
+            out.append(
+                rec(
+                    t,
+                    "INFO",
+                    f"tier partition state file format migration complete for topicIdPartition "
+                    f"{TOPIC_ID}:retriever-mutation-{p}, state file size changed from {before} to {after}",
+                    tier,
+                )
+            )
             t = t + timedelta(milliseconds=rnd.randint(5, 60))
         t = t + timedelta(seconds=20)
         out.append(rec(t, "INFO", f"[KafkaServer id={bid}] started", "kafka.server.KafkaServer"))
         return t
 
     hot = host == HOT
-    parts = sorted(set(range(44)) | set(SEED_TRACE) | {p for p, *_ in SEED_TABLE}) if hot else [rnd.randint(0, 55) for _ in range(3)]
+    parts = (
+        sorted(set(range(44)) | set(SEED_TRACE) | {p for p, *_ in SEED_TABLE})
+        if hot
+        else [rnd.randint(0, 55) for _ in range(3)]
+    )
     t = start(t, parts if hot else [])
     # ordinary traffic lines
     for _ in range(40):
         t += timedelta(seconds=rnd.randint(20, 90))
-        out.append(rec(t, "INFO", f"[ProducerStateManager partition=retriever-mutation-{rnd.randint(0, 55)}] Wrote producer "
-                                  f"snapshot at offset {rnd.randint(10**8, 10**9)} with 0 producer ids in {rnd.randint(1, 9)} ms.",
-                       "org.apache.kafka.storage.internals.log.ProducerStateManager"))
+        out.append(
+            rec(
+                t,
+                "INFO",
+                f"[ProducerStateManager partition=retriever-mutation-{rnd.randint(0, 55)}] Wrote producer "
+                f"snapshot at offset {rnd.randint(10**8, 10**9)} with 0 producer ids in {rnd.randint(1, 9)} ms.",
+                "org.apache.kafka.storage.internals.log.ProducerStateManager",
+            )
+        )
     if hot:
         # weeks later: cleanup enabled; the seed's table, then a fast restart
         t = datetime(2024, 6, 9, 15, 4, 47, 458000)
         for p, segs, diff, pct in SEED_TABLE:
             before = round(-diff / (-pct / 100))
             after = before + diff
-            out.append(rec(t, "INFO", f"{segs} segments removed by cleanup from tier partition state file for topicIdPartition "
-                                      f"{TOPIC_ID}:retriever-mutation-{p}, state file size changed from {before} to {after}", tier))
+            out.append(
+                rec(
+                    t,
+                    "INFO",
+                    f"{segs} segments removed by cleanup from tier partition state file for topicIdPartition "
+                    f"{TOPIC_ID}:retriever-mutation-{p}, state file size changed from {before} to {after}",
+                    tier,
+                )
+            )
             t += timedelta(minutes=rnd.randint(20, 170), seconds=rnd.randint(0, 59))
         t = start(t + timedelta(hours=6), [])
     return "".join(out)
@@ -94,8 +157,13 @@ def trace(host: str, rnd: random.Random, minutes: int = 10) -> str:
         if host == HOT:
             for p in sorted(set(range(36)) | set(SEED_TRACE)):
                 base = SEED_TRACE.get(p, rnd.randint(40000, 75000))
-                rows.append(("R", int(base * (0.93 + rnd.random() * 0.1)),
-                             f"/var/lib/kafka/data/retriever-mutation-{p}/00000000000000000000.tierstate.mutable"))
+                rows.append(
+                    (
+                        "R",
+                        int(base * (0.93 + rnd.random() * 0.1)),
+                        f"/var/lib/kafka/data/retriever-mutation-{p}/00000000000000000000.tierstate.mutable",
+                    )
+                )
         for _ in range(25):
             p = rnd.randint(0, 55)
             off = f"{rnd.randint(0, 10**9) // 1000 * 1000:020d}"
@@ -103,7 +171,13 @@ def trace(host: str, rnd: random.Random, minutes: int = 10) -> str:
             rows.append(("R", rnd.randint(9000, 22000), f"/var/lib/kafka/data/retriever-mutation-{p}/{off}{kind}"))
         for _ in range(8):
             p = rnd.randint(0, 55)
-            rows.append(("W", rnd.randint(2000, 9000), f"/var/lib/kafka/data/retriever-mutation-{p}/{rnd.randint(0, 10**9):020d}.log"))
+            rows.append(
+                (
+                    "W",
+                    rnd.randint(2000, 9000),
+                    f"/var/lib/kafka/data/retriever-mutation-{p}/{rnd.randint(0, 10**9):020d}.log",
+                )
+            )
         rows.sort(key=lambda r: r[1])
         out += [f"{op} {n} {path}\n" for op, n, path in rows]
     return "".join(out)

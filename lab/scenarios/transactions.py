@@ -6,6 +6,7 @@ epoch and fences the first, whose commit then fails with PRODUCER_FENCED.
 
     .venv/bin/python lab/scenarios/transactions.py OUT_DIR
 """
+
 from __future__ import annotations
 
 import os
@@ -30,9 +31,14 @@ SETTINGS = {
 def stuck_worker(bootstrap: str, log: str) -> None:
     """Commit three transactions, open a fourth, send into it and hang (the parent kills us)."""
     from kafka import KafkaProducer
+
     with labclients.client_log(log) as app:
-        p = KafkaProducer(bootstrap_servers=bootstrap, client_id="payments-writer", transactional_id=STUCK_TXID,
-                          transaction_timeout_ms=TXN_TIMEOUT_MS)
+        p = KafkaProducer(
+            bootstrap_servers=bootstrap,
+            client_id="payments-writer",
+            transactional_id=STUCK_TXID,
+            transaction_timeout_ms=TXN_TIMEOUT_MS,
+        )
         p.init_transactions()
         for t in range(4):
             p.begin_transaction()
@@ -52,6 +58,7 @@ def fencing(bootstrap: str, app) -> str:
     commit fails. Returns the error A got."""
     from kafka import KafkaProducer
     from kafka.errors import KafkaError
+
     kw = {"bootstrap_servers": bootstrap, "transactional_id": FENCED_TXID, "transaction_timeout_ms": 60000}
     a = KafkaProducer(client_id="ledger-writer-a", **kw)
     a.init_transactions()
@@ -83,6 +90,7 @@ def fencing(bootstrap: str, app) -> str:
 
 def run(out: str | Path, work: Path | None = None) -> Path:
     from kafka.admin import KafkaAdminClient, NewTopic
+
     out = Path(out)
     host, clients = out / "broker-1", out / "clients"
     host.mkdir(parents=True, exist_ok=True)
@@ -94,15 +102,22 @@ def run(out: str | Path, work: Path | None = None) -> Path:
         a = KafkaAdminClient(bootstrap_servers=b.bootstrap)
         a.create_topics([NewTopic(TOPIC, 3, 1)])
         a.close()
-        w = labclients.spawn(__file__, "--stuck", b.bootstrap, str(clients / "payments-writer.log"),
-                             out=Path(b.work) / "stuck.out")
-        labclients.wait_for(lambda: "OPEN" in (Path(b.work) / "stuck.out").read_text(), 60,
-                            "the payments writer to open its transaction")
+        w = labclients.spawn(
+            __file__, "--stuck", b.bootstrap, str(clients / "payments-writer.log"), out=Path(b.work) / "stuck.out"
+        )
+        labclients.wait_for(
+            lambda: "OPEN" in (Path(b.work) / "stuck.out").read_text(),
+            60,
+            "the payments writer to open its transaction",
+        )
         time.sleep(1)
         os.killpg(w.pid, signal.SIGKILL)
         w.wait()
-        labclients.wait_for(lambda: labclients.log_has(b, f"transactionalId {STUCK_TXID} due to timeout"), 60,
-                            "the coordinator to roll back the timed-out transaction")
+        labclients.wait_for(
+            lambda: labclients.log_has(b, f"transactionalId {STUCK_TXID} due to timeout"),
+            60,
+            "the coordinator to roll back the timed-out transaction",
+        )
         with labclients.client_log(clients / "ledger-service.log") as app:
             err = fencing(b.bootstrap, app)
         if "Fenced" not in err:
@@ -116,8 +131,9 @@ def run(out: str | Path, work: Path | None = None) -> Path:
         lab.collect_logs(b, host)
         lab.stop(b)
     lab.write_manifest(out, clients="clients")
-    labclients.write_provenance(out, "a transaction rolled back on timeout, and a fenced producer", "transactions.py",
-                                BODY, EVIDENCE)
+    labclients.write_provenance(
+        out, "a transaction rolled back on timeout, and a fenced producer", "transactions.py", BODY, EVIDENCE
+    )
     return out
 
 
@@ -139,12 +155,19 @@ BODY = f"""
 - `clients/`: each application's own log (Python `logging`, kafka-python at INFO, UTC).
 """
 EVIDENCE = [
-    labclients.Evidence("transaction rolled back on timeout", "broker-1/server.log*",
-                        f"Completed rollback of ongoing transaction for transactionalId {STUCK_TXID} due to timeout"),
-    labclients.Evidence("producer ids / epochs handed out per transactional id", "broker-1/server.log*",
-                        "Initialized transactionalId"),
-    labclients.Evidence("EndTxn refused with PRODUCER_FENCED (90)", "broker-1/kafka-request.log*",
-                        '"clientId":"ledger-writer-a","requestApiKeyName":"END_TXN"'),
+    labclients.Evidence(
+        "transaction rolled back on timeout",
+        "broker-1/server.log*",
+        f"Completed rollback of ongoing transaction for transactionalId {STUCK_TXID} due to timeout",
+    ),
+    labclients.Evidence(
+        "producer ids / epochs handed out per transactional id", "broker-1/server.log*", "Initialized transactionalId"
+    ),
+    labclients.Evidence(
+        "EndTxn refused with PRODUCER_FENCED (90)",
+        "broker-1/kafka-request.log*",
+        '"clientId":"ledger-writer-a","requestApiKeyName":"END_TXN"',
+    ),
     labclients.Evidence("client: the fenced producer's error", "clients/*.log", "commit failed"),
 ]
 

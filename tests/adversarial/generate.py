@@ -5,6 +5,7 @@
 Every case is a bundle folder ``OUT/<case>``; files the kit must not read from outside a bundle
 go to ``OUT/outside``. All content is synthetic (made here), in the shapes Kafka writes.
 """
+
 from __future__ import annotations
 
 import bz2
@@ -26,6 +27,7 @@ def log_lines(n: int, msg: str = "Completed fetch of partition orders-{i}") -> b
 def codecs(root: Path) -> None:
     import lz4.frame
     import zstandard
+
     b = root / "codecs" / "broker-1"
     b.mkdir(parents=True)
     body = log_lines(50) + b"[2026-11-23 06:48:00,000] INFO login password=Adv-gz-pw-0028 (x.Y)\n"
@@ -36,16 +38,19 @@ def codecs(root: Path) -> None:
     (b / "server.log.5.lz4").write_bytes(lz4.frame.compress(body))
     (b / "controller.log").write_bytes(b"\xef\xbb\xbf" + log_lines(5))  # UTF-8 with a BOM
     (b / "connect.log").write_bytes(
-        (log_lines(7).decode() + "[2026-11-23 06:48:00,000] INFO ssl.key.password=Adv-utf16-pw-0030 (x.Y)\n")
-        .encode("utf-16"))
+        (log_lines(7).decode() + "[2026-11-23 06:48:00,000] INFO ssl.key.password=Adv-utf16-pw-0030 (x.Y)\n").encode(
+            "utf-16"
+        )
+    )
     whole = gzip.compress(log_lines(20000))
     bad = bytearray(whole)
     mid = len(bad) // 2
-    bad[mid:mid + 64] = b"\xff" * 64  # corrupted mid-stream
+    bad[mid : mid + 64] = b"\xff" * 64  # corrupted mid-stream
     (b / "state-change.log.gz").write_bytes(bytes(bad))
     with zipfile.ZipFile(root / "codecs" / "archive.zip", "w", zipfile.ZIP_DEFLATED) as z:
-        z.writestr("broker-2/server.log",
-                   log_lines(30) + b"[2026-11-23 06:48:00,000] INFO api.key=Adv-zip-pw-0029 (x.Y)\n")
+        z.writestr(
+            "broker-2/server.log", log_lines(30) + b"[2026-11-23 06:48:00,000] INFO api.key=Adv-zip-pw-0029 (x.Y)\n"
+        )
         z.writestr("broker-2/server.log.1.gz", gzip.compress(log_lines(10)))
         z.writestr("broker-2/.hidden.log", log_lines(2))
         z.writestr("broker-2/README.md", "notes\n")
@@ -59,13 +64,13 @@ def links(root: Path) -> None:
     b = root / "links" / "broker-1"
     b.mkdir(parents=True)
     (b / "server.log").write_bytes(log_lines(12))
-    os.symlink("server.log", b / "current.log")              # inside: followed
-    os.symlink(out / "secret.log", b / "outside.log")        # outside: not read
-    os.symlink(os.path.relpath(out, b), b / "outside-dir")   # a folder outside: not read
+    os.symlink("server.log", b / "current.log")  # inside: followed
+    os.symlink(out / "secret.log", b / "outside.log")  # outside: not read
+    os.symlink(os.path.relpath(out, b), b / "outside-dir")  # a folder outside: not read
     os.symlink("missing.log", b / "dangling.log")
     os.symlink("loop-b", b / "loop-a")
     os.symlink("loop-a", b / "loop-b")
-    os.symlink("..", b / "up")                                # a folder loop inside the bundle
+    os.symlink("..", b / "up")  # a folder loop inside the bundle
 
 
 def unread(root: Path) -> None:
@@ -94,10 +99,16 @@ def unread(root: Path) -> None:
 def deep(root: Path) -> None:
     b = root / "deep-json" / "broker-1"
     b.mkdir(parents=True)
-    ok = (b'{"request":{"mbean":"java.lang:type=Memory","type":"read"},"value":{"Uptime":1},'
-          b'"timestamp":1795391000,"status":200}')
-    nested = b'{"request":{"mbean":"java.lang:type=Memory","type":"read"},"value":' + b"[" * 200_000 + b"]" * 200_000 \
+    ok = (
+        b'{"request":{"mbean":"java.lang:type=Memory","type":"read"},"value":{"Uptime":1},'
+        b'"timestamp":1795391000,"status":200}'
+    )
+    nested = (
+        b'{"request":{"mbean":"java.lang:type=Memory","type":"read"},"value":'
+        + b"[" * 200_000
+        + b"]" * 200_000
         + b',"timestamp":1795391000,"status":200}'
+    )
     (b / "jolokia.json").write_bytes(ok + b"\n" + nested + b"\n" + ok + b"\n")
     p = root / "deep-json" / "payloads"
     p.mkdir()

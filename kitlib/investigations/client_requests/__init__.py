@@ -9,6 +9,7 @@ log, ``auth_failures`` from the selector's and the authorizer's lines, the handl
 metrics) and its fix is on the broker or in the client's credentials and quotas, not in the
 consumer's poll loop.
 """
+
 from kitlib.investigations import Investigation, has_rows
 from kitlib.investigations.client_requests import analysis, auth, quotas  # noqa: F401  (registers tables and detectors)
 
@@ -16,11 +17,17 @@ INVESTIGATION = Investigation(
     name="client_requests",
     title="Client requests: authentication, quotas, saturation",
     question="Are the brokers refusing clients (authentication, authorization), throttling them (quotas) or "
-             "too busy to answer (request handlers, network threads, one slow broker)?",
+    "too busy to answer (request handlers, network threads, one slow broker)?",
     tables=("auth_failures", "requests", "metrics", "configs", "quota_changes"),
     finding_ids=("auth-failures", "quota-throttling", "request-saturation"),
-    relevant=lambda b: has_rows(b, "auth_failures") or has_rows(b, "requests")
-    or has_rows(b, "metrics", analysis.saturation_metrics_present),
-    examples={"auth-failures": ("auth-failures",), "quota-throttling": ("quota-throttling",),
-              "request-saturation": ("request-saturation",)},
+    relevant=lambda b: (
+        has_rows(b, "auth_failures")
+        or has_rows(b, "requests")
+        or has_rows(b, "metrics", analysis.saturation_metrics_present)
+    ),
+    examples={
+        "auth-failures": ("auth-failures",),
+        "quota-throttling": ("quota-throttling",),
+        "request-saturation": ("request-saturation",),
+    },
 )

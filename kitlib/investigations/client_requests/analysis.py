@@ -6,18 +6,19 @@ Example:
     >>> idle_fraction(pd.Series([2.0, 1.1]))       # a combined KRaft node's handler meter (two pools)
     [1.0, 0.1]
 """
+
 from __future__ import annotations
 
 import pandas as pd
 
 from kitlib.findings import Finding, detector, evidence
 
-IDLE_FLOOR = 0.3              # Kafka's operations guidance: handler/network idle below 30 % is saturation
-IDLE_MIN_SAMPLES = 2          # samples below the floor (per host and metric) that make a finding
-QUEUE_SLOW_MS = 100.0         # a request that waited this long in the request queue waited too long
-QUEUE_SLOW_SHARE = 0.05       # ... and this share of a broker's requests doing so is saturation
+IDLE_FLOOR = 0.3  # Kafka's operations guidance: handler/network idle below 30 % is saturation
+IDLE_MIN_SAMPLES = 2  # samples below the floor (per host and metric) that make a finding
+QUEUE_SLOW_MS = 100.0  # a request that waited this long in the request queue waited too long
+QUEUE_SLOW_SHARE = 0.05  # ... and this share of a broker's requests doing so is saturation
 QUEUE_MIN_REQUESTS = 20
-PEER_FACTOR = 3.0             # Cruise Control's rule of thumb: a broker 3x slower than its peers
+PEER_FACTOR = 3.0  # Cruise Control's rule of thumb: a broker 3x slower than its peers
 THROTTLE_MIN_REQUESTS = 3
 QUOTA_KEYS = ("producer_byte_rate", "consumer_byte_rate", "request_percentage", "controller_mutation_rate")
 IDLE_NAMES = ("RequestHandlerAvgIdlePercent", "NetworkProcessorAvgIdlePercent")
@@ -55,6 +56,7 @@ def saturation_metrics_present(metrics: pd.DataFrame) -> bool:
 
 # --- authentication and authorization ---
 
+
 def auth_summary(auth: pd.DataFrame) -> pd.DataFrame:
     """Per kind, principal or address, mechanism and reason: how many failures, first and last."""
     cols = ["kind", "who", "mechanism", "reason", "failures", "first", "last"]
@@ -63,9 +65,13 @@ def auth_summary(auth: pd.DataFrame) -> pd.DataFrame:
     auth = auth.reset_index(drop=True)
     who = auth["principal"].astype("string").fillna(auth["address"].astype("string")).fillna("(unknown)")
     what = auth["reason"].astype("string")
-    what = what.where(auth["kind"].astype("string") != "authorization",
-                      "Denied " + auth["operation"].astype("string").fillna("?") + " on "
-                      + auth["resource"].astype("string").fillna("?"))
+    what = what.where(
+        auth["kind"].astype("string") != "authorization",
+        "Denied "
+        + auth["operation"].astype("string").fillna("?")
+        + " on "
+        + auth["resource"].astype("string").fillna("?"),
+    )
     df = auth.assign(who=who, what=what.fillna("(not logged)"), mech=auth["mechanism"].astype("string").fillna("-"))
     g = df.groupby(["kind", "who", "mech", "what"], observed=True, dropna=False)
     out = g.agg(failures=("ts", "size"), first=("ts", "min"), last=("ts", "max")).reset_index()
@@ -73,50 +79,82 @@ def auth_summary(auth: pd.DataFrame) -> pd.DataFrame:
     return out.sort_values("failures", ascending=False)[cols].reset_index(drop=True)
 
 
-@detector(ids=["auth-failures"], needs=["auth_failures"],
-          checks="failed authentications (SASL, TLS), re-authentications and authorizer denials")
+@detector(
+    ids=["auth-failures"],
+    needs=["auth_failures"],
+    checks="failed authentications (SASL, TLS), re-authentications and authorizer denials",
+)
 def auth_failures(bundle) -> list[Finding]:
     af = bundle.table("auth_failures")
     s = auth_summary(af)
     if not len(s):
         return []
     top = s.head(5)
-    parts = [f"{r['who']} {r['failures']}x since {pd.Timestamp(r['first']).strftime('%H:%M:%S')} "
-             f"({r['kind']}{'' if r['mechanism'] == '-' else ' ' + r['mechanism']}: {r['reason']})"
-             for _, r in top.iterrows()]
+    parts = [
+        f"{r['who']} {r['failures']}x since {pd.Timestamp(r['first']).strftime('%H:%M:%S')} "
+        f"({r['kind']}{'' if r['mechanism'] == '-' else ' ' + r['mechanism']}: {r['reason']})"
+        for _, r in top.iterrows()
+    ]
     kinds = set(af["kind"].astype("string"))
     fixes = []
     if kinds & {"authentication", "reauthentication", "client"}:
-        fixes.append("a client presents credentials the broker rejects: find the application at that address and "
-                     "fix its sasl.jaas.config / username and password (or SCRAM credentials with kafka-configs "
-                     "--alter --add-config 'SCRAM-SHA-512=[...]' --entity-type users); a rotated secret not rolled "
-                     "out everywhere looks exactly like this")
+        fixes.append(
+            "a client presents credentials the broker rejects: find the application at that address and "
+            "fix its sasl.jaas.config / username and password (or SCRAM credentials with kafka-configs "
+            "--alter --add-config 'SCRAM-SHA-512=[...]' --entity-type users); a rotated secret not rolled "
+            "out everywhere looks exactly like this"
+        )
     if "ssl_handshake" in kinds:
-        fixes.append("TLS handshakes fail: check the client's truststore against the broker certificate chain, "
-                     "ssl.endpoint.identification.algorithm and host names, and that the client speaks TLS to a "
-                     "TLS listener")
+        fixes.append(
+            "TLS handshakes fail: check the client's truststore against the broker certificate chain, "
+            "ssl.endpoint.identification.algorithm and host names, and that the client speaks TLS to a "
+            "TLS listener"
+        )
     if "authorization" in kinds:
-        fixes.append("the authorizer denies an authenticated principal: add the ACL it needs (kafka-acls --add "
-                     "--allow-principal ... --operation ... --topic/--group ...) or fix the principal the client "
-                     "runs as")
+        fixes.append(
+            "the authorizer denies an authenticated principal: add the ACL it needs (kafka-acls --add "
+            "--allow-principal ... --operation ... --topic/--group ...) or fix the principal the client "
+            "runs as"
+        )
     total = len(af)
     who = ", ".join(sorted(set(s["who"].head(10))))
-    return [Finding(
-        "auth-failures", "high" if total >= 10 else "medium",
-        f"{total} authentication/authorization failures: " + "; ".join(parts),
-        numbers={"failures": total, "who": who, "kinds": ", ".join(sorted(kinds)),
-                 "first": af["ts"].min(), "last": af["ts"].max()},
-        recommendation="; ".join(fixes)[:1].upper() + "; ".join(fixes)[1:] + ".",
-        evidence=evidence(pd.concat([af.groupby(["kind", "address"], observed=True, dropna=False).head(2),
-                                     af.tail(2)]).drop_duplicates().sort_values("ts")))]
+    return [
+        Finding(
+            "auth-failures",
+            "high" if total >= 10 else "medium",
+            f"{total} authentication/authorization failures: " + "; ".join(parts),
+            numbers={
+                "failures": total,
+                "who": who,
+                "kinds": ", ".join(sorted(kinds)),
+                "first": af["ts"].min(),
+                "last": af["ts"].max(),
+            },
+            recommendation="; ".join(fixes)[:1].upper() + "; ".join(fixes)[1:] + ".",
+            evidence=evidence(
+                pd.concat([af.groupby(["kind", "address"], observed=True, dropna=False).head(2), af.tail(2)])
+                .drop_duplicates()
+                .sort_values("ts")
+            ),
+        )
+    ]
 
 
 # --- quotas ---
 
+
 def throttle_summary(requests: pd.DataFrame) -> pd.DataFrame:
     """Per client id and principal: requests, throttled requests, max and total throttle time."""
-    cols = ["client_id", "principal", "apis", "requests", "throttled", "max_throttle_ms", "total_throttle_ms",
-            "first_throttled"]
+    cols = [
+        "client_id",
+        "principal",
+        "apis",
+        "requests",
+        "throttled",
+        "max_throttle_ms",
+        "total_throttle_ms",
+        "first_throttled",
+    ]
     if not len(requests):
         return pd.DataFrame(columns=cols)
     requests = requests.reset_index(drop=True)
@@ -124,11 +162,18 @@ def throttle_summary(requests: pd.DataFrame) -> pd.DataFrame:
     if not r["thr"].any():
         return pd.DataFrame(columns=cols)
     g = r.groupby([r["client_id"].astype("string").fillna(""), r["principal"].astype("string").fillna("")])
-    out = g.agg(requests=("ts", "size"), throttled=("thr", "sum"), max_throttle_ms=("throttle_ms", "max"),
-                total_throttle_ms=("throttle_ms", "sum")).reset_index()
+    out = g.agg(
+        requests=("ts", "size"),
+        throttled=("thr", "sum"),
+        max_throttle_ms=("throttle_ms", "max"),
+        total_throttle_ms=("throttle_ms", "sum"),
+    ).reset_index()
     firsts = r[r["thr"]].groupby(r["client_id"].astype("string").fillna(""))["ts"].min()
-    apis = r[r["thr"]].groupby(r["client_id"].astype("string").fillna(""))["api_name"].agg(
-        lambda s: ", ".join(sorted(set(s.astype(str)))))
+    apis = (
+        r[r["thr"]]
+        .groupby(r["client_id"].astype("string").fillna(""))["api_name"]
+        .agg(lambda s: ", ".join(sorted(set(s.astype(str)))))
+    )
     out["first_throttled"] = out["client_id"].map(firsts)
     out["apis"] = out["client_id"].map(apis).fillna("")
     return out[out["throttled"] > 0].sort_values("total_throttle_ms", ascending=False)[cols].reset_index(drop=True)
@@ -141,8 +186,9 @@ def throttle_metrics(metrics: pd.DataFrame) -> pd.DataFrame:
         return metrics.iloc[0:0]
     attr = metrics["attribute"].astype("string").str.lower()
     name = metrics["name"].astype("string").str.lower().fillna("")
-    hit = (attr.str.contains("throttle-time|throttle_time|throttletime", regex=True, na=False)
-           | name.str.contains("throttle-time|throttle_time", regex=True, na=False))
+    hit = attr.str.contains("throttle-time|throttle_time|throttletime", regex=True, na=False) | name.str.contains(
+        "throttle-time|throttle_time", regex=True, na=False
+    )
     m = metrics[hit & (metrics["value"] > 0)]
     return m
 
@@ -165,47 +211,80 @@ def quotas_in_force(configs: pd.DataFrame, quota_changes: pd.DataFrame | None = 
     return pd.concat(parts, ignore_index=True)
 
 
-@detector(ids=["quota-throttling"], needs=[],
-          checks="clients throttled by a quota (throttleTimeMs in the request log, throttle-time metrics)")
+@detector(
+    ids=["quota-throttling"],
+    needs=[],
+    checks="clients throttled by a quota (throttleTimeMs in the request log, throttle-time metrics)",
+)
 def quota_throttling(bundle) -> list[Finding]:
     t = throttle_summary(bundle.table("requests"))
     t = t[t["throttled"] >= THROTTLE_MIN_REQUESTS] if len(t) else t
     tm = throttle_metrics(bundle.table("metrics"))
-    tm_clients = tm.groupby(tm["client_id"].astype("string").fillna("(unnamed)")).agg(
-        samples=("value", "size"), max_ms=("value", "max")) if len(tm) else pd.DataFrame(columns=["samples", "max_ms"])
+    tm_clients = (
+        tm.groupby(tm["client_id"].astype("string").fillna("(unnamed)")).agg(
+            samples=("value", "size"), max_ms=("value", "max")
+        )
+        if len(tm)
+        else pd.DataFrame(columns=["samples", "max_ms"])
+    )
     tm_clients = tm_clients[tm_clients["samples"] >= 2]
     if not len(t) and not len(tm_clients):
         return []
     q = quotas_in_force(bundle.table("configs"), bundle.table("quota_changes"))
-    quota_text = "; ".join(f"{r['entity'] or '(default)'} {r['key']}={r['value']}" for _, r in q.head(5).iterrows()) \
-        if len(q) else "not in the bundle (kafka-configs --describe --entity-type clients/users shows it)"
+    quota_text = (
+        "; ".join(f"{r['entity'] or '(default)'} {r['key']}={r['value']}" for _, r in q.head(5).iterrows())
+        if len(q)
+        else "not in the bundle (kafka-configs --describe --entity-type clients/users shows it)"
+    )
     clients = list(t["client_id"]) + [c for c in tm_clients.index if c not in set(t["client_id"])]
-    parts = [f"{r['client_id'] or '(no client id)'}: {int(r['throttled'])} of {int(r['requests'])} requests throttled "
-             f"({r['apis']}), up to {r['max_throttle_ms']:,.0f} ms" for _, r in t.head(5).iterrows()]
-    parts += [f"{c}: throttle-time up to {row['max_ms']:,.0f} ms in {int(row['samples'])} metric samples"
-              for c, row in tm_clients.iterrows() if c not in set(t["client_id"])]
+    parts = [
+        f"{r['client_id'] or '(no client id)'}: {int(r['throttled'])} of {int(r['requests'])} requests throttled "
+        f"({r['apis']}), up to {r['max_throttle_ms']:,.0f} ms"
+        for _, r in t.head(5).iterrows()
+    ]
+    parts += [
+        f"{c}: throttle-time up to {row['max_ms']:,.0f} ms in {int(row['samples'])} metric samples"
+        for c, row in tm_clients.iterrows()
+        if c not in set(t["client_id"])
+    ]
     reqs = bundle.table("requests")
     ev = reqs[reqs["throttle_ms"].fillna(0) > 0].groupby("client_id", dropna=False).head(3) if len(reqs) else reqs
-    ev_list = evidence(ev, lambda r: f"{r['api_name']} from {r['client_id']} ({r['client_address']}): "
-                                     f"throttleTimeMs {r['throttle_ms']:g}, totalTimeMs {r['total_ms']:g}")
+    ev_list = evidence(
+        ev,
+        lambda r: (
+            f"{r['api_name']} from {r['client_id']} ({r['client_address']}): "
+            f"throttleTimeMs {r['throttle_ms']:g}, totalTimeMs {r['total_ms']:g}"
+        ),
+    )
     ev_list += evidence(tm.head(3), lambda r: f"{r['mbean']} {r['attribute']} = {r['value']:g}")
     ev_list += evidence(q.head(3), lambda r: f"{r['entity']} {r['key']}={r['value']}")
-    return [Finding(
-        "quota-throttling", "medium",
-        "Quota throttling: " + "; ".join(parts),
-        numbers={"clients": ", ".join(clients), "throttled_requests": int(t["throttled"].sum()) if len(t) else 0,
-                 "max_throttle_ms": float(max(t["max_throttle_ms"].max() if len(t) else 0,
-                                              tm["value"].max() if len(tm) else 0)),
-                 "quota_in_force": quota_text},
-        recommendation=("The broker delays these clients to hold them to their quota (" + quota_text + "). If the "
-                        "rate is expected, raise the quota for that client-id/user with kafka-configs --alter "
-                        "--add-config producer_byte_rate=... (or consumer_byte_rate, request_percentage); otherwise "
-                        "find why the client sends more than before. Throttled clients see latency, not errors, so "
-                        "check their delivery.timeout.ms and max.block.ms."),
-        evidence=ev_list)]
+    return [
+        Finding(
+            "quota-throttling",
+            "medium",
+            "Quota throttling: " + "; ".join(parts),
+            numbers={
+                "clients": ", ".join(clients),
+                "throttled_requests": int(t["throttled"].sum()) if len(t) else 0,
+                "max_throttle_ms": float(
+                    max(t["max_throttle_ms"].max() if len(t) else 0, tm["value"].max() if len(tm) else 0)
+                ),
+                "quota_in_force": quota_text,
+            },
+            recommendation=(
+                "The broker delays these clients to hold them to their quota (" + quota_text + "). If the "
+                "rate is expected, raise the quota for that client-id/user with kafka-configs --alter "
+                "--add-config producer_byte_rate=... (or consumer_byte_rate, request_percentage); otherwise "
+                "find why the client sends more than before. Throttled clients see latency, not errors, so "
+                "check their delivery.timeout.ms and max.block.ms."
+            ),
+            evidence=ev_list,
+        )
+    ]
 
 
 # --- saturation ---
+
 
 def idle_samples(metrics: pd.DataFrame) -> pd.DataFrame:
     """Handler and network-processor idle samples as fractions, one row per host, metric and time
@@ -222,7 +301,7 @@ def idle_samples(metrics: pd.DataFrame) -> pd.DataFrame:
         return pd.DataFrame(columns=cols)
     m = m.assign(metric=m["name"].astype("string"), host=m["host"].astype("string"))
     top = m.groupby("host")["value"].transform("max")
-    m = m.assign(combined=(top > 1.05) & (top <= 2.5))   # a broker+controller node (see idle_fraction)
+    m = m.assign(combined=(top > 1.05) & (top <= 2.5))  # a broker+controller node (see idle_fraction)
     parts = [g.assign(idle=idle_fraction(g["value"])) for _, g in m.groupby(["host", "metric"], sort=False)]
     return pd.concat(parts)[cols].sort_values("ts", kind="stable").reset_index(drop=True)
 
@@ -235,23 +314,35 @@ def broker_latency(requests: pd.DataFrame) -> pd.DataFrame:
     if not len(requests):
         return pd.DataFrame(columns=cols)
     requests = requests.reset_index(drop=True)
-    r = requests.assign(own=(requests["total_ms"] - requests["remote_ms"].fillna(0) - requests["throttle_ms"].fillna(0)),
-                        slowq=requests["request_queue_ms"].fillna(0) >= QUEUE_SLOW_MS)
+    r = requests.assign(
+        own=(requests["total_ms"] - requests["remote_ms"].fillna(0) - requests["throttle_ms"].fillna(0)),
+        slowq=requests["request_queue_ms"].fillna(0) >= QUEUE_SLOW_MS,
+    )
     g = r.groupby(r["host"].astype("string"))
-    out = g.agg(requests=("ts", "size"), own_ms_median=("own", "median"), own_ms_p99=("own", lambda s: s.quantile(0.99)),
-                queue_ms_p99=("request_queue_ms", lambda s: s.quantile(0.99)),
-                slow_queue_share=("slowq", "mean")).reset_index()
+    out = g.agg(
+        requests=("ts", "size"),
+        own_ms_median=("own", "median"),
+        own_ms_p99=("own", lambda s: s.quantile(0.99)),
+        queue_ms_p99=("request_queue_ms", lambda s: s.quantile(0.99)),
+        slow_queue_share=("slowq", "mean"),
+    ).reset_index()
     return out[cols]
 
 
-@detector(ids=["request-saturation"], needs=[],
-          checks=f"request handler / network idle below {IDLE_FLOOR:.0%}, requests queued >= {QUEUE_SLOW_MS:g} ms, "
-                 f"a broker {PEER_FACTOR:g}x slower than its peers")
+@detector(
+    ids=["request-saturation"],
+    needs=[],
+    checks=f"request handler / network idle below {IDLE_FLOOR:.0%}, requests queued >= {QUEUE_SLOW_MS:g} ms, "
+    f"a broker {PEER_FACTOR:g}x slower than its peers",
+)
 def request_saturation(bundle) -> list[Finding]:
     idle = idle_samples(bundle.table("metrics"))
     low = idle[idle["idle"] < IDLE_FLOOR] if len(idle) else idle
-    low_by = low.groupby(["host", "metric"]).agg(samples=("idle", "size"), min_idle=("idle", "min")).reset_index() \
-        if len(low) else pd.DataFrame(columns=["host", "metric", "samples", "min_idle"])
+    low_by = (
+        low.groupby(["host", "metric"]).agg(samples=("idle", "size"), min_idle=("idle", "min")).reset_index()
+        if len(low)
+        else pd.DataFrame(columns=["host", "metric", "samples", "min_idle"])
+    )
     low_by = low_by[low_by["samples"] >= IDLE_MIN_SAMPLES]
     lat = broker_latency(bundle.table("requests"))
     queued = lat[(lat["requests"] >= QUEUE_MIN_REQUESTS) & (lat["slow_queue_share"] >= QUEUE_SLOW_SHARE)]
@@ -269,45 +360,70 @@ def request_saturation(bundle) -> list[Finding]:
                 slow_peer = pd.concat([slow_peer, r.to_frame().T])
     if not len(low_by) and not len(queued) and not len(slow_peer):
         return []
-    parts = [f"{r['host']} {r['metric']} down to {r['min_idle']:.0%} ({int(r['samples'])} samples below "
-             f"{IDLE_FLOOR:.0%})" for _, r in low_by.iterrows()]
-    parts += [f"{r['host']}: {r['slow_queue_share']:.0%} of {int(r['requests'])} requests waited >= "
-              f"{QUEUE_SLOW_MS:g} ms in the request queue (p99 {r['queue_ms_p99']:,.0f} ms)" for _, r in queued.iterrows()]
-    parts += [f"{r['host']} takes {r['own_ms_median']:,.1f} ms per request (median), {PEER_FACTOR:g}x its peers"
-              for _, r in slow_peer.iterrows()]
+    parts = [
+        f"{r['host']} {r['metric']} down to {r['min_idle']:.0%} ({int(r['samples'])} samples below {IDLE_FLOOR:.0%})"
+        for _, r in low_by.iterrows()
+    ]
+    parts += [
+        f"{r['host']}: {r['slow_queue_share']:.0%} of {int(r['requests'])} requests waited >= "
+        f"{QUEUE_SLOW_MS:g} ms in the request queue (p99 {r['queue_ms_p99']:,.0f} ms)"
+        for _, r in queued.iterrows()
+    ]
+    parts += [
+        f"{r['host']} takes {r['own_ms_median']:,.1f} ms per request (median), {PEER_FACTOR:g}x its peers"
+        for _, r in slow_peer.iterrows()
+    ]
     handler = low_by["metric"].eq("RequestHandlerAvgIdlePercent").any() or len(queued)
     network = low_by["metric"].eq("NetworkProcessorAvgIdlePercent").any()
     fixes = []
     if handler:
-        fixes.append("request handler threads are busy nearly all the time, so requests wait in the request queue: "
-                     "raise num.io.threads (a common start is 8 per data disk), and look at what keeps them busy "
-                     "(many small produce requests: raise linger.ms/batch.size on producers; fetch sessions from "
-                     "many consumers; down-conversion)")
+        fixes.append(
+            "request handler threads are busy nearly all the time, so requests wait in the request queue: "
+            "raise num.io.threads (a common start is 8 per data disk), and look at what keeps them busy "
+            "(many small produce requests: raise linger.ms/batch.size on producers; fetch sessions from "
+            "many consumers; down-conversion)"
+        )
     if network:
-        fixes.append("network threads are saturated: raise num.network.threads and check the connection count and "
-                     "TLS cost")
+        fixes.append(
+            "network threads are saturated: raise num.network.threads and check the connection count and TLS cost"
+        )
     if len(slow_peer):
-        fixes.append("one broker is slower than its peers: compare its disks, GC and partition leadership with the "
-                     "others (kafka-leader-election / reassignment to move load off it)")
+        fixes.append(
+            "one broker is slower than its peers: compare its disks, GC and partition leadership with the "
+            "others (kafka-leader-election / reassignment to move load off it)"
+        )
     reqs = bundle.table("requests")
-    ev = reqs[reqs["request_queue_ms"].fillna(0) >= QUEUE_SLOW_MS].sort_values("request_queue_ms", ascending=False) \
-        if len(reqs) else reqs
+    ev = (
+        reqs[reqs["request_queue_ms"].fillna(0) >= QUEUE_SLOW_MS].sort_values("request_queue_ms", ascending=False)
+        if len(reqs)
+        else reqs
+    )
     ev_list = evidence(low.sort_values("idle").head(6), lambda r: f"{r['mbean']} {r['attribute']} = {r['idle']:.3f}")
-    ev_list += evidence(ev.head(6), lambda r: f"{r['api_name']} from {r['client_id']}: requestQueueTimeMs "
-                                              f"{r['request_queue_ms']:g}, totalTimeMs {r['total_ms']:g}")
+    ev_list += evidence(
+        ev.head(6),
+        lambda r: (
+            f"{r['api_name']} from {r['client_id']}: requestQueueTimeMs "
+            f"{r['request_queue_ms']:g}, totalTimeMs {r['total_ms']:g}"
+        ),
+    )
     hosts = sorted(set(low_by["host"]) | set(queued["host"]) | set(slow_peer["host"]))
     text = "; ".join(fixes)
-    return [Finding(
-        "request-saturation", "high" if len(low_by) and float(low_by["min_idle"].min()) < 0.1 else "medium",
-        "Request path saturated: " + "; ".join(parts),
-        numbers={"hosts": ", ".join(map(str, hosts)),
-                 "min_handler_idle": float(low[low["metric"] == "RequestHandlerAvgIdlePercent"]["idle"].min())
-                 if len(low) and (low["metric"] == "RequestHandlerAvgIdlePercent").any() else None,
-                 "min_network_idle": float(low[low["metric"] == "NetworkProcessorAvgIdlePercent"]["idle"].min())
-                 if len(low) and (low["metric"] == "NetworkProcessorAvgIdlePercent").any() else None,
-                 "queue_ms_p99": float(queued["queue_ms_p99"].max()) if len(queued) else None},
-        recommendation=(text[:1].upper() + text[1:] + ".") if text else "",
-        evidence=ev_list)]
-
-
-
+    return [
+        Finding(
+            "request-saturation",
+            "high" if len(low_by) and float(low_by["min_idle"].min()) < 0.1 else "medium",
+            "Request path saturated: " + "; ".join(parts),
+            numbers={
+                "hosts": ", ".join(map(str, hosts)),
+                "min_handler_idle": float(low[low["metric"] == "RequestHandlerAvgIdlePercent"]["idle"].min())
+                if len(low) and (low["metric"] == "RequestHandlerAvgIdlePercent").any()
+                else None,
+                "min_network_idle": float(low[low["metric"] == "NetworkProcessorAvgIdlePercent"]["idle"].min())
+                if len(low) and (low["metric"] == "NetworkProcessorAvgIdlePercent").any()
+                else None,
+                "queue_ms_p99": float(queued["queue_ms_p99"].max()) if len(queued) else None,
+            },
+            recommendation=(text[:1].upper() + text[1:] + ".") if text else "",
+            evidence=ev_list,
+        )
+    ]

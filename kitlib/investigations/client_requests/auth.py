@@ -18,6 +18,7 @@ Example:
     >>> build(ev)[["kind", "address", "mechanism", "reason"]].iloc[0].tolist()
     ['authentication', '10.0.0.7', 'PLAIN', 'Authentication failed: Invalid username or password']
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -29,35 +30,58 @@ from kitlib import tables
 from kitlib.extract import arrow_messages, extractor, first_lines
 from kitlib.investigations.consumer_groups.rules import Rule, classify, logger_keywords
 
-tables.declare("auth_failures", "Authentication and authorization failures (broker selector and authorizer lines, "
-               "client exceptions), one per record; never a credential.", [
-                   ("ts", "ts", "record time"),
-                   ("kind", "category", "authentication, reauthentication, ssl_handshake, authorization (a denied "
-                                        "ACL check) or client (a client's own failure line)"),
-                   ("principal", "str", "principal (authorizer lines), e.g. User:bob"),
-                   ("address", "str", "client address (broker lines) or the broker address (client lines)"),
-                   ("listener", "str", "broker endpoint of the connection (host:port from the channel id)"),
-                   ("mechanism", "str", "SASL mechanism when the line names or implies it (PLAIN, SCRAM-SHA-512, ...)"),
-                   ("reason", "str", "why it failed, as logged"),
-                   ("operation", "str", "denied operation (authorizer lines)"),
-                   ("resource", "str", "resource the operation was denied on, e.g. Topic:LITERAL:orders"),
-                   ("request", "str", "request the check was made for (Fetch, Produce, Metadata, ...)"),
-                   ("level", "category", "log level"),
-                   ("message", "str", "the record's first line (500 characters at most)"),
-               ])
+tables.declare(
+    "auth_failures",
+    "Authentication and authorization failures (broker selector and authorizer lines, "
+    "client exceptions), one per record; never a credential.",
+    [
+        ("ts", "ts", "record time"),
+        (
+            "kind",
+            "category",
+            "authentication, reauthentication, ssl_handshake, authorization (a denied "
+            "ACL check) or client (a client's own failure line)",
+        ),
+        ("principal", "str", "principal (authorizer lines), e.g. User:bob"),
+        ("address", "str", "client address (broker lines) or the broker address (client lines)"),
+        ("listener", "str", "broker endpoint of the connection (host:port from the channel id)"),
+        ("mechanism", "str", "SASL mechanism when the line names or implies it (PLAIN, SCRAM-SHA-512, ...)"),
+        ("reason", "str", "why it failed, as logged"),
+        ("operation", "str", "denied operation (authorizer lines)"),
+        ("resource", "str", "resource the operation was denied on, e.g. Topic:LITERAL:orders"),
+        ("request", "str", "request the check was made for (Fetch, Produce, Metadata, ...)"),
+        ("level", "category", "log level"),
+        ("message", "str", "the record's first line (500 characters at most)"),
+    ],
+)
 
 RULES = [
-    Rule("authorization", r"(?i)Principal = (?P<principal>\S+) is Denied operation = (?P<operation>\S+) from host = "
-                          r"(?P<address>\S+) on resource = (?P<resource>\S+)(?: for request = (?P<request>\w+))?"),
-    Rule("reauthentication", r"Failed re-authentication with (?P<address>\S+?)(?: \(channelId=(?P<channel>[^)]*)\))? "
-                             r"\((?P<reason>.*)\)\s*$"),
-    Rule("authentication", r"Failed authentication with (?P<address>\S+?)(?: \(channelId=(?P<channel>[^)]*)\))? "
-                           r"\((?P<reason>.*)\)\s*$"),
-    Rule("client", r"Connection to node (?P<node>\S+) \((?P<address>[^)]*)\) failed authentication due to: "
-                   r"(?P<reason>.*)$"),
+    Rule(
+        "authorization",
+        r"(?i)Principal = (?P<principal>\S+) is Denied operation = (?P<operation>\S+) from host = "
+        r"(?P<address>\S+) on resource = (?P<resource>\S+)(?: for request = (?P<request>\w+))?",
+    ),
+    Rule(
+        "reauthentication",
+        r"Failed re-authentication with (?P<address>\S+?)(?: \(channelId=(?P<channel>[^)]*)\))? "
+        r"\((?P<reason>.*)\)\s*$",
+    ),
+    Rule(
+        "authentication",
+        r"Failed authentication with (?P<address>\S+?)(?: \(channelId=(?P<channel>[^)]*)\))? "
+        r"\((?P<reason>.*)\)\s*$",
+    ),
+    Rule(
+        "client",
+        r"Connection to node (?P<node>\S+) \((?P<address>[^)]*)\) failed authentication due to: "
+        r"(?P<reason>.*)$",
+    ),
     Rule("ssl_handshake", r"(?P<reason>SSL handshake failed.*)$"),
-    Rule("client", r"(?P<reason>(?:SaslAuthenticationFailed|SaslAuthentication|SslAuthentication|TopicAuthorization|"
-                   r"GroupAuthorization|ClusterAuthorization|TransactionalIdAuthorization)(?:Exception|Error)\S*:? ?.*)$"),
+    Rule(
+        "client",
+        r"(?P<reason>(?:SaslAuthenticationFailed|SaslAuthentication|SslAuthentication|TopicAuthorization|"
+        r"GroupAuthorization|ClusterAuthorization|TransactionalIdAuthorization)(?:Exception|Error)\S*:? ?.*)$",
+    ),
     Rule("client", r"(?i)(?P<reason>Authentication failed(?: for user \S+)?[:.]?.*)$"),
 ]
 _MECH = r"(?P<mechanism>SCRAM-SHA-256|SCRAM-SHA-512|PLAIN|GSSAPI|OAUTHBEARER)"
@@ -65,12 +89,27 @@ _ANCHORS = r"(?i)authenticat|SSL handshake|is Denied operation|AuthorizationExce
 SLICE = 65536
 
 
-@extractor("auth_failures", match=logger_keywords("selector", "authorizer", "security", "ssl", "sasl", "authenticat",
-                                                  "networkclient", "kafka.conn", "socketserver", "clients", "rdkafka",
-                                                  "confluent"), contains=_ANCHORS)
+@extractor(
+    "auth_failures",
+    match=logger_keywords(
+        "selector",
+        "authorizer",
+        "security",
+        "ssl",
+        "sasl",
+        "authenticat",
+        "networkclient",
+        "kafka.conn",
+        "socketserver",
+        "clients",
+        "rdkafka",
+        "confluent",
+    ),
+    contains=_ANCHORS,
+)
 def build(events: pd.DataFrame) -> pd.DataFrame:
     if len(events) > SLICE:
-        return pd.concat([build(events.iloc[i:i + SLICE]) for i in range(0, len(events), SLICE)], ignore_index=True)
+        return pd.concat([build(events.iloc[i : i + SLICE]) for i in range(0, len(events), SLICE)], ignore_index=True)
     if not len(events):
         return tables.empty("auth_failures")
     first = first_lines(arrow_messages(events))
@@ -82,23 +121,38 @@ def build(events: pd.DataFrame) -> pd.DataFrame:
     kinds = kinds[keep].astype(object)
     cols = {k: v[keep] for k, v in cols.items()}
     reason = pa.array(cols["reason"].tolist(), pa.string())
-    ssl = np.asarray(pc.fill_null(pc.match_substring(reason, "SSL handshake failed"), False).to_numpy(zero_copy_only=False),
-                     bool)
+    ssl = np.asarray(
+        pc.fill_null(pc.match_substring(reason, "SSL handshake failed"), False).to_numpy(zero_copy_only=False), bool
+    )
     kinds[ssl & np.isin(kinds, ["authentication", "reauthentication"])] = "ssl_handshake"
     mech = np.array(pc.struct_field(pc.extract_regex(first, _MECH), "mechanism").to_pylist(), dtype=object)
     mech[mech == ""] = None
-    plain = np.asarray(pc.fill_null(pc.match_substring(reason, "Invalid username or password"), False)
-                       .to_numpy(zero_copy_only=False), bool)
+    plain = np.asarray(
+        pc.fill_null(pc.match_substring(reason, "Invalid username or password"), False).to_numpy(zero_copy_only=False),
+        bool,
+    )
     mech[(mech == None) & plain] = "PLAIN"  # noqa: E711 - PlainServerCallbackHandler's wording
     addr = pa.array(cols["address"].tolist(), pa.string())
-    addr = pc.replace_substring_regex(addr, r"^.*/", "")           # '/10.0.0.7' and 'host/10.0.0.7' -> 10.0.0.7
+    addr = pc.replace_substring_regex(addr, r"^.*/", "")  # '/10.0.0.7' and 'host/10.0.0.7' -> 10.0.0.7
     channel = pa.array(cols.get("channel", np.full(len(keep), None, object)).tolist(), pa.string())
     listener = pc.replace_substring_regex(channel, r"^([^-]+)-.*$", r"\1")
     ev = events.iloc[keep].reset_index(drop=True)
-    return pd.DataFrame({
-        "ts": ev["ts"], "kind": kinds, "principal": cols["principal"], "address": addr.to_pylist(),
-        "listener": listener.to_pylist(), "mechanism": mech, "reason": cols["reason"],
-        "operation": cols["operation"], "resource": cols["resource"], "request": cols["request"],
-        "level": ev["level"].astype("string"),
-        "message": pd.array(pc.utf8_slice_codeunits(first, 0, 500), dtype=pd.StringDtype("pyarrow")),
-        "host": ev["host"].astype("string"), "file": ev["file"].astype("string"), "line": ev["line"]})
+    return pd.DataFrame(
+        {
+            "ts": ev["ts"],
+            "kind": kinds,
+            "principal": cols["principal"],
+            "address": addr.to_pylist(),
+            "listener": listener.to_pylist(),
+            "mechanism": mech,
+            "reason": cols["reason"],
+            "operation": cols["operation"],
+            "resource": cols["resource"],
+            "request": cols["request"],
+            "level": ev["level"].astype("string"),
+            "message": pd.array(pc.utf8_slice_codeunits(first, 0, 500), dtype=pd.StringDtype("pyarrow")),
+            "host": ev["host"].astype("string"),
+            "file": ev["file"].astype("string"),
+            "line": ev["line"],
+        }
+    )

@@ -5,6 +5,7 @@ Example:
     >>> from kitlib.investigations.client_requests import charts
     >>> charts.idle(bundle.metrics)                                 # doctest: +SKIP
 """
+
 from __future__ import annotations
 
 import altair as alt
@@ -22,14 +23,25 @@ def auth_failures(af: pd.DataFrame):
     """Authentication and authorization failures per minute, by principal or address."""
     if not len(af):
         return HTML("<p><i>No authentication or authorization failures in this bundle.</i></p>", "No failures.")
-    d = pd.DataFrame({"minute": _naive(af["ts"]).dt.floor("min"),
-                      "who": af["principal"].astype("string").fillna(af["address"].astype("string")).fillna("?"),
-                      "kind": af["kind"].astype("string")})
+    d = pd.DataFrame(
+        {
+            "minute": _naive(af["ts"]).dt.floor("min"),
+            "who": af["principal"].astype("string").fillna(af["address"].astype("string")).fillna("?"),
+            "kind": af["kind"].astype("string"),
+        }
+    )
     d = d.groupby(["minute", "who", "kind"], dropna=False).size().rename("failures").reset_index()
-    return alt.Chart(d, name="auth_failures").mark_bar().encode(
-        x=alt.X("minute:T", title="minute (UTC)"), y=alt.Y("failures:Q", title="failures"),
-        color=alt.Color("who:N", title="principal / address"), tooltip=["minute:T", "who:N", "kind:N", "failures:Q"],
-    ).properties(width=640, height=200, title="Authentication and authorization failures per minute")
+    return (
+        alt.Chart(d, name="auth_failures")
+        .mark_bar()
+        .encode(
+            x=alt.X("minute:T", title="minute (UTC)"),
+            y=alt.Y("failures:Q", title="failures"),
+            color=alt.Color("who:N", title="principal / address"),
+            tooltip=["minute:T", "who:N", "kind:N", "failures:Q"],
+        )
+        .properties(width=640, height=200, title="Authentication and authorization failures per minute")
+    )
 
 
 def throttling(requests: pd.DataFrame):
@@ -39,25 +51,48 @@ def throttling(requests: pd.DataFrame):
         return HTML("<p><i>No throttled requests in the request log.</i></p>", "No throttled requests.")
     clients = set(r["client_id"].astype("string"))
     r = requests[requests["client_id"].astype("string").isin(clients)]
-    d = pd.DataFrame({"ts": _naive(r["ts"]), "client": r["client_id"].astype("string"),
-                      "api": r["api_name"].astype("string"), "throttle_ms": r["throttle_ms"].astype("float64")})
-    return alt.Chart(d, name="throttling").mark_point(size=20).encode(
-        x=alt.X("ts:T", title="time (UTC)"), y=alt.Y("throttle_ms:Q", title="throttleTimeMs"),
-        color=alt.Color("client:N", title="client id"), tooltip=["ts:T", "client:N", "api:N", "throttle_ms:Q"],
-    ).properties(width=640, height=200, title="Quota throttle time per request")
+    d = pd.DataFrame(
+        {
+            "ts": _naive(r["ts"]),
+            "client": r["client_id"].astype("string"),
+            "api": r["api_name"].astype("string"),
+            "throttle_ms": r["throttle_ms"].astype("float64"),
+        }
+    )
+    return (
+        alt.Chart(d, name="throttling")
+        .mark_point(size=20)
+        .encode(
+            x=alt.X("ts:T", title="time (UTC)"),
+            y=alt.Y("throttle_ms:Q", title="throttleTimeMs"),
+            color=alt.Color("client:N", title="client id"),
+            tooltip=["ts:T", "client:N", "api:N", "throttle_ms:Q"],
+        )
+        .properties(width=640, height=200, title="Quota throttle time per request")
+    )
 
 
 def idle(metrics: pd.DataFrame):
     """RequestHandlerAvgIdlePercent and NetworkProcessorAvgIdlePercent per broker, with the floor."""
     s = idle_samples(metrics)
     if not len(s):
-        return HTML("<p><i>No request handler or network processor idle metrics in this bundle.</i></p>",
-                    "No idle metrics.")
-    d = pd.DataFrame({"ts": _naive(s["ts"]), "host": s["host"].astype("string"), "metric": s["metric"],
-                      "idle": s["idle"]})
-    lines = alt.Chart(d, name="idle").mark_line(point=True).encode(
-        x=alt.X("ts:T", title="time (UTC)"), y=alt.Y("idle:Q", title="idle fraction", scale=alt.Scale(domain=[0, 1])),
-        color=alt.Color("host:N"), strokeDash=alt.StrokeDash("metric:N"), tooltip=["ts:T", "host:N", "metric:N", "idle:Q"])
+        return HTML(
+            "<p><i>No request handler or network processor idle metrics in this bundle.</i></p>", "No idle metrics."
+        )
+    d = pd.DataFrame(
+        {"ts": _naive(s["ts"]), "host": s["host"].astype("string"), "metric": s["metric"], "idle": s["idle"]}
+    )
+    lines = (
+        alt.Chart(d, name="idle")
+        .mark_line(point=True)
+        .encode(
+            x=alt.X("ts:T", title="time (UTC)"),
+            y=alt.Y("idle:Q", title="idle fraction", scale=alt.Scale(domain=[0, 1])),
+            color=alt.Color("host:N"),
+            strokeDash=alt.StrokeDash("metric:N"),
+            tooltip=["ts:T", "host:N", "metric:N", "idle:Q"],
+        )
+    )
     floor = alt.Chart(pd.DataFrame({"y": [IDLE_FLOOR]})).mark_rule(color="#c92a2a", strokeDash=[4, 4]).encode(y="y:Q")
     return (lines + floor).properties(width=640, height=200, title=f"Handler and network idle (floor {IDLE_FLOOR:.0%})")
 
@@ -66,10 +101,22 @@ def queue_time(requests: pd.DataFrame):
     """Request-queue time per broker: the 99th percentile per minute."""
     if not len(requests):
         return HTML("<p><i>No request log in this bundle.</i></p>", "No request log.")
-    d = pd.DataFrame({"minute": _naive(requests["ts"]).dt.floor("min"), "host": requests["host"].astype("string"),
-                      "queue_ms": requests["request_queue_ms"].astype("float64")})
+    d = pd.DataFrame(
+        {
+            "minute": _naive(requests["ts"]).dt.floor("min"),
+            "host": requests["host"].astype("string"),
+            "queue_ms": requests["request_queue_ms"].astype("float64"),
+        }
+    )
     d = d.groupby(["minute", "host"])["queue_ms"].quantile(0.99).rename("p99_queue_ms").reset_index()
-    return alt.Chart(d, name="queue_time").mark_line(point=True).encode(
-        x=alt.X("minute:T", title="minute (UTC)"), y=alt.Y("p99_queue_ms:Q", title="requestQueueTimeMs p99"),
-        color=alt.Color("host:N"), tooltip=["minute:T", "host:N", "p99_queue_ms:Q"],
-    ).properties(width=640, height=200, title="Time requests waited for a handler thread (p99 per minute)")
+    return (
+        alt.Chart(d, name="queue_time")
+        .mark_line(point=True)
+        .encode(
+            x=alt.X("minute:T", title="minute (UTC)"),
+            y=alt.Y("p99_queue_ms:Q", title="requestQueueTimeMs p99"),
+            color=alt.Color("host:N"),
+            tooltip=["minute:T", "host:N", "p99_queue_ms:Q"],
+        )
+        .properties(width=640, height=200, title="Time requests waited for a handler thread (p99 per minute)")
+    )

@@ -16,6 +16,7 @@ Example:
     >>> build(ev)[["entity", "client_id", "key"]].iloc[0].tolist(), float(build(ev)["value"].iloc[0])
     (['client-id=bulk-loader', 'bulk-loader', 'producer_byte_rate'], 65536.0)
 """
+
 from __future__ import annotations
 
 import re
@@ -28,28 +29,44 @@ from kitlib import tables
 from kitlib.extract import arrow_messages, extractor, first_lines
 from kitlib.investigations.consumer_groups.rules import Rule, classify, logger_keywords
 
-tables.declare("quota_changes", "Client quota settings the controllers (KRaft) or brokers (ZooKeeper) logged "
-               "applying, one row per key.", [
-                   ("ts", "ts", "when it was applied"),
-                   ("entity", "str", "quota entity as logged: 'client-id=bulk-loader', 'user=alice', "
-                                     "'clients/bulk-loader' (ZooKeeper path), empty name = default"),
-                   ("client_id", "str", "the client id the entity names (empty for user-only quotas)"),
-                   ("key", "str", "producer_byte_rate, consumer_byte_rate, request_percentage, ..."),
-                   ("value", "float", "the new value; NaN when the key was removed"),
-                   ("removed", "bool", "the key was removed (the default applies again)"),
-                   ("message", "str", "the record's first line (500 characters at most)"),
-               ])
+tables.declare(
+    "quota_changes",
+    "Client quota settings the controllers (KRaft) or brokers (ZooKeeper) logged applying, one row per key.",
+    [
+        ("ts", "ts", "when it was applied"),
+        (
+            "entity",
+            "str",
+            "quota entity as logged: 'client-id=bulk-loader', 'user=alice', "
+            "'clients/bulk-loader' (ZooKeeper path), empty name = default",
+        ),
+        ("client_id", "str", "the client id the entity names (empty for user-only quotas)"),
+        ("key", "str", "producer_byte_rate, consumer_byte_rate, request_percentage, ..."),
+        ("value", "float", "the new value; NaN when the key was removed"),
+        ("removed", "bool", "the key was removed (the default applies again)"),
+        ("message", "str", "the record's first line (500 characters at most)"),
+    ],
+)
 
 RULES = [
-    Rule("kraft", r"Replayed ClientQuotaRecord for ClientQuotaEntity\(entries=\{(?P<entity>[^}]*)\}\) "
-                  r"(?:setting (?P<key>\w+) to (?P<value>-?\d+(?:\.\d+)?(?:[Ee][-+]?\d+)?)|removing (?P<rkey>\w+))"),
-    Rule("zk", r"Processing override for entityPath: (?P<entity>\S+) with config: (?:Map|HashMap|\{)\(?(?P<map>.*?)\)?\}?$"),
+    Rule(
+        "kraft",
+        r"Replayed ClientQuotaRecord for ClientQuotaEntity\(entries=\{(?P<entity>[^}]*)\}\) "
+        r"(?:setting (?P<key>\w+) to (?P<value>-?\d+(?:\.\d+)?(?:[Ee][-+]?\d+)?)|removing (?P<rkey>\w+))",
+    ),
+    Rule(
+        "zk",
+        r"Processing override for entityPath: (?P<entity>\S+) with config: (?:Map|HashMap|\{)\(?(?P<map>.*?)\)?\}?$",
+    ),
 ]
 _PAIR = re.compile(r"(\w+)\s*(?:->|=)\s*(-?\d+(?:\.\d+)?(?:[Ee][-+]?\d+)?)")
 
 
-@extractor("quota_changes", match=logger_keywords("quota", "dynamicconfig", "configadminmanager", empty=False),
-           contains=r"ClientQuotaRecord|Processing override for entityPath: (?:clients|users)")
+@extractor(
+    "quota_changes",
+    match=logger_keywords("quota", "dynamicconfig", "configadminmanager", empty=False),
+    contains=r"ClientQuotaRecord|Processing override for entityPath: (?:clients|users)",
+)
 def build(events: pd.DataFrame) -> pd.DataFrame:
     if not len(events):
         return tables.empty("quota_changes")
@@ -68,7 +85,18 @@ def build(events: pd.DataFrame) -> pd.DataFrame:
         m = re.search(r"client-id=([^,]*)|^clients/([^/]+)", entity or "")
         client = (m.group(1) or m.group(2)) if m else None
         for key, value in pairs:
-            rows.append({"ts": ev["ts"].iat[i], "entity": entity, "client_id": client, "key": key, "value": value,
-                         "removed": value is None, "message": pc.utf8_slice_codeunits(first[i:i + 1], 0, 500)[0].as_py(),
-                         "host": ev["host"].iat[i], "file": ev["file"].iat[i], "line": ev["line"].iat[i]})
+            rows.append(
+                {
+                    "ts": ev["ts"].iat[i],
+                    "entity": entity,
+                    "client_id": client,
+                    "key": key,
+                    "value": value,
+                    "removed": value is None,
+                    "message": pc.utf8_slice_codeunits(first[i : i + 1], 0, 500)[0].as_py(),
+                    "host": ev["host"].iat[i],
+                    "file": ev["file"].iat[i],
+                    "line": ev["line"].iat[i],
+                }
+            )
     return pd.DataFrame(rows) if rows else tables.empty("quota_changes")

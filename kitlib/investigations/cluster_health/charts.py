@@ -4,6 +4,7 @@ Example:
     >>> from kitlib.investigations.cluster_health import analysis, charts
     >>> charts.timeline_chart(analysis.timeline(bundle))        # doctest: +SKIP
 """
+
 from __future__ import annotations
 
 import altair as alt
@@ -21,11 +22,19 @@ def timeline_chart(t: pd.DataFrame):
     if not len(t):
         return HTML("<p><i>No broker or controller state changes in this bundle.</i></p>", "No state changes.")
     d = t.assign(ts=_naive(t["ts"]), node=t["node"].astype("string").fillna("?"))[
-        ["ts", "host", "node", "lane", "kind", "text"]].head(5000)
-    return alt.Chart(d, name="cluster_timeline").mark_tick(thickness=2, size=14).encode(
-        x=alt.X("ts:T", title="time (UTC)"), y=alt.Y("lane:N", title=None),
-        color=alt.Color("host:N", title="host"), tooltip=["ts:T", "host:N", "node:N", "kind:N", "text:N"],
-    ).properties(width=680, height=200, title="What happened where: state changes across every host")
+        ["ts", "host", "node", "lane", "kind", "text"]
+    ].head(5000)
+    return (
+        alt.Chart(d, name="cluster_timeline")
+        .mark_tick(thickness=2, size=14)
+        .encode(
+            x=alt.X("ts:T", title="time (UTC)"),
+            y=alt.Y("lane:N", title=None),
+            color=alt.Color("host:N", title="host"),
+            tooltip=["ts:T", "host:N", "node:N", "kind:N", "text:N"],
+        )
+        .properties(width=680, height=200, title="What happened where: state changes across every host")
+    )
 
 
 def log_rates(events: pd.DataFrame, freq: str = "1min"):
@@ -33,12 +42,25 @@ def log_rates(events: pd.DataFrame, freq: str = "1min"):
     e = events[events["level"].isin(["WARN", "ERROR", "FATAL"])] if len(events) else events
     if not len(e):
         return HTML("<p><i>No WARN or ERROR records.</i></p>", "No WARN/ERROR records.")
-    d = (e.assign(ts=_naive(e["ts"]).dt.floor(freq), host=e["host"].astype(str), level=e["level"].astype(str))
-         .groupby(["ts", "host", "level"]).size().rename("records").reset_index())
-    return alt.Chart(d, name="warn_error_rates").mark_bar().encode(
-        x=alt.X("ts:T", title=f"time (UTC, per {freq})"), y=alt.Y("records:Q", title="records"),
-        color=alt.Color("host:N"), row=alt.Row("level:N", title=None), tooltip=["ts:T", "host:N", "level:N", "records:Q"],
-    ).properties(width=640, height=110, title="WARN / ERROR records per host")
+    d = (
+        e.assign(ts=_naive(e["ts"]).dt.floor(freq), host=e["host"].astype(str), level=e["level"].astype(str))
+        .groupby(["ts", "host", "level"])
+        .size()
+        .rename("records")
+        .reset_index()
+    )
+    return (
+        alt.Chart(d, name="warn_error_rates")
+        .mark_bar()
+        .encode(
+            x=alt.X("ts:T", title=f"time (UTC, per {freq})"),
+            y=alt.Y("records:Q", title="records"),
+            color=alt.Color("host:N"),
+            row=alt.Row("level:N", title=None),
+            tooltip=["ts:T", "host:N", "level:N", "records:Q"],
+        )
+        .properties(width=640, height=110, title="WARN / ERROR records per host")
+    )
 
 
 def metric_lines(series: pd.DataFrame, title: str):
@@ -46,9 +68,17 @@ def metric_lines(series: pd.DataFrame, title: str):
     if not len(series):
         return HTML(f"<p><i>No {title} samples (no JMX dump in the bundle).</i></p>", f"No {title} samples.")
     d = series.assign(ts=_naive(series["ts"]), host=series["host"].astype(str))[["ts", "host", "value"]]
-    return alt.Chart(d, name="jmx_" + title.replace(" ", "_")).mark_line(interpolate="step-after").encode(
-        x=alt.X("ts:T", title="time (UTC)"), y=alt.Y("value:Q", title=title), color="host:N",
-        tooltip=["ts:T", "host:N", "value:Q"]).properties(width=640, height=160, title=f"JMX {title}")
+    return (
+        alt.Chart(d, name="jmx_" + title.replace(" ", "_"))
+        .mark_line(interpolate="step-after")
+        .encode(
+            x=alt.X("ts:T", title="time (UTC)"),
+            y=alt.Y("value:Q", title=title),
+            color="host:N",
+            tooltip=["ts:T", "host:N", "value:Q"],
+        )
+        .properties(width=640, height=160, title=f"JMX {title}")
+    )
 
 
 def gc_pauses_chart(gc: pd.DataFrame):
@@ -56,9 +86,20 @@ def gc_pauses_chart(gc: pd.DataFrame):
     p = gc[gc["is_pause"].fillna(False).astype(bool) & gc["ts"].notna()] if len(gc) else gc
     if not len(p):
         return HTML("<p><i>No GC log with timestamps in this bundle.</i></p>", "No GC pauses.")
-    d = p.assign(ts=_naive(p["ts"]), host=p["host"].astype(str), kind=p["kind"].astype(str),
-                 cause=p["cause"].astype("string").fillna(""))[["ts", "host", "kind", "cause", "duration_ms"]].head(5000)
-    return alt.Chart(d, name="gc_pauses").mark_circle(opacity=0.7).encode(
-        x=alt.X("ts:T", title="pause ended (UTC)"), y=alt.Y("duration_ms:Q", title="pause (ms)", scale=alt.Scale(type="log")),
-        color="host:N", tooltip=["ts:T", "host:N", "kind:N", "cause:N", "duration_ms:Q"],
-    ).properties(width=640, height=200, title="GC pauses per host (log scale)")
+    d = p.assign(
+        ts=_naive(p["ts"]),
+        host=p["host"].astype(str),
+        kind=p["kind"].astype(str),
+        cause=p["cause"].astype("string").fillna(""),
+    )[["ts", "host", "kind", "cause", "duration_ms"]].head(5000)
+    return (
+        alt.Chart(d, name="gc_pauses")
+        .mark_circle(opacity=0.7)
+        .encode(
+            x=alt.X("ts:T", title="pause ended (UTC)"),
+            y=alt.Y("duration_ms:Q", title="pause (ms)", scale=alt.Scale(type="log")),
+            color="host:N",
+            tooltip=["ts:T", "host:N", "kind:N", "cause:N", "duration_ms:Q"],
+        )
+        .properties(width=640, height=200, title="GC pauses per host (log scale)")
+    )

@@ -33,6 +33,7 @@ Example:
     >>> rows.loc[0, ["gc_id", "kind", "cause", "heap_after", "duration_ms", "is_pause"]].tolist()
     [11536, 'Young (Normal)', 'G1 Evacuation Pause', 2113929216, 40.514, True]
 """
+
 from __future__ import annotations
 
 import re
@@ -46,40 +47,59 @@ from kitlib import tables
 from kitlib.formats import Context, register, unparsed_frame, with_provenance
 from kitlib.sources import SourceError, SourceFile, read_chunks
 
-tables.declare("gc_pauses", "JVM garbage collections from GC logs (JDK 9+ unified logging, JDK 8 PrintGCDetails): "
-               "one row per stop-the-world pause, plus concurrent phases and to-space exhaustion "
-               "(is_pause false).", [
-                   ("ts", "ts", "when the pause ended (unified: the line's time decoration; JDK 8: its date stamp, "
-                                "taken at the start, plus the duration); NaT when the log carries only uptime"),
-                   ("uptime_s", "float", "JVM uptime in seconds at that line, when decorated with it"),
-                   ("gc_id", "int", "the collection's number, GC(N) (unified logging only)"),
-                   ("kind", "category", "what ran: Young (Normal), Young (Mixed), Young (Concurrent Start), Full, "
-                                        "Remark, Cleanup, Mark Start, Init Mark, Concurrent Mark, "
-                                        "To-space exhausted, ..."),
-                   ("cause", "str", "why it ran: G1 Evacuation Pause, Allocation Failure, G1 Humongous "
-                                    "Allocation, Metadata GC Threshold, System.gc(), ..."),
-                   ("heap_before", "int", "heap used before, bytes"),
-                   ("heap_after", "int", "heap used after, bytes"),
-                   ("heap_total", "int", "heap committed after, bytes"),
-                   ("duration_ms", "float", "pause (or phase) duration in milliseconds"),
-                   ("is_pause", "bool", "true for stop-the-world pauses; false for concurrent phases and "
-                                        "to-space exhaustion"),
-                   ("log_format", "category", "unified (JDK 9+) or jdk8"),
-                   ("message", "str", "the line, without its decorations"),
-               ])
+tables.declare(
+    "gc_pauses",
+    "JVM garbage collections from GC logs (JDK 9+ unified logging, JDK 8 PrintGCDetails): "
+    "one row per stop-the-world pause, plus concurrent phases and to-space exhaustion "
+    "(is_pause false).",
+    [
+        (
+            "ts",
+            "ts",
+            "when the pause ended (unified: the line's time decoration; JDK 8: its date stamp, "
+            "taken at the start, plus the duration); NaT when the log carries only uptime",
+        ),
+        ("uptime_s", "float", "JVM uptime in seconds at that line, when decorated with it"),
+        ("gc_id", "int", "the collection's number, GC(N) (unified logging only)"),
+        (
+            "kind",
+            "category",
+            "what ran: Young (Normal), Young (Mixed), Young (Concurrent Start), Full, "
+            "Remark, Cleanup, Mark Start, Init Mark, Concurrent Mark, "
+            "To-space exhausted, ...",
+        ),
+        (
+            "cause",
+            "str",
+            "why it ran: G1 Evacuation Pause, Allocation Failure, G1 Humongous "
+            "Allocation, Metadata GC Threshold, System.gc(), ...",
+        ),
+        ("heap_before", "int", "heap used before, bytes"),
+        ("heap_after", "int", "heap used after, bytes"),
+        ("heap_total", "int", "heap committed after, bytes"),
+        ("duration_ms", "float", "pause (or phase) duration in milliseconds"),
+        ("is_pause", "bool", "true for stop-the-world pauses; false for concurrent phases and to-space exhaustion"),
+        ("log_format", "category", "unified (JDK 9+) or jdk8"),
+        ("message", "str", "the line, without its decorations"),
+    ],
+)
 
 TS_UNIFIED = r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}(?:[+-]\d{4}|Z)"
 # the first bracket of a unified-logging line is one of its decorations (lowercase tags, never "[GC ")
-UNIFIED = (r"^\[(?:" + TS_UNIFIED + r"|\d+(?:[.,]\d+)?s|\d+ms|\d+ns|(?:trace|debug|info|warning|error) *"
-           r"|[a-z]+(?:,[a-z]+)* *|\d+)\]")
+UNIFIED = (
+    r"^\[(?:" + TS_UNIFIED + r"|\d+(?:[.,]\d+)?s|\d+ms|\d+ns|(?:trace|debug|info|warning|error) *"
+    r"|[a-z]+(?:,[a-z]+)* *|\d+)\]"
+)
 DECO = r"^((?:\[[^\]]*\])+) ?(.*)$"
 SIZE = r"\d+(?:[.,]\d+)?[BKMGT]"
-U_PAUSE = (rf"^GC\((\d+)\) (?:[YO]: )?Pause (.+?)(?: ({SIZE})->({SIZE})\(({SIZE})\))? (\d+(?:[.,]\d+)?)ms$")
+U_PAUSE = rf"^GC\((\d+)\) (?:[YO]: )?Pause (.+?)(?: ({SIZE})->({SIZE})\(({SIZE})\))? (\d+(?:[.,]\d+)?)ms$"
 U_CONC = rf"^GC\((\d+)\) (?:[YO]: )?(Concurrent [A-Za-z ]+?)(?: \([^)]*\))*(?: {SIZE}->{SIZE}\({SIZE}\))? (\d+(?:[.,]\d+)?)ms$"
 U_TOSPACE = r"^GC\((\d+)\) (To-space exhausted)"
 U_CANDIDATE = r"\] ?GC\(\d+\) (?:[YO]: )?(?:Pause|Concurrent|To-space).*(?:\dms|exhausted)$"
 # a known phase word in parentheses belongs to the kind, the last other parenthesised word is the cause
-KIND_CAUSE = r"^(.+?(?: \((?:Normal|Mixed|Prepare Mixed|Concurrent Start|Initial Mark|Major|Minor)\))?)(?: \(([^\(\)]*)\))?$"
+KIND_CAUSE = (
+    r"^(.+?(?: \((?:Normal|Mixed|Prepare Mixed|Concurrent Start|Initial Mark|Major|Minor)\))?)(?: \(([^\(\)]*)\))?$"
+)
 
 J8_PREFIX = rf"^(?:({TS_UNIFIED}): )?(?:(\d+[.,]\d+): )?(.*)$"
 J8_PAUSE = r"^\[(Full GC|GC)( pause| remark| cleanup)?((?: \([^\(\)]*\))*)"
@@ -87,11 +107,15 @@ J8_DURATION = r"^.*, (\d+[.,]\d+) secs\]"
 J8_HEAP = rf"^.*?({SIZE})->({SIZE})\(({SIZE})\)(?:, \[Metaspace: [^\]]*\])?, \d+[.,]\d+ secs\]\s*(?:\[Times:.*)?$"
 J8_G1HEAP = rf"Heap: ({SIZE})\({SIZE}\)->({SIZE})\(({SIZE})\)"
 J8_CONC = r"^\[(?:GC concurrent|CMS-concurrent)-([a-z-]+?)(?:-end)?(?:[,:] (\d+[.,]\d+)(?:/\d+[.,]\d+)? secs)\]"
-J8_STRUCT = (r"^(?:\s|\{|\}|Heap\b|Java HotSpot|OpenJDK|Memory: |CommandLine flags: |Total time for which|"
-             r"Application time: |\[(?:GC|Full GC|CMS-concurrent|Times:|Eden:)|(?:" + TS_UNIFIED + r": )?\d+[.,]\d+: )")
-J8_DETECT = re.compile(rb"^(?:\d{4}-\d\d-\d\dT[\d:.+-]+: )?(?:\d+\.\d+: )?\[(?:GC[ (]|Full GC)|^CommandLine flags: .*Print", re.M)
+J8_STRUCT = (
+    r"^(?:\s|\{|\}|Heap\b|Java HotSpot|OpenJDK|Memory: |CommandLine flags: |Total time for which|"
+    r"Application time: |\[(?:GC|Full GC|CMS-concurrent|Times:|Eden:)|(?:" + TS_UNIFIED + r": )?\d+[.,]\d+: )"
+)
+J8_DETECT = re.compile(
+    rb"^(?:\d{4}-\d\d-\d\dT[\d:.+-]+: )?(?:\d+\.\d+: )?\[(?:GC[ (]|Full GC)|^CommandLine flags: .*Print", re.M
+)
 UNIFIED_DETECT = re.compile(rb"^(?:\[[^\]\n]*\])*\[(?:gc|safepoint)(?:,\w+)* *\]", re.M)
-UNITS = {"B": 1, "K": 1024, "M": 1024 ** 2, "G": 1024 ** 3, "T": 1024 ** 4}
+UNITS = {"B": 1, "K": 1024, "M": 1024**2, "G": 1024**3, "T": 1024**4}
 CHUNK_LINES = 65536
 
 
@@ -125,16 +149,26 @@ def _extract(texts: pa.Array, pattern: str, names: list[str]) -> tuple[np.ndarra
     named = re.sub(r"(?<!\\)\((?!\?)", lambda m: f"(?P<{next(k)}>", pattern)
     got = pc.extract_regex(texts, named)
     ok = np.asarray(pc.is_valid(got).to_numpy(zero_copy_only=False), bool)
-    parts = [pc.if_else(pc.equal(pc.struct_field(got, n), ""), pa.scalar(None, pa.string()), pc.struct_field(got, n))
-             for n in names]
+    parts = [
+        pc.if_else(pc.equal(pc.struct_field(got, n), ""), pa.scalar(None, pa.string()), pc.struct_field(got, n))
+        for n in names
+    ]
     return ok, parts
 
 
 def _frame(n: int) -> dict[str, np.ndarray]:
-    return {"ts": np.full(n, None, object), "uptime_s": np.full(n, np.nan), "gc_id": np.full(n, np.nan),
-            "kind": np.full(n, None, object), "cause": np.full(n, None, object),
-            "heap_before": np.full(n, np.nan), "heap_after": np.full(n, np.nan), "heap_total": np.full(n, np.nan),
-            "duration_ms": np.full(n, np.nan), "is_pause": np.zeros(n, bool)}
+    return {
+        "ts": np.full(n, None, object),
+        "uptime_s": np.full(n, np.nan),
+        "gc_id": np.full(n, np.nan),
+        "kind": np.full(n, None, object),
+        "cause": np.full(n, None, object),
+        "heap_before": np.full(n, np.nan),
+        "heap_after": np.full(n, np.nan),
+        "heap_total": np.full(n, np.nan),
+        "duration_ms": np.full(n, np.nan),
+        "is_pause": np.zeros(n, bool),
+    }
 
 
 def _kind_cause(desc: pa.Array) -> tuple[list, list]:
@@ -219,8 +253,9 @@ def classify_block(lines: pa.Array) -> tuple[pd.DataFrame, np.ndarray, np.ndarra
             cols["uptime_s"][rows] = _float(up.take(idx))
             cols["duration_ms"][rows] = _float(dur.take(idx)) * 1000
             cols["is_pause"][rows] = True
-            cols["kind"][rows], cols["cause"][rows] = _j8_kind_cause(full.take(idx).to_pylist(), what.take(idx).to_pylist(),
-                                                                     paren.take(idx).to_pylist())
+            cols["kind"][rows], cols["cause"][rows] = _j8_kind_cause(
+                full.take(idx).to_pylist(), what.take(idx).to_pylist(), paren.take(idx).to_pylist()
+            )
             _, (hb, ha, ht) = _extract(rest.take(idx), J8_HEAP, ["b", "a", "t"])
             cols["heap_before"][rows] = _bytes(hb)
             cols["heap_after"][rows] = _bytes(ha)
@@ -268,7 +303,9 @@ def _j8_kind_cause(full: list, what: list, paren: list) -> tuple[list, list]:
     kinds, causes = [], []
     for f, w, p in zip(full, what, paren):
         groups = re.findall(r"\(([^\(\)]*)\)", p or "")
-        phases = [g for g in groups if g in ("young", "mixed", "initial-mark", "to-space exhausted", "to-space overflow")]
+        phases = [
+            g for g in groups if g in ("young", "mixed", "initial-mark", "to-space exhausted", "to-space overflow")
+        ]
         others = [g for g in groups if g not in phases]
         if f == "Full GC":
             kind = "Full"
@@ -331,13 +368,16 @@ def parse(src: SourceFile, ctx: Context):
                 yield "gc_pauses", with_provenance(_finish(rows, src), src)
             if bad.any():
                 w = np.flatnonzero(bad)
-                yield "unparsed", unparsed_frame(src, (w + start).tolist(), part.take(pa.array(w)).to_pylist(),
-                                                 "not a GC log line")
+                yield (
+                    "unparsed",
+                    unparsed_frame(src, (w + start).tolist(), part.take(pa.array(w)).to_pylist(), "not a GC log line"),
+                )
 
 
 def _finish(rows: pd.DataFrame, src: SourceFile) -> pd.DataFrame:
     ts = pd.to_datetime(rows["ts"], format="%Y-%m-%dT%H:%M:%S.%f%z", utc=True, errors="coerce").astype(
-        "datetime64[ns, UTC]")
+        "datetime64[ns, UTC]"
+    )
     # JDK 8 stamps a collection when it starts; unified logging writes the pause line when it ends
     j8 = (rows["log_format"] == "jdk8").to_numpy()
     ts[j8] = ts[j8] + pd.to_timedelta(rows["duration_ms"][j8].fillna(0), unit="ms")
@@ -354,6 +394,7 @@ def parse_text(text: str, rel: str = "gc.log", host: str = "h") -> tuple[pd.Data
     """Parse GC-log text (tests, docs): (gc_pauses rows, unparsed rows)."""
     import tempfile
     from pathlib import Path
+
     with tempfile.TemporaryDirectory() as d:
         p = Path(d) / "gc.log"
         p.write_text(text)
@@ -362,12 +403,24 @@ def parse_text(text: str, rel: str = "gc.log", host: str = "h") -> tuple[pd.Data
         out: dict[str, list] = {"gc_pauses": [], "unparsed": []}
         for name, df in parse(src, ctx):
             out[name].append(df)
-    rows = tables.conform("gc_pauses", pd.concat(out["gc_pauses"], ignore_index=True)) if out["gc_pauses"] \
+    rows = (
+        tables.conform("gc_pauses", pd.concat(out["gc_pauses"], ignore_index=True))
+        if out["gc_pauses"]
         else tables.empty("gc_pauses")
-    un = tables.conform("unparsed", pd.concat(out["unparsed"], ignore_index=True)) if out["unparsed"] \
+    )
+    un = (
+        tables.conform("unparsed", pd.concat(out["unparsed"], ignore_index=True))
+        if out["unparsed"]
         else tables.empty("unparsed")
+    )
     return rows, un
 
 
-register("gclog", detect=detect, parse=parse, tables=("gc_pauses", "unparsed"), priority=25,
-         doc="JVM GC logs: JDK 9+ unified logging (-Xlog:gc*) and JDK 8 PrintGCDetails")
+register(
+    "gclog",
+    detect=detect,
+    parse=parse,
+    tables=("gc_pauses", "unparsed"),
+    priority=25,
+    doc="JVM GC logs: JDK 9+ unified logging (-Xlog:gc*) and JDK 8 PrintGCDetails",
+)

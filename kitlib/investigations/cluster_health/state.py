@@ -38,6 +38,7 @@ Example:
     ...          "endOffset: 12). Out of sync replicas: (brokerId: 3, endOffset: 9).")["removed"]
     '3'
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -48,43 +49,63 @@ import pyarrow.compute as pc
 from kitlib import tables
 from kitlib.extract import arrow_messages, extractor, first_lines, first_match, groups_of
 
-tables.declare("partition_changes", "Partition state seen in broker and controller logs: ISR shrink/expand/update, "
-               "leader and follower transitions, offline partitions and unclean elections, one row per record.", [
-                   ("ts", "ts", "record time"),
-                   ("kind", "category", "isr_shrink, isr_expand, isr_updated, leader, follower, leader_change, "
-                                        "offline, offline_dir_leader, unclean"),
-                   ("topic", "str", "topic (KRaft unclean-election lines name the topic id instead)"),
-                   ("partition", "int", "partition"),
-                   ("reporter", "int", "node id that wrote the line (from its prefix), when it names one"),
-                   ("leader", "int", "leader after the change (-1: none, the partition is offline)"),
-                   ("epoch", "int", "leader epoch, when given"),
-                   ("isr_before", "str", "ISR before (comma-separated broker ids)"),
-                   ("isr_after", "str", "ISR after"),
-                   ("removed", "str", "brokers that left the ISR (shrink) / out-of-sync replicas named"),
-                   ("added", "str", "brokers that joined the ISR (expand)"),
-                   ("under_min_isr", "bool", "the line says (under-min-isr)"),
-                   ("level", "category", "log level"),
-                   ("message", "str", "the record's first line"),
-               ])
-tables.declare("node_events", "Broker and controller state seen in logs: controller elections and resignations, "
-               "fencing, heartbeat and ZooKeeper session loss, log-directory failures, out-of-memory, one row per "
-               "record.", [
-                   ("ts", "ts", "record time"),
-                   ("kind", "category", "controller_active, controller_renounce, controller_epoch, fenced, "
-                                        "broker_failed, unfenced, controlled_shutdown, heartbeat_timeout, "
-                                        "zk_session_timeout, zk_session_expired, log_dir_error, log_dir_offline, "
-                                        "log_dir_shutdown, log_dir_halt, oom"),
-                   ("node", "int", "the node the event is about (the fenced broker, the new controller...); for "
-                                   "events about the writer itself, the writer's id when the line names it"),
-                   ("reporter", "int", "node id that wrote the line (from its prefix), when it names one"),
-                   ("epoch", "int", "controller epoch, when given"),
-                   ("dir", "str", "log directory (log-dir events)"),
-                   ("partitions", "str", "partitions named (log-dir events), comma-separated"),
-                   ("cause", "str", "why: 'No space left on device', the exception, 'session has timed out', ..."),
-                   ("waited_ms", "int", "ZooKeeper: ms without hearing from the server"),
-                   ("level", "category", "log level"),
-                   ("message", "str", "the record's first line"),
-               ])
+tables.declare(
+    "partition_changes",
+    "Partition state seen in broker and controller logs: ISR shrink/expand/update, "
+    "leader and follower transitions, offline partitions and unclean elections, one row per record.",
+    [
+        ("ts", "ts", "record time"),
+        (
+            "kind",
+            "category",
+            "isr_shrink, isr_expand, isr_updated, leader, follower, leader_change, "
+            "offline, offline_dir_leader, unclean",
+        ),
+        ("topic", "str", "topic (KRaft unclean-election lines name the topic id instead)"),
+        ("partition", "int", "partition"),
+        ("reporter", "int", "node id that wrote the line (from its prefix), when it names one"),
+        ("leader", "int", "leader after the change (-1: none, the partition is offline)"),
+        ("epoch", "int", "leader epoch, when given"),
+        ("isr_before", "str", "ISR before (comma-separated broker ids)"),
+        ("isr_after", "str", "ISR after"),
+        ("removed", "str", "brokers that left the ISR (shrink) / out-of-sync replicas named"),
+        ("added", "str", "brokers that joined the ISR (expand)"),
+        ("under_min_isr", "bool", "the line says (under-min-isr)"),
+        ("level", "category", "log level"),
+        ("message", "str", "the record's first line"),
+    ],
+)
+tables.declare(
+    "node_events",
+    "Broker and controller state seen in logs: controller elections and resignations, "
+    "fencing, heartbeat and ZooKeeper session loss, log-directory failures, out-of-memory, one row per "
+    "record.",
+    [
+        ("ts", "ts", "record time"),
+        (
+            "kind",
+            "category",
+            "controller_active, controller_renounce, controller_epoch, fenced, "
+            "broker_failed, unfenced, controlled_shutdown, heartbeat_timeout, "
+            "zk_session_timeout, zk_session_expired, log_dir_error, log_dir_offline, "
+            "log_dir_shutdown, log_dir_halt, oom",
+        ),
+        (
+            "node",
+            "int",
+            "the node the event is about (the fenced broker, the new controller...); for "
+            "events about the writer itself, the writer's id when the line names it",
+        ),
+        ("reporter", "int", "node id that wrote the line (from its prefix), when it names one"),
+        ("epoch", "int", "controller epoch, when given"),
+        ("dir", "str", "log directory (log-dir events)"),
+        ("partitions", "str", "partitions named (log-dir events), comma-separated"),
+        ("cause", "str", "why: 'No space left on device', the exception, 'session has timed out', ..."),
+        ("waited_ms", "int", "ZooKeeper: ms without hearing from the server"),
+        ("level", "category", "log level"),
+        ("message", "str", "the record's first line"),
+    ],
+)
 
 IDS = r"[\d, ]*"
 # (kind, pattern on the first line); capture groups are read by position in _fields()
@@ -92,50 +113,88 @@ PARTITION_RULES = [
     ("isr_shrink", r"\[Partition (\S+) broker=(\d+)\] Shrinking ISR from (" + IDS + r") to (" + IDS + r")(?:\.|$)"),
     ("isr_expand", r"\[Partition (\S+) broker=(\d+)\] Expanding ISR from (" + IDS + r") to (" + IDS + r")(?:\.|$| )"),
     ("isr_updated", r"\[Partition (\S+) broker=(\d+)\] ISR updated to (" + IDS + r")(?: ?(\(under-min-isr\)))?\s*and "),
-    ("leader", r"\[Broker id=(\d+)\] Leader (\S+?)(?: with topic id \S+)? starts at leader epoch (\d+) .*?ISR \[(" + IDS + r")\]"),
-    ("follower", r"\[Broker id=(\d+)\] Follower (\S+?)(?: with topic id \S+)? starts at leader epoch (\d+) .*?"
-                 r"Current leader is (-?\d+)"),
+    (
+        "leader",
+        r"\[Broker id=(\d+)\] Leader (\S+?)(?: with topic id \S+)? starts at leader epoch (\d+) .*?ISR \[("
+        + IDS
+        + r")\]",
+    ),
+    (
+        "follower",
+        r"\[Broker id=(\d+)\] Follower (\S+?)(?: with topic id \S+)? starts at leader epoch (\d+) .*?"
+        r"Current leader is (-?\d+)",
+    ),
     ("offline", r"\[Controller id=(\d+)[^\]]*\] Changed partition (\S+?) (?:state )?from \w+ to OfflinePartition"),
-    ("leader_change", r"\[Controller id=(\d+)[^\]]*\] Changed partition (\S+?) from \w+ to OnlinePartition with state "
-                      r"LeaderAndIsr\(leader=(-?\d+), leaderEpoch=(\d+), isr=List\((" + IDS + r")\)"),
-    ("offline_dir_leader", r"\[Broker id=(\d+)\] Unable to bring up new local leader (\S+?)(?: with topic id \S+)? "
-                           r"because it resides in an offline log directory"),
+    (
+        "leader_change",
+        r"\[Controller id=(\d+)[^\]]*\] Changed partition (\S+?) from \w+ to OnlinePartition with state "
+        r"LeaderAndIsr\(leader=(-?\d+), leaderEpoch=(\d+), isr=List\((" + IDS + r")\)",
+    ),
+    (
+        "offline_dir_leader",
+        r"\[Broker id=(\d+)\] Unable to bring up new local leader (\S+?)(?: with topic id \S+)? "
+        r"because it resides in an offline log directory",
+    ),
     ("unclean", r"Setting new leader for topicId (\S+), partition (\d+) to (\d+) using an unclean election"),
     ("unclean", r"No broker in ISR is alive for \[?([^\],\s]+)(?:,(\d+))?\]?\. Elect leader (\d+) from live brokers"),
 ]
 NODE_RULES = [
     ("controller_active", r"\[QuorumController id=(\d+)\] Becoming the active controller at epoch (\d+)"),
     ("controller_active", r"(\d+) successfully elected as the controller(?:\. Epoch incremented to (\d+))?"),
-    ("controller_renounce", r"\[QuorumController id=(\d+)\] Renouncing the leadership due to ([^.]*)\.(?: We were the "
-                            r"leader at epoch (\d+))?"),
+    (
+        "controller_renounce",
+        r"\[QuorumController id=(\d+)\] Renouncing the leadership due to ([^.]*)\.(?: We were the "
+        r"leader at epoch (\d+))?",
+    ),
     ("controller_renounce", r"\[Controller id=(\d+)\] Resigning"),
     ("controller_epoch", r"\[QuorumController id=(\d+)\] In the new epoch (\d+), the leader is (\(none\)|\d+)"),
     ("fenced", r"\[QuorumController id=(\d+)\] Fencing broker (\d+) because (its session has timed out)"),
     ("broker_failed", r"\[Controller id=(\d+)[^\]]*\] Broker failure callback for (\d+)"),
     ("unfenced", r"\[QuorumController id=(\d+)\] The request from broker (\d+) to unfence has been granted"),
-    ("controlled_shutdown", r"\[QuorumController id=(\d+)\] Unfenced broker (\d+) has requested and been granted "
-                            r"(?:a controlled|an immediate) shutdown"),
+    (
+        "controlled_shutdown",
+        r"\[QuorumController id=(\d+)\] Unfenced broker (\d+) has requested and been granted "
+        r"(?:a controlled|an immediate) shutdown",
+    ),
     ("heartbeat_timeout", r"\[BrokerLifecycleManager id=(\d+)\] (.*?(?:heartbeat.*timed out|timed out.*heartbeat).*)"),
-    ("zk_session_timeout", r"(Client session timed out), have not heard from server in (\d+)ms for session ?id "
-                           r"(0x[0-9a-fA-F]+)"),
-    ("zk_session_expired", r"(?:^|\] )(Session expired)\.?$|(Unable to reconnect to ZooKeeper service, session "
-                           r"0x[0-9a-fA-F]+ has expired)"),
+    (
+        "zk_session_timeout",
+        r"(Client session timed out), have not heard from server in (\d+)ms for session ?id "
+        r"(0x[0-9a-fA-F]+)",
+    ),
+    (
+        "zk_session_expired",
+        r"(?:^|\] )(Session expired)\.?$|(Unable to reconnect to ZooKeeper service, session "
+        r"0x[0-9a-fA-F]+ has expired)",
+    ),
     ("log_dir_error", r"(Error while [a-z ]+?) (?:records to |the |for )?(\S+) in dir (\S+?)\.?$"),
     ("log_dir_offline", r"Stopping serving (?:logs|replicas) in dir (\S+?)(?: with uuid \S+)?(?: because|\.?$)"),
-    ("log_dir_offline", r"Logs for partitions (\S*) are offline and logs for future partitions \S* are offline due to "
-                        r"failure on log directory (\S+?)\.?$"),
+    (
+        "log_dir_offline",
+        r"Logs for partitions (\S*) are offline and logs for future partitions \S* are offline due to "
+        r"failure on log directory (\S+?)\.?$",
+    ),
     ("log_dir_shutdown", r"(Shutdown broker because all log dirs in (.*?) have failed)"),
     ("log_dir_halt", r"(Halting broker because dir (\S+) is offline)"),
     ("oom", r"(java\.lang\.OutOfMemoryError(?:: [^\n]*)?)"),
 ]
-REPORTER = (r"^\[(?:QuorumController|Controller|Broker|BrokerServer|KafkaServer|BrokerLifecycleManager|KafkaRaftServer|"
-            r"ControllerServer|ReplicaManager) (?:id|broker|nodeId)=(\d+)|^\[Partition \S+ broker=(\d+)\]")
-CAUSES = (r"(No space left on device|Read-only file system|Input/output error|Disk quota exceeded|Permission denied|"
-          r"Too many open files|Structure needs cleaning|Stale file handle)")
+REPORTER = (
+    r"^\[(?:QuorumController|Controller|Broker|BrokerServer|KafkaServer|BrokerLifecycleManager|KafkaRaftServer|"
+    r"ControllerServer|ReplicaManager) (?:id|broker|nodeId)=(\d+)|^\[Partition \S+ broker=(\d+)\]"
+)
+CAUSES = (
+    r"(No space left on device|Read-only file system|Input/output error|Disk quota exceeded|Permission denied|"
+    r"Too many open files|Structure needs cleaning|Stale file handle)"
+)
 _ALL = [p for _, p in PARTITION_RULES] + [p for _, p in NODE_RULES]
 CONTAINS = "(?m)" + "|".join(f"(?:{p})" for p in _ALL)  # (?m): a record's message spans lines
-SKIP_LOGGERS = ("kafka.request.logger", "kafka.authorizer.logger", "kafka.log.LogCleaner", "kafka.log.LogCleaner$",
-                "kafka.log.LogCleanerManager$")
+SKIP_LOGGERS = (
+    "kafka.request.logger",
+    "kafka.authorizer.logger",
+    "kafka.log.LogCleaner",
+    "kafka.log.LogCleaner$",
+    "kafka.log.LogCleanerManager$",
+)
 
 
 def wanted_logger(name: str) -> bool:
@@ -172,9 +231,14 @@ def _partition_fields(kind: str, g: list) -> dict:
         before = (g[2] or "").replace(" ", "").strip(",")
         after = (g[3] or "").replace(" ", "").strip(",")
         b, a = before.split(","), after.split(",")
-        r.update(tp=g[0], reporter=int(g[1]), isr_before=before or None, isr_after=after or None,
-                 removed=",".join(x for x in b if x and x not in a) or None,
-                 added=",".join(x for x in a if x and x not in b) or None)
+        r.update(
+            tp=g[0],
+            reporter=int(g[1]),
+            isr_before=before or None,
+            isr_after=after or None,
+            removed=",".join(x for x in b if x and x not in a) or None,
+            added=",".join(x for x in a if x and x not in b) or None,
+        )
     elif kind == "isr_updated":
         r.update(tp=g[0], reporter=_int(g[1]), isr_after=_join(_ids(g[2])), under_min_isr=bool(g[3]))
     elif kind == "leader":
@@ -228,6 +292,7 @@ def _node_fields(kind: str, g: list, rule: str) -> dict:
 def classify(message: str) -> dict:
     """The row one record gives (partition_changes or node_events fields), or ``{"kind": None}``."""
     import re
+
     first = message.split("\n", 1)[0]
     for kind, p in PARTITION_RULES:
         m = re.search(p, first)
@@ -272,9 +337,17 @@ def _base(events: pd.DataFrame, rows: np.ndarray, first: pa.Array) -> pd.DataFra
     texts = first.take(pa.array(rows))
     rep = groups_of(texts, REPORTER)
     reporter = [_int(a if a is not None else b) for a, b in zip(*rep)] if rep else [None] * len(rows)
-    return pd.DataFrame({"ts": ev["ts"], "reporter": reporter, "level": ev["level"].astype("string"),
-                         "message": pd.array(pc.utf8_slice_codeunits(texts, 0, 500), dtype=pd.StringDtype("pyarrow")),
-                         "host": ev["host"].astype("string"), "file": ev["file"].astype("string"), "line": ev["line"]})
+    return pd.DataFrame(
+        {
+            "ts": ev["ts"],
+            "reporter": reporter,
+            "level": ev["level"].astype("string"),
+            "message": pd.array(pc.utf8_slice_codeunits(texts, 0, 500), dtype=pd.StringDtype("pyarrow")),
+            "host": ev["host"].astype("string"),
+            "file": ev["file"].astype("string"),
+            "line": ev["line"],
+        }
+    )
 
 
 # the frequent kinds are built column by column (no Python per row): column <- (group, conversion)
@@ -283,7 +356,13 @@ COLUMNS = {
     "leader": {"reporter": (0, "i"), "tp": (1, "s"), "epoch": (2, "i"), "isr_after": (3, "ids"), "leader": (0, "i")},
     "follower": {"reporter": (0, "i"), "tp": (1, "s"), "epoch": (2, "i"), "leader": (3, "i")},
     "offline": {"reporter": (0, "i"), "tp": (1, "s")},
-    "leader_change": {"reporter": (0, "i"), "tp": (1, "s"), "leader": (2, "i"), "epoch": (3, "i"), "isr_after": (4, "ids")},
+    "leader_change": {
+        "reporter": (0, "i"),
+        "tp": (1, "s"),
+        "leader": (2, "i"),
+        "epoch": (3, "i"),
+        "isr_after": (4, "ids"),
+    },
     "offline_dir_leader": {"reporter": (0, "i"), "tp": (1, "s")},
 }
 
@@ -327,8 +406,9 @@ def _partition_frame(events: pd.DataFrame) -> tuple[pd.DataFrame, pa.Array]:
         tp = f.pop("tp").astype(pd.StringDtype("pyarrow")).str.extract(r"^(.*)-(\d+)$")
         f["topic"] = tp[0].fillna(f["topic"].astype("string")) if "topic" in f else tp[0]
         part = pd.to_numeric(tp[1], errors="coerce").astype("Int64")
-        f["partition"] = part.fillna(pd.to_numeric(f["partition"], errors="coerce").astype("Int64")) \
-            if "partition" in f else part
+        f["partition"] = (
+            part.fillna(pd.to_numeric(f["partition"], errors="coerce").astype("Int64")) if "partition" in f else part
+        )
     return f, first
 
 
@@ -375,7 +455,8 @@ def build_node_events(events: pd.DataFrame) -> pd.DataFrame:
             if c:
                 df.loc[i, "cause"] = c if found[k] else c[:300]
     if "node" in df:
-        none = df["node"].isna() & df["kind"].isin(["heartbeat_timeout", "log_dir_error", "log_dir_offline",
-                                                    "log_dir_shutdown", "log_dir_halt", "oom"])
+        none = df["node"].isna() & df["kind"].isin(
+            ["heartbeat_timeout", "log_dir_error", "log_dir_offline", "log_dir_shutdown", "log_dir_halt", "oom"]
+        )
         df.loc[none, "node"] = df.loc[none, "reporter"]
     return df.sort_values(["ts", "host", "file", "line"], kind="stable").reset_index(drop=True)

@@ -1,5 +1,6 @@
 """Log compaction: why does a compacted topic not shrink? Seed 003: the dedupe buffer is too
 small for the dirty section, so the cleaner needs many passes and the first ones reclaim nothing."""
+
 from kitlib.investigations import Investigation, has_rows
 from kitlib.investigations.compaction import analysis, cleaner  # noqa: F401  (registers its tables and detectors; charts load with the notebook)
 

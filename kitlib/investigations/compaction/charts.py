@@ -4,6 +4,7 @@ Example:
     >>> from kitlib.investigations.compaction.charts import runs_timeline
     >>> runs_timeline(bundle.cleaner_runs)        # doctest: +SKIP
 """
+
 from __future__ import annotations
 
 import altair as alt
@@ -12,13 +13,17 @@ import pandas as pd
 from kitlib.display import missing
 from kitlib.display.axes import chart_times, time_x, time_y
 
-NO_RUNS = ("cleaner runs", "They come from the brokers' log-cleaner.log (logger kafka.log.LogCleaner at INFO, "
-           "on by default): collect it with server.log.")
+NO_RUNS = (
+    "cleaner runs",
+    "They come from the brokers' log-cleaner.log (logger kafka.log.LogCleaner at INFO, "
+    "on by default): collect it with server.log.",
+)
 
 
 def _prep(runs: pd.DataFrame, tz: str = "UTC") -> pd.DataFrame:
-    return runs.assign(ts=chart_times(runs["ts"], tz), log=runs["log"].astype("string"),
-                       host=runs["host"].astype("string"))
+    return runs.assign(
+        ts=chart_times(runs["ts"], tz), log=runs["log"].astype("string"), host=runs["host"].astype("string")
+    )
 
 
 def runs_timeline(runs: pd.DataFrame, tz: str = "UTC"):
@@ -27,18 +32,37 @@ def runs_timeline(runs: pd.DataFrame, tz: str = "UTC"):
     with height 0), and the y scale reaches below 0 when a run grew the log."""
     if not len(runs):
         return missing(*NO_RUNS)
-    d = _prep(runs, tz)[["ts", "host", "log", "size_reduction_pct", "buffer_utilization_pct", "dirty_start", "dirty_end"]]
+    d = _prep(runs, tz)[
+        ["ts", "host", "log", "size_reduction_pct", "buffer_utilization_pct", "dirty_start", "dirty_end"]
+    ]
     low = min(0.0, float(d["size_reduction_pct"].min()))
     x = time_x("ts", d["ts"], tz, what="run finished")
     y_scale = alt.Scale(domain=[low, 100])
-    bars = alt.Chart(d).mark_bar(opacity=0.7, size=10).encode(
-        x=x, y=alt.Y("size_reduction_pct:Q", title="% size reduction (bars) / % buffer used (line)", scale=y_scale),
-        color=alt.Color("log:N", title="log"), tooltip=["host:N", "log:N", "dirty_start:Q", "dirty_end:Q",
-                                                        "size_reduction_pct:Q", "buffer_utilization_pct:Q"])
-    line = alt.Chart(d).mark_line(point=True, color="#d9480f").encode(
-        x=x, y=alt.Y("buffer_utilization_pct:Q", scale=y_scale), detail="log:N")
+    bars = (
+        alt.Chart(d)
+        .mark_bar(opacity=0.7, size=10)
+        .encode(
+            x=x,
+            y=alt.Y("size_reduction_pct:Q", title="% size reduction (bars) / % buffer used (line)", scale=y_scale),
+            color=alt.Color("log:N", title="log"),
+            tooltip=[
+                "host:N",
+                "log:N",
+                "dirty_start:Q",
+                "dirty_end:Q",
+                "size_reduction_pct:Q",
+                "buffer_utilization_pct:Q",
+            ],
+        )
+    )
+    line = (
+        alt.Chart(d)
+        .mark_line(point=True, color="#d9480f")
+        .encode(x=x, y=alt.Y("buffer_utilization_pct:Q", scale=y_scale), detail="log:N")
+    )
     return alt.layer(bars, line, name="cleaner_runs").properties(
-        width=640, height=240, title="Cleaner runs: size reduction (bars) and dedupe buffer utilization (line)")
+        width=640, height=240, title="Cleaner runs: size reduction (bars) and dedupe buffer utilization (line)"
+    )
 
 
 def throughput(runs: pd.DataFrame, tz: str = "UTC"):
@@ -46,28 +70,66 @@ def throughput(runs: pd.DataFrame, tz: str = "UTC"):
     if not len(runs):
         return missing(*NO_RUNS)
     d = _prep(runs, tz)[["ts", "log", "mb_per_s", "dirty_start", "dirty_end", "mb_processed"]]
-    cover = alt.Chart(d, name="cleaner_dirty_sections").mark_bar(height=10).encode(
-        x=alt.X("dirty_start:Q", title="offset", axis=alt.Axis(format=",d")), x2="dirty_end:Q",
-        y=time_y("ts", d["ts"], tz, what="run"),
-        color=alt.Color("log:N"), tooltip=["log:N", "dirty_start:Q", "dirty_end:Q", "mb_processed:Q"],
-    ).properties(width=300, height=200, title="Dirty section covered by each run")
-    speed = alt.Chart(d, name="cleaner_speed").mark_line(point=True).encode(
-        x=time_x("ts", d["ts"], tz, what="run finished", ticks=4), y=alt.Y("mb_per_s:Q", title="MB/s"), color="log:N",
-    ).properties(width=300, height=200, title="Cleaner throughput")
+    cover = (
+        alt.Chart(d, name="cleaner_dirty_sections")
+        .mark_bar(height=10)
+        .encode(
+            x=alt.X("dirty_start:Q", title="offset", axis=alt.Axis(format=",d")),
+            x2="dirty_end:Q",
+            y=time_y("ts", d["ts"], tz, what="run"),
+            color=alt.Color("log:N"),
+            tooltip=["log:N", "dirty_start:Q", "dirty_end:Q", "mb_processed:Q"],
+        )
+        .properties(width=300, height=200, title="Dirty section covered by each run")
+    )
+    speed = (
+        alt.Chart(d, name="cleaner_speed")
+        .mark_line(point=True)
+        .encode(
+            x=time_x("ts", d["ts"], tz, what="run finished", ticks=4),
+            y=alt.Y("mb_per_s:Q", title="MB/s"),
+            color="log:N",
+        )
+        .properties(width=300, height=200, title="Cleaner throughput")
+    )
     return alt.hconcat(cover, speed)
 
 
 def cleaner_metrics(metrics: pd.DataFrame, tz: str = "UTC"):
     """LogCleaner / LogCleanerManager gauges over time (max buffer utilization, recopy %, max
     clean time, max dirty %), when the bundle has them."""
-    m = metrics[metrics["type"].astype("string").isin(["LogCleaner", "LogCleanerManager"])
-                & metrics["attribute"].isin(["Value"])] if len(metrics) else metrics
+    m = (
+        metrics[
+            metrics["type"].astype("string").isin(["LogCleaner", "LogCleanerManager"])
+            & metrics["attribute"].isin(["Value"])
+        ]
+        if len(metrics)
+        else metrics
+    )
     if not len(m):
-        return missing("LogCleaner metrics", "Capture the kafka.log:type=LogCleaner and LogCleanerManager MBeans "
-                       "with JmxTool or a Prometheus JMX exporter during the incident.")
-    d = pd.DataFrame({"ts": chart_times(m["ts"], tz), "metric": m["name"].astype("string"),
-                      "host": m["host"].astype("string"), "value": m["value"]})
-    return alt.Chart(d, name="cleaner_metrics").mark_line(point=True).encode(
-        x=time_x("ts", d["ts"], tz, ticks=4), y=alt.Y("value:Q", title=None), color=alt.Color("host:N"),
-        facet=alt.Facet("metric:N", columns=2, title=None), tooltip=["host:N", "metric:N", "value:Q"],
-    ).properties(width=300, height=120).resolve_scale(y="independent")
+        return missing(
+            "LogCleaner metrics",
+            "Capture the kafka.log:type=LogCleaner and LogCleanerManager MBeans "
+            "with JmxTool or a Prometheus JMX exporter during the incident.",
+        )
+    d = pd.DataFrame(
+        {
+            "ts": chart_times(m["ts"], tz),
+            "metric": m["name"].astype("string"),
+            "host": m["host"].astype("string"),
+            "value": m["value"],
+        }
+    )
+    return (
+        alt.Chart(d, name="cleaner_metrics")
+        .mark_line(point=True)
+        .encode(
+            x=time_x("ts", d["ts"], tz, ticks=4),
+            y=alt.Y("value:Q", title=None),
+            color=alt.Color("host:N"),
+            facet=alt.Facet("metric:N", columns=2, title=None),
+            tooltip=["host:N", "metric:N", "value:Q"],
+        )
+        .properties(width=300, height=120)
+        .resolve_scale(y="independent")
+    )

@@ -10,11 +10,11 @@ Example:
     >>> parse_stats("[kafka-log-cleaner-thread-0]: \\n\\tLog cleaner thread 0 cleaned log t-3 (dirty section = [0, 9])")["dirty_end"]
     9
 """
+
 from __future__ import annotations
 
-from typing import Any
-
 import re
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -24,39 +24,60 @@ import pyarrow.compute as pc
 from kitlib import tables
 from kitlib.extract import arrow_messages, extractor, first_lines, first_match, groups_of
 
-tables.declare("cleaner_runs", "One row per log cleaned by the log cleaner (its statistics block), joined "
-               "with the run's 'Beginning cleaning' and 'Building offset map' lines.", [
-                   ("ts", "ts", "when the run finished (the statistics block)"),
-                   ("thread", "int", "cleaner thread id"),
-                   ("log", "str", "log (partition directory) name, topic-partition"),
-                   ("topic", "str", "topic"), ("partition", "int", "partition"),
-                   ("dirty_start", "int", "first dirty offset of this run"),
-                   ("dirty_end", "int", "offset the offset map reached (exclusive): the run cleaned up to here"),
-                   ("mb_processed", "float", "MiB of log read"), ("seconds", "float", "run time"),
-                   ("mb_per_s", "float", "MiB/s over the whole run"),
-                   ("mb_indexed", "float", "MiB scanned to build the offset map"),
-                   ("index_seconds", "float", "offset map phase"), ("index_pct", "float", "offset map phase, % of run time"),
-                   ("buffer_utilization_pct", "float", "dedupe buffer (offset map) utilization; ~90 % = load factor = full"),
-                   ("mb_cleaned", "float", "MiB copied by the cleaning phase"), ("clean_seconds", "float", "cleaning phase"),
-                   ("start_mb", "float", "size before (MiB)"), ("start_messages", "int", "records before"),
-                   ("end_mb", "float", "size after (MiB)"), ("end_messages", "int", "records after"),
-                   ("size_reduction_pct", "float", "% smaller"), ("fewer_messages_pct", "float", "% fewer records"),
-                   ("segments", "int", "segments in the offset map ('Building offset map ... for N segments')"),
-                   ("started", "ts", "'Beginning cleaning of log' time"),
-                   ("duration_s", "float", "started -> statistics block"),
-               ])
-tables.declare("cleaner_events", "Log cleaner progress and problem lines, one per record.", [
-    ("ts", "ts", "record time"),
-    ("kind", "category", "begin, offset_map, offset_map_done, cleaning, segment, swap, uncleanable, error, "
-                         "delayed, thread, manager, other"),
-    ("thread", "int", "cleaner thread id, when the line names one"),
-    ("log", "str", "log name (topic-partition), when named"), ("topic", "str", "topic"), ("partition", "int", "partition"),
-    ("segments", "int", "segments (offset map lines)"),
-    ("start_offset", "int", "offset range start (offset map lines)"),
-    ("end_offset", "int", "offset range end, exclusive (offset map lines)"),
-    ("level", "category", "log level"),
-    ("message", "str", "the record's text (first line)"),
-])
+tables.declare(
+    "cleaner_runs",
+    "One row per log cleaned by the log cleaner (its statistics block), joined "
+    "with the run's 'Beginning cleaning' and 'Building offset map' lines.",
+    [
+        ("ts", "ts", "when the run finished (the statistics block)"),
+        ("thread", "int", "cleaner thread id"),
+        ("log", "str", "log (partition directory) name, topic-partition"),
+        ("topic", "str", "topic"),
+        ("partition", "int", "partition"),
+        ("dirty_start", "int", "first dirty offset of this run"),
+        ("dirty_end", "int", "offset the offset map reached (exclusive): the run cleaned up to here"),
+        ("mb_processed", "float", "MiB of log read"),
+        ("seconds", "float", "run time"),
+        ("mb_per_s", "float", "MiB/s over the whole run"),
+        ("mb_indexed", "float", "MiB scanned to build the offset map"),
+        ("index_seconds", "float", "offset map phase"),
+        ("index_pct", "float", "offset map phase, % of run time"),
+        ("buffer_utilization_pct", "float", "dedupe buffer (offset map) utilization; ~90 % = load factor = full"),
+        ("mb_cleaned", "float", "MiB copied by the cleaning phase"),
+        ("clean_seconds", "float", "cleaning phase"),
+        ("start_mb", "float", "size before (MiB)"),
+        ("start_messages", "int", "records before"),
+        ("end_mb", "float", "size after (MiB)"),
+        ("end_messages", "int", "records after"),
+        ("size_reduction_pct", "float", "% smaller"),
+        ("fewer_messages_pct", "float", "% fewer records"),
+        ("segments", "int", "segments in the offset map ('Building offset map ... for N segments')"),
+        ("started", "ts", "'Beginning cleaning of log' time"),
+        ("duration_s", "float", "started -> statistics block"),
+    ],
+)
+tables.declare(
+    "cleaner_events",
+    "Log cleaner progress and problem lines, one per record.",
+    [
+        ("ts", "ts", "record time"),
+        (
+            "kind",
+            "category",
+            "begin, offset_map, offset_map_done, cleaning, segment, swap, uncleanable, error, "
+            "delayed, thread, manager, other",
+        ),
+        ("thread", "int", "cleaner thread id, when the line names one"),
+        ("log", "str", "log name (topic-partition), when named"),
+        ("topic", "str", "topic"),
+        ("partition", "int", "partition"),
+        ("segments", "int", "segments (offset map lines)"),
+        ("start_offset", "int", "offset range start (offset map lines)"),
+        ("end_offset", "int", "offset range end, exclusive (offset map lines)"),
+        ("level", "category", "log level"),
+        ("message", "str", "the record's text (first line)"),
+    ],
+)
 
 NUM = r"[-+]?(?:\d[\d,]*(?:\.\d+)?|NaN|Infinity)"
 _S = {
@@ -71,22 +92,47 @@ _S = {
 }
 _EVENTS = [
     ("begin", re.compile(r"Cleaner (\d+): Beginning cleaning of log (\S+?)\.?$")),
-    ("offset_map", re.compile(r"Cleaner (\d+): Building offset map for log (\S+) for (\d+) segments in offset range \[(\d+), (\d+)\)")),
+    (
+        "offset_map",
+        re.compile(
+            r"Cleaner (\d+): Building offset map for log (\S+) for (\d+) segments in offset range \[(\d+), (\d+)\)"
+        ),
+    ),
     ("offset_map_done", re.compile(r"Cleaner (\d+): Offset map for log (\S+) complete")),
     ("cleaning", re.compile(r"Cleaner (\d+): Cleaning log (\S+) \(cleaning prior to")),
     ("segment", re.compile(r"Cleaner (\d+): Cleaning (?:segment \d+|LogSegment\(.*?\)) in log (\S+) into")),
     ("swap", re.compile(r"Cleaner (\d+): Swapping in cleaned segment .* in log (?:Log\(dir=\S*/)?([^/\s,)]+)")),
-    ("uncleanable", re.compile(r"(?:kafka-log-cleaner-thread-(\d+)\]: )?Unexpected exception thrown when cleaning log .*?"
-                               r"Marking its partition \((\S+)\) as uncleanable")),
+    (
+        "uncleanable",
+        re.compile(
+            r"(?:kafka-log-cleaner-thread-(\d+)\]: )?Unexpected exception thrown when cleaning log .*?"
+            r"Marking its partition \((\S+)\) as uncleanable"
+        ),
+    ),
     ("delayed", re.compile(r"kafka-log-cleaner-thread-(\d+)\]: \s*Cleanable partitions: \d+, Delayed partitions")),
-    ("error", re.compile(r"kafka-log-cleaner-thread-(\d+)\]: Error due to|Failed to clean up log for (\S+)|"
-                         r"Failed to access checkpoint file|Stopping cleaning logs in dir")),
-    ("manager", re.compile(r"Resetting first dirty offset of (\S+)|The last checkpoint dirty offset for partition (\S+)")),
-    ("thread", re.compile(r"kafka-log-cleaner-thread-(\d+)\]: (?:Starting|Stopped|Shutting down|Shutdown completed)|"
-                          r"Starting the log cleaner|Shutting down the log cleaner")),
+    (
+        "error",
+        re.compile(
+            r"kafka-log-cleaner-thread-(\d+)\]: Error due to|Failed to clean up log for (\S+)|"
+            r"Failed to access checkpoint file|Stopping cleaning logs in dir"
+        ),
+    ),
+    (
+        "manager",
+        re.compile(r"Resetting first dirty offset of (\S+)|The last checkpoint dirty offset for partition (\S+)"),
+    ),
+    (
+        "thread",
+        re.compile(
+            r"kafka-log-cleaner-thread-(\d+)\]: (?:Starting|Stopped|Shutting down|Shutdown completed)|"
+            r"Starting the log cleaner|Shutting down the log cleaner"
+        ),
+    ),
 ]
-_LOGGERS: dict[str, Any] = dict(loggers=["kafka.log.LogCleaner", "kafka.log.LogCleanerManager$", "kafka.log.LogCleaner$"],
-                prefixes=["org.apache.kafka.storage.internals.log.LogCleaner", "org.apache.kafka.storage.internals.log.Cleaner"])
+_LOGGERS: dict[str, Any] = dict(
+    loggers=["kafka.log.LogCleaner", "kafka.log.LogCleanerManager$", "kafka.log.LogCleaner$"],
+    prefixes=["org.apache.kafka.storage.internals.log.LogCleaner", "org.apache.kafka.storage.internals.log.Cleaner"],
+)
 
 
 def _num(s: str | None) -> float:
@@ -111,22 +157,28 @@ def parse_stats(message: str) -> dict | None:
     if not m:
         return None
     topic, part = split_log(m.group(2))
-    r = {"thread": int(m.group(1)), "log": m.group(2), "topic": topic, "partition": part,
-         "dirty_start": int(m.group(3)), "dirty_end": int(m.group(4))}
-    g = lambda k: _S[k].search(message)  # noqa: E731
-    if (x := g("proc")):
+    r = {
+        "thread": int(m.group(1)),
+        "log": m.group(2),
+        "topic": topic,
+        "partition": part,
+        "dirty_start": int(m.group(3)),
+        "dirty_end": int(m.group(4)),
+    }
+    g = lambda k: _S[k].search(message)
+    if x := g("proc"):
         r.update(mb_processed=_num(x.group(1)), seconds=_num(x.group(2)), mb_per_s=_num(x.group(3)))
-    if (x := g("index")):
+    if x := g("index"):
         r.update(mb_indexed=_num(x.group(1)), index_seconds=_num(x.group(2)), index_pct=_num(x.group(4)))
-    if (x := g("buf")):
+    if x := g("buf"):
         r["buffer_utilization_pct"] = _num(x.group(1))
-    if (x := g("clean")):
+    if x := g("clean"):
         r.update(mb_cleaned=_num(x.group(1)), clean_seconds=_num(x.group(2)))
-    if (x := g("start")):
+    if x := g("start"):
         r.update(start_mb=_num(x.group(1)), start_messages=_num(x.group(2)))
-    if (x := g("end")):
+    if x := g("end"):
         r.update(end_mb=_num(x.group(1)), end_messages=_num(x.group(2)))
-    if (x := g("red")):
+    if x := g("red"):
         r.update(size_reduction_pct=_num(x.group(1)), fewer_messages_pct=_num(x.group(2)))
     return r
 
@@ -141,8 +193,13 @@ def classify(message: str) -> dict:
         r: dict[str, Any] = {"kind": kind}
         gs = [x for x in m.groups() if x is not None]
         if kind == "offset_map":
-            r.update(thread=int(m.group(1)), log=m.group(2), segments=int(m.group(3)),
-                     start_offset=int(m.group(4)), end_offset=int(m.group(5)))
+            r.update(
+                thread=int(m.group(1)),
+                log=m.group(2),
+                segments=int(m.group(3)),
+                start_offset=int(m.group(4)),
+                end_offset=int(m.group(5)),
+            )
         elif gs:
             if gs[0].isdigit():
                 r["thread"] = int(gs[0])
@@ -175,12 +232,15 @@ SLICE = 65536  # rows classified at a time: Arrow's temporaries stay small howev
 @extractor("cleaner_events", **_LOGGERS)
 def build_events(events: pd.DataFrame) -> pd.DataFrame:
     if len(events) > SLICE:
-        return pd.concat([build_events(events.iloc[i:i + SLICE]) for i in range(0, len(events), SLICE)],
-                         ignore_index=True)
+        return pd.concat(
+            [build_events(events.iloc[i : i + SLICE]) for i in range(0, len(events), SLICE)], ignore_index=True
+        )
     if not len(events):
         return tables.empty("cleaner_events")
     msgs = arrow_messages(events)
-    rows = np.flatnonzero(~np.asarray(pc.match_substring_regex(msgs, _S["head"].pattern).to_numpy(zero_copy_only=False), bool))
+    rows = np.flatnonzero(
+        ~np.asarray(pc.match_substring_regex(msgs, _S["head"].pattern).to_numpy(zero_copy_only=False), bool)
+    )
     first = first_lines(msgs.take(pa.array(rows)))
     which = first_match(first, [rx.pattern for _, rx in _EVENTS])
     n = len(rows)
@@ -200,11 +260,20 @@ def build_events(events: pd.DataFrame) -> pd.DataFrame:
     cache: dict = {}
     tp = [cache[x] if x in cache else cache.setdefault(x, split_log(x) if x else (None, None)) for x in cols["log"]]
     ev = events.iloc[rows].reset_index(drop=True)
-    return pd.DataFrame({
-        "ts": ev["ts"], "kind": kind, **cols,
-        "topic": [t for t, _ in tp], "partition": [q for _, q in tp], "level": ev["level"].astype("string"),
-        "message": pd.array(pc.utf8_slice_codeunits(first, 0, 500), dtype=pd.StringDtype("pyarrow")),
-        "host": ev["host"].astype("string"), "file": ev["file"].astype("string"), "line": ev["line"]})
+    return pd.DataFrame(
+        {
+            "ts": ev["ts"],
+            "kind": kind,
+            **cols,
+            "topic": [t for t, _ in tp],
+            "partition": [q for _, q in tp],
+            "level": ev["level"].astype("string"),
+            "message": pd.array(pc.utf8_slice_codeunits(first, 0, 500), dtype=pd.StringDtype("pyarrow")),
+            "host": ev["host"].astype("string"),
+            "file": ev["file"].astype("string"),
+            "line": ev["line"],
+        }
+    )
 
 
 @extractor("cleaner_runs", **_LOGGERS)
@@ -214,8 +283,8 @@ def build_runs(events: pd.DataFrame) -> pd.DataFrame:
     msgs = arrow_messages(events)
     n = len(msgs)
     stats = np.zeros(n, bool)
-    logs = np.full(n, None, object)       # the log a 'Beginning cleaning' / 'Building offset map' line names
-    segments = np.full(n, -1, np.int64)   # -1: a 'Beginning cleaning' line; >= 0: an offset map line
+    logs = np.full(n, None, object)  # the log a 'Beginning cleaning' / 'Building offset map' line names
+    segments = np.full(n, -1, np.int64)  # -1: a 'Beginning cleaning' line; >= 0: an offset map line
     for i in range(0, n, SLICE):
         part = msgs.slice(i, SLICE)
         st = np.asarray(pc.match_substring_regex(part, _S["head"].pattern).to_numpy(zero_copy_only=False), bool)
@@ -229,7 +298,7 @@ def build_runs(events: pd.DataFrame) -> pd.DataFrame:
                 logs[at + i] = g[1]
                 if k == 1:
                     segments[at + i] = [int(x) for x in g[2]]
-        stats[i:i + len(st)] = st
+        stats[i : i + len(st)] = st
     hosts, _ = pd.factorize(events["host"])
     rows, started, mapped_segs = [], [], []
     begun: dict[tuple, int] = {}
@@ -252,8 +321,11 @@ def build_runs(events: pd.DataFrame) -> pd.DataFrame:
     at = df.pop("row").to_numpy()
     ts = events["ts"].reset_index(drop=True)
     begin_at = np.asarray(started)
-    df["started"] = ts.iloc[np.where(begin_at >= 0, begin_at, 0)].where(begin_at >= 0).to_numpy() \
-        if (begin_at >= 0).any() else pd.NaT
+    df["started"] = (
+        ts.iloc[np.where(begin_at >= 0, begin_at, 0)].where(begin_at >= 0).to_numpy()
+        if (begin_at >= 0).any()
+        else pd.NaT
+    )
     df["started"] = pd.to_datetime(df["started"], utc=True)
     df["segments"] = mapped_segs
     df["ts"] = ts.iloc[at].to_numpy()

@@ -1,5 +1,6 @@
 """Compression: which codec suits these payloads? Seed 002: gzip vs snappy vs lz4 vs zstd,
 measured on the user's own record samples and against the broker."""
+
 from kitlib.investigations import Investigation, has_rows
 from kitlib.investigations.compression import analysis  # noqa: F401  (registers its tables and detectors; charts load with the notebook)
 

@@ -9,6 +9,7 @@ Example:
     >>> bool(t.set_index("codec").loc["gzip", "ratio"] > 5)
     True
 """
+
 from __future__ import annotations
 
 import time
@@ -20,6 +21,7 @@ CODECS = {"none": 0, "gzip": 1, "snappy": 2, "lz4": 3, "zstd": 4}
 
 def _batches(values: list[bytes], codec: int, batch_bytes: int) -> list[bytes]:
     from kafka.record import MemoryRecordsBuilder
+
     out, b = [], MemoryRecordsBuilder(magic=2, compression_type=codec, batch_size=batch_bytes)
     for v in values:
         if b.append(0, None, v) is None:
@@ -47,9 +49,14 @@ def _chunks(values: list[bytes], size: int) -> list[bytes]:
 
 def _codec_fns(name: str):
     from kafka import codec as c
-    return {"none": (lambda b: b, lambda b: b), "gzip": (c.gzip_encode, c.gzip_decode),
-            "snappy": (c.snappy_encode, c.snappy_decode), "lz4": (c.lz4_encode, c.lz4_decode),
-            "zstd": (c.zstd_encode, c.zstd_decode)}[name]
+
+    return {
+        "none": (lambda b: b, lambda b: b),
+        "gzip": (c.gzip_encode, c.gzip_decode),
+        "snappy": (c.snappy_encode, c.snappy_decode),
+        "lz4": (c.lz4_encode, c.lz4_decode),
+        "zstd": (c.zstd_encode, c.zstd_decode),
+    }[name]
 
 
 def measure(values: list[bytes], batch_bytes: int = 16384, codecs=tuple(CODECS), repeat: int = 3) -> pd.DataFrame:
@@ -75,8 +82,17 @@ def measure(values: list[bytes], batch_bytes: int = 16384, codecs=tuple(CODECS),
             for pk in packed:
                 dec(pk)
             best_d = min(best_d, time.perf_counter() - t)
-        rows.append({"codec": name, "records": len(values), "batches": len(batches), "raw_bytes": raw, "bytes": size,
-                     "compress_mb_per_s": raw / max(best_c, 1e-9) / 1e6, "decompress_mb_per_s": raw / max(best_d, 1e-9) / 1e6})
+        rows.append(
+            {
+                "codec": name,
+                "records": len(values),
+                "batches": len(batches),
+                "raw_bytes": raw,
+                "bytes": size,
+                "compress_mb_per_s": raw / max(best_c, 1e-9) / 1e6,
+                "decompress_mb_per_s": raw / max(best_d, 1e-9) / 1e6,
+            }
+        )
     df = pd.DataFrame(rows)
     df["ratio"] = (base or df["bytes"].max()) / df["bytes"]
     df.loc[df["codec"] == "none", ["compress_mb_per_s", "decompress_mb_per_s"]] = float("nan")  # nothing to time
@@ -87,6 +103,8 @@ def combine(measured: pd.DataFrame, probe: pd.DataFrame) -> pd.DataFrame:
     """Offline measurements joined with the broker probe's producer MB/s and on-disk ratio."""
     if not len(probe):
         return measured.assign(producer_mb_per_s=float("nan"), broker_ratio=float("nan"))
-    p = probe.groupby("codec", observed=True).agg(producer_mb_per_s=("mb_per_s", "median"), broker_ratio=("ratio", "median"))
+    p = probe.groupby("codec", observed=True).agg(
+        producer_mb_per_s=("mb_per_s", "median"), broker_ratio=("ratio", "median")
+    )
     p.index = p.index.astype(str)
     return measured.merge(p, left_on="codec", right_index=True, how="left")

@@ -1,5 +1,6 @@
 """Connect offset commits: why does a Connect task fail to commit offsets under load? Seed 001:
 the producer cannot drain outstanding records within offset.flush.timeout.ms."""
+
 from kitlib.investigations import Investigation, has_rows
 from kitlib.investigations.connect_offsets import analysis, commits  # noqa: F401  (registers its tables and detectors; charts load with the notebook)
 

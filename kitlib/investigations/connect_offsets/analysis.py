@@ -24,6 +24,7 @@ Example:
     >>> round(rtt * 1000, 1), round(drain_time_s(48437, rpr, rtt), 1)
     (6.6, 14.0)
 """
+
 from __future__ import annotations
 
 import math
@@ -31,9 +32,9 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from kitlib import findings, tables
-from kitlib.investigations.connect_offsets import commits as _commits  # noqa: F401  (declares the commits table)
+from kitlib import findings
 from kitlib.extract.configs import latest
+from kitlib.investigations.connect_offsets import commits as _commits  # noqa: F401  (declares the commits table)
 
 DEFAULT_FLUSH_TIMEOUT_MS = 5000
 DEFAULT_BATCH_SIZE = 16384
@@ -44,8 +45,9 @@ WORKER_SCOPES = ("DistributedConfig", "StandaloneConfig", "WorkerConfig")
 
 
 # ----------------------------------------------------------------------------- model
-def records_per_request(batch_size: float, record_bytes: float, partitions: int = 1,
-                        max_request_size: float = DEFAULT_MAX_REQUEST_SIZE) -> float:
+def records_per_request(
+    batch_size: float, record_bytes: float, partitions: int = 1, max_request_size: float = DEFAULT_MAX_REQUEST_SIZE
+) -> float:
     """Records one produce request carries when the producer has a backlog (batches are full):
     ``batch.size / record size`` per partition batch, times the partition batches that fit in
     one request (one per partition led by the same broker, up to ``max.request.size``).
@@ -70,8 +72,9 @@ def record_bytes(batch_size: float, records_per_req: float) -> float:
     return float(batch_size) / max(float(records_per_req), 1e-9)
 
 
-def round_trip_s(outstanding: float, remaining: float, timeout_ms: float, records_per_req: float,
-                 in_flight: int = 1) -> float:
+def round_trip_s(
+    outstanding: float, remaining: float, timeout_ms: float, records_per_req: float, in_flight: int = 1
+) -> float:
     """Seconds per produce round trip implied by a timed-out flush: ``outstanding - remaining``
     records were acknowledged during ``timeout_ms``, ``records_per_req`` at a time, with
     ``in_flight`` requests pipelined.
@@ -85,8 +88,9 @@ def round_trip_s(outstanding: float, remaining: float, timeout_ms: float, record
     return (float(timeout_ms) / 1000.0) * max(int(in_flight), 1) / requests
 
 
-def drain_time_s(outstanding: float, records_per_req: float, rtt_s: float, in_flight: int = 1,
-                 linger_ms: float = 0.0) -> float:
+def drain_time_s(
+    outstanding: float, records_per_req: float, rtt_s: float, in_flight: int = 1, linger_ms: float = 0.0
+) -> float:
     """Seconds to get ``outstanding`` records acknowledged: requests needed x round trip,
     divided by the requests in flight. ``linger.ms`` only delays a batch that is not full, so
     under a backlog it adds at most one linger (the last, partial batch).
@@ -104,10 +108,19 @@ def drain_time_s(outstanding: float, records_per_req: float, rtt_s: float, in_fl
     return t
 
 
-def what_if(outstanding: float, batch_size: float, records_per_req: float, rtt_s: float,
-            timeout_ms: float = DEFAULT_FLUSH_TIMEOUT_MS, in_flight: int = 1, linger_ms: float = 0,
-            new_batch_size: float | None = None, new_linger_ms: float | None = None,
-            max_request_size: float = DEFAULT_MAX_REQUEST_SIZE, partitions: int = 1) -> pd.DataFrame:
+def what_if(
+    outstanding: float,
+    batch_size: float,
+    records_per_req: float,
+    rtt_s: float,
+    timeout_ms: float = DEFAULT_FLUSH_TIMEOUT_MS,
+    in_flight: int = 1,
+    linger_ms: float = 0,
+    new_batch_size: float | None = None,
+    new_linger_ms: float | None = None,
+    max_request_size: float = DEFAULT_MAX_REQUEST_SIZE,
+    partitions: int = 1,
+) -> pd.DataFrame:
     """Current vs proposed producer settings: records per request, requests and time to drain
     ``outstanding`` records, and whether that fits in ``offset.flush.timeout.ms``.
     ``new_batch_size`` defaults to 20 x the current batch.size (capped by max.request.size).
@@ -124,12 +137,21 @@ def what_if(outstanding: float, batch_size: float, records_per_req: float, rtt_s
     for label, b, lg in (("current", float(batch_size), float(linger_ms)), ("proposed", nb, nl)):
         rpr = records_per_req if label == "current" else records_per_request(b, rb, partitions, max_request_size)
         d = drain_time_s(outstanding, rpr, rtt_s, in_flight, lg)
-        rows.append({"setting": label, "batch.size": int(b), "linger.ms": int(lg),
-                     "max.in.flight": int(in_flight), "records_per_request": round(rpr, 1),
-                     "outstanding": int(outstanding),
-                     "requests_to_drain": int(math.ceil(outstanding / max(rpr, 1e-9))) if outstanding > 0 else 0,
-                     "round_trip_ms": round(rtt_s * 1000, 2), "drain_s": d,
-                     "timeout_s": float(timeout_ms) / 1000.0, "fits_timeout": d <= float(timeout_ms) / 1000.0})
+        rows.append(
+            {
+                "setting": label,
+                "batch.size": int(b),
+                "linger.ms": int(lg),
+                "max.in.flight": int(in_flight),
+                "records_per_request": round(rpr, 1),
+                "outstanding": int(outstanding),
+                "requests_to_drain": int(math.ceil(outstanding / max(rpr, 1e-9))) if outstanding > 0 else 0,
+                "round_trip_ms": round(rtt_s * 1000, 2),
+                "drain_s": d,
+                "timeout_s": float(timeout_ms) / 1000.0,
+                "fits_timeout": d <= float(timeout_ms) / 1000.0,
+            }
+        )
     return pd.DataFrame(rows)
 
 
@@ -199,8 +221,13 @@ def flush_timeout_ms(configs: pd.DataFrame, before=None) -> tuple[float, pd.Data
     return _num(w["value"].iloc[0], DEFAULT_FLUSH_TIMEOUT_MS), w
 
 
-def metric_series(metrics: pd.DataFrame, attribute: str, client_id: str | None = None,
-                  connector: str | None = None, task: int | None = None) -> pd.DataFrame:
+def metric_series(
+    metrics: pd.DataFrame,
+    attribute: str,
+    client_id: str | None = None,
+    connector: str | None = None,
+    task: int | None = None,
+) -> pd.DataFrame:
     """Samples (ts, value, host, file, line) of one metric attribute, filtered by client id or
     connector/task when those columns are present."""
     if metrics is None or metrics.empty or "attribute" not in metrics:
@@ -226,11 +253,12 @@ def _in_window(df: pd.DataFrame, start, end) -> pd.DataFrame:
 class AfterChange:
     """The task's producer re-created with another batch.size after the last failure, with every
     later commit going through."""
+
     since: pd.Timestamp
     batch_size: float
     linger_ms: float | None
     commits_ok: int
-    outstanding_max: float          # NaN when the log does not say
+    outstanding_max: float  # NaN when the log does not say
     duration_ms_max: float
 
 
@@ -238,6 +266,7 @@ class AfterChange:
 class DrainModel:
     """What the drain model knows about one source task. ``*_source`` fields say where a
     figure came from; a figure the bundle does not give is NaN (and its source says so)."""
+
     connector: str
     task: int
     attempts: int
@@ -245,12 +274,12 @@ class DrainModel:
     timeouts: int
     start: pd.Timestamp
     end: pd.Timestamp
-    bad: pd.DataFrame                       # the failed attempts
-    outstanding: float                      # messages outstanding at flush (median of the failures)
+    bad: pd.DataFrame  # the failed attempts
+    outstanding: float  # messages outstanding at flush (median of the failures)
     outstanding_max: float
     outstanding_source: str
     drained_per_timeout: float
-    timeout_ms: float                       # offset.flush.timeout.ms
+    timeout_ms: float  # offset.flush.timeout.ms
     timeout_rows: pd.DataFrame
     batch_size: float
     linger_ms: float
@@ -270,15 +299,18 @@ class DrainModel:
         """The figures the model lacks, as the settings or log lines that would give them."""
         out = []
         if math.isnan(self.outstanding):
-            out.append("outstanding messages at flush (Kafka 2.x 'flushing N outstanding messages' lines, or the "
-                       "source-record-active-count-max metric)")
+            out.append(
+                "outstanding messages at flush (Kafka 2.x 'flushing N outstanding messages' lines, or the "
+                "source-record-active-count-max metric)"
+            )
         if math.isnan(self.round_trip_s):
             out.append("the producer's round trip (a timed-out flush that says how many messages remained)")
         return out
 
 
-def task_model(bundle, connector: str, task: int, commits: pd.DataFrame | None = None,
-               record_bytes_hint: float | None = None) -> DrainModel:
+def task_model(
+    bundle, connector: str, task: int, commits: pd.DataFrame | None = None, record_bytes_hint: float | None = None
+) -> DrainModel:
     """Everything the drain model needs for one source task, read from the bundle: the failed
     attempts, outstanding at flush, offset.flush.timeout.ms, the producer's batch.size /
     linger.ms / max.in.flight, records per request (metrics, else estimated), and the round trip
@@ -320,8 +352,11 @@ def task_model(bundle, connector: str, task: int, commits: pd.DataFrame | None =
         outstanding = float(outstanding_bad.median())
         outstanding_max = float(outstanding_bad.max())
     else:
-        act = _in_window(metric_series(metrics, "source-record-active-count-max", connector=connector, task=task),
-                         start - pad, end + pad)
+        act = _in_window(
+            metric_series(metrics, "source-record-active-count-max", connector=connector, task=task),
+            start - pad,
+            end + pad,
+        )
         vals = pd.to_numeric(act.get("value", pd.Series(dtype=float)), errors="coerce").dropna()
         outstanding = float(vals.median()) if len(vals) else float("nan")
         outstanding_max = float(vals.max()) if len(vals) else float("nan")
@@ -333,21 +368,44 @@ def task_model(bundle, connector: str, task: int, commits: pd.DataFrame | None =
         drained = float((tm["outstanding"] - tm["remaining"]).median())
     else:
         rtt, rtt_src, drained = float("nan"), "unknown (no 'outstanding N messages' on timeout)", float("nan")
-    policy = latest(configs[configs["ts"] <= end], WORKER_SCOPES).get(
-        "connector.client.config.override.policy", "") if not configs.empty else ""
+    policy = (
+        latest(configs[configs["ts"] <= end], WORKER_SCOPES).get("connector.client.config.override.policy", "")
+        if not configs.empty
+        else ""
+    )
     return DrainModel(
-        connector=connector, task=task, attempts=int(len(c)), failed=int(len(bad)),
-        timeouts=int((bad["outcome"] == "timeout").sum()), start=start, end=end, bad=bad,
-        outstanding=outstanding, outstanding_max=outstanding_max, outstanding_source=outstanding_src,
-        drained_per_timeout=drained, timeout_ms=timeout, timeout_rows=timeout_rows, batch_size=batch,
-        linger_ms=linger, in_flight=in_flight, max_request_size=max_req, client_id=cid,
-        producer_rows=prod.get("_rows", pd.DataFrame()), records_per_request=rpr, records_per_request_source=rpr_src,
-        round_trip_s=rtt, round_trip_source=rtt_src, override_policy=str(policy),
-        after=_after_change(c, configs, connector, task, end, batch))
+        connector=connector,
+        task=task,
+        attempts=int(len(c)),
+        failed=int(len(bad)),
+        timeouts=int((bad["outcome"] == "timeout").sum()),
+        start=start,
+        end=end,
+        bad=bad,
+        outstanding=outstanding,
+        outstanding_max=outstanding_max,
+        outstanding_source=outstanding_src,
+        drained_per_timeout=drained,
+        timeout_ms=timeout,
+        timeout_rows=timeout_rows,
+        batch_size=batch,
+        linger_ms=linger,
+        in_flight=in_flight,
+        max_request_size=max_req,
+        client_id=cid,
+        producer_rows=prod.get("_rows", pd.DataFrame()),
+        records_per_request=rpr,
+        records_per_request_source=rpr_src,
+        round_trip_s=rtt,
+        round_trip_source=rtt_src,
+        override_policy=str(policy),
+        after=_after_change(c, configs, connector, task, end, batch),
+    )
 
 
-def _after_change(commits: pd.DataFrame, configs: pd.DataFrame, connector: str, task: int, last_bad,
-                  batch) -> AfterChange | None:
+def _after_change(
+    commits: pd.DataFrame, configs: pd.DataFrame, connector: str, task: int, last_bad, batch
+) -> AfterChange | None:
     """If the task's producer was re-created with a different batch.size / linger.ms after the
     last failure and every later commit went through: when, the new values, and how many."""
     if configs is None or configs.empty or pd.isna(last_bad):
@@ -367,14 +425,22 @@ def _after_change(commits: pd.DataFrame, configs: pd.DataFrame, connector: str, 
         return None
     o = pd.to_numeric(after["outstanding"], errors="coerce").dropna()
     d = pd.to_numeric(after["duration_ms"], errors="coerce").dropna()
-    return AfterChange(since=since, batch_size=new_batch, linger_ms=new_linger, commits_ok=int(len(after)),
-                       outstanding_max=float(o.max()) if len(o) else float("nan"),
-                       duration_ms_max=float(d.max()) if len(d) else float("nan"))
+    return AfterChange(
+        since=since,
+        batch_size=new_batch,
+        linger_ms=new_linger,
+        commits_ok=int(len(after)),
+        outstanding_max=float(o.max()) if len(o) else float("nan"),
+        duration_ms_max=float(d.max()) if len(d) else float("nan"),
+    )
 
 
 # ----------------------------------------------------------------------------- detector
-@findings.detector(ids=["offset-commit-timeouts"], needs=["commits"],
-                   checks="Connect source offset commits that time out or fail, with the producer drain model")
+@findings.detector(
+    ids=["offset-commit-timeouts"],
+    needs=["commits"],
+    checks="Connect source offset commits that time out or fail, with the producer drain model",
+)
 def detect_offset_commit_timeouts(bundle) -> list[findings.Finding]:
     """One finding per source task whose offset commits timed out or failed."""
     c = bundle.commits
@@ -387,15 +453,22 @@ def detect_offset_commit_timeouts(bundle) -> list[findings.Finding]:
         out.append(_finding(m))
     sink_bad = c[c["outcome"].isin(["timeout", "failed"]) & (c["kind"] == "sink")]
     for (conn, task), rows in sink_bad.groupby(["connector", "task"], observed=True):
-        out.append(findings.Finding(
-            "offset-commit-timeouts", "medium",
-            f"Sink task {conn}-{task}: {len(rows)} offset commit(s) failed or timed out "
-            f"({rows['ts'].min():%Y-%m-%d %H:%M} to {rows['ts'].max():%H:%M} UTC)",
-            numbers={"failed_commits": len(rows), "attempts": int(((c['connector'] == conn) & (c['task'] == task)).sum())},
-            recommendation="Sink commits go through the consumer group: look for rebalances and consumer "
-                           "'Commit cannot be completed' errors around these times; if put() is slow, lower "
-                           "consumer.override.max.poll.records or raise consumer.override.max.poll.interval.ms.",
-            evidence=findings.evidence(rows)))
+        out.append(
+            findings.Finding(
+                "offset-commit-timeouts",
+                "medium",
+                f"Sink task {conn}-{task}: {len(rows)} offset commit(s) failed or timed out "
+                f"({rows['ts'].min():%Y-%m-%d %H:%M} to {rows['ts'].max():%H:%M} UTC)",
+                numbers={
+                    "failed_commits": len(rows),
+                    "attempts": int(((c["connector"] == conn) & (c["task"] == task)).sum()),
+                },
+                recommendation="Sink commits go through the consumer group: look for rebalances and consumer "
+                "'Commit cannot be completed' errors around these times; if put() is slow, lower "
+                "consumer.override.max.poll.records or raise consumer.override.max.poll.interval.ms.",
+                evidence=findings.evidence(rows),
+            )
+        )
     return out
 
 
@@ -403,24 +476,44 @@ def _finding(m: DrainModel) -> findings.Finding:
     conn, task = m.connector, m.task
     timeout_s = m.timeout_ms / 1000.0
     rpr, rtt, outst = m.records_per_request, m.round_trip_s, m.outstanding
-    nums = {"failed_commits": m.failed, "attempts": m.attempts,
-            "outstanding_at_flush_median": None if math.isnan(outst) else int(outst),
-            "outstanding_at_flush_max": None if math.isnan(m.outstanding_max) else int(m.outstanding_max),
-            "offset.flush.timeout.ms": _int(m.timeout_ms), "batch.size": _int(m.batch_size),
-            "linger.ms": _int(m.linger_ms), "max.in.flight": m.in_flight,
-            "records_per_request": round(rpr, 1), "records_per_request_from": m.records_per_request_source}
+    nums = {
+        "failed_commits": m.failed,
+        "attempts": m.attempts,
+        "outstanding_at_flush_median": None if math.isnan(outst) else int(outst),
+        "outstanding_at_flush_max": None if math.isnan(m.outstanding_max) else int(m.outstanding_max),
+        "offset.flush.timeout.ms": _int(m.timeout_ms),
+        "batch.size": _int(m.batch_size),
+        "linger.ms": _int(m.linger_ms),
+        "max.in.flight": m.in_flight,
+        "records_per_request": round(rpr, 1),
+        "records_per_request_from": m.records_per_request_source,
+    }
     new_batch = int(min(m.batch_size * 20, m.max_request_size))
     new_linger = max(_int(m.linger_ms) or 0, 10)
     drain_now = drain_after = None
     if not math.isnan(rtt) and not math.isnan(outst):
-        t = what_if(outst, m.batch_size, rpr, rtt, m.timeout_ms, m.in_flight, m.linger_ms,
-                    new_batch, new_linger, m.max_request_size)
+        t = what_if(
+            outst,
+            m.batch_size,
+            rpr,
+            rtt,
+            m.timeout_ms,
+            m.in_flight,
+            m.linger_ms,
+            new_batch,
+            new_linger,
+            m.max_request_size,
+        )
         drain_now, drain_after = float(t["drain_s"].iloc[0]), float(t["drain_s"].iloc[1])
-        nums.update({"round_trip_ms": round(rtt * 1000, 2),
-                     "requests_to_drain": int(t["requests_to_drain"].iloc[0]),
-                     "drain_s_now": round(drain_now, 2),
-                     "records_per_request_after": float(t["records_per_request"].iloc[1]),
-                     "drain_s_after": round(drain_after, 2)})
+        nums.update(
+            {
+                "round_trip_ms": round(rtt * 1000, 2),
+                "requests_to_drain": int(t["requests_to_drain"].iloc[0]),
+                "drain_s_now": round(drain_now, 2),
+                "records_per_request_after": float(t["records_per_request"].iloc[1]),
+                "drain_s_after": round(drain_after, 2),
+            }
+        )
     share = m.failed / max(m.attempts, 1)
     severity = "high" if m.failed >= 3 or share >= 0.2 else "medium"
     where = f"{m.start:%Y-%m-%d %H:%M}" + (f" to {m.end:%H:%M} UTC" if m.end != m.start else " UTC")
@@ -428,53 +521,83 @@ def _finding(m: DrainModel) -> findings.Finding:
     bad = m.bad
     # 2.x waits for the producer to drain; 3.0.1+ commits acknowledged records only, so a
     # timeout there is the offset store write itself
-    gen_a = bool(bad["remaining"].notna().any() or bad["message"].astype(str).str.contains(
-        "outstanding|flushing", regex=True).any())
+    gen_a = bool(
+        bad["remaining"].notna().any()
+        or bad["message"].astype(str).str.contains("outstanding|flushing", regex=True).any()
+    )
     if not gen_a and not tiny:
-        pend = f" while ~{int(outst):,} messages were pending in the producer ({m.outstanding_source})" \
-            if not math.isnan(outst) else ""
-        summary = (f"Source task {conn}-{task}: {m.failed} of {m.attempts} offset commits timed out or failed "
-                   f"({where}): the offset write did not complete within offset.flush.timeout.ms "
-                   f"{timeout_s:g} s{pend}")
-        rec = ("Kafka 3.x commits only acknowledged records, so this timeout is the offset store: check the "
-               "offsets topic (offset.storage.topic: leaders, ISR, min.insync.replicas, broker produce latency) "
-               "or, in standalone mode, the offsets file's disk; offset.flush.timeout.ms on the worker bounds "
-               "the wait. If pending messages stay high (source-record-active-count), the task's producer is "
-               f"also behind: producer.override.batch.size={new_batch} and producer.override.linger.ms={new_linger}"
-               + ("" if str(m.override_policy).strip().lower() == "all" else
-                  " (needs connector.client.config.override.policy=All on the workers)") + ".")
+        pend = (
+            f" while ~{int(outst):,} messages were pending in the producer ({m.outstanding_source})"
+            if not math.isnan(outst)
+            else ""
+        )
+        summary = (
+            f"Source task {conn}-{task}: {m.failed} of {m.attempts} offset commits timed out or failed "
+            f"({where}): the offset write did not complete within offset.flush.timeout.ms "
+            f"{timeout_s:g} s{pend}"
+        )
+        rec = (
+            "Kafka 3.x commits only acknowledged records, so this timeout is the offset store: check the "
+            "offsets topic (offset.storage.topic: leaders, ISR, min.insync.replicas, broker produce latency) "
+            "or, in standalone mode, the offsets file's disk; offset.flush.timeout.ms on the worker bounds "
+            "the wait. If pending messages stay high (source-record-active-count), the task's producer is "
+            f"also behind: producer.override.batch.size={new_batch} and producer.override.linger.ms={new_linger}"
+            + (
+                ""
+                if str(m.override_policy).strip().lower() == "all"
+                else " (needs connector.client.config.override.policy=All on the workers)"
+            )
+            + "."
+        )
     elif tiny:
-        summary = (f"Source task {conn}-{task}: {m.failed} of {m.attempts} offset commits failed ({where}) with "
-                   f"only ~{int(outst)} outstanding messages: the producer was not delivering at all")
-        rec = ("Batching is not the cause here: check that the task's producer can reach the brokers "
-               "(NetworkException / TimeoutException / NOT_ENOUGH_REPLICAS in the worker log, broker health, "
-               "ACLs and quotas on the target topic) before touching producer settings.")
+        summary = (
+            f"Source task {conn}-{task}: {m.failed} of {m.attempts} offset commits failed ({where}) with "
+            f"only ~{int(outst)} outstanding messages: the producer was not delivering at all"
+        )
+        rec = (
+            "Batching is not the cause here: check that the task's producer can reach the brokers "
+            "(NetworkException / TimeoutException / NOT_ENOUGH_REPLICAS in the worker log, broker health, "
+            "ACLs and quotas on the target topic) before touching producer settings."
+        )
     else:
         why = f"~{int(outst):,} outstanding messages at flush" if not math.isnan(outst) else "a backlog at flush"
-        summary = (f"Source task {conn}-{task}: {m.failed} of {m.attempts} offset commits timed out or failed "
-                   f"({where}); {why}, ~{rpr:.0f} records per produce request "
-                   f"(batch.size {int(m.batch_size)}, max.in.flight {m.in_flight})")
+        summary = (
+            f"Source task {conn}-{task}: {m.failed} of {m.attempts} offset commits timed out or failed "
+            f"({where}); {why}, ~{rpr:.0f} records per produce request "
+            f"(batch.size {int(m.batch_size)}, max.in.flight {m.in_flight})"
+        )
         if drain_now is not None:
-            summary += (f": draining takes ~{drain_now:.1f} s vs offset.flush.timeout.ms {timeout_s:g} s; "
-                        f"~{drain_after:.1f} s with batch.size {new_batch}")
+            summary += (
+                f": draining takes ~{drain_now:.1f} s vs offset.flush.timeout.ms {timeout_s:g} s; "
+                f"~{drain_after:.1f} s with batch.size {new_batch}"
+            )
         pol = str(m.override_policy).strip().lower()
-        rec = (f"Make each produce request carry more records: set producer.override.batch.size={new_batch} and "
-               f"producer.override.linger.ms={new_linger} in the connector config of {conn}"
-               + ("" if pol == "all" else
-                  " (allow it on every worker with connector.client.config.override.policy=All, a worker restart)")
-               + ". Check max.request.size stays >= batch.size and buffer.memory holds several batches. "
-               f"Raising offset.flush.timeout.ms only hides the backlog.")
+        rec = (
+            f"Make each produce request carry more records: set producer.override.batch.size={new_batch} and "
+            f"producer.override.linger.ms={new_linger} in the connector config of {conn}"
+            + (
+                ""
+                if pol == "all"
+                else " (allow it on every worker with connector.client.config.override.policy=All, a worker restart)"
+            )
+            + ". Check max.request.size stays >= batch.size and buffer.memory holds several batches. "
+            "Raising offset.flush.timeout.ms only hides the backlog."
+        )
     fixed = m.after
     if fixed and not tiny and gen_a:
         severity = "low"
-        summary += (f". Resolved: no failure in the {fixed.commits_ok} commits since the producer was "
-                    f"re-created with batch.size {int(fixed.batch_size)} at {fixed.since:%Y-%m-%d %H:%M} UTC")
+        summary += (
+            f". Resolved: no failure in the {fixed.commits_ok} commits since the producer was "
+            f"re-created with batch.size {int(fixed.batch_size)} at {fixed.since:%Y-%m-%d %H:%M} UTC"
+        )
         nums["batch.size_after_change"] = int(fixed.batch_size)
         nums["commits_ok_after_change"] = fixed.commits_ok
         if not math.isnan(fixed.outstanding_max):
             nums["outstanding_max_after_change"] = int(fixed.outstanding_max)
-        rec = (f"Keep batch.size {int(fixed.batch_size)} for {conn} (set as producer.override.batch.size) "
-               "and apply the same override to other high-volume single-partition source connectors.")
+        rec = (
+            f"Keep batch.size {int(fixed.batch_size)} for {conn} (set as producer.override.batch.size) "
+            "and apply the same override to other high-volume single-partition source connectors."
+        )
     ev = findings.evidence(m.bad.head(8), text=lambda r: _ev_text(r))
     prows = m.producer_rows
     if isinstance(prows, pd.DataFrame) and not prows.empty:
@@ -484,8 +607,7 @@ def _finding(m: DrainModel) -> findings.Finding:
     tr = m.timeout_rows
     if isinstance(tr, pd.DataFrame) and not tr.empty:
         ev += findings.evidence(tr, text=lambda r: f"{r['scope']}: {r['key']} = {r['value']}")
-    return findings.Finding("offset-commit-timeouts", severity, summary, numbers=nums, recommendation=rec,
-                            evidence=ev)
+    return findings.Finding("offset-commit-timeouts", severity, summary, numbers=nums, recommendation=rec, evidence=ev)
 
 
 def _int(v) -> int | None:
@@ -509,25 +631,43 @@ def task_summary(commits: pd.DataFrame) -> pd.DataFrame:
         True
     """
     if commits.empty:
-        return pd.DataFrame(columns=["connector", "task", "kind", "attempts", "success", "timeout", "failed",
-                                     "outstanding_median", "outstanding_max", "remaining_max",
-                                     "first_failure", "last_failure"])
+        return pd.DataFrame(
+            columns=[
+                "connector",
+                "task",
+                "kind",
+                "attempts",
+                "success",
+                "timeout",
+                "failed",
+                "outstanding_median",
+                "outstanding_max",
+                "remaining_max",
+                "first_failure",
+                "last_failure",
+            ]
+        )
     c = commits.copy()
     c["bad_ts"] = c["ts"].where(c["outcome"].isin(["timeout", "failed"]))
     g = c.groupby(["connector", "task", "kind"], observed=True)
-    out = g.agg(attempts=("outcome", "size"),
-                success=("outcome", lambda s: int((s == "success").sum())),
-                timeout=("outcome", lambda s: int((s == "timeout").sum())),
-                failed=("outcome", lambda s: int((s == "failed").sum())),
-                outstanding_median=("outstanding", "median"), outstanding_max=("outstanding", "max"),
-                remaining_max=("remaining", "max"), first_failure=("bad_ts", "min"),
-                last_failure=("bad_ts", "max")).reset_index()
+    out = g.agg(
+        attempts=("outcome", "size"),
+        success=("outcome", lambda s: int((s == "success").sum())),
+        timeout=("outcome", lambda s: int((s == "timeout").sum())),
+        failed=("outcome", lambda s: int((s == "failed").sum())),
+        outstanding_median=("outstanding", "median"),
+        outstanding_max=("outstanding", "max"),
+        remaining_max=("remaining", "max"),
+        first_failure=("bad_ts", "min"),
+        last_failure=("bad_ts", "max"),
+    ).reset_index()
     return out
 
 
 # ----------------------------------------------------------------------------- notebook helpers
-def filter_commits(commits: pd.DataFrame, connector: str | None = None, task: int | None = None,
-                   start=None, end=None) -> pd.DataFrame:
+def filter_commits(
+    commits: pd.DataFrame, connector: str | None = None, task: int | None = None, start=None, end=None
+) -> pd.DataFrame:
     """Commits of one connector / task inside [start, end] (ISO strings, UTC unless they carry
     an offset); None means no filter.
 
@@ -552,8 +692,15 @@ def _utc(t) -> pd.Timestamp:
     return t.tz_localize("UTC") if t.tzinfo is None else t.tz_convert("UTC")
 
 
-PRODUCER_KEYS = ["batch.size", "linger.ms", "max.in.flight.requests.per.connection", "max.request.size",
-                 "buffer.memory", "acks", "compression.type"]
+PRODUCER_KEYS = [
+    "batch.size",
+    "linger.ms",
+    "max.in.flight.requests.per.connection",
+    "max.request.size",
+    "buffer.memory",
+    "acks",
+    "compression.type",
+]
 
 
 def producer_history(configs: pd.DataFrame, connector: str | None = None) -> pd.DataFrame:
@@ -589,8 +736,18 @@ def before_after(commits: pd.DataFrame, configs: pd.DataFrame, connector: str, t
         >>> before_after(tables.empty("commits"), pd.DataFrame(columns=["ts", "scope", "entity", "key", "value"]), "c", 0).empty
         True
     """
-    cols = ["period", "from", "batch.size", "linger.ms", "attempts", "failed_or_timeout", "failure_pct",
-            "outstanding_median", "outstanding_max", "duration_ms_max"]
+    cols = [
+        "period",
+        "from",
+        "batch.size",
+        "linger.ms",
+        "attempts",
+        "failed_or_timeout",
+        "failure_pct",
+        "outstanding_median",
+        "outstanding_max",
+        "duration_ms_max",
+    ]
     h = producer_history(configs)
     if h.empty:
         return pd.DataFrame(columns=cols)
@@ -611,8 +768,18 @@ def before_after(commits: pd.DataFrame, configs: pd.DataFrame, connector: str, t
         bad = part["outcome"].isin(["timeout", "failed"]).sum()
         o = pd.to_numeric(part["outstanding"], errors="coerce")
         d = pd.to_numeric(part["duration_ms"], errors="coerce")
-        rows.append({"period": "before" if i == 0 else f"after change {i}", "from": r["ts"],
-                     "batch.size": r["batch.size"], "linger.ms": r["linger.ms"], "attempts": len(part),
-                     "failed_or_timeout": int(bad), "failure_pct": round(100.0 * bad / len(part), 1) if len(part) else None,
-                     "outstanding_median": o.median(), "outstanding_max": o.max(), "duration_ms_max": d.max()})
+        rows.append(
+            {
+                "period": "before" if i == 0 else f"after change {i}",
+                "from": r["ts"],
+                "batch.size": r["batch.size"],
+                "linger.ms": r["linger.ms"],
+                "attempts": len(part),
+                "failed_or_timeout": int(bad),
+                "failure_pct": round(100.0 * bad / len(part), 1) if len(part) else None,
+                "outstanding_median": o.median(),
+                "outstanding_max": o.max(),
+                "duration_ms_max": d.max(),
+            }
+        )
     return pd.DataFrame(rows, columns=cols)

@@ -6,6 +6,7 @@ Example:
     >>> from kitlib.investigations.connect_offsets import charts as connect
     >>> connect.commit_timeline(kitlib_commits)      # doctest: +SKIP
 """
+
 from __future__ import annotations
 
 import altair as alt
@@ -46,9 +47,11 @@ def commit_points(commits: pd.DataFrame) -> pd.DataFrame:
     freq = _bucket(c, ["task_id", "outcome"])
     if freq:
         c["ts"] = c["ts"].dt.floor(freq)
-        c = c.groupby(["ts", "task_id", "outcome"], observed=True).agg(
-            outstanding=("outstanding", "max"), remaining=("remaining", "max"),
-            attempts=("attempts", "sum")).reset_index()
+        c = (
+            c.groupby(["ts", "task_id", "outcome"], observed=True)
+            .agg(outstanding=("outstanding", "max"), remaining=("remaining", "max"), attempts=("attempts", "sum"))
+            .reset_index()
+        )
     return c[["ts", "task_id", "outcome", "outstanding", "remaining", "attempts"]]
 
 
@@ -65,31 +68,62 @@ def commit_timeline(commits: pd.DataFrame, tz: str = "UTC", changes=None):
     color = alt.Color("outcome:N", scale=alt.Scale(domain=list(OUTCOME_COLORS), range=list(OUTCOME_COLORS.values())))
     base = alt.Chart(p)
     if has_outstanding:
-        top = base.mark_circle(size=28).encode(
-            x=time_x("time", p["time"], tz),
-            y=count_y("outstanding:Q", "outstanding messages at flush"),
-            color=color, shape=alt.Shape("task_id:N", title="task"),
-            tooltip=["time:T", "task_id:N", "outcome:N", "outstanding:Q", "remaining:Q"],
-        ).properties(width=640, height=220, title="Outstanding messages when each offset commit started")
+        top = (
+            base.mark_circle(size=28)
+            .encode(
+                x=time_x("time", p["time"], tz),
+                y=count_y("outstanding:Q", "outstanding messages at flush"),
+                color=color,
+                shape=alt.Shape("task_id:N", title="task"),
+                tooltip=["time:T", "task_id:N", "outcome:N", "outstanding:Q", "remaining:Q"],
+            )
+            .properties(width=640, height=220, title="Outstanding messages when each offset commit started")
+        )
     else:
-        top = base.mark_tick(thickness=2).encode(
-            x=time_x("time", p["time"], tz), y=alt.Y("task_id:N", title="task"), color=color,
-        ).properties(width=640, height=120, title="Offset commit attempts by outcome")
+        top = (
+            base.mark_tick(thickness=2)
+            .encode(
+                x=time_x("time", p["time"], tz),
+                y=alt.Y("task_id:N", title="task"),
+                color=color,
+            )
+            .properties(width=640, height=120, title="Offset commit attempts by outcome")
+        )
     if changes is not None and len(changes):
         ch = pd.DataFrame({"time": chart_times(pd.Series(list(changes)), tz)})
         top = alt.layer(top, alt.Chart(ch).mark_rule(strokeDash=[4, 3], color="#495057").encode(x="time:T"))
-    counts = p.assign(bucket=p["time"].dt.floor("5min")).groupby(["bucket", "outcome"], observed=True)["attempts"].sum().reset_index()
-    bottom = alt.Chart(counts).mark_bar(width=7).encode(
-        x=time_x("bucket", counts["bucket"], tz, what="5-minute buckets"),
-        y=count_y("attempts:Q", "commit attempts"), color=color,
-    ).properties(width=640, height=110, title="Commit attempts per 5 minutes")
+    counts = (
+        p.assign(bucket=p["time"].dt.floor("5min"))
+        .groupby(["bucket", "outcome"], observed=True)["attempts"]
+        .sum()
+        .reset_index()
+    )
+    bottom = (
+        alt.Chart(counts)
+        .mark_bar(width=7)
+        .encode(
+            x=time_x("bucket", counts["bucket"], tz, what="5-minute buckets"),
+            y=count_y("attempts:Q", "commit attempts"),
+            color=color,
+        )
+        .properties(width=640, height=110, title="Commit attempts per 5 minutes")
+    )
     return alt.vconcat(top, bottom, name="connect_commit_timeline")
 
 
-PRODUCER_ATTRS = ["records-per-request-avg", "batch-size-avg", "request-size-avg", "record-queue-time-avg",
-                  "buffer-available-bytes"]
-TASK_ATTRS = ["source-record-active-count-max", "offset-commit-failure-percentage", "offset-commit-max-time-ms",
-              "batch-size-avg"]
+PRODUCER_ATTRS = [
+    "records-per-request-avg",
+    "batch-size-avg",
+    "request-size-avg",
+    "record-queue-time-avg",
+    "buffer-available-bytes",
+]
+TASK_ATTRS = [
+    "source-record-active-count-max",
+    "offset-commit-failure-percentage",
+    "offset-commit-max-time-ms",
+    "batch-size-avg",
+]
 DEBEZIUM_ATTRS = ["QueueRemainingCapacity"]
 
 
@@ -117,8 +151,12 @@ def metric_panel(metrics: pd.DataFrame, tz: str = "UTC", connector: str | None =
     grp[typ.isin(["connector-task-metrics", "source-task-metrics"]) & attr.isin(TASK_ATTRS)] = "connect task"
     grp[dom.str.startswith("debezium") & attr.isin(DEBEZIUM_ATTRS)] = "debezium"
     task_series = col("connector") + "-" + col("task")
-    m = m.assign(group=grp, series=col("client_id").where(grp == "producer", task_series),
-                 _cid=col("client_id"), _conn=col("connector"))
+    m = m.assign(
+        group=grp,
+        series=col("client_id").where(grp == "producer", task_series),
+        _cid=col("client_id"),
+        _conn=col("connector"),
+    )
     m = m[m["group"] != ""]
     if connector is not None:
         keep = (m["_conn"] == connector) | m["_cid"].str.contains(connector, regex=False) | (m["group"] == "debezium")
@@ -127,7 +165,9 @@ def metric_panel(metrics: pd.DataFrame, tz: str = "UTC", connector: str | None =
         return pd.DataFrame(columns=cols)
     m["value"] = pd.to_numeric(m["value"], errors="coerce")
     m["time"] = m["ts"].dt.tz_convert(tz).dt.tz_localize(None)
-    freq = _bucket(m.rename(columns={"time": "_t"}).assign(ts=m["ts"]), ["group", "series", "attribute"], MAX_CHART_ROWS // 2)
+    freq = _bucket(
+        m.rename(columns={"time": "_t"}).assign(ts=m["ts"]), ["group", "series", "attribute"], MAX_CHART_ROWS // 2
+    )
     if freq:
         m["time"] = m["time"].dt.floor(freq)
     out = m.groupby(["time", "group", "series", "attribute"], observed=True)["value"].mean().reset_index()
@@ -140,13 +180,23 @@ def metrics_chart(panel: pd.DataFrame, group: str, name: str, tz: str = "UTC"):
     p = panel[panel["group"] == group]
     if p.empty:
         return None
-    p = p.assign(time=p["time"].dt.tz_localize("UTC"))   # metric_panel's times are wall-clock times in tz
-    return alt.Chart(p).mark_line(point=False).encode(
-        x=time_x("time", p["time"], tz, ticks=4), y=alt.Y("value:Q", title=None),
-        color=alt.Color("series:N", title=group),
-    ).properties(width=300, height=120).facet(
-        facet=alt.Facet("attribute:N", title=None), columns=2, name=name,
-    ).resolve_scale(y="independent")
+    p = p.assign(time=p["time"].dt.tz_localize("UTC"))  # metric_panel's times are wall-clock times in tz
+    return (
+        alt.Chart(p)
+        .mark_line(point=False)
+        .encode(
+            x=time_x("time", p["time"], tz, ticks=4),
+            y=alt.Y("value:Q", title=None),
+            color=alt.Color("series:N", title=group),
+        )
+        .properties(width=300, height=120)
+        .facet(
+            facet=alt.Facet("attribute:N", title=None),
+            columns=2,
+            name=name,
+        )
+        .resolve_scale(y="independent")
+    )
 
 
 def drain_chart(table: pd.DataFrame, name: str = "connect_drain_whatif"):
@@ -156,10 +206,20 @@ def drain_chart(table: pd.DataFrame, name: str = "connect_drain_whatif"):
         return None
     t = table.copy()
     t["label"] = t["setting"] + " (batch.size " + t["batch.size"].astype(str) + ")"
-    bars = alt.Chart(t).mark_bar().encode(
-        y=alt.Y("label:N", title=None, sort=None), x=alt.X("drain_s:Q", title="seconds to drain the outstanding messages"),
-        color=alt.Color("fits_timeout:N", title="fits the timeout",
-                        scale=alt.Scale(domain=[True, False], range=["#2b8a3e", "#d9480f"])))
+    bars = (
+        alt.Chart(t)
+        .mark_bar()
+        .encode(
+            y=alt.Y("label:N", title=None, sort=None),
+            x=alt.X("drain_s:Q", title="seconds to drain the outstanding messages"),
+            color=alt.Color(
+                "fits_timeout:N",
+                title="fits the timeout",
+                scale=alt.Scale(domain=[True, False], range=["#2b8a3e", "#d9480f"]),
+            ),
+        )
+    )
     rule = alt.Chart(t.head(1)).mark_rule(strokeDash=[4, 3], color="black").encode(x="timeout_s:Q")
-    return alt.layer(bars, rule, name=name).properties(width=560, height=90,
-                                                       title="Drain time vs offset.flush.timeout.ms")
+    return alt.layer(bars, rule, name=name).properties(
+        width=560, height=90, title="Drain time vs offset.flush.timeout.ms"
+    )

@@ -34,11 +34,11 @@ Example:
     >>> row.connector, int(row.task), int(row.outstanding), int(row.remaining), row.outcome
     ('my-connector', 0, 48437, 31120, 'timeout')
 """
+
 from __future__ import annotations
 
-from typing import Any
-
 import re
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -48,25 +48,40 @@ import pyarrow.compute as pc
 from kitlib import tables
 from kitlib.extract import arrow_messages, extractor, first_lines, first_match
 
-tables.declare("commits", "Kafka Connect offset-commit attempts: one row per attempt per task, "
-               "built from the worker log (Kafka 2.x-4.x wording, source and sink tasks).", [
-                   ("ts", "ts", "time of the attempt's first line (UTC)"),
-                   ("connector", "category", "connector name"),
-                   ("task", "int", "task number"),
-                   ("kind", "category", "'source' or 'sink'"),
-                   ("outstanding", "int", "messages not yet acknowledged when the commit started: "
-                    "'flushing N outstanding messages' (2.x) or 'N pending messages' (3.x, DEBUG)"),
-                   ("acknowledged", "int", "messages whose offsets this commit writes "
-                    "('Committing offsets for N acknowledged messages', 3.x+)"),
-                   ("remaining", "int", "messages still outstanding when the flush timed out (2.x)"),
-                   ("partitions", "int", "source partitions holding pending messages (3.x, DEBUG)"),
-                   ("outcome", "category", "'success', 'timeout', 'failed', or 'unknown' (no outcome "
-                    "line and no later attempt of the task in the log)"),
-                   ("duration_ms", "float", "commit time the log states ('... successfully in N ms')"),
-                   ("elapsed_ms", "float", "time between the attempt's first and last line"),
-                   ("nlines", "int", "log records grouped into this attempt"),
-                   ("message", "str", "the attempt's most telling line (the failure, else the count)"),
-               ])
+tables.declare(
+    "commits",
+    "Kafka Connect offset-commit attempts: one row per attempt per task, "
+    "built from the worker log (Kafka 2.x-4.x wording, source and sink tasks).",
+    [
+        ("ts", "ts", "time of the attempt's first line (UTC)"),
+        ("connector", "category", "connector name"),
+        ("task", "int", "task number"),
+        ("kind", "category", "'source' or 'sink'"),
+        (
+            "outstanding",
+            "int",
+            "messages not yet acknowledged when the commit started: "
+            "'flushing N outstanding messages' (2.x) or 'N pending messages' (3.x, DEBUG)",
+        ),
+        (
+            "acknowledged",
+            "int",
+            "messages whose offsets this commit writes ('Committing offsets for N acknowledged messages', 3.x+)",
+        ),
+        ("remaining", "int", "messages still outstanding when the flush timed out (2.x)"),
+        ("partitions", "int", "source partitions holding pending messages (3.x, DEBUG)"),
+        (
+            "outcome",
+            "category",
+            "'success', 'timeout', 'failed', or 'unknown' (no outcome "
+            "line and no later attempt of the task in the log)",
+        ),
+        ("duration_ms", "float", "commit time the log states ('... successfully in N ms')"),
+        ("elapsed_ms", "float", "time between the attempt's first and last line"),
+        ("nlines", "int", "log records grouped into this attempt"),
+        ("message", "str", "the attempt's most telling line (the failure, else the count)"),
+    ],
+)
 
 LOGGERS = (
     "org.apache.kafka.connect.runtime.WorkerSourceTask",
@@ -86,22 +101,45 @@ _RULES: list[tuple[re.Pattern, int, str | None, str]] = [
     (re.compile(r"Committing offsets (?:a?synchronously) using sequence number"), START, "sink", "start"),
     (re.compile(r"Committing offsets\s*$"), START, None, "start"),
     (re.compile(r"flushing (?P<n>\d+) outstanding messages for offset commit"), MEASURE, "source", "outstanding"),
-    (re.compile(r"There are currently (?P<n>\d+) pending messages spread across (?P<p>\d+) source partitions"),
-     MEASURE, "source", "pending"),
+    (
+        re.compile(r"There are currently (?P<n>\d+) pending messages spread across (?P<p>\d+) source partitions"),
+        MEASURE,
+        "source",
+        "pending",
+    ),
     (re.compile(r"There are currently no pending messages"), MEASURE, "source", "nopending"),
-    (re.compile(r"Either no records were produced by the task since the last offset commit"), MEASURE, "source", "nopending"),
-    (re.compile(r"timed out while waiting for producer to flush outstanding (?P<n>\d+) messages"),
-     OUTCOME, "source", "timeout_remaining"),
-    (re.compile(r"Timed out (?:waiting to flush offsets to storage|while waiting for previous offset flush)"),
-     OUTCOME, "source", "timeout"),
+    (
+        re.compile(r"Either no records were produced by the task since the last offset commit"),
+        MEASURE,
+        "source",
+        "nopending",
+    ),
+    (
+        re.compile(r"timed out while waiting for producer to flush outstanding (?P<n>\d+) messages"),
+        OUTCOME,
+        "source",
+        "timeout_remaining",
+    ),
+    (
+        re.compile(r"Timed out (?:waiting to flush offsets to storage|while waiting for previous offset flush)"),
+        OUTCOME,
+        "source",
+        "timeout",
+    ),
     (re.compile(r"Commit of offsets timed out"), OUTCOME, "sink", "timeout"),
     (re.compile(r"Finished (?:offset )?commitOffsets successfully in (?P<ms>\d+) ms"), OUTCOME, "source", "success"),
     (re.compile(r"Finished offset commit successfully in (?P<ms>\d+) ms"), OUTCOME, "sink", "success"),
     (re.compile(r"Commit of offsets threw an unexpected exception|Offset commit failed"), OUTCOME, "sink", "failed"),
-    (re.compile(r"Failed to flush offsets to storage|Flush of offsets threw an unexpected exception"
-                r"|Failed to commit (?:offsets|producer transaction)|Interrupted while (?:flushing messages|waiting for previous offset flush)"
-                r"|Flush of offsets interrupted|Exception thrown while calling task\.commit\(\)|Unhandled exception when committing"),
-     OUTCOME, None, "failed"),
+    (
+        re.compile(
+            r"Failed to flush offsets to storage|Flush of offsets threw an unexpected exception"
+            r"|Failed to commit (?:offsets|producer transaction)|Interrupted while (?:flushing messages|waiting for previous offset flush)"
+            r"|Flush of offsets interrupted|Exception thrown while calling task\.commit\(\)|Unhandled exception when committing"
+        ),
+        OUTCOME,
+        None,
+        "failed",
+    ),
 ]
 _PREFILTER = r"[Cc]ommit|[Ff]lush|pending messages|Either no records"
 _OUTCOME_RANK = {"success": 0, "failed": 1, "timeout": 2}
@@ -118,7 +156,7 @@ def classify(message: str):
         ('orders', 0, 'source', 0, 'acknowledged')
     """
     m = _CTX.match(message)
-    body = message[m.end():] if m else message
+    body = message[m.end() :] if m else message
     first = body.split("\n", 1)[0]
     for rx, phase, kind, what in _RULES:
         hit = rx.search(first)
@@ -155,8 +193,14 @@ def classify_many(messages) -> dict:
     first = first_lines(arr)
     total = len(first)
     rule = first_match(first, [rx.pattern for rx, _, _, _ in _RULES])
-    out: dict[str, Any] = {"rule": rule, "conn": np.full(total, -1, np.int32), "conns": [], "task": np.full(total, -1, np.int64),
-           "kind": np.zeros(total, np.int8), **{k: np.full(total, np.nan) for k in ("n", "p", "ms")}}
+    out: dict[str, Any] = {
+        "rule": rule,
+        "conn": np.full(total, -1, np.int32),
+        "conns": [],
+        "task": np.full(total, -1, np.int64),
+        "kind": np.zeros(total, np.int8),
+        **{k: np.full(total, np.nan) for k in ("n", "p", "ms")},
+    }
     rows = np.flatnonzero(rule >= 0)
     if not len(rows):
         return out
@@ -167,6 +211,7 @@ def classify_many(messages) -> dict:
     def field(struct, name):  # "" (group did not take part) and no match both become null
         v = pc.struct_field(struct, name)
         return pc.if_else(pc.and_kleene(pc.is_valid(struct), pc.not_equal(v, "")), v, pa.scalar(None, v.type))
+
     use_ctx = pc.and_(pc.is_valid(field(ctx, "conn")), pc.is_valid(field(ctx, "task")))
     conn = pc.if_else(use_ctx, field(ctx, "conn"), field(ids, "id"))
     task = pc.if_else(use_ctx, field(ctx, "task"), field(ids, "task"))
@@ -174,7 +219,9 @@ def classify_many(messages) -> dict:
     out["conns"] = enc.dictionary.to_pylist()
     out["conn"][rows] = pc.fill_null(enc.indices, -1).to_numpy(zero_copy_only=False)
     out["task"][rows] = pc.fill_null(pc.cast(task, pa.int64()), -1).to_numpy(zero_copy_only=False)
-    sink_id = np.asarray(pc.fill_null(pc.match_substring(field(ids, "cls"), "Sink"), False).to_numpy(zero_copy_only=False), bool)
+    sink_id = np.asarray(
+        pc.fill_null(pc.match_substring(field(ids, "cls"), "Sink"), False).to_numpy(zero_copy_only=False), bool
+    )
     fixed = np.array([{"source": 0, "sink": 1, None: -1}[k] for _, _, k, _ in _RULES], np.int8)[rule[rows]]
     out["kind"][rows] = np.where(fixed >= 0, fixed, sink_id.astype(np.int8))
     r_of = rule[rows]
@@ -196,7 +243,9 @@ def _classify_in_slices(msgs: pa.Array, size: int = 65536) -> dict:
     for p in parts:
         remap = np.array([names.setdefault(n, len(names)) for n in p["conns"]] + [-1], np.int32)
         p["conn"] = remap[p["conn"]]  # -1 indexes the trailing -1
-    out: dict[str, Any] = {k: np.concatenate([p[k] for p in parts]) for k in ("rule", "conn", "task", "kind", "n", "p", "ms")}
+    out: dict[str, Any] = {
+        k: np.concatenate([p[k] for p in parts]) for k in ("rule", "conn", "task", "kind", "n", "p", "ms")
+    }
     out["conns"] = list(names)
     return out
 
@@ -289,24 +338,39 @@ def build_commits(events: pd.DataFrame) -> pd.DataFrame:
     outcomes = np.array(["success", "failed", "timeout", None], dtype=object)[m[:, OUT]]
     outcomes = np.where(outcomes == None, np.where(has_later, "success", "unknown"), outcomes)  # noqa: E711
     order = np.lexsort((line_of, task_of, conn_rank, host_rank, t0))
-    text = pa.chunked_array([_first_line_400(msgs.take(pa.array(rows)))
-                             for rows in np.array_split(keep[m[order, MSG]], max(1, len(order) // 65536))],
-                            type=msgs.type)
+    text = pa.chunked_array(
+        [
+            _first_line_400(msgs.take(pa.array(rows)))
+            for rows in np.array_split(keep[m[order, MSG]], max(1, len(order) // 65536))
+        ],
+        type=msgs.type,
+    )
 
     def opt(col):  # -1 -> NA
         v = m[order, col]
         return pd.arrays.IntegerArray(np.where(v >= 0, v, 0), v < 0)
+
     dur = m[order, DUR]
-    return pd.DataFrame({
-        "ts": pd.to_datetime(t0[order], utc=True),
-        "connector": np.array(c["conns"], dtype=object)[conn_of[order]],
-        "task": task_of[order], "kind": np.array(["source", "sink"])[kind_of[order]],
-        "outstanding": opt(OUTS), "acknowledged": opt(ACK), "remaining": opt(REM), "partitions": opt(PART),
-        "outcome": outcomes[order], "duration_ms": np.where(dur >= 0, dur, np.nan),
-        "elapsed_ms": (ts[last_row[order]] - t0[order]) / 1e6, "nlines": m[order, NL],
-        "message": pd.array(text, dtype=pd.StringDtype("pyarrow")),
-        "host": np.array(host_names, dtype=object)[host_of[order]],
-        "file": events["file"].to_numpy(dtype=object)[at[order]], "line": line_of[order]})
+    return pd.DataFrame(
+        {
+            "ts": pd.to_datetime(t0[order], utc=True),
+            "connector": np.array(c["conns"], dtype=object)[conn_of[order]],
+            "task": task_of[order],
+            "kind": np.array(["source", "sink"])[kind_of[order]],
+            "outstanding": opt(OUTS),
+            "acknowledged": opt(ACK),
+            "remaining": opt(REM),
+            "partitions": opt(PART),
+            "outcome": outcomes[order],
+            "duration_ms": np.where(dur >= 0, dur, np.nan),
+            "elapsed_ms": (ts[last_row[order]] - t0[order]) / 1e6,
+            "nlines": m[order, NL],
+            "message": pd.array(text, dtype=pd.StringDtype("pyarrow")),
+            "host": np.array(host_names, dtype=object)[host_of[order]],
+            "file": events["file"].to_numpy(dtype=object)[at[order]],
+            "line": line_of[order],
+        }
+    )
 
 
 def _first_line_400(texts: pa.Array) -> pa.Array:

@@ -10,6 +10,7 @@ quotas, saturated handlers) asks a different question, whether the brokers refus
 clients, reads different tables (``requests``, ``auth_failures``, ``metrics``) and has its own
 notebook: :mod:`kitlib.investigations.client_requests`.
 """
+
 from kitlib.investigations import Investigation, has_rows
 from kitlib.investigations.consumer_groups import analysis, groups, lag, transactions  # noqa: F401  (registers tables and detectors)
 
@@ -17,11 +18,18 @@ INVESTIGATION = Investigation(
     name="consumer_groups",
     title="Consumer groups and transactions",
     question="Is a consumer group rebalancing over and over, has a consumer stopped while lag grows, "
-             "or are transactions timing out, fenced or hanging?",
+    "or are transactions timing out, fenced or hanging?",
     tables=("group_events", "txn_events", "consumer_lag", "group_offsets", "group_states", "metrics", "configs"),
     finding_ids=("rebalance-storm", "consumer-stalled", "transaction-timeouts"),
-    relevant=lambda b: (has_rows(b, "group_events") or has_rows(b, "txn_events") or has_rows(b, "consumer_lag")
-                        or has_rows(b, "group_offsets")),
-    examples={"rebalance-storm": ("rebalance-storm",), "consumer-stalled": ("consumer-stalled",),
-              "transactions": ("transaction-timeouts",)},
+    relevant=lambda b: (
+        has_rows(b, "group_events")
+        or has_rows(b, "txn_events")
+        or has_rows(b, "consumer_lag")
+        or has_rows(b, "group_offsets")
+    ),
+    examples={
+        "rebalance-storm": ("rebalance-storm",),
+        "consumer-stalled": ("consumer-stalled",),
+        "transactions": ("transaction-timeouts",),
+    },
 )

@@ -7,6 +7,7 @@ Example:
     ...                                            "2026-01-01 00:30"], utc=True)), pd.Timedelta("10min"))
     2
 """
+
 from __future__ import annotations
 
 import re
@@ -18,7 +19,7 @@ from kitlib.findings import Finding, detector, evidence
 from kitlib.investigations.consumer_groups.lag import LagRules, lag_history, partition_status
 
 STORM_WINDOW = pd.Timedelta("10min")
-STORM_REBALANCES = 4          # rebalances of one group within STORM_WINDOW that make a storm
+STORM_REBALANCES = 4  # rebalances of one group within STORM_WINDOW that make a storm
 _MEMBER = re.compile(r"\S*-[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
 
 
@@ -66,7 +67,8 @@ def client_groups(group_events: pd.DataFrame) -> pd.DataFrame:
     if not len(named):
         return ge
     per_file = named.groupby(named["file"].astype("string"))["group"].agg(
-        lambda s: s.iloc[0] if s.nunique() == 1 else None)
+        lambda s: s.iloc[0] if s.nunique() == 1 else None
+    )
     fill = ge["file"].astype("string").map(per_file)
     out = ge.copy()
     out["group"] = out["group"].astype("string").where(~client | out["group"].notna(), fill.astype("string"))
@@ -77,10 +79,23 @@ def rebalance_summary(group_events: pd.DataFrame) -> pd.DataFrame:
     """Per group: rebalances started (and how many were churn, see :func:`churn_mask`), the busiest
     10 minutes of churn, generations reached, members
     removed or left, the client-side symptoms and the most frequent reasons."""
-    cols = ["group", "rebalances", "churn_rebalances", "busiest_10min", "first", "last", "generation_first",
-            "generation_last",
-            "generations_per_min", "members_failed", "members_left", "new_members", "poll_timeouts",
-            "commit_failures", "top_reasons"]
+    cols = [
+        "group",
+        "rebalances",
+        "churn_rebalances",
+        "busiest_10min",
+        "first",
+        "last",
+        "generation_first",
+        "generation_last",
+        "generations_per_min",
+        "members_failed",
+        "members_left",
+        "new_members",
+        "poll_timeouts",
+        "commit_failures",
+        "top_reasons",
+    ]
     ge = client_groups(group_events)
     if not len(ge):
         return pd.DataFrame(columns=cols)
@@ -96,20 +111,31 @@ def rebalance_summary(group_events: pd.DataFrame) -> pd.DataFrame:
         first, last = rows_g["ts"].min(), rows_g["ts"].max()
         minutes = max((last - first).total_seconds() / 60, 1 / 60)
         reasons = prep["reason"].map(reason_pattern).value_counts()
-        rows.append({
-            "group": g, "rebalances": len(prep), "churn_rebalances": len(churn),
-            "busiest_10min": busiest_window(churn["ts"], STORM_WINDOW),
-            "first": first, "last": last,
-            "generation_first": int(gens.min()) if len(gens) else None,
-            "generation_last": int(gens.max()) if len(gens) else None,
-            "generations_per_min": round(float(gens.max() - gens.min()) / minutes, 2) if len(gens) else 0.0,
-            "members_failed": int((k == "member_failed").sum()), "members_left": int((k == "member_left").sum()),
-            # a new member shows as an unknown-member join and as the reason of the rebalance it starts
-            "new_members": int(max((k == "unknown_member_join").sum(),
-                                   prep["reason"].astype("string").str.contains("Adding new member", na=False).sum())),
-            "poll_timeouts": int((k == "poll_timeout").sum()), "commit_failures": int((k == "commit_failed").sum()),
-            "top_reasons": "; ".join(f"{r} ({n}x)" for r, n in reasons.head(3).items()),
-        })
+        rows.append(
+            {
+                "group": g,
+                "rebalances": len(prep),
+                "churn_rebalances": len(churn),
+                "busiest_10min": busiest_window(churn["ts"], STORM_WINDOW),
+                "first": first,
+                "last": last,
+                "generation_first": int(gens.min()) if len(gens) else None,
+                "generation_last": int(gens.max()) if len(gens) else None,
+                "generations_per_min": round(float(gens.max() - gens.min()) / minutes, 2) if len(gens) else 0.0,
+                "members_failed": int((k == "member_failed").sum()),
+                "members_left": int((k == "member_left").sum()),
+                # a new member shows as an unknown-member join and as the reason of the rebalance it starts
+                "new_members": int(
+                    max(
+                        (k == "unknown_member_join").sum(),
+                        prep["reason"].astype("string").str.contains("Adding new member", na=False).sum(),
+                    )
+                ),
+                "poll_timeouts": int((k == "poll_timeout").sum()),
+                "commit_failures": int((k == "commit_failed").sum()),
+                "top_reasons": "; ".join(f"{r} ({n}x)" for r, n in reasons.head(3).items()),
+            }
+        )
     del kind
     return pd.DataFrame(rows, columns=cols)
 
@@ -118,26 +144,37 @@ def _storm_advice(s: pd.Series, reasons: str) -> str:
     low = reasons.lower()
     steps = []
     if s["poll_timeouts"] or "poll" in low or "leavegroup" in low:
-        steps.append("members leave because processing a batch takes longer than max.poll.interval.ms: raise "
-                     "max.poll.interval.ms above the slowest batch, or lower max.poll.records so a batch finishes in "
-                     "time (and move slow work off the polling thread)")
+        steps.append(
+            "members leave because processing a batch takes longer than max.poll.interval.ms: raise "
+            "max.poll.interval.ms above the slowest batch, or lower max.poll.records so a batch finishes in "
+            "time (and move slow work off the polling thread)"
+        )
     if s["members_failed"] or "heartbeat expiration" in low:
-        steps.append("members miss heartbeats for session.timeout.ms: look for GC pauses, CPU starvation or network "
-                     "trouble on the consumers; raise session.timeout.ms (keep heartbeat.interval.ms at a third of it "
-                     "or less)")
+        steps.append(
+            "members miss heartbeats for session.timeout.ms: look for GC pauses, CPU starvation or network "
+            "trouble on the consumers; raise session.timeout.ms (keep heartbeat.interval.ms at a third of it "
+            "or less)"
+        )
     if s["new_members"] >= 3:
-        steps.append("new member ids keep joining (restarts or rolling deploys): use static membership "
-                     "(group.instance.id per instance, session.timeout.ms longer than a restart) and the "
-                     "CooperativeStickyAssignor so a restart does not move every partition")
+        steps.append(
+            "new member ids keep joining (restarts or rolling deploys): use static membership "
+            "(group.instance.id per instance, session.timeout.ms longer than a restart) and the "
+            "CooperativeStickyAssignor so a restart does not move every partition"
+        )
     if not steps:
-        steps.append("see the reasons on the coordinator's lines; static membership (group.instance.id) and the "
-                     "CooperativeStickyAssignor make each rebalance cheaper")
+        steps.append(
+            "see the reasons on the coordinator's lines; static membership (group.instance.id) and the "
+            "CooperativeStickyAssignor make each rebalance cheaper"
+        )
     return "; ".join(steps) + "."
 
 
-@detector(ids=["rebalance-storm"], needs=["group_events"],
-          checks=f"a consumer group rebalancing {STORM_REBALANCES}+ times within {int(STORM_WINDOW.total_seconds() // 60)}"
-                 " minutes (group coordinator lines)")
+@detector(
+    ids=["rebalance-storm"],
+    needs=["group_events"],
+    checks=f"a consumer group rebalancing {STORM_REBALANCES}+ times within {int(STORM_WINDOW.total_seconds() // 60)}"
+    " minutes (group coordinator lines)",
+)
 def rebalance_storm(bundle) -> list[Finding]:
     ge = client_groups(bundle.table("group_events"))
     out = []
@@ -146,25 +183,45 @@ def rebalance_storm(bundle) -> list[Finding]:
     for _, s in summary[summary["busiest_10min"] >= STORM_REBALANCES].iterrows():
         g = s["group"]
         behind = status[(status["group"].astype("string") == g) & (status["status"] != "ok")] if len(status) else status
-        lag_note = (f"; meanwhile {len(behind)} partition(s) stopped or fell behind, lag {int(behind['lag_last'].sum()):,}"
-                    if len(behind) else "")
+        lag_note = (
+            f"; meanwhile {len(behind)} partition(s) stopped or fell behind, lag {int(behind['lag_last'].sum()):,}"
+            if len(behind)
+            else ""
+        )
         rows = ge[ge["group"].astype("string") == g]
         k = rows["kind"].astype("string")
-        shown = pd.concat([rows[k.isin(["member_failed", "member_left", "poll_timeout", "commit_failed"])].head(8),
-                           rows[k == "prepare_rebalance"].head(8), rows[k == "stabilized"].tail(4)]).sort_values("ts")
-        out.append(Finding(
-            "rebalance-storm", "high" if s["busiest_10min"] >= 2 * STORM_REBALANCES else "medium",
-            f"Consumer group {g} rebalanced {s['rebalances']} times (up to {s['busiest_10min']} in 10 minutes, "
-            f"generation {s['generation_first']} -> {s['generation_last']}); "
-            f"{s['members_failed']} members removed after missing heartbeats, {s['members_left']} left" + lag_note,
-            numbers={"group": g, "rebalances": int(s["rebalances"]), "busiest_10min": int(s["busiest_10min"]),
-                     "generations_per_min": s["generations_per_min"], "members_failed": int(s["members_failed"]),
-                     "members_left": int(s["members_left"]), "poll_timeouts_in_client_logs": int(s["poll_timeouts"]),
-                     "commit_failures_in_client_logs": int(s["commit_failures"]), "reasons": s["top_reasons"],
-                     "partitions_behind": len(behind),
-                     "first": s["first"], "last": s["last"]},
-            recommendation=_storm_advice(s, s["top_reasons"]),
-            evidence=evidence(shown)))
+        shown = pd.concat(
+            [
+                rows[k.isin(["member_failed", "member_left", "poll_timeout", "commit_failed"])].head(8),
+                rows[k == "prepare_rebalance"].head(8),
+                rows[k == "stabilized"].tail(4),
+            ]
+        ).sort_values("ts")
+        out.append(
+            Finding(
+                "rebalance-storm",
+                "high" if s["busiest_10min"] >= 2 * STORM_REBALANCES else "medium",
+                f"Consumer group {g} rebalanced {s['rebalances']} times (up to {s['busiest_10min']} in 10 minutes, "
+                f"generation {s['generation_first']} -> {s['generation_last']}); "
+                f"{s['members_failed']} members removed after missing heartbeats, {s['members_left']} left" + lag_note,
+                numbers={
+                    "group": g,
+                    "rebalances": int(s["rebalances"]),
+                    "busiest_10min": int(s["busiest_10min"]),
+                    "generations_per_min": s["generations_per_min"],
+                    "members_failed": int(s["members_failed"]),
+                    "members_left": int(s["members_left"]),
+                    "poll_timeouts_in_client_logs": int(s["poll_timeouts"]),
+                    "commit_failures_in_client_logs": int(s["commit_failures"]),
+                    "reasons": s["top_reasons"],
+                    "partitions_behind": len(behind),
+                    "first": s["first"],
+                    "last": s["last"],
+                },
+                recommendation=_storm_advice(s, s["top_reasons"]),
+                evidence=evidence(shown),
+            )
+        )
     return out
 
 
@@ -172,9 +229,12 @@ def _fmt_ts(ts) -> str:
     return "?" if ts is None or pd.isna(ts) else pd.Timestamp(ts).strftime("%Y-%m-%d %H:%M:%S UTC")
 
 
-@detector(ids=["consumer-stalled"], needs=[],
-          checks="lag snapshots: committed offsets frozen while lag > 0, lag never decreasing, lag over "
-                 f"{LagRules().max_lag:,} records")
+@detector(
+    ids=["consumer-stalled"],
+    needs=[],
+    checks="lag snapshots: committed offsets frozen while lag > 0, lag never decreasing, lag over "
+    f"{LagRules().max_lag:,} records",
+)
 def consumer_stalled(bundle, rules: LagRules | None = None) -> list[Finding]:
     rules = rules or LagRules()
     history = lag_history(bundle)
@@ -199,47 +259,79 @@ def consumer_stalled(bundle, rules: LagRules | None = None) -> list[Finding]:
         name = g or "(group not named in the tool's output)"
         if len(stalled):
             since = stalled["stalled_since"].min()
-            summary = (f"Consumer group {name} stopped consuming {topics}: committed offsets frozen on "
-                       f"{len(stalled)} partition(s) since {_fmt_ts(since)} while lag grew to {total:,}")
+            summary = (
+                f"Consumer group {name} stopped consuming {topics}: committed offsets frozen on "
+                f"{len(stalled)} partition(s) since {_fmt_ts(since)} while lag grew to {total:,}"
+            )
             severity = "high"
-            fix = ("The committed offsets do not move while records arrive. "
-                   + ("No member owns these partitions: the consumer process stopped or left the group; restart it "
-                      "and find out why it stopped. " if not len(owners) else
-                      "A member still owns them, so it is alive but not making progress: look at its processing "
-                      "thread (stuck on a call, a poison record, paused partitions) and its log around the time "
-                      "the offsets froze. ")
-                   + "If it reads with isolation.level=read_committed, a hanging transaction holds the last stable "
-                     "offset: check the transaction-timeouts finding and PartitionsWithLateTransactionsCount.")
+            fix = (
+                "The committed offsets do not move while records arrive. "
+                + (
+                    "No member owns these partitions: the consumer process stopped or left the group; restart it "
+                    "and find out why it stopped. "
+                    if not len(owners)
+                    else "A member still owns them, so it is alive but not making progress: look at its processing "
+                    "thread (stuck on a call, a poison record, paused partitions) and its log around the time "
+                    "the offsets froze. "
+                )
+                + "If it reads with isolation.level=read_committed, a hanging transaction holds the last stable "
+                "offset: check the transaction-timeouts finding and PartitionsWithLateTransactionsCount."
+            )
         elif len(lagging):
-            summary = (f"Consumer group {name} is falling behind on {topics}: lag never decreased over "
-                       f"{int(lagging['snapshots'].max())} snapshots on {len(lagging)} partition(s), now {total:,}")
+            summary = (
+                f"Consumer group {name} is falling behind on {topics}: lag never decreased over "
+                f"{int(lagging['snapshots'].max())} snapshots on {len(lagging)} partition(s), now {total:,}"
+            )
             severity = "medium"
-            fix = ("The group consumes, but slower than producers write: add consumers (up to the partition count), "
-                   "raise max.poll.records / fetch.max.bytes if each poll is small, or speed up processing.")
+            fix = (
+                "The group consumes, but slower than producers write: add consumers (up to the partition count), "
+                "raise max.poll.records / fetch.max.bytes if each poll is small, or speed up processing."
+            )
         else:
-            summary = (f"Consumer group {name} has {total:,} records of lag on {topics} (over the "
-                       f"{rules.max_lag:,}-record threshold) and it is not shrinking")
+            summary = (
+                f"Consumer group {name} has {total:,} records of lag on {topics} (over the "
+                f"{rules.max_lag:,}-record threshold) and it is not shrinking"
+            )
             severity = "medium"
             fix = "Lag above the threshold: check that the group has members and keeps up with the producers."
-        ev_rows = history[(history["group"].astype("string").fillna("") == g)
-                          & history.set_index(["topic", "partition"]).index.isin(
-                              list(zip(worst["topic"], worst["partition"])))]
-        ev_rows = pd.concat([ev_rows.groupby(["topic", "partition"]).head(1), ev_rows.groupby(["topic", "partition"]).tail(1)])
+        ev_rows = history[
+            (history["group"].astype("string").fillna("") == g)
+            & history.set_index(["topic", "partition"]).index.isin(list(zip(worst["topic"], worst["partition"])))
+        ]
+        ev_rows = pd.concat(
+            [ev_rows.groupby(["topic", "partition"]).head(1), ev_rows.groupby(["topic", "partition"]).tail(1)]
+        )
         ev_rows = ev_rows.drop_duplicates().sort_values(["topic", "partition", "ts"])
         state = _group_state(bundle, history, g)
         if state:
             summary += f" (group {state})"
-        out.append(Finding(
-            "consumer-stalled", severity, summary,
-            numbers={"group": name, "stalled_partitions": len(stalled), "lagging_partitions": len(lagging),
-                     "over_threshold_partitions": len(over), "total_lag": total,
-                     "snapshots": int(rows["snapshots"].max()),
-                     "members_owning": ", ".join(sorted(set(owners.astype(str)))) or "none",
-                     "first_snapshot": rows["first_ts"].min(), "last_snapshot": rows["last_ts"].max()},
-            recommendation=fix,
-            evidence=evidence(ev_rows, lambda r: (f"{_fmt_ts(r['ts'])} {r['group']} {r['topic']}-{r['partition']}: "
-                                                  f"committed {r['committed']}, log end {r['end_offset']}, "
-                                                  f"lag {r['lag']}"))))
+        out.append(
+            Finding(
+                "consumer-stalled",
+                severity,
+                summary,
+                numbers={
+                    "group": name,
+                    "stalled_partitions": len(stalled),
+                    "lagging_partitions": len(lagging),
+                    "over_threshold_partitions": len(over),
+                    "total_lag": total,
+                    "snapshots": int(rows["snapshots"].max()),
+                    "members_owning": ", ".join(sorted(set(owners.astype(str)))) or "none",
+                    "first_snapshot": rows["first_ts"].min(),
+                    "last_snapshot": rows["last_ts"].max(),
+                },
+                recommendation=fix,
+                evidence=evidence(
+                    ev_rows,
+                    lambda r: (
+                        f"{_fmt_ts(r['ts'])} {r['group']} {r['topic']}-{r['partition']}: "
+                        f"committed {r['committed']}, log end {r['end_offset']}, "
+                        f"lag {r['lag']}"
+                    ),
+                ),
+            )
+        )
     return out
 
 
@@ -251,6 +343,7 @@ def _group_state(bundle, history: pd.DataFrame, group: str) -> str:
     if len(st):
         return f"state {st.iloc[-1]}"
     from kitlib import tables
+
     if "group_states" in tables.SCHEMAS:
         gs = bundle.table("group_states")
         gs = gs[gs["group"].astype("string").fillna("") == group] if len(gs) else gs
@@ -270,8 +363,18 @@ def _sentence(text: str) -> str:
 def transaction_summary(txn_events: pd.DataFrame) -> pd.DataFrame:
     """Per transactional id: inits, rollbacks on timeout, fencing signs (fenced errors, refused old
     epochs, an epoch bumped by two or more between inits without a timeout rollback), first/last."""
-    cols = ["transactional_id", "inits", "timeout_rollbacks", "fenced", "epoch_jumps", "refused", "producer_ids",
-            "last_epoch", "first", "last"]
+    cols = [
+        "transactional_id",
+        "inits",
+        "timeout_rollbacks",
+        "fenced",
+        "epoch_jumps",
+        "refused",
+        "producer_ids",
+        "last_epoch",
+        "first",
+        "last",
+    ]
     te = txn_events
     if not len(te):
         return pd.DataFrame(columns=cols)
@@ -289,13 +392,22 @@ def transaction_summary(txn_events: pd.DataFrame) -> pd.DataFrame:
                 rolled = ((roll > times[i - 1]) & (roll <= times[i])).any()
                 if pid[i] == pid[i - 1] and e[i] - e[i - 1] >= 2 and not rolled:
                     jumps += 1
-        rows.append({"transactional_id": tx, "inits": len(inits), "timeout_rollbacks": int((k == "timeout_rollback").sum()),
-                     "fenced": int(k.isin(["fenced", "old_epoch"]).sum()
-                                   + (r["error"].astype("string") == "PRODUCER_FENCED").sum()), "epoch_jumps": jumps,
-                     "refused": int(k.isin(["init_refused", "end_refused", "rollback_failed"]).sum()),
-                     "producer_ids": ", ".join(sorted({str(int(x)) for x in r["producer_id"].dropna()})),
-                     "last_epoch": None if not len(inits) else int(inits["epoch"].iloc[-1]),
-                     "first": r["ts"].min(), "last": r["ts"].max()})
+        rows.append(
+            {
+                "transactional_id": tx,
+                "inits": len(inits),
+                "timeout_rollbacks": int((k == "timeout_rollback").sum()),
+                "fenced": int(
+                    k.isin(["fenced", "old_epoch"]).sum() + (r["error"].astype("string") == "PRODUCER_FENCED").sum()
+                ),
+                "epoch_jumps": jumps,
+                "refused": int(k.isin(["init_refused", "end_refused", "rollback_failed"]).sum()),
+                "producer_ids": ", ".join(sorted({str(int(x)) for x in r["producer_id"].dropna()})),
+                "last_epoch": None if not len(inits) else int(inits["epoch"].iloc[-1]),
+                "first": r["ts"].min(),
+                "last": r["ts"].max(),
+            }
+        )
     return pd.DataFrame(rows, columns=cols)
 
 
@@ -308,16 +420,20 @@ def late_transactions(metrics: pd.DataFrame) -> pd.DataFrame:
     return m[m["value"] > 0]
 
 
-@detector(ids=["transaction-timeouts"], needs=[],
-          checks="transactions rolled back on timeout, producers fenced, partitions with late (hanging) transactions")
+@detector(
+    ids=["transaction-timeouts"],
+    needs=[],
+    checks="transactions rolled back on timeout, producers fenced, partitions with late (hanging) transactions",
+)
 def transaction_timeouts(bundle) -> list[Finding]:
     te = bundle.table("txn_events")
     late = late_transactions(bundle.table("metrics"))
     s = transaction_summary(te)
     trouble = s[(s["timeout_rollbacks"] > 0) | (s["fenced"] > 0) | (s["epoch_jumps"] > 0)] if len(s) else s
     # fenced lines that name no transactional id (a partition leader refusing an old epoch) still count
-    anonymous = te[te["transactional_id"].isna() & te["kind"].astype("string").isin(["fenced", "old_epoch"])] \
-        if len(te) else te
+    anonymous = (
+        te[te["transactional_id"].isna() & te["kind"].astype("string").isin(["fenced", "old_epoch"])] if len(te) else te
+    )
     if not len(trouble) and not len(late) and not len(anonymous):
         return []
     parts = []
@@ -332,34 +448,58 @@ def transaction_timeouts(bundle) -> list[Finding]:
         parts.append(f"{len(anonymous)} writes refused for an old producer epoch")
     late_max = int(late["value"].max()) if len(late) else 0
     if late_max:
-        parts.append(f"up to {late_max} partition(s) with late transactions: read_committed consumers cannot read "
-                     "past their last stable offset")
+        parts.append(
+            f"up to {late_max} partition(s) with late transactions: read_committed consumers cannot read "
+            "past their last stable offset"
+        )
     fixes = []
     if trouble["timeout_rollbacks"].sum() if len(trouble) else 0:
-        fixes.append("a producer stopped between beginning and committing a transaction (crash, kill, long pause) "
-                     "and the coordinator aborted it after transaction.timeout.ms; until then read_committed consumers "
-                     "of those partitions wait at the last stable offset, so keep transaction.timeout.ms short and "
-                     "make the application commit or abort on every path")
+        fixes.append(
+            "a producer stopped between beginning and committing a transaction (crash, kill, long pause) "
+            "and the coordinator aborted it after transaction.timeout.ms; until then read_committed consumers "
+            "of those partitions wait at the last stable offset, so keep transaction.timeout.ms short and "
+            "make the application commit or abort on every path"
+        )
     if (trouble["fenced"].sum() + trouble["epoch_jumps"].sum() if len(trouble) else 0) or len(anonymous):
-        fixes.append("two producer instances used the same transactional.id, and the newer one fenced the older: "
-                     "give each instance its own transactional.id (stable per instance or per input partition), "
-                     "and close and recreate a producer that gets ProducerFencedException")
+        fixes.append(
+            "two producer instances used the same transactional.id, and the newer one fenced the older: "
+            "give each instance its own transactional.id (stable per instance or per input partition), "
+            "and close and recreate a producer that gets ProducerFencedException"
+        )
     if late_max:
-        fixes.append("for a transaction that never ends, list it with kafka-transactions.sh find-hanging and abort "
-                     "it with kafka-transactions.sh abort")
-    ev = pd.concat([te[te["transactional_id"].astype("string").isin(list(trouble["transactional_id"]))
-                       & te["kind"].astype("string").isin(["timeout_rollback", "fenced", "old_epoch", "initialized",
-                                                           "end_refused", "init_refused"])] if len(trouble) else te.iloc[0:0],
-                    anonymous.head(5)]).sort_values("ts")
+        fixes.append(
+            "for a transaction that never ends, list it with kafka-transactions.sh find-hanging and abort "
+            "it with kafka-transactions.sh abort"
+        )
+    ev = pd.concat(
+        [
+            te[
+                te["transactional_id"].astype("string").isin(list(trouble["transactional_id"]))
+                & te["kind"]
+                .astype("string")
+                .isin(["timeout_rollback", "fenced", "old_epoch", "initialized", "end_refused", "init_refused"])
+            ]
+            if len(trouble)
+            else te.iloc[0:0],
+            anonymous.head(5),
+        ]
+    ).sort_values("ts")
     ev_list = evidence(ev)
     if len(late):
         ev_list += evidence(late.head(3), lambda r: f"{r['mbean']} {r['attribute']} = {r['value']:g}")
-    return [Finding(
-        "transaction-timeouts", "high" if late_max or (len(trouble) and trouble["timeout_rollbacks"].sum()) else "medium",
-        "Transactions in trouble: " + "; ".join(parts),
-        numbers={"transactional_ids": ", ".join(trouble["transactional_id"]) if len(trouble) else "",
-                 "timeout_rollbacks": int(trouble["timeout_rollbacks"].sum()) if len(trouble) else 0,
-                 "fenced": int(trouble[["fenced", "epoch_jumps"]].max(axis=1).sum()) if len(trouble) else 0,
-                 "refused_old_epoch_writes": len(anonymous), "late_transaction_partitions_max": late_max},
-        recommendation=_sentence("; ".join(fixes)),
-        evidence=ev_list)]
+    return [
+        Finding(
+            "transaction-timeouts",
+            "high" if late_max or (len(trouble) and trouble["timeout_rollbacks"].sum()) else "medium",
+            "Transactions in trouble: " + "; ".join(parts),
+            numbers={
+                "transactional_ids": ", ".join(trouble["transactional_id"]) if len(trouble) else "",
+                "timeout_rollbacks": int(trouble["timeout_rollbacks"].sum()) if len(trouble) else 0,
+                "fenced": int(trouble[["fenced", "epoch_jumps"]].max(axis=1).sum()) if len(trouble) else 0,
+                "refused_old_epoch_writes": len(anonymous),
+                "late_transaction_partitions_max": late_max,
+            },
+            recommendation=_sentence("; ".join(fixes)),
+            evidence=ev_list,
+        )
+    ]

@@ -5,6 +5,7 @@ Example:
     >>> from kitlib.investigations.consumer_groups import charts
     >>> charts.lag_and_rebalances(history, bundle.group_events)     # doctest: +SKIP
 """
+
 from __future__ import annotations
 
 import altair as alt
@@ -12,8 +13,18 @@ import pandas as pd
 
 from kitlib.display import HTML
 
-GROUP_KINDS = ("prepare_rebalance", "stabilized", "member_failed", "member_left", "unknown_member_join",
-               "static_member_replaced", "poll_timeout", "commit_failed", "session_expired", "heartbeat_rebalancing")
+GROUP_KINDS = (
+    "prepare_rebalance",
+    "stabilized",
+    "member_failed",
+    "member_left",
+    "unknown_member_join",
+    "static_member_replaced",
+    "poll_timeout",
+    "commit_failed",
+    "session_expired",
+    "heartbeat_rebalancing",
+)
 
 
 def _naive(ts: pd.Series) -> pd.Series:
@@ -21,36 +32,65 @@ def _naive(ts: pd.Series) -> pd.Series:
 
 
 def _lag_chart(history: pd.DataFrame, x: alt.X):
-    d = pd.DataFrame({"ts": _naive(history["ts"]), "group": history["group"].astype("string").fillna(""),
-                      "partition": (history["topic"].astype("string") + "-" + history["partition"].astype("string")),
-                      "lag": history["lag"].astype("float64"), "committed": history["committed"].astype("float64"),
-                      "end_offset": history["end_offset"].astype("float64")})
-    return alt.Chart(d, name="lag").mark_line(point=True).encode(
-        x=x, y=alt.Y("lag:Q", title="lag (records)"), color=alt.Color("partition:N", title="topic-partition"),
-        strokeDash=alt.StrokeDash("group:N", title="group"),
-        tooltip=["group:N", "partition:N", "ts:T", "committed:Q", "end_offset:Q", "lag:Q"],
-    ).properties(width=640, height=200, title="Lag per group and partition (snapshots)")
+    d = pd.DataFrame(
+        {
+            "ts": _naive(history["ts"]),
+            "group": history["group"].astype("string").fillna(""),
+            "partition": (history["topic"].astype("string") + "-" + history["partition"].astype("string")),
+            "lag": history["lag"].astype("float64"),
+            "committed": history["committed"].astype("float64"),
+            "end_offset": history["end_offset"].astype("float64"),
+        }
+    )
+    return (
+        alt.Chart(d, name="lag")
+        .mark_line(point=True)
+        .encode(
+            x=x,
+            y=alt.Y("lag:Q", title="lag (records)"),
+            color=alt.Color("partition:N", title="topic-partition"),
+            strokeDash=alt.StrokeDash("group:N", title="group"),
+            tooltip=["group:N", "partition:N", "ts:T", "committed:Q", "end_offset:Q", "lag:Q"],
+        )
+        .properties(width=640, height=200, title="Lag per group and partition (snapshots)")
+    )
 
 
 def _events_chart(group_events: pd.DataFrame, x: alt.X):
     ge = group_events[group_events["kind"].astype("string").isin(GROUP_KINDS) & group_events["group"].notna()]
-    d = pd.DataFrame({"ts": _naive(ge["ts"]), "group": ge["group"].astype("string"),
-                      "kind": ge["kind"].astype("string"), "source": ge["source"].astype("string"),
-                      "generation": ge["generation"].astype("float64"), "member": ge["member"].astype("string"),
-                      "where": ge["file"].astype("string") + ":" + ge["line"].astype("string")})
-    return alt.Chart(d, name="group_events").mark_point(filled=True, size=60).encode(
-        x=x, y=alt.Y("group:N", title=None), color=alt.Color("kind:N", title="event"),
-        shape=alt.Shape("source:N", title="logged by"),
-        tooltip=["ts:T", "group:N", "kind:N", "generation:Q", "member:N", "where:N"],
-    ).properties(width=640, height=alt.Step(28), title="Rebalances, members removed and client symptoms")
+    d = pd.DataFrame(
+        {
+            "ts": _naive(ge["ts"]),
+            "group": ge["group"].astype("string"),
+            "kind": ge["kind"].astype("string"),
+            "source": ge["source"].astype("string"),
+            "generation": ge["generation"].astype("float64"),
+            "member": ge["member"].astype("string"),
+            "where": ge["file"].astype("string") + ":" + ge["line"].astype("string"),
+        }
+    )
+    return (
+        alt.Chart(d, name="group_events")
+        .mark_point(filled=True, size=60)
+        .encode(
+            x=x,
+            y=alt.Y("group:N", title=None),
+            color=alt.Color("kind:N", title="event"),
+            shape=alt.Shape("source:N", title="logged by"),
+            tooltip=["ts:T", "group:N", "kind:N", "generation:Q", "member:N", "where:N"],
+        )
+        .properties(width=640, height=alt.Step(28), title="Rebalances, members removed and client symptoms")
+    )
 
 
 def lag_and_rebalances(history: pd.DataFrame, group_events: pd.DataFrame):
     """Lag snapshots (top) and group events (bottom) on one shared time axis."""
     has_lag, has_events = len(history) > 0, len(group_events) > 0
     if not has_lag and not has_events:
-        return HTML("<p><i>No lag snapshots and no group coordinator lines in this bundle.</i></p>",
-                    "No lag snapshots and no group events.")
+        return HTML(
+            "<p><i>No lag snapshots and no group coordinator lines in this bundle.</i></p>",
+            "No lag snapshots and no group events.",
+        )
     x = alt.X("ts:T", title="time (UTC)")
     charts = ([_lag_chart(history, x)] if has_lag else []) + ([_events_chart(group_events, x)] if has_events else [])
     return charts[0] if len(charts) == 1 else alt.vconcat(*charts).resolve_scale(x="shared", color="independent")
@@ -61,12 +101,25 @@ def generations(group_events: pd.DataFrame):
     ge = group_events[group_events["kind"].astype("string").eq("stabilized")] if len(group_events) else group_events
     if not len(ge):
         return HTML("<p><i>No stabilized generations in this bundle.</i></p>", "No generations.")
-    d = pd.DataFrame({"ts": _naive(ge["ts"]), "group": ge["group"].astype("string"),
-                      "generation": ge["generation"].astype("float64"), "members": ge["members"].astype("float64")})
-    return alt.Chart(d, name="generations").mark_line(point=True, interpolate="step-after").encode(
-        x=alt.X("ts:T", title="time (UTC)"), y=alt.Y("generation:Q", title="generation"), color="group:N",
-        tooltip=["ts:T", "group:N", "generation:Q", "members:Q"],
-    ).properties(width=640, height=200, title="Group generation over time")
+    d = pd.DataFrame(
+        {
+            "ts": _naive(ge["ts"]),
+            "group": ge["group"].astype("string"),
+            "generation": ge["generation"].astype("float64"),
+            "members": ge["members"].astype("float64"),
+        }
+    )
+    return (
+        alt.Chart(d, name="generations")
+        .mark_line(point=True, interpolate="step-after")
+        .encode(
+            x=alt.X("ts:T", title="time (UTC)"),
+            y=alt.Y("generation:Q", title="generation"),
+            color="group:N",
+            tooltip=["ts:T", "group:N", "generation:Q", "members:Q"],
+        )
+        .properties(width=640, height=200, title="Group generation over time")
+    )
 
 
 def transactions(txn_events: pd.DataFrame):
@@ -74,10 +127,23 @@ def transactions(txn_events: pd.DataFrame):
     te = txn_events[txn_events["kind"].astype("string").ne("loaded")] if len(txn_events) else txn_events
     if not len(te):
         return HTML("<p><i>No transaction lines in this bundle.</i></p>", "No transaction events.")
-    d = pd.DataFrame({"ts": _naive(te["ts"]), "id": te["transactional_id"].astype("string").fillna("(partition leader)"),
-                      "kind": te["kind"].astype("string"), "epoch": te["epoch"].astype("float64"),
-                      "where": te["file"].astype("string") + ":" + te["line"].astype("string")})
-    return alt.Chart(d, name="transactions").mark_point(filled=True, size=70).encode(
-        x=alt.X("ts:T", title="time (UTC)"), y=alt.Y("id:N", title="transactional id"),
-        color=alt.Color("kind:N", title="event"), tooltip=["ts:T", "id:N", "kind:N", "epoch:Q", "where:N"],
-    ).properties(width=640, height=alt.Step(28), title="Transactions: producer ids, rollbacks on timeout, fencing")
+    d = pd.DataFrame(
+        {
+            "ts": _naive(te["ts"]),
+            "id": te["transactional_id"].astype("string").fillna("(partition leader)"),
+            "kind": te["kind"].astype("string"),
+            "epoch": te["epoch"].astype("float64"),
+            "where": te["file"].astype("string") + ":" + te["line"].astype("string"),
+        }
+    )
+    return (
+        alt.Chart(d, name="transactions")
+        .mark_point(filled=True, size=70)
+        .encode(
+            x=alt.X("ts:T", title="time (UTC)"),
+            y=alt.Y("id:N", title="transactional id"),
+            color=alt.Color("kind:N", title="event"),
+            tooltip=["ts:T", "id:N", "kind:N", "epoch:Q", "where:N"],
+        )
+        .properties(width=640, height=alt.Step(28), title="Transactions: producer ids, rollbacks on timeout, fencing")
+    )

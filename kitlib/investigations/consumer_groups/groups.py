@@ -18,6 +18,7 @@ Example:
     >>> build(ev)[["kind", "group", "generation", "members"]].iloc[0].tolist()
     ['stabilized', 'billing', 7, 2]
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -29,48 +30,77 @@ from kitlib import tables
 from kitlib.extract import arrow_messages, extractor, first_lines
 from kitlib.investigations.consumer_groups.rules import Rule, classify, logger_keywords, to_int
 
-tables.declare("group_events", "Consumer-group lines: the group coordinator's (rebalances, generations, members "
-               "removed) and the consumers' own (poll timeouts, failed commits, rejoins), one per record.", [
-                   ("ts", "ts", "record time"),
-                   ("source", "category", "coordinator (a broker's group coordinator) or client (a consumer's log)"),
-                   ("kind", "category", "coordinator: prepare_rebalance, stabilized, member_failed, member_left, "
-                                        "unknown_member_join, static_member_replaced, assignment, group_empty, "
-                                        "group_loaded, loaded, unloading, unloaded, elected, resigned; client: "
-                                        "poll_timeout, commit_failed, heartbeat_rebalancing, lost_membership, "
-                                        "session_expired, assigned, revoking, rejoining, joined, leaving"),
-                   ("group", "str", "consumer group id (client lines: from the Java prefix or the line itself)"),
-                   ("generation", "int", "generation: the old one on prepare_rebalance lines, the new one otherwise"),
-                   ("member", "str", "member id the line names"),
-                   ("client_id", "str", "client.id (the Java prefix, or the member id's client part)"),
-                   ("instance_id", "str", "group.instance.id of a static member"),
-                   ("members", "int", "members in the group after the rebalance (stabilized, assignment lines)"),
-                   ("state", "str", "group state the line names (PreparingRebalance, Stable, Empty, ...)"),
-                   ("reason", "str", "why a rebalance started (Kafka 2.4+ '(reason: ...)'), or a client's reason"),
-                   ("coordinator_partition", "str", "the __consumer_offsets partition holding the group"),
-                   ("level", "category", "log level"),
-                   ("message", "str", "the record's first line (500 characters at most)"),
-               ])
+tables.declare(
+    "group_events",
+    "Consumer-group lines: the group coordinator's (rebalances, generations, members "
+    "removed) and the consumers' own (poll timeouts, failed commits, rejoins), one per record.",
+    [
+        ("ts", "ts", "record time"),
+        ("source", "category", "coordinator (a broker's group coordinator) or client (a consumer's log)"),
+        (
+            "kind",
+            "category",
+            "coordinator: prepare_rebalance, stabilized, member_failed, member_left, "
+            "unknown_member_join, static_member_replaced, assignment, group_empty, "
+            "group_loaded, loaded, unloading, unloaded, elected, resigned; client: "
+            "poll_timeout, commit_failed, heartbeat_rebalancing, lost_membership, "
+            "session_expired, assigned, revoking, rejoining, joined, leaving",
+        ),
+        ("group", "str", "consumer group id (client lines: from the Java prefix or the line itself)"),
+        ("generation", "int", "generation: the old one on prepare_rebalance lines, the new one otherwise"),
+        ("member", "str", "member id the line names"),
+        ("client_id", "str", "client.id (the Java prefix, or the member id's client part)"),
+        ("instance_id", "str", "group.instance.id of a static member"),
+        ("members", "int", "members in the group after the rebalance (stabilized, assignment lines)"),
+        ("state", "str", "group state the line names (PreparingRebalance, Stable, Empty, ...)"),
+        ("reason", "str", "why a rebalance started (Kafka 2.4+ '(reason: ...)'), or a client's reason"),
+        ("coordinator_partition", "str", "the __consumer_offsets partition holding the group"),
+        ("level", "category", "log level"),
+        ("message", "str", "the record's first line (500 characters at most)"),
+    ],
+)
 
 _COORD = "__consumer_offsets-\\d+"
 RULES = [
     # the group coordinator (kafka.coordinator.group.GroupCoordinator up to 3.x, the new coordinator in 4.x)
-    Rule("prepare_rebalance", r"Preparing to rebalance group (?P<group>\S+)(?: in state (?P<state>\w+))? with old "
-                              rf"generation (?P<generation>-?\d+) \((?P<coordinator_partition>{_COORD})\)"
-                              r"(?: \(reason: (?P<reason>.*)\))?"),
-    Rule("stabilized", r"Stabilized group (?P<group>\S+) generation (?P<generation>-?\d+) "
-                       rf"\((?P<coordinator_partition>{_COORD})\)(?: with (?P<members>\d+) members?)?"),
+    Rule(
+        "prepare_rebalance",
+        r"Preparing to rebalance group (?P<group>\S+)(?: in state (?P<state>\w+))? with old "
+        rf"generation (?P<generation>-?\d+) \((?P<coordinator_partition>{_COORD})\)"
+        r"(?: \(reason: (?P<reason>.*)\))?",
+    ),
+    Rule(
+        "stabilized",
+        r"Stabilized group (?P<group>\S+) generation (?P<generation>-?\d+) "
+        rf"\((?P<coordinator_partition>{_COORD})\)(?: with (?P<members>\d+) members?)?",
+    ),
     Rule("member_failed", r"Member (?P<member>\S+) in group (?P<group>\S+) has failed, removing it from the group"),
-    Rule("member_left", r"Member (?P<member>.+?) has left group (?P<group>\S+) through explicit \W?LeaveGroup\W?"
-                        r"(?: request)?(?:; client reason: (?P<reason>.*))?"),
-    Rule("unknown_member_join", r"(?i)Dynamic member with unknown member id (?:re)?joins group (?P<group>\S+) in "
-                                r"(?P<state>\w+) state\. Created a new member id (?P<member>\S+)"),
-    Rule("static_member_replaced", r"Static member with groupInstanceId=(?P<instance_id>\S+) and unknown member id "
-                                   r"(?:re)?joins group (?P<group>\S+) in (?P<state>\w+) state\. Replacing previously "
-                                   r"mapped member (?P<member>\S+)"),
-    Rule("assignment", r"Assignment received from leader(?: (?P<member>\S+))? for group (?P<group>\S+) for generation "
-                       r"(?P<generation>-?\d+)(?:\. The group has (?P<members>\d+) members)?"),
-    Rule("group_empty", r"Group (?P<group>\S+) with generation (?P<generation>-?\d+) is now empty"
-                        rf"(?: \((?P<coordinator_partition>{_COORD})\))?"),
+    Rule(
+        "member_left",
+        r"Member (?P<member>.+?) has left group (?P<group>\S+) through explicit \W?LeaveGroup\W?"
+        r"(?: request)?(?:; client reason: (?P<reason>.*))?",
+    ),
+    Rule(
+        "unknown_member_join",
+        r"(?i)Dynamic member with unknown member id (?:re)?joins group (?P<group>\S+) in "
+        r"(?P<state>\w+) state\. Created a new member id (?P<member>\S+)",
+    ),
+    Rule(
+        "static_member_replaced",
+        r"Static member with groupInstanceId=(?P<instance_id>\S+) and unknown member id "
+        r"(?:re)?joins group (?P<group>\S+) in (?P<state>\w+) state\. Replacing previously "
+        r"mapped member (?P<member>\S+)",
+    ),
+    Rule(
+        "assignment",
+        r"Assignment received from leader(?: (?P<member>\S+))? for group (?P<group>\S+) for generation "
+        r"(?P<generation>-?\d+)(?:\. The group has (?P<members>\d+) members)?",
+    ),
+    Rule(
+        "group_empty",
+        r"Group (?P<group>\S+) with generation (?P<generation>-?\d+) is now empty"
+        rf"(?: \((?P<coordinator_partition>{_COORD})\))?",
+    ),
     Rule("group_loaded", r"Loading group metadata for (?P<group>\S+) with generation (?P<generation>-?\d+)"),
     Rule("loaded", rf"Finished loading offsets and group metadata from (?P<coordinator_partition>{_COORD})"),
     Rule("unloading", rf"Scheduling unloading of offsets and group metadata from (?P<coordinator_partition>{_COORD})"),
@@ -78,31 +108,53 @@ RULES = [
     Rule("elected", r"Elected as the group coordinator for partition (?P<coordinator_partition>\d+)"),
     Rule("resigned", r"Resigned as the group coordinator for partition (?P<coordinator_partition>\d+)"),
     # the consumers: Java client, kafka-python, librdkafka
-    Rule("poll_timeout", r"(?i)consumer poll timeout has expired|Heartbeat poll expired|maximum poll interval "
-                         r"\(\d+ ?ms\) exceeded|MAX_POLL_EXCEEDED|\|MAXPOLL\|"),
-    Rule("commit_failed", r"(?i)Offset commit failed|CommitFailed(?:Exception|Error)|Commit cannot be completed since "
-                          r"the group has already rebalanced|auto-commit of offsets .* failed"),
-    Rule("heartbeat_rebalancing", r"(?i)Attempt to heartbeat failed since group is rebalancing|(?:Heartbeat failed for )?"
-                                  r"group (?P<group>\S+) (?:because it )?is rebalancing"),
+    Rule(
+        "poll_timeout",
+        r"(?i)consumer poll timeout has expired|Heartbeat poll expired|maximum poll interval "
+        r"\(\d+ ?ms\) exceeded|MAX_POLL_EXCEEDED|\|MAXPOLL\|",
+    ),
+    Rule(
+        "commit_failed",
+        r"(?i)Offset commit failed|CommitFailed(?:Exception|Error)|Commit cannot be completed since "
+        r"the group has already rebalanced|auto-commit of offsets .* failed",
+    ),
+    Rule(
+        "heartbeat_rebalancing",
+        r"(?i)Attempt to heartbeat failed since group is rebalancing|(?:Heartbeat failed for )?"
+        r"group (?P<group>\S+) (?:because it )?is rebalancing",
+    ),
     Rule("lost_membership", r"(?i)Group (?P<group>\S+) lost membership"),
-    Rule("session_expired", r"(?i)Heartbeat session expired|Attempt to heartbeat failed since member id "
-                            r"(?P<member>\S+) is not valid|Heartbeat failed: local member id was not recognized"),
-    Rule("assigned", r"(?i)Setting newly assigned partitions.*? for group (?P<group>\S+)|Setting newly assigned "
-                     r"partitions|Adding newly assigned partitions"),
+    Rule(
+        "session_expired",
+        r"(?i)Heartbeat session expired|Attempt to heartbeat failed since member id "
+        r"(?P<member>\S+) is not valid|Heartbeat failed: local member id was not recognized",
+    ),
+    Rule(
+        "assigned",
+        r"(?i)Setting newly assigned partitions.*? for group (?P<group>\S+)|Setting newly assigned "
+        r"partitions|Adding newly assigned partitions",
+    ),
     Rule("revoking", r"(?i)Revoking previously assigned partitions(?:.* for group (?P<group>\S+))?"),
     Rule("rejoining", r"(?i)\(Re-\)joining group(?: (?P<group>[^\s(]+))?"),
-    Rule("joined", r"(?i)Successfully joined group(?: (?P<group>[^\s<]+))? (?:with generation "
-                   r"(?:Generation\{generationId=)?|<Generation )(?P<generation>-?\d+)"),
+    Rule(
+        "joined",
+        r"(?i)Successfully joined group(?: (?P<group>[^\s<]+))? (?:with generation "
+        r"(?:Generation\{generationId=)?|<Generation )(?P<generation>-?\d+)",
+    ),
     Rule("leaving", r"(?i)sending LeaveGroup request|Leaving consumer group(?: \(?(?P<group>[^\s()]+))?"),
 ]
-COORDINATOR_KINDS = tuple(r.kind for r in RULES[:RULES.index(next(r for r in RULES if r.kind == "poll_timeout"))])
+COORDINATOR_KINDS = tuple(r.kind for r in RULES[: RULES.index(next(r for r in RULES if r.kind == "poll_timeout"))])
 # a cheap first cut (checked on whole blocks by the extractor): every rule above contains one of these
-_ANCHORS = (r"(?i)rebalanc|Stabilized group|in group|left group|member id|Assignment received|is now empty|"
-            r"group metadata|group coordinator|Finished unloading|poll timeout|poll expired|poll interval|MAX_?POLL|"
-            r"ommit|heartbeat|Revoking|joining group|joined group|LeaveGroup|Leaving consumer group|lost membership|"
-            r"newly assigned partitions")
-_JAVA_PREFIX = (r"\[Consumer (?:instanceId=(?P<instance>[^,\]]+), )?clientId=(?P<client>[^,\]]+)"
-                r"(?:, groupId=(?P<group>[^,\]]+))?\]")
+_ANCHORS = (
+    r"(?i)rebalanc|Stabilized group|in group|left group|member id|Assignment received|is now empty|"
+    r"group metadata|group coordinator|Finished unloading|poll timeout|poll expired|poll interval|MAX_?POLL|"
+    r"ommit|heartbeat|Revoking|joining group|joined group|LeaveGroup|Leaving consumer group|lost membership|"
+    r"newly assigned partitions"
+)
+_JAVA_PREFIX = (
+    r"\[Consumer (?:instanceId=(?P<instance>[^,\]]+), )?clientId=(?P<client>[^,\]]+)"
+    r"(?:, groupId=(?P<group>[^,\]]+))?\]"
+)
 _UUID_TAIL = r"^(?P<client>.+)-[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$"
 SLICE = 65536
 
@@ -114,11 +166,14 @@ def _field(arr: pa.Array, pattern: str, name: str) -> np.ndarray:
     return vals
 
 
-@extractor("group_events", match=logger_keywords("coordinator", "groupmetadata", "classicgroup", "consumer",
-                                                 "rdkafka", "confluent"), contains=_ANCHORS)
+@extractor(
+    "group_events",
+    match=logger_keywords("coordinator", "groupmetadata", "classicgroup", "consumer", "rdkafka", "confluent"),
+    contains=_ANCHORS,
+)
 def build(events: pd.DataFrame) -> pd.DataFrame:
     if len(events) > SLICE:
-        return pd.concat([build(events.iloc[i:i + SLICE]) for i in range(0, len(events), SLICE)], ignore_index=True)
+        return pd.concat([build(events.iloc[i : i + SLICE]) for i in range(0, len(events), SLICE)], ignore_index=True)
     if not len(events):
         return tables.empty("group_events")
     first = first_lines(arrow_messages(events))
@@ -139,7 +194,7 @@ def build(events: pd.DataFrame) -> pd.DataFrame:
     has = np.flatnonzero(member != None)  # noqa: E711
     if len(has):
         m = pa.array(member[has].tolist(), pa.string())
-        m = pc.replace_substring_regex(m, r"^.*memberId=([^,)\s]+).*$", r"\1")   # MemberMetadata(memberId=..., ...)
+        m = pc.replace_substring_regex(m, r"^.*memberId=([^,)\s]+).*$", r"\1")  # MemberMetadata(memberId=..., ...)
         m = pc.replace_substring_regex(m, r"[.,]$", "")
         member[has] = m.to_pylist()
         from_member = _field(m, _UUID_TAIL, "client")
@@ -147,10 +202,24 @@ def build(events: pd.DataFrame) -> pd.DataFrame:
     cp = cols["coordinator_partition"]
     cp = np.array([f"__consumer_offsets-{v}" if v is not None and v.isdigit() else v for v in cp], dtype=object)
     ev = events.iloc[keep].reset_index(drop=True)
-    return pd.DataFrame({
-        "ts": ev["ts"], "source": source, "kind": kinds, "group": group, "generation": to_int(cols["generation"]),
-        "member": member, "client_id": client, "instance_id": cols["instance_id"],
-        "members": to_int(cols["members"]), "state": cols["state"], "reason": cols["reason"],
-        "coordinator_partition": cp, "level": ev["level"].astype("string"),
-        "message": pd.array(pc.utf8_slice_codeunits(first, 0, 500), dtype=pd.StringDtype("pyarrow")),
-        "host": ev["host"].astype("string"), "file": ev["file"].astype("string"), "line": ev["line"]})
+    return pd.DataFrame(
+        {
+            "ts": ev["ts"],
+            "source": source,
+            "kind": kinds,
+            "group": group,
+            "generation": to_int(cols["generation"]),
+            "member": member,
+            "client_id": client,
+            "instance_id": cols["instance_id"],
+            "members": to_int(cols["members"]),
+            "state": cols["state"],
+            "reason": cols["reason"],
+            "coordinator_partition": cp,
+            "level": ev["level"].astype("string"),
+            "message": pd.array(pc.utf8_slice_codeunits(first, 0, 500), dtype=pd.StringDtype("pyarrow")),
+            "host": ev["host"].astype("string"),
+            "file": ev["file"].astype("string"),
+            "line": ev["line"],
+        }
+    )

@@ -21,6 +21,7 @@ Example:
     >>> partition_status(h)["status"].tolist()
     ['stalled']
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -30,17 +31,32 @@ import pandas as pd
 
 from kitlib import tables
 
-COLUMNS = ["ts", "group", "topic", "partition", "committed", "end_offset", "lag", "consumer_id", "client_id",
-           "group_state", "source", "host", "file", "line"]
+COLUMNS = [
+    "ts",
+    "group",
+    "topic",
+    "partition",
+    "committed",
+    "end_offset",
+    "lag",
+    "consumer_id",
+    "client_id",
+    "group_state",
+    "source",
+    "host",
+    "file",
+    "line",
+]
 
 
 @dataclass(frozen=True)
 class LagRules:
     """Window rules (Burrow's defaults where it has one)."""
-    window: int = 10              # last snapshots of a partition that are judged
-    min_snapshots: int = 3        # fewer snapshots: only the absolute threshold applies
-    stalled_snapshots: int = 2    # trailing snapshots with lag > 0 and a frozen commit that make a stall
-    max_lag: int = 10_000         # absolute threshold on the latest lag (records)
+
+    window: int = 10  # last snapshots of a partition that are judged
+    min_snapshots: int = 3  # fewer snapshots: only the absolute threshold applies
+    stalled_snapshots: int = 2  # trailing snapshots with lag > 0 and a frozen commit that make a stall
+    max_lag: int = 10_000  # absolute threshold on the latest lag (records)
 
 
 def lag_history(bundle) -> pd.DataFrame:
@@ -53,8 +69,11 @@ def lag_history(bundle) -> pd.DataFrame:
     if "group_offsets" in tables.SCHEMAS:
         go = bundle.table("group_offsets")
         if len(go):
-            frames.append(go.rename(columns={"snapshot_ts": "ts", "current_offset": "committed",
-                                             "log_end_offset": "end_offset"}).assign(source="group_offsets"))
+            frames.append(
+                go.rename(
+                    columns={"snapshot_ts": "ts", "current_offset": "committed", "log_end_offset": "end_offset"}
+                ).assign(source="group_offsets")
+            )
     if not frames:
         return pd.DataFrame({c: pd.Series(dtype="object") for c in COLUMNS})
     out = pd.concat([f.reindex(columns=COLUMNS) for f in frames], ignore_index=True)
@@ -68,9 +87,27 @@ def lag_history(bundle) -> pd.DataFrame:
     return out.sort_values(["ts", "group", "topic", "partition"], kind="stable").reset_index(drop=True)
 
 
-STATUS_COLUMNS = ["group", "topic", "partition", "status", "snapshots", "first_ts", "last_ts", "committed_first",
-                  "committed_last", "end_first", "end_last", "lag_first", "lag_last", "lag_max", "stalled_since",
-                  "consumer_id", "client_id", "file", "line"]
+STATUS_COLUMNS = [
+    "group",
+    "topic",
+    "partition",
+    "status",
+    "snapshots",
+    "first_ts",
+    "last_ts",
+    "committed_first",
+    "committed_last",
+    "end_first",
+    "end_last",
+    "lag_first",
+    "lag_last",
+    "lag_max",
+    "stalled_since",
+    "consumer_id",
+    "client_id",
+    "file",
+    "line",
+]
 
 
 def _judge(p: pd.DataFrame, rules: LagRules) -> dict:
@@ -85,20 +122,40 @@ def _judge(p: pd.DataFrame, rules: LagRules) -> dict:
     run = 0
     while run < n and lag[n - 1 - run] > 0:
         run += 1
-    run_com = com[n - run:] if run else com[:0]
+    run_com = com[n - run :] if run else com[:0]
     if run >= rules.stalled_snapshots and n >= 2 and np.all(run_com == run_com[0]) and not np.isnan(run_com[0]):
         status, since = "stalled", p["ts"].iloc[n - run]
-    elif n >= rules.min_snapshots and not np.isnan(lag).any() and np.nanmax(com) > np.nanmin(com) \
-            and np.all(np.diff(lag) >= 0) and lag[-1] > lag[0]:
+    elif (
+        n >= rules.min_snapshots
+        and not np.isnan(lag).any()
+        and np.nanmax(com) > np.nanmin(com)
+        and np.all(np.diff(lag) >= 0)
+        and lag[-1] > lag[0]
+    ):
         status, since = "lagging", p["ts"].iloc[0]
     elif lag[-1] > rules.max_lag and (n < 2 or lag[-1] >= lag[-2]):
         status = "over-threshold"
-    return {"group": last["group"], "topic": last["topic"], "partition": int(last["partition"]), "status": status,
-            "snapshots": n, "first_ts": p["ts"].iloc[0], "last_ts": last["ts"], "committed_first": com[0],
-            "committed_last": com[-1], "end_first": end[0], "end_last": end[-1], "lag_first": lag[0],
-            "lag_last": lag[-1], "lag_max": np.nanmax(lag) if not np.isnan(lag).all() else np.nan,
-            "stalled_since": since, "consumer_id": last["consumer_id"], "client_id": last["client_id"],
-            "file": last.get("file"), "line": last.get("line")}
+    return {
+        "group": last["group"],
+        "topic": last["topic"],
+        "partition": int(last["partition"]),
+        "status": status,
+        "snapshots": n,
+        "first_ts": p["ts"].iloc[0],
+        "last_ts": last["ts"],
+        "committed_first": com[0],
+        "committed_last": com[-1],
+        "end_first": end[0],
+        "end_last": end[-1],
+        "lag_first": lag[0],
+        "lag_last": lag[-1],
+        "lag_max": np.nanmax(lag) if not np.isnan(lag).all() else np.nan,
+        "stalled_since": since,
+        "consumer_id": last["consumer_id"],
+        "client_id": last["client_id"],
+        "file": last.get("file"),
+        "line": last.get("line"),
+    }
 
 
 def partition_status(history: pd.DataFrame, rules: LagRules = LagRules()) -> pd.DataFrame:
@@ -117,5 +174,4 @@ def group_lag(history: pd.DataFrame) -> pd.DataFrame:
     """Total lag per group and topic at every snapshot time (for charts)."""
     if not len(history):
         return pd.DataFrame(columns=["ts", "group", "topic", "lag"])
-    return (history.groupby(["ts", "group", "topic"], dropna=False)["lag"].sum().astype("float64")
-            .reset_index())
+    return history.groupby(["ts", "group", "topic"], dropna=False)["lag"].sum().astype("float64").reset_index()

@@ -9,6 +9,7 @@ Example:
     >>> kinds.tolist(), cols["group"].tolist()
     (['stabilized', None], ['g', None])
 """
+
 from __future__ import annotations
 
 import re
@@ -26,6 +27,7 @@ _NAMES = re.compile(r"\(\?P<(\w+)>")
 class Rule:
     """One kind of line: ``pattern`` is RE2 (``(?i)`` for case-insensitive) whose named groups
     fill the table's columns of the same name; unnamed groups must be ``(?:...)``."""
+
     kind: str
     pattern: str
 
@@ -47,6 +49,7 @@ def logger_keywords(*words: str, empty: bool = True, exclude: Sequence[str] = ("
             return empty
         lg = logger.lower()
         return any(w in lg for w in low)
+
     return match
 
 

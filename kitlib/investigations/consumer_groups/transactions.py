@@ -16,6 +16,7 @@ Example:
     >>> build(ev)[["kind", "transactional_id"]].iloc[0].tolist()
     ['timeout_rollback', 'payments-tx']
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -27,48 +28,89 @@ from kitlib import tables
 from kitlib.extract import arrow_messages, extractor, first_lines
 from kitlib.investigations.consumer_groups.rules import Rule, classify, logger_keywords, to_int
 
-tables.declare("txn_events", "Transaction lines: the transaction coordinator's (producer ids and epochs, rollbacks "
-               "on timeout, refused requests) and producers being fenced, one per record.", [
-                   ("ts", "ts", "record time"),
-                   ("source", "category", "coordinator, leader (a partition leader refusing an old epoch) or client"),
-                   ("kind", "category", "initialized, timeout_rollback, rollback_failed, init_refused, end_refused, "
-                                        "fenced, old_epoch, aborting, loaded, unloaded"),
-                   ("transactional_id", "str", "transactional.id"),
-                   ("producer_id", "int", "producer id"),
-                   ("epoch", "int", "producer epoch (initialized: the new one; old_epoch: the refused one)"),
-                   ("partition", "str", "__transaction_state partition (coordinator lines) or the data partition "
-                                        "(old_epoch lines)"),
-                   ("error", "str", "error code the coordinator returned (CONCURRENT_TRANSACTIONS, PRODUCER_FENCED, ...)"),
-                   ("client_id", "str", "client.id (the Java producer's prefix)"),
-                   ("level", "category", "log level"),
-                   ("message", "str", "the record's first line (500 characters at most)"),
-               ])
+tables.declare(
+    "txn_events",
+    "Transaction lines: the transaction coordinator's (producer ids and epochs, rollbacks "
+    "on timeout, refused requests) and producers being fenced, one per record.",
+    [
+        ("ts", "ts", "record time"),
+        ("source", "category", "coordinator, leader (a partition leader refusing an old epoch) or client"),
+        (
+            "kind",
+            "category",
+            "initialized, timeout_rollback, rollback_failed, init_refused, end_refused, "
+            "fenced, old_epoch, aborting, loaded, unloaded",
+        ),
+        ("transactional_id", "str", "transactional.id"),
+        ("producer_id", "int", "producer id"),
+        ("epoch", "int", "producer epoch (initialized: the new one; old_epoch: the refused one)"),
+        (
+            "partition",
+            "str",
+            "__transaction_state partition (coordinator lines) or the data partition (old_epoch lines)",
+        ),
+        ("error", "str", "error code the coordinator returned (CONCURRENT_TRANSACTIONS, PRODUCER_FENCED, ...)"),
+        ("client_id", "str", "client.id (the Java producer's prefix)"),
+        ("level", "category", "log level"),
+        ("message", "str", "the record's first line (500 characters at most)"),
+    ],
+)
 
 _TS = r"__transaction_state-\d+"
 RULES = [
-    Rule("initialized", r"Initialized transactionalId (?P<transactional_id>\S+) with producerId (?P<producer_id>\d+) "
-                        rf"and producer epoch (?P<epoch>-?\d+)(?: on partition (?P<partition>{_TS}))?"),
-    Rule("timeout_rollback", r"Completed rollback of ongoing transaction for transactionalId (?P<transactional_id>\S+) "
-                             r"due to timeout"),
-    Rule("rollback_failed", r"Rollback of ongoing transaction for transactionalId (?P<transactional_id>\S+) "
-                            r"(?:failed|has been cancelled) due to error (?P<error>\w+)"),
-    Rule("init_refused", r"Returning (?P<error>\w+) error code to client for (?P<transactional_id>\S+?)'s "
-                         r"InitProducerId request"),
-    Rule("end_refused", r"Aborting sending of transaction markers.* returning (?P<error>\w+) error to client for "
-                        r"(?P<transactional_id>\S+?)'s EndTransaction request"),
-    Rule("old_epoch", r"(?i)Epoch of producer (?P<producer_id>\d+) at offset \d+ in (?P<partition>\S+) is "
-                      r"(?P<epoch>-?\d+), which is smaller than the last seen epoch"),
-    Rule("fenced", r"(?i)ProducerFenced(?:Exception|Error)|PRODUCER_FENCED|There is a newer producer with the same "
-                   r"transactionalId|has been fenced|fenced by a newer producer"),
+    Rule(
+        "initialized",
+        r"Initialized transactionalId (?P<transactional_id>\S+) with producerId (?P<producer_id>\d+) "
+        rf"and producer epoch (?P<epoch>-?\d+)(?: on partition (?P<partition>{_TS}))?",
+    ),
+    Rule(
+        "timeout_rollback",
+        r"Completed rollback of ongoing transaction for transactionalId (?P<transactional_id>\S+) "
+        r"due to timeout",
+    ),
+    Rule(
+        "rollback_failed",
+        r"Rollback of ongoing transaction for transactionalId (?P<transactional_id>\S+) "
+        r"(?:failed|has been cancelled) due to error (?P<error>\w+)",
+    ),
+    Rule(
+        "init_refused",
+        r"Returning (?P<error>\w+) error code to client for (?P<transactional_id>\S+?)'s "
+        r"InitProducerId request",
+    ),
+    Rule(
+        "end_refused",
+        r"Aborting sending of transaction markers.* returning (?P<error>\w+) error to client for "
+        r"(?P<transactional_id>\S+?)'s EndTransaction request",
+    ),
+    Rule(
+        "old_epoch",
+        r"(?i)Epoch of producer (?P<producer_id>\d+) at offset \d+ in (?P<partition>\S+) is "
+        r"(?P<epoch>-?\d+), which is smaller than the last seen epoch",
+    ),
+    Rule(
+        "fenced",
+        r"(?i)ProducerFenced(?:Exception|Error)|PRODUCER_FENCED|There is a newer producer with the same "
+        r"transactionalId|has been fenced|fenced by a newer producer",
+    ),
     Rule("aborting", r"(?i)Aborting incomplete transaction|Transiting to abortable error state"),
     Rule("loaded", rf"(?:Finished|Completed) loading (?:\d+ )?transaction metadata from (?P<partition>{_TS})"),
     Rule("unloaded", rf"(?:Unloaded|Finished unloading) transaction metadata .*?(?P<partition>{_TS})"),
 ]
-_SOURCE = {"initialized": "coordinator", "timeout_rollback": "coordinator", "rollback_failed": "coordinator",
-           "init_refused": "coordinator", "end_refused": "coordinator", "loaded": "coordinator",
-           "unloaded": "coordinator", "old_epoch": "leader"}
-_ANCHORS = (r"(?i)transactionalId|transaction metadata|Epoch of producer|fenced|FENCED|Aborting incomplete transaction|"
-            r"abortable error state")
+_SOURCE = {
+    "initialized": "coordinator",
+    "timeout_rollback": "coordinator",
+    "rollback_failed": "coordinator",
+    "init_refused": "coordinator",
+    "end_refused": "coordinator",
+    "loaded": "coordinator",
+    "unloaded": "coordinator",
+    "old_epoch": "leader",
+}
+_ANCHORS = (
+    r"(?i)transactionalId|transaction metadata|Epoch of producer|fenced|FENCED|Aborting incomplete transaction|"
+    r"abortable error state"
+)
 _JAVA_PREFIX = r"\[Producer clientId=(?P<client>[^,\]]+)(?:, transactionalId=(?P<txid>[^,\]]+))?\]"
 SLICE = 65536
 
@@ -80,11 +122,14 @@ def _field(arr: pa.Array, pattern: str, name: str) -> np.ndarray:
     return vals
 
 
-@extractor("txn_events", match=logger_keywords("transaction", "producer", "replicamanager", "rdkafka", "confluent"),
-           contains=_ANCHORS)
+@extractor(
+    "txn_events",
+    match=logger_keywords("transaction", "producer", "replicamanager", "rdkafka", "confluent"),
+    contains=_ANCHORS,
+)
 def build(events: pd.DataFrame) -> pd.DataFrame:
     if len(events) > SLICE:
-        return pd.concat([build(events.iloc[i:i + SLICE]) for i in range(0, len(events), SLICE)], ignore_index=True)
+        return pd.concat([build(events.iloc[i : i + SLICE]) for i in range(0, len(events), SLICE)], ignore_index=True)
     if not len(events):
         return tables.empty("txn_events")
     msgs = arrow_messages(events)
@@ -107,10 +152,21 @@ def build(events: pd.DataFrame) -> pd.DataFrame:
     ptx = _field(first, _JAVA_PREFIX, "txid")
     txid = np.where(txid == None, ptx, txid)  # noqa: E711
     ev = events.iloc[keep].reset_index(drop=True)
-    return pd.DataFrame({
-        "ts": ev["ts"], "source": [_SOURCE.get(k, "client") for k in kinds], "kind": kinds,
-        "transactional_id": txid, "producer_id": to_int(cols["producer_id"]), "epoch": to_int(cols["epoch"]),
-        "partition": cols["partition"], "error": cols["error"], "client_id": _field(first, _JAVA_PREFIX, "client"),
-        "level": ev["level"].astype("string"),
-        "message": pd.array(pc.utf8_slice_codeunits(first, 0, 500), dtype=pd.StringDtype("pyarrow")),
-        "host": ev["host"].astype("string"), "file": ev["file"].astype("string"), "line": ev["line"]})
+    return pd.DataFrame(
+        {
+            "ts": ev["ts"],
+            "source": [_SOURCE.get(k, "client") for k in kinds],
+            "kind": kinds,
+            "transactional_id": txid,
+            "producer_id": to_int(cols["producer_id"]),
+            "epoch": to_int(cols["epoch"]),
+            "partition": cols["partition"],
+            "error": cols["error"],
+            "client_id": _field(first, _JAVA_PREFIX, "client"),
+            "level": ev["level"].astype("string"),
+            "message": pd.array(pc.utf8_slice_codeunits(first, 0, 500), dtype=pd.StringDtype("pyarrow")),
+            "host": ev["host"].astype("string"),
+            "file": ev["file"].astype("string"),
+            "line": ev["line"],
+        }
+    )

@@ -7,27 +7,39 @@ Example:
     >>> classify("[RemoteLogManager=0 partition=zjCAoo05TfOtzEaZ4BnsAw:orders-0] Copying 00000000000001857762.log to remote storage.")["kind"]
     'copying'
 """
+
 from __future__ import annotations
 
-from typing import Any
-
 import re
+from typing import Any
 
 import pandas as pd
 
 from kitlib import tables
 from kitlib.extract import extractor
 
-tables.declare("remote_log_events", "KIP-405 tiered storage activity: segment copies, remote deletions, errors.", [
-    ("ts", "ts", "record time"),
-    ("kind", "category", "copying, copied, copy_error, delete_retention_size, delete_retention_time, delete_log_start, "
-                         "deleted_truncation, undeletable, rlmm, other"),
-    ("broker", "int", "broker id from the RemoteLogManager prefix"),
-    ("topic_id", "str", "topic id"), ("topic", "str", "topic"), ("partition", "int", "partition"),
-    ("segment", "str", "local segment file (copies)"), ("segment_id", "str", "remote log segment id"),
-    ("level", "category", "log level"), ("message", "str", "first line of the record"),
-    ("exception", "str", "for errors: the root cause logged with it (last 'Caused by:', else the exception line)"),
-])
+tables.declare(
+    "remote_log_events",
+    "KIP-405 tiered storage activity: segment copies, remote deletions, errors.",
+    [
+        ("ts", "ts", "record time"),
+        (
+            "kind",
+            "category",
+            "copying, copied, copy_error, delete_retention_size, delete_retention_time, delete_log_start, "
+            "deleted_truncation, undeletable, rlmm, other",
+        ),
+        ("broker", "int", "broker id from the RemoteLogManager prefix"),
+        ("topic_id", "str", "topic id"),
+        ("topic", "str", "topic"),
+        ("partition", "int", "partition"),
+        ("segment", "str", "local segment file (copies)"),
+        ("segment_id", "str", "remote log segment id"),
+        ("level", "category", "log level"),
+        ("message", "str", "first line of the record"),
+        ("exception", "str", "for errors: the root cause logged with it (last 'Caused by:', else the exception line)"),
+    ],
+)
 
 _PREFIX = re.compile(r"\[RemoteLogManager=(?P<b>\d+) partition=(?P<tid>[A-Za-z0-9_-]{22}):(?P<tp>\S+?)\]")
 _SEGID = re.compile(r"RemoteLogSegmentId\{topicIdPartition=(?P<tid>[^:]+):(?P<tp>[^,]+), id=(?P<id>[^}]+)\}")
@@ -74,17 +86,25 @@ def classify(message: str) -> dict:
     return r
 
 
-@extractor("remote_log_events", match=lambda name: "RemoteLogManager" in name or "RemoteLogMetadataManager" in name
-           or name.startswith(("kafka.log.remote.", "org.apache.kafka.server.log.remote.")), blockwise=True)
+@extractor(
+    "remote_log_events",
+    match=lambda name: (
+        "RemoteLogManager" in name
+        or "RemoteLogMetadataManager" in name
+        or name.startswith(("kafka.log.remote.", "org.apache.kafka.server.log.remote."))
+    ),
+    blockwise=True,
+)
 def build(events: pd.DataFrame) -> pd.DataFrame:
     rows = []
-    for ts, lvl, msg, host, file, line in zip(events["ts"], events["level"], events["message"], events["host"],
-                                              events["file"], events["line"]):
+    for ts, lvl, msg, host, file, line in zip(
+        events["ts"], events["level"], events["message"], events["host"], events["file"], events["line"]
+    ):
         r = classify(msg)
         first, _, rest = msg.partition("\n")
         r.update(ts=ts, level=lvl, message=first[:500], host=host, file=file, line=line)
         if rest and lvl in ("ERROR", "WARN"):  # the root cause: the last "Caused by:", else the exception itself
-            causes = [ln[len("Caused by: "):] for ln in rest.split("\n") if ln.startswith("Caused by: ")]
+            causes = [ln[len("Caused by: ") :] for ln in rest.split("\n") if ln.startswith("Caused by: ")]
             r["exception"] = (causes[-1] if causes else rest.split("\n", 1)[0]).strip()[:300]
         rows.append(r)
     return pd.DataFrame(rows)

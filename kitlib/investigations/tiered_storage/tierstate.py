@@ -10,6 +10,7 @@ Example:
     ...            "7XWCdjQqTIyy9OgycPxg2A:retriever-mutation-0, state file size changed from 147891612 to 601218")["kind"]
     'cleanup'
 """
+
 from __future__ import annotations
 
 import re
@@ -20,24 +21,41 @@ import pandas as pd
 from kitlib import tables
 from kitlib.extract import extractor
 
-tables.declare("tierstate_events", "Tier partition state file migrations and cleanups (Confluent Tiered Storage).", [
-    ("ts", "ts", "record time"),
-    ("kind", "category", "migration_start, migration_complete or cleanup"),
-    ("topic_id", "str", "topic id (base64)"), ("topic", "str", "topic"), ("partition", "int", "partition"),
-    ("segments_removed", "int", "segments dropped from the state file by a cleanup"),
-    ("size_before", "int", "state file bytes before"), ("size_after", "int", "state file bytes after"),
-    ("size_change", "int", "size_after - size_before"),
-    ("pct_change", "float", "100 × (after - before) / before"),
-    ("duration_s", "float", "migration start -> complete on the same host and partition"),
-])
+tables.declare(
+    "tierstate_events",
+    "Tier partition state file migrations and cleanups (Confluent Tiered Storage).",
+    [
+        ("ts", "ts", "record time"),
+        ("kind", "category", "migration_start, migration_complete or cleanup"),
+        ("topic_id", "str", "topic id (base64)"),
+        ("topic", "str", "topic"),
+        ("partition", "int", "partition"),
+        ("segments_removed", "int", "segments dropped from the state file by a cleanup"),
+        ("size_before", "int", "state file bytes before"),
+        ("size_after", "int", "state file bytes after"),
+        ("size_change", "int", "size_after - size_before"),
+        ("pct_change", "float", "100 × (after - before) / before"),
+        ("duration_s", "float", "migration start -> complete on the same host and partition"),
+    ],
+)
 
 _TIP = r"(?P<tid>[A-Za-z0-9_-]{22})[:-](?P<tp>\S+?)"
 _RX = [
     ("migration_start", re.compile(rf"(?i)migrating tier partition state file format for {_TIP}\s*$")),
-    ("migration_complete", re.compile(rf"(?i)tier partition state file format migration complete for topicIdPartition "
-                                      rf"{_TIP},?\s+state file size changed from (?P<a>\d+) to (?P<b>\d+)")),
-    ("cleanup", re.compile(rf"(?i)(?P<n>\d+) segments? removed by cleanup from tier partition state file for "
-                           rf"topicIdPartition {_TIP},?\s+state file size changed from (?P<a>\d+) to (?P<b>\d+)")),
+    (
+        "migration_complete",
+        re.compile(
+            rf"(?i)tier partition state file format migration complete for topicIdPartition "
+            rf"{_TIP},?\s+state file size changed from (?P<a>\d+) to (?P<b>\d+)"
+        ),
+    ),
+    (
+        "cleanup",
+        re.compile(
+            rf"(?i)(?P<n>\d+) segments? removed by cleanup from tier partition state file for "
+            rf"topicIdPartition {_TIP},?\s+state file size changed from (?P<a>\d+) to (?P<b>\d+)"
+        ),
+    ),
 ]
 
 
@@ -49,7 +67,12 @@ def parse_line(message: str) -> dict | None:
         if not m:
             continue
         topic, _, part = m.group("tp").rpartition("-")
-        r = {"kind": kind, "topic_id": m.group("tid"), "topic": topic, "partition": int(part) if part.isdigit() else None}
+        r = {
+            "kind": kind,
+            "topic_id": m.group("tid"),
+            "topic": topic,
+            "partition": int(part) if part.isdigit() else None,
+        }
         if "a" in rx.groupindex:
             a, b = int(m.group("a")), int(m.group("b"))
             r.update(size_before=a, size_after=b, size_change=b - a, pct_change=100.0 * (b - a) / a if a else np.nan)
@@ -63,7 +86,9 @@ def parse_line(message: str) -> dict | None:
 def build(events: pd.DataFrame) -> pd.DataFrame:
     rows = []
     open_: dict[tuple, pd.Timestamp] = {}
-    for ts, msg, host, file, line in zip(events["ts"], events["message"], events["host"], events["file"], events["line"]):
+    for ts, msg, host, file, line in zip(
+        events["ts"], events["message"], events["host"], events["file"], events["line"]
+    ):
         r = parse_line(msg)
         if r is None:
             continue
