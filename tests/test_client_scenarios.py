@@ -47,7 +47,8 @@ def no_machine_paths(bundle: Path) -> None:
     from kitlib import lab
 
     everything = bundle_text(bundle)
-    for root in (str(lab.WORK.resolve()), str(lab.LAB.resolve())):
+    checkout = Path(__file__).resolve().parents[1]
+    for root in (str(lab.work_root().resolve()), str(lab.jars_dir().resolve()), str(checkout)):
         assert root not in everything
 
 

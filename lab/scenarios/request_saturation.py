@@ -59,7 +59,7 @@ def run(out: str | Path, seconds: float = 80, work: Path | None = None) -> Path:
     host, clients = out / "broker-2", out / "clients"
     host.mkdir(parents=True, exist_ok=True)
     clients.mkdir(parents=True, exist_ok=True)
-    work = Path(work) if work else lab.WORK
+    work = Path(work) if work else lab.work_root()
     cluster = "c2F0dXJhdGlvbi1sYWItMQ"
     ctl = lab.start_broker(
         "saturation-controller",
