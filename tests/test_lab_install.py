@@ -102,3 +102,22 @@ def test_lab_start_stop_from_an_installed_package(tmp_path):
         r = kitlib("lab", "stop", "--work", str(work))
     assert r.returncode == 0 and "stopped broker installed" in r.stdout, r.stdout + r.stderr
     assert "no lab process recorded" in kitlib("lab", "status", "--work", str(work)).stdout
+    # the report finds its notebooks and templates in the installed package, not in a checkout
+    bundle = tmp_path / "incident"
+    shutil.copytree(REPO / "sample_data" / "compaction", bundle)
+    r = kitlib(
+        "report",
+        str(bundle),
+        "--out",
+        str(tmp_path / "report"),
+        "--jobs",
+        "1",
+        "--notebook",
+        "triage",
+        "--notebook",
+        "compaction",
+        timeout=900,
+    )
+    assert r.returncode == 0, r.stdout + r.stderr
+    page = (tmp_path / "report" / "compaction.html").read_text()
+    assert "<svg" in page and "cleaner-buffer-too-small" in (tmp_path / "report" / "index.html").read_text()
