@@ -30,8 +30,8 @@ Arrow regex kernel (RE2) over the whole block.
 Example:
     >>> rows, unparsed = parse_text("[2024-05-22T00:32:03.063+0000][gc] GC(11536) Pause Young (Normal) "
     ...                             "(G1 Evacuation Pause) 6746M->2016M(8192M) 40.514ms\\n")
-    >>> rows.loc[0, ["gc_id", "kind", "cause", "heap_after", "duration_ms", "is_pause"]].tolist()
-    [11536, 'Young (Normal)', 'G1 Evacuation Pause', 2113929216, 40.514, True]
+    >>> print(*rows.loc[0, ["gc_id", "kind", "cause", "heap_after", "duration_ms", "is_pause"]], sep=" | ")
+    11536 | Young (Normal) | G1 Evacuation Pause | 2113929216 | 40.514 | True
 """
 
 from __future__ import annotations

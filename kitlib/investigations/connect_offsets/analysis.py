@@ -32,7 +32,7 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from kitlib import findings
+from kitlib import findings, tables  # noqa: F401  (tables: the examples use it)
 from kitlib.extract.configs import latest
 from kitlib.investigations.connect_offsets import commits as _commits  # noqa: F401  (declares the commits table)
 

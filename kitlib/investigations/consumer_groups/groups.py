@@ -15,8 +15,8 @@ Example:
     ...     "logger": ["kafka.coordinator.group.GroupCoordinator"], "host": ["b1"], "file": ["server.log"],
     ...     "line": [1], "message": ["[GroupCoordinator 1]: Stabilized group billing generation 7 "
     ...                              "(__consumer_offsets-12) with 2 members"]})
-    >>> build(ev)[["kind", "group", "generation", "members"]].iloc[0].tolist()
-    ['stabilized', 'billing', 7, 2]
+    >>> print(*build(ev)[["kind", "group", "generation", "members"]].iloc[0])
+    stabilized billing 7 2
 """
 
 from __future__ import annotations

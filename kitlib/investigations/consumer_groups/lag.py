@@ -17,8 +17,9 @@ shape; :func:`partition_status` applies the rules to each group partition over i
 
 Example:
     >>> h = pd.DataFrame({"ts": pd.date_range("2026-01-01", periods=4, freq="min", tz="UTC"), "group": "g",
-    ...                   "topic": "t", "partition": 0, "committed": [5, 5, 5, 5], "end_offset": [5, 9, 14, 20]})
-    >>> partition_status(h)["status"].tolist()
+    ...                   "topic": "t", "partition": 0, "committed": [5, 5, 5, 5], "end_offset": [5, 9, 14, 20],
+    ...                   "consumer_id": "", "client_id": ""})
+    >>> partition_status(h.assign(lag=h["end_offset"] - h["committed"]))["status"].tolist()
     ['stalled']
 """
 
