@@ -71,6 +71,9 @@ def test_lab_start_stop_from_an_installed_package(tmp_path):
     run_dir.mkdir()
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", lab.WORK_ENV)}
     env[lab.JARS_ENV] = str(lab.fetch_jars())  # reuse the cache; the installed kit must not fetch again
+    # the new virtualenv borrows its dependencies from this one (see _install), and with them the data
+    # files they install under <prefix>/share/jupyter (nbconvert's base templates): point Jupyter there
+    env["JUPYTER_PATH"] = str(Path(sys.prefix) / "share" / "jupyter")
     kit = [str(venv / "bin" / "kitlib")]
 
     def kitlib(*args, timeout=300):
