@@ -37,6 +37,10 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+# every case runs the kitlib command several times in fresh processes: an end-to-end suite for
+# `make test`, kept out of the fast lane (`make check`)
+pytestmark = pytest.mark.slow
+
 HERE = Path(__file__).resolve().parent
 CORPUS = HERE / "adversarial"
 STATIC = sorted(p.name for p in (CORPUS / "cases").iterdir() if p.is_dir())
