@@ -7,12 +7,17 @@
 #                   nor Chromium (under a minute)
 
 PYTHON ?= python3
+
+# Bytecode caches stay on for everything make runs, even where the environment turns them off:
+# without them every Python process recompiles pandas and Jupyter from source (about a second
+# each) and pytest rewrites every test module again on each worker.
+unexport PYTHONDONTWRITEBYTECODE
 VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-stamp
 OUT    ?= reports
 
-FAST   := -m "not broker and not chromium and not slow"
+FAST   := -p no:nbval -m "not broker and not chromium and not slow"
 PYTEST := $(BIN)/python -m pytest -q -p no:cacheprovider
 
 .PHONY: report test check venv chromium bench notebooks clean
@@ -37,7 +42,7 @@ $(STAMP): pyproject.toml
 	@$(PYTHON) -c 'import sys; assert sys.version_info >= (3, 11), "Python 3.11+ is needed, found " + sys.version.split()[0]'
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	@$(BIN)/python -m pip install -q --disable-pip-version-check uv >/dev/null 2>&1 || true
-	@if [ -x $(BIN)/uv ]; then $(BIN)/uv pip install -q --python $(BIN)/python -e '.[test]'; \
+	@if [ -x $(BIN)/uv ]; then $(BIN)/uv pip install -q --compile-bytecode --python $(BIN)/python -e '.[test]'; \
 	 else $(BIN)/python -m pip install -q --disable-pip-version-check -e '.[test]'; fi
 	@touch $(STAMP)
 

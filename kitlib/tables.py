@@ -78,8 +78,17 @@ def declare(name: str, doc: str, columns: list[tuple[str, str, str]], provenance
 
 
 def empty(name: str) -> pd.DataFrame:
-    """An empty DataFrame with the declared columns and dtypes of table ``name``."""
-    return conform(name, pd.DataFrame())
+    """An empty DataFrame with the declared columns and dtypes of table ``name`` (a fresh copy
+    each call; the first one per table is kept as the template, since building the dtypes column
+    by column costs far more than copying them)."""
+    spec = SCHEMAS[name]
+    cached = _EMPTY.get(name)
+    if cached is None or cached[0] is not spec:
+        cached = _EMPTY[name] = (spec, conform(name, pd.DataFrame()))
+    return cached[1].copy()
+
+
+_EMPTY: dict[str, tuple[Table, pd.DataFrame]] = {}
 
 
 def conform(name: str, df: pd.DataFrame, redact: bool = True) -> pd.DataFrame:
@@ -95,6 +104,10 @@ def conform(name: str, df: pd.DataFrame, redact: bool = True) -> pd.DataFrame:
         Int64Dtype()
     """
     spec = SCHEMAS[name]
+    if not len(df) and not len(df.columns):
+        cached = _EMPTY.get(name)
+        if cached is not None and cached[0] is spec:
+            return cached[1].copy()
     out = {}
     n = len(df)
     for c in spec.columns:

@@ -5,6 +5,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from samples import sample
 
 import kitlib
 from kitlib.formats.log4j import parse_bytes
@@ -109,7 +110,7 @@ def test_planner_reproduces_seed_003():
 
 
 def test_findings_on_the_real_lab_bundle():
-    b = kitlib.load_bundle("sample_data/compaction")
+    b = sample("compaction")
     [small] = c.detect_buffer_too_small(b)
     assert small.numbers["keys_per_pass"] == 39321 and small.numbers["dedupe_buffer_bytes"] == 1048577
     assert small.numbers["settings_source"] == "configs" and small.numbers["full_buffer_runs"] >= 3
@@ -121,7 +122,7 @@ def test_findings_on_the_real_lab_bundle():
 
 
 def test_silent_on_healthy_cleaning():
-    b = kitlib.load_bundle("sample_data/healthy")
+    b = sample("healthy")
     assert len(b.cleaner_runs) >= 1
     assert c.detect_buffer_too_small(b) == [] and c.detect_no_reclaim(b) == [] and c.detect_stalled(b) == []
 
@@ -138,7 +139,7 @@ def test_stalled_finding_cites_the_uncleanable_line(tmp_path):
 def test_cleaner_tables_are_the_same_whatever_the_slice(monkeypatch):
     from kitlib.investigations.compaction import cleaner
 
-    b = kitlib.load_bundle(ROOT / "sample_data" / "compaction")
+    b = sample("compaction")
     ev = b.events[b.events["logger"].astype(str).str.contains("LogCleaner")]
     ev = ev.sort_values(["host", "ts", "file", "line"], kind="stable").reset_index(drop=True)
     from kitlib.tables import conform

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from samples import sample
 
 import kitlib
 from kitlib.bundle import Bundle
@@ -249,7 +250,7 @@ def test_quota_changes_from_controller_and_zookeeper_lines():
 
 
 def test_quota_throttling_on_the_real_lab_bundle():
-    b = kitlib.load_bundle(Path(__file__).parents[1] / "sample_data" / "quota-throttling")
+    b = sample("quota-throttling")
     (f,) = analysis.quota_throttling(b)
     assert f.numbers["clients"] == "bulk-loader"
     assert f.numbers["quota_in_force"] == "client-id=bulk-loader producer_byte_rate=65536"
@@ -263,9 +264,7 @@ def test_quota_throttling_on_the_real_lab_bundle():
     ],
 )
 def test_real_lab_bundles_name_who(bundle, fid, key, name):
-    found = kitlib.triage(
-        Path(__file__).parents[1] / "sample_data" / bundle, investigations=["client_requests"]
-    ).findings
+    found = kitlib.triage(sample(bundle), investigations=["client_requests"]).findings
     assert [(f.id, f.numbers[key]) for f in found] == [(fid, name)]
 
 
@@ -288,5 +287,5 @@ def test_combined_kraft_nodes_are_not_read_as_saturated():
 )
 def test_request_saturation_silent_on_the_lab_cluster_bundles(bundle):
     """Three combined broker+controller nodes under other incidents: no request queueing, no finding."""
-    b = kitlib.load_bundle(Path(__file__).parents[1] / "sample_data" / bundle)
+    b = sample(bundle)
     assert analysis.request_saturation(b) == []

@@ -5,6 +5,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from samples import sample
 
 import kitlib
 from kitlib import tables
@@ -274,7 +275,7 @@ def test_metric_panel_groups_and_names():
 # ----------------------------------------------------------------------------- sample bundle
 @pytest.mark.skipif(not (ROOT / "sample_data" / "connect-offsets-2x").is_dir(), reason="sample bundle absent")
 def test_sample_bundle_2x_before_after():
-    b = kitlib.load_bundle(ROOT / "sample_data" / "connect-offsets-2x")
+    b = sample("connect-offsets-2x")
     assert b.summary.unparsed_lines == 0
     ba = offsets.before_after(b.commits, b.configs, "my-connector", 0)
     assert ba["batch.size"].tolist() == ["16384", "327680"]
@@ -329,7 +330,7 @@ def test_commits_are_the_same_whatever_the_classification_slice(monkeypatch):
     """build_commits classifies in slices (bounded memory); slice edges must not change a row."""
     from kitlib.investigations.connect_offsets import commits as connect
 
-    b = kitlib.load_bundle(ROOT / "sample_data" / "connect-offsets-2x")
+    b = sample("connect-offsets-2x")
     ev = b.events[b.events["logger"].astype(str).isin(connect.LOGGERS)]
     ev = ev.sort_values(["host", "ts", "file", "line"], kind="stable").reset_index(drop=True)
     whole = connect.build_commits(ev)

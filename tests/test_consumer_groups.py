@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from samples import sample
 
 import kitlib
 from kitlib.bundle import Bundle
@@ -374,9 +375,6 @@ def test_a_storm_explains_the_stall(storm):
     assert f.numbers["partitions_behind"] == 1 and "lag 200" in f.summary
 
 
-SAMPLES = Path(__file__).parents[1] / "sample_data"
-
-
 @pytest.mark.parametrize(
     "bundle, fid, key, name",
     [
@@ -386,7 +384,7 @@ SAMPLES = Path(__file__).parents[1] / "sample_data"
     ],
 )
 def test_real_lab_bundles_name_the_group_or_transactional_id(bundle, fid, key, name):
-    found = kitlib.triage(SAMPLES / bundle, investigations=["consumer_groups"]).findings
+    found = kitlib.triage(sample(bundle), investigations=["consumer_groups"]).findings
     assert [(f.id, f.numbers[key]) for f in found] == [(fid, name)]
     assert all(e["file"] and e["line"] for e in found[0].evidence)
 
@@ -414,7 +412,7 @@ def test_kafka_python_layout_through_a_bundle():
 
 
 def test_real_storm_bundle_has_the_clients_side():
-    b = kitlib.load_bundle(SAMPLES / "rebalance-storm")
+    b = sample("rebalance-storm")
     ge = b.group_events
     client = ge[ge["source"] == "client"]
     assert ((client["kind"] == "poll_timeout").sum(), (ge["kind"] == "member_left").sum()) == (26, 26), (

@@ -2,6 +2,8 @@
 
 import json
 
+from samples import sample
+
 import kitlib
 from kitlib.extract.requests import build, client_versions
 from kitlib.formats.log4j import parse_bytes
@@ -41,7 +43,7 @@ def test_request_log_json_and_old_text_forms():
 
 
 def test_finding_on_the_real_lab_bundle_names_the_old_client():
-    b = kitlib.load_bundle("sample_data/down-conversion")
+    b = sample("down-conversion")
     [f] = detect_down_conversion(b)
     assert f.id == "down-conversion" and f.severity == "high"
     assert "kitlib-probe-0.9" in f.summary and "FETCH v1" in f.summary
@@ -57,7 +59,7 @@ def test_finding_on_the_real_lab_bundle_names_the_old_client():
 
 
 def test_silent_on_the_healthy_bundle():
-    assert detect_down_conversion(kitlib.load_bundle("sample_data/healthy")) == []
+    assert detect_down_conversion(sample("healthy")) == []
 
 
 def test_request_log_alone_is_enough(tmp_path):

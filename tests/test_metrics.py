@@ -1,6 +1,7 @@
 """JMX dumps into the metrics table: JmxTool CSV shapes, malformed rows, counters to rates."""
 
 import pandas as pd
+from samples import sample
 
 import kitlib
 from kitlib.formats import detect
@@ -96,7 +97,7 @@ def test_mbean_names_and_prometheus_mapping_round_trip():
 
 
 def test_real_lab_dump_parses(tmp_path):
-    b = kitlib.load_bundle("sample_data/down-conversion")
+    b = sample("down-conversion")
     f = b.files.set_index("file").loc["broker-1/jmx-broker.csv"]
     assert f["format"] == "jmxtool" and f["unparsed"] == 0 and f["lines"] == f["parsed"] > 5
     assert select(b.metrics, "FetchMessageConversionsPerSec", "Count")["value"].max() > 0

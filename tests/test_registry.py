@@ -9,6 +9,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
+from samples import sample
 
 import kitlib
 from kitlib import registry
@@ -78,7 +79,7 @@ def test_a_finding_id_claimed_twice_is_refused(monkeypatch):
 
 def test_undeclared_ids_at_run_time_are_dropped_and_reported(monkeypatch):
     registry.load()
-    b = kitlib.load_bundle(ROOT / "sample_data" / "compaction")
+    b = sample("compaction")
 
     def liar(bundle):
         return [Finding("cleaner-no-reclaim", "low", "fine"), Finding("not-mine", "low", "stray")]
@@ -98,7 +99,7 @@ def test_undeclared_ids_at_run_time_are_dropped_and_reported(monkeypatch):
 
 
 def test_a_detector_whose_tables_are_empty_is_skipped_not_run():
-    b = kitlib.load_bundle(ROOT / "sample_data" / "codecs")
+    b = sample("codecs")
     result = kitlib.triage(b)
     runs = {r.detector: r for r in result.runs}
     assert runs["detect_stalled"].status == "skipped" and "cleaner_events" in runs["detect_stalled"].reason
@@ -145,7 +146,7 @@ def test_triage_stays_callable_whatever_is_imported():
     import kitlib.report
 
     assert callable(kitlib.triage)
-    assert kitlib.triage(ROOT / "sample_data" / "healthy").findings == []
+    assert kitlib.triage(sample("healthy")).findings == []
 
 
 def test_python_m_kitlib_tables_prints_every_table():

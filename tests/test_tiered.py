@@ -3,6 +3,7 @@ findings on the synthetic seed-004 bundle and on healthy input."""
 
 import pandas as pd
 import pytest
+from samples import sample
 
 import kitlib
 from kitlib.formats import detect
@@ -93,7 +94,7 @@ def test_iotrace_filetop(tmp_path):
 
 
 def test_findings_on_the_synthetic_seed_004_bundle():
-    b = kitlib.load_bundle("sample_data/tiered-storage")
+    b = sample("tiered-storage")
     found = {f.id: f for f in b.findings()}
     assert set(found) == {"tierstate-metadata-growth", "broker-io-imbalance"}
     io = found["broker-io-imbalance"]

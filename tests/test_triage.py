@@ -8,11 +8,12 @@ import sys
 from pathlib import Path
 
 import pytest
+from samples import NAMES, sample
 
 from kitlib import registry
 
 ROOT = Path(__file__).resolve().parents[1]
-BUNDLES = sorted(p.name for p in (ROOT / "sample_data").iterdir() if p.is_dir())
+BUNDLES = NAMES
 
 
 def expected(bundle: str) -> set[str]:
@@ -29,7 +30,7 @@ def triage_json(bundle: str) -> list[dict]:
     """What `kitlib triage --json` prints, computed in this process (the CLI itself is run once below)."""
     import kitlib
 
-    return json.loads(json.dumps([f.to_dict() for f in kitlib.triage(ROOT / "sample_data" / bundle).findings]))
+    return json.loads(json.dumps([f.to_dict() for f in kitlib.triage(sample(bundle)).findings]))
 
 
 def test_the_cli_prints_the_same_json_and_exit_status():
