@@ -459,9 +459,16 @@ def redact_frame(table: str, df):
     in place and returns it."""
     import pandas as pd
 
-    for col in df.columns:
-        s = df[col]
-        if isinstance(s.dtype, pd.CategoricalDtype) or pd.api.types.is_string_dtype(s.dtype) or s.dtype == object:
+    text = [
+        c
+        for c in df.columns
+        if isinstance(df[c].dtype, pd.CategoricalDtype)
+        or pd.api.types.is_string_dtype(df[c].dtype)
+        or df[c].dtype == object
+    ]
+    for col, maybe in zip(text, _flagged([_series_values(df[c]) for c in text])):
+        if maybe:
+            s = df[col]
             new = redact_series(s)
             if new is not s:
                 df[col] = new
@@ -475,6 +482,56 @@ def redact_frame(table: str, df):
     return df
 
 
+def _series_values(s) -> pa.Array | None:
+    """The distinct texts the rules would look at in a pandas column (a categorical's categories),
+    as Arrow; None when they do not convert (mixed objects: the column is then always redacted
+    value by value)."""
+    import pandas as pd
+
+    if isinstance(s.dtype, pd.CategoricalDtype):
+        cats = s.cat.categories
+        if not (pd.api.types.is_string_dtype(cats.dtype) or cats.dtype == object):
+            return pa.array([], pa.string())
+        return pa.array([c if isinstance(c, str) else None for c in cats], pa.string())
+    try:
+        arr = pa.array(s, from_pandas=True)
+    except (pa.ArrowInvalid, pa.ArrowTypeError):
+        return None
+    return arr if pa.types.is_string(arr.type) or pa.types.is_large_string(arr.type) else pa.array([], pa.string())
+
+
+# up to this many values, the columns of one table are pre-checked in one RE2 pass (each pass
+# compiles the pre-check again, which costs more than scanning a few thousand short values)
+_BATCH_VALUES = 1 << 16
+
+
+def _flagged(arrays: list) -> list[bool]:
+    """For each Arrow string array (or dictionary of strings, or None), whether it may hold a
+    secret: True where the pre-check flags a value, and for None. Small arrays are checked
+    together in one pass; big ones are left to :func:`redact_array`'s own pass (True)."""
+    out = [True] * len(arrays)
+    batch: list[tuple[int, pa.Array]] = []
+    for i, a in enumerate(arrays):
+        if a is None:
+            continue
+        if isinstance(a, pa.ChunkedArray):
+            a = a.combine_chunks()
+        if pa.types.is_dictionary(a.type):
+            a = a.dictionary
+        if not (pa.types.is_string(a.type) or pa.types.is_large_string(a.type)) or len(a) == 0:
+            out[i] = False
+        elif len(a) <= _BATCH_VALUES:
+            batch.append((i, a.cast(pa.large_string())))
+    if batch:
+        both = pa.concat_arrays([a for _, a in batch])
+        hit = np.asarray(pc.fill_null(pc.match_substring_regex(both, PREFILTER), False).to_numpy(zero_copy_only=False))
+        start = 0
+        for i, a in batch:
+            out[i] = bool(hit[start : start + len(a)].any())
+            start += len(a)
+    return out
+
+
 # columns a parser already passed through these rules itself, on its worker threads (the log4j
 # parser redacts each block's messages in parallel; doing it again on the main thread would only
 # cost time)
@@ -486,8 +543,9 @@ def redact_table(table: str, t: pa.Table, skip: tuple[str, ...] = ()) -> pa.Tabl
     :func:`redact_frame`; columns in ``skip`` are left as they are."""
     cols = []
     changed = False
-    for f, col in zip(t.schema, t.columns):
-        new = col if f.name in skip else redact_array(col)
+    maybe = _flagged([None if f.name in skip else col for f, col in zip(t.schema, t.columns)])
+    for f, col, m in zip(t.schema, t.columns, maybe):
+        new = redact_array(col) if m and f.name not in skip else col
         changed |= new is not col
         cols.append(new)
     pair = pair_columns(table)

@@ -109,14 +109,12 @@ def conform(name: str, df: pd.DataFrame, redact: bool = True) -> pd.DataFrame:
         if cached is not None and cached[0] is spec:
             return cached[1].copy()
     out = {}
-    n = len(df)
     for c in spec.columns:
         target = DTYPES[c.dtype]
         if c.name in df.columns:
-            s = df[c.name]
+            out[c.name] = _cast(df[c.name], c.dtype, target)
         else:
-            s = pd.Series([pd.NA] * n, index=df.index, dtype="object")
-        out[c.name] = _cast(s, c.dtype, target)
+            out[c.name] = _missing(df.index, c.dtype, target)
     res = pd.DataFrame(out, index=df.index).reset_index(drop=True)
     if redact:
         from kitlib.redact import redact_frame
@@ -125,7 +123,16 @@ def conform(name: str, df: pd.DataFrame, redact: bool = True) -> pd.DataFrame:
     return res
 
 
+def _missing(index: pd.Index, label: str, target: str) -> pd.Series:
+    """A column of NA values of the declared dtype (categories of a categorical are strings)."""
+    if label == "category":
+        return pd.Series(index=index, dtype="string").astype("category")
+    return pd.Series(index=index, dtype=target)
+
+
 def _cast(s: pd.Series, label: str, target: str) -> pd.Series:
+    if str(s.dtype) == target and label != "category":
+        return s
     if label == "ts":
         try:
             if isinstance(s.dtype, pd.DatetimeTZDtype):

@@ -159,6 +159,9 @@ def iter_build(selected: dict[str, list[pa.Table]], to_pandas):
             del parts
             yield name, df.sort_values(["host", "ts", "file", "line"], kind="stable").reset_index(drop=True), None
             continue
+        if g not in frames and not selected.get(g) and name in tables.SCHEMAS:
+            yield name, tables.empty(name), None  # no records for it: nothing to build from
+            continue
         if g not in frames:
             frames.clear()  # extractors sharing a selection are adjacent: keep one frame at a time
             parts = selected.pop(g, [])  # consumed: a spilled (memory-mapped) selection is let go
