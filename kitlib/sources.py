@@ -33,7 +33,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-CHUNK = 16 * 1024 * 1024
+CHUNK = 8 * 1024 * 1024
 # a line longer than this keeps its first MAX_LINE bytes; the rest of it is counted, not stored
 # (memory stays bounded whatever a file holds; the file's error says which line was cut)
 MAX_LINE = 8 * 1024 * 1024

@@ -10,7 +10,7 @@ the log cleaner's statistics block and ``... Config values:`` dumps stay one rec
 ``message`` holds the full text. The logger is the last `` (...)`` group of the header line,
 or a line of its own `` (logger)`` ending a multi-line message.
 
-How it is fast: the timestamp and level sit at fixed offsets, so a block of 16 MiB is checked
+How it is fast: the timestamp and level sit at fixed offsets, so a block of 8 MiB (``kitlib.sources.CHUNK``) is checked
 with numpy on whole columns of bytes (no regex per line); the message and logger bytes are
 cut out of the block with one boolean mask and handed to Arrow without copying per line.
 Lines that are not valid UTF-8 or hold NUL bytes go to ``unparsed`` and the file's error
@@ -453,10 +453,13 @@ def _gather(a: np.ndarray, block: bytes, ranges: list[tuple[np.ndarray, np.ndarr
 def _window(a: np.ndarray, starts: np.ndarray, width: int) -> np.ndarray:
     """The ``width`` bytes from each start (zero past the end of ``a``), as an (n, width) array."""
     n = len(a)
-    idx = starts[:, None] + np.arange(width)
-    out = a[np.minimum(idx, max(n - 1, 0))] if n else np.zeros(idx.shape, np.uint8)
-    out[idx >= n] = 0
-    return out
+    if not len(starts):
+        return np.zeros((0, width), np.uint8)
+    s = np.minimum(starts, n)
+    if int(s.max()) + width > n:  # a window runs past the end: read it from a zero-padded copy
+        a = np.concatenate([a, np.zeros(width, np.uint8)])
+    # rows of a strided view: gathers n x width bytes, with no (n, width) index matrix built
+    return np.lib.stride_tricks.sliding_window_view(a, width)[s]
 
 
 def _clean_loggers(arr: pa.LargeStringArray) -> tuple[pa.DictionaryArray, np.ndarray]:

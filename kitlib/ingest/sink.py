@@ -148,7 +148,10 @@ class Sink:
                 v = tables.conform(k, pd.concat([out[k], v], ignore_index=True)) if len(v) else out[k]
             self.rows[k] = len(v)
             if self.out is not None:  # streaming: write it now, so derived tables never pile up in memory
-                pq.write_table(to_arrow(k, v), self.out / f"{k}.parquet", compression="zstd")
+                # already conformed and redacted (iter_build): written as it is
+                pq.write_table(
+                    pa.Table.from_pandas(v, preserve_index=False), self.out / f"{k}.parquet", compression="zstd"
+                )
                 self.written.add(k)
                 out.pop(k, None)
                 del v
