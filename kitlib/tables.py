@@ -14,6 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import pandas as pd
+import pyarrow as pa
 
 from kitlib import registry
 
@@ -75,6 +76,34 @@ def declare(name: str, doc: str, columns: list[tuple[str, str, str]], provenance
     t = Table(name, doc, cols)
     SCHEMAS[name] = t
     return t
+
+
+# the Arrow type each dtype label is written as when a table is handed on in pieces (every piece
+# of a table gets the same schema, whatever values that piece happens to hold)
+ARROW_TYPES = {
+    "ts": pa.timestamp("ns", tz="UTC"),
+    "str": pa.large_string(),
+    "category": pa.dictionary(pa.int32(), pa.large_string()),
+    "int": pa.int64(),
+    "float": pa.float64(),
+    "bool": pa.bool_(),
+    "object": pa.large_string(),
+}
+
+
+def arrow_schema(name: str) -> pa.Schema:
+    """The Arrow schema of table ``name`` (see :data:`ARROW_TYPES`).
+
+    Example:
+        >>> arrow_schema("unparsed").field("line").type
+        DataType(int64)
+    """
+    return pa.schema([(c.name, ARROW_TYPES[c.dtype]) for c in SCHEMAS[name].columns])
+
+
+def to_arrow(name: str, df: pd.DataFrame) -> pa.Table:
+    """A conformed frame of table ``name`` as Arrow, in :func:`arrow_schema`."""
+    return pa.Table.from_pandas(df, schema=arrow_schema(name), preserve_index=False)
 
 
 def empty(name: str) -> pd.DataFrame:

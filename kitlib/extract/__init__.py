@@ -25,6 +25,8 @@ import pyarrow.compute as pc
 
 from kitlib import registry
 
+RECORD_ORDER = ("host", "ts", "file", "line")
+
 
 @dataclass
 class Extractor:
@@ -36,6 +38,7 @@ class Extractor:
     match: Callable[[str], bool] | None = None
     contains: str | None = None  # RE2 pattern the message must match (applied with Arrow)
     blockwise: bool = False  # rows depend on one record each: built block by block as the log streams
+    order: tuple[str, ...] = RECORD_ORDER  # how a blockwise table's rows are sorted once its blocks are joined
     _cache: dict = field(default_factory=dict, repr=False)
 
     @property
@@ -67,6 +70,7 @@ def extractor(
     match: Callable[[str], bool] | None = None,
     contains: str | None = None,
     blockwise: bool = False,
+    order: Iterable[str] = RECORD_ORDER,
 ):
     """Register ``fn(events) -> DataFrame`` as the builder of ``table`` from the records whose
     logger is one of ``loggers``, starts with one of ``prefixes``, ends with one of
@@ -74,11 +78,12 @@ def extractor(
     message matches it (checked on whole blocks with Arrow, so a chatty logger costs little).
     ``blockwise`` says each row comes from one record alone (no pairing across records): the
     table is then built block by block while the log streams in, and only its rows are kept,
-    not the records (a multi-GB request log need not be held)."""
+    not the records (a multi-GB request log need not be held); ``order`` is the sort its builder
+    gives the rows of one block, applied again when the blocks' rows are put together."""
 
     def wrap(fn):
         EXTRACTORS[table] = Extractor(
-            table, fn, tuple(loggers), tuple(prefixes), tuple(suffixes), match, contains, blockwise
+            table, fn, tuple(loggers), tuple(prefixes), tuple(suffixes), match, contains, blockwise, tuple(order)
         )
         return fn
 
@@ -112,7 +117,10 @@ def select(block: pa.Table) -> tuple[dict[str, pa.Table], list[BuildError]]:
     idx = col.indices.to_numpy(zero_copy_only=False)
     out: dict[str, pa.Table] = {}
     errors: list[BuildError] = []
-    for name in set(groups().values()):
+    members: dict[str, list[str]] = {}
+    for table, g in groups().items():
+        members.setdefault(g, []).append(table)
+    for name in members:
         ex = EXTRACTORS[name]
         want = np.array([ex.wants(v or "") for v in values], bool)
         if not want.any():
@@ -124,17 +132,21 @@ def select(block: pa.Table) -> tuple[dict[str, pa.Table], list[BuildError]]:
         if not len(rows):
             continue
         sel = block.take(pa.array(rows))
-        if ex.blockwise:  # built now; what is kept is the table's rows, as Arrow
-            from kitlib import tables
-            from kitlib.events import to_pandas
+        if not ex.blockwise:
+            out[name] = sel
+            continue
+        # built now, for every table of the group; what is kept is each table's rows, as Arrow
+        from kitlib import tables
+        from kitlib.events import to_pandas
 
+        records = to_pandas(sel)
+        for table in members[name]:
             try:
-                df = tables.conform(name, ex.build(to_pandas(sel)))
+                df = tables.conform(table, EXTRACTORS[table].build(records))
             except Exception as e:  # noqa: BLE001 - reported at the end, the rest still loads
-                errors.append(BuildError(name, f"{type(e).__name__}: {e}"))
+                errors.append(BuildError(table, f"{type(e).__name__}: {e}"))
                 continue
-            sel = pa.Table.from_pandas(df, preserve_index=False)
-        out[name] = sel
+            out[table] = tables.to_arrow(table, df)  # one schema for every block's piece
     return out, errors
 
 
@@ -151,13 +163,14 @@ def iter_build(selected: dict[str, list[pa.Table]], to_pandas):
     for name, ex in EXTRACTORS.items():
         g = grp[name]
         if ex.blockwise:  # already built block by block: put the pieces together in record order
-            parts = selected.pop(g, None) or []
+            parts = selected.pop(name, None) or []  # kept under the table's own name (select)
             if not parts:
                 yield name, tables.empty(name), None
                 continue
-            df = tables.conform(name, pa.concat_tables([p.cast(parts[0].schema) for p in parts]).to_pandas())
+            # each part was conformed and redacted when its block was built (select)
+            df = tables.conform(name, pa.concat_tables(parts, promote_options="permissive").to_pandas(), redact=False)
             del parts
-            yield name, df.sort_values(["host", "ts", "file", "line"], kind="stable").reset_index(drop=True), None
+            yield name, df.sort_values(list(ex.order), kind="stable").reset_index(drop=True), None
             continue
         if g not in frames and not selected.get(g) and name in tables.SCHEMAS:
             yield name, tables.empty(name), None  # no records for it: nothing to build from

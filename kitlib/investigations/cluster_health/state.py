@@ -367,6 +367,10 @@ COLUMNS = {
 }
 
 
+# these tables read as timelines across hosts: time first
+TIME_ORDER = ("ts", "host", "file", "line")
+
+
 def _convert(values: list, how: str) -> pd.Series:
     s = pd.Series(values, dtype=pd.StringDtype("pyarrow"))
     if how == "i":
@@ -412,7 +416,7 @@ def _partition_frame(events: pd.DataFrame) -> tuple[pd.DataFrame, pa.Array]:
     return f, first
 
 
-@extractor("partition_changes", match=wanted_logger, contains=CONTAINS)
+@extractor("partition_changes", match=wanted_logger, contains=CONTAINS, blockwise=True, order=TIME_ORDER)
 def build_partition_changes(events: pd.DataFrame) -> pd.DataFrame:
     if not len(events):
         return tables.empty("partition_changes")
@@ -426,10 +430,10 @@ def build_partition_changes(events: pd.DataFrame) -> pd.DataFrame:
             df[c] = f[c].astype("Int64").fillna(pd.Series(df[c], dtype="Int64")).to_numpy()
         else:
             df[c] = f[c].to_numpy()
-    return df.sort_values(["ts", "host", "file", "line"], kind="stable").reset_index(drop=True)
+    return df.sort_values(list(TIME_ORDER), kind="stable").reset_index(drop=True)
 
 
-@extractor("node_events", match=wanted_logger, contains=CONTAINS)
+@extractor("node_events", match=wanted_logger, contains=CONTAINS, blockwise=True, order=TIME_ORDER)
 def build_node_events(events: pd.DataFrame) -> pd.DataFrame:
     if not len(events):
         return tables.empty("node_events")
@@ -454,9 +458,12 @@ def build_node_events(events: pd.DataFrame) -> pd.DataFrame:
             c = found[k] or caused[k] or exc[k]
             if c:
                 df.loc[i, "cause"] = c if found[k] else c[:300]
-    if "node" in df:
-        none = df["node"].isna() & df["kind"].isin(
-            ["heartbeat_timeout", "log_dir_error", "log_dir_offline", "log_dir_shutdown", "log_dir_halt", "oom"]
-        )
-        df.loc[none, "node"] = df.loc[none, "reporter"]
-    return df.sort_values(["ts", "host", "file", "line"], kind="stable").reset_index(drop=True)
+    # these kinds concern the node that logs them (whatever other records were built with them:
+    # a batch of only such records has no node column yet)
+    if "node" not in df:
+        df["node"] = pd.Series(pd.NA, index=df.index, dtype="Int64")
+    none = df["node"].isna() & df["kind"].isin(
+        ["heartbeat_timeout", "log_dir_error", "log_dir_offline", "log_dir_shutdown", "log_dir_halt", "oom"]
+    )
+    df.loc[none, "node"] = df.loc[none, "reporter"]
+    return df.sort_values(list(TIME_ORDER), kind="stable").reset_index(drop=True)

@@ -170,6 +170,7 @@ def _field(arr: pa.Array, pattern: str, name: str) -> np.ndarray:
     "group_events",
     match=logger_keywords("coordinator", "groupmetadata", "classicgroup", "consumer", "rdkafka", "confluent"),
     contains=_ANCHORS,
+    blockwise=True,
 )
 def build(events: pd.DataFrame) -> pd.DataFrame:
     if len(events) > SLICE:

@@ -126,6 +126,7 @@ def _field(arr: pa.Array, pattern: str, name: str) -> np.ndarray:
     "txn_events",
     match=logger_keywords("transaction", "producer", "replicamanager", "rdkafka", "confluent"),
     contains=_ANCHORS,
+    blockwise=True,
 )
 def build(events: pd.DataFrame) -> pd.DataFrame:
     if len(events) > SLICE:
