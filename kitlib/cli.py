@@ -240,23 +240,12 @@ def main(argv: list[str] | None = None) -> int:
         sys.stdout, sys.stderr = out, err
 
 
-def _system_memory_pool() -> None:
-    """Arrow buffers of this process come from the C library's allocator, which hands freed
-    blocks back to the OS as the parse moves on (Arrow's default, mimalloc, keeps them: a 200 MB
-    log peaked at 470 MB instead of 280 MB). Only the command's own process: a notebook or a
-    program that imports kitlib keeps whatever pool it chose."""
-    import pyarrow as pa
-
-    pa.set_memory_pool(pa.system_memory_pool())
-
-
 def _main(argv: list[str] | None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)  # --help, --version and usage errors exit here (0 or 2), no traceback
     if not getattr(args, "func", None):
         parser.print_help()
         return 2
-    _system_memory_pool()
     try:
         _check_tz(getattr(args, "tz", None))
         return int(args.func(args) or 0)

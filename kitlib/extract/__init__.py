@@ -107,20 +107,20 @@ def groups() -> dict[str, str]:
     return {name: first.setdefault(ex.signature, name) for name, ex in EXTRACTORS.items()}
 
 
-def select(block: pa.Table) -> tuple[dict[str, pa.Table], list[BuildError]]:
-    """The records of an events block each selection group wants (see :func:`groups`), and the
-    blockwise builders that failed on this block."""
+# records of a blockwise group are built in batches of about this many (a builder's regexes are
+# compiled once per call: per 8 MiB block that cost more than the matching itself)
+BATCH_ROWS = 65536
+
+
+def select(block: pa.Table) -> dict[str, pa.Table]:
+    """The records of an events block each selection group wants (see :func:`groups`)."""
     col = block.column("logger").combine_chunks()
     if isinstance(col, pa.ChunkedArray):
         col = col.chunk(0) if col.num_chunks else pa.array([], pa.dictionary(pa.int32(), pa.string()))
     values = col.dictionary.to_pylist()
     idx = col.indices.to_numpy(zero_copy_only=False)
     out: dict[str, pa.Table] = {}
-    errors: list[BuildError] = []
-    members: dict[str, list[str]] = {}
-    for table, g in groups().items():
-        members.setdefault(g, []).append(table)
-    for name in members:
+    for name in set(groups().values()):
         ex = EXTRACTORS[name]
         want = np.array([ex.wants(v or "") for v in values], bool)
         if not want.any():
@@ -129,24 +129,28 @@ def select(block: pa.Table) -> tuple[dict[str, pa.Table], list[BuildError]]:
         if len(rows) and ex.contains:
             hit = pc.match_substring_regex(block.column("message").take(pa.array(rows)), ex.contains)
             rows = rows[np.asarray(hit.to_numpy(zero_copy_only=False), bool)]
-        if not len(rows):
-            continue
-        sel = block.take(pa.array(rows))
-        if not ex.blockwise:
-            out[name] = sel
-            continue
-        # built now, for every table of the group; what is kept is each table's rows, as Arrow
-        from kitlib import tables
-        from kitlib.events import to_pandas
+        if len(rows):
+            out[name] = block.take(pa.array(rows))
+    return out
 
-        records = to_pandas(sel)
-        for table in members[name]:
-            try:
-                df = tables.conform(table, EXTRACTORS[table].build(records))
-            except Exception as e:  # noqa: BLE001 - reported at the end, the rest still loads
-                errors.append(BuildError(table, f"{type(e).__name__}: {e}"))
-                continue
-            out[table] = tables.to_arrow(table, df)  # one schema for every block's piece
+
+def build_blockwise(group: str, records: pa.Table) -> tuple[dict[str, pa.Table], list[BuildError]]:
+    """Every table of a blockwise selection ``group`` built from some of its records (a batch
+    of the log as it streams), as Arrow pieces in the table's one schema; and the builders that
+    failed on them (their pieces are left out, the rest still loads)."""
+    from kitlib import tables
+    from kitlib.events import to_pandas
+
+    frame = to_pandas(records)
+    out: dict[str, pa.Table] = {}
+    errors: list[BuildError] = []
+    for table, g in groups().items():
+        if g != group:
+            continue
+        try:
+            out[table] = tables.to_arrow(table, tables.conform(table, EXTRACTORS[table].build(frame)))
+        except Exception as e:  # noqa: BLE001 - reported at the end, the rest still loads
+            errors.append(BuildError(table, f"{type(e).__name__}: {e}"))
     return out, errors
 
 

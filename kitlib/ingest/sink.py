@@ -29,7 +29,8 @@ class Sink:
         self.writers: dict[str, pq.ParquetWriter] = {}
         self.spills: dict[str, pa.ipc.RecordBatchStreamWriter] = {}
         self.written: set[str] = set()  # derived tables already written to ``out``
-        self.block_errors: dict[str, BuildError] = {}  # blockwise builders that failed on a block
+        self.block_errors: dict[str, BuildError] = {}  # blockwise builders that failed on a batch
+        self.pending: dict[str, list[pa.Table]] = {}  # records of blockwise groups not built yet
         self.rows: dict[str, int] = {}
         self.first_ts: int | None = None  # first and last record time seen (ms since the epoch, UTC)
         self.last_ts: int | None = None
@@ -53,11 +54,13 @@ class Sink:
         self.rows[name] = self.rows.get(name, 0) + n
         if name == "events":
             self._span(chunk)
-            selected, errors = extract.select(chunk)
-            for err in errors:
-                self.block_errors.setdefault(err.table, err)
-            for g, sel in selected.items():
-                self._keep(g, sel)
+            for g, sel in extract.select(chunk).items():
+                if extract.EXTRACTORS[g].blockwise:
+                    self.pending.setdefault(g, []).append(sel)
+                    if sum(t.num_rows for t in self.pending[g]) >= extract.BATCH_ROWS:
+                        self._build_pending(g)
+                else:
+                    self._keep(g, sel)
         if self.out is not None and name in self.STREAMED:
             at = chunk if isinstance(chunk, pa.Table) else to_arrow(name, chunk)
             w = self.writers.get(name)
@@ -90,6 +93,19 @@ class Sink:
             return None
         return [pd.Timestamp(t, unit="ms", tz="UTC").isoformat() for t in (self.first_ts, self.last_ts)]
 
+    def _build_pending(self, group: str) -> None:
+        """Build the tables of a blockwise group from its records held so far, and keep their
+        rows (the records are let go)."""
+        records = pa.concat_tables(self.pending.pop(group, []), promote_options="permissive")
+        if not records.num_rows:
+            return
+        pieces, errors = extract.build_blockwise(group, records)
+        for err in errors:
+            self.block_errors.setdefault(err.table, err)
+        for table, piece in pieces.items():
+            if piece.num_rows:
+                self._keep(table, piece)
+
     def _keep(self, group: str, sel: pa.Table) -> None:
         # records the extractors want: in memory, or (streaming) spilled to an Arrow stream file
         # next to the output, so that thousands of small selections do not pin memory that the
@@ -108,6 +124,8 @@ class Sink:
     def close_streams(self) -> dict[str, Path]:
         """Finish the Parquet writes and close the spill files; returns the spill file of each
         selection group (streaming only)."""
+        for group in list(self.pending):
+            self._build_pending(group)
         if self._last is not None:
             self._last.result()
         if self._pool is not None:
