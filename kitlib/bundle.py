@@ -1,7 +1,7 @@
 """A bundle as the kit holds it: named tables plus a summary, loaded from a folder of files (or
 from an ingest output), and cut to a time window.
 
-Parsing lives in :mod:`kitlib.ingest` (pipeline, sink, Parquet store); this module is what
+Parsing lives in :mod:`kitlib.ingestion` (pipeline, sink, Parquet store); this module is what
 notebooks and detectors work with.
 
 Example:
@@ -19,8 +19,8 @@ from pathlib import Path
 import pandas as pd
 
 from kitlib import registry, tables
-from kitlib.ingest.pipeline import run
-from kitlib.ingest.store import ingest, is_store, load, read_table, stored_tables
+from kitlib.ingestion.pipeline import run
+from kitlib.ingestion.store import ingest, is_store, load, read_table, stored_tables
 from kitlib.summary import BundleSummary
 
 

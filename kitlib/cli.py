@@ -122,7 +122,7 @@ def _cmd_ingest(args) -> int:
 
     progress = False if args.no_progress else None
     if args.workers or args.scheduler:
-        from kitlib.ingest.distributed import ingest_on_dask
+        from kitlib.ingestion.distributed import ingest_on_dask
 
         s = ingest_on_dask(
             args.bundle,

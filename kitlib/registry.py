@@ -45,7 +45,7 @@ INVESTIGATIONS: dict[str, Investigation] = {}
 ENTRY_POINT_GROUP = "kitlib.investigations"
 # modules outside the investigations that declare tables or register formats and extractors
 CORE_PACKAGES = ("kitlib.formats", "kitlib.extract")
-CORE_MODULES = ("kitlib.events", "kitlib.metrics", "kitlib.ingest.pipeline")
+CORE_MODULES = ("kitlib.events", "kitlib.metrics", "kitlib.ingestion.pipeline")
 
 _lock = threading.RLock()
 _loaded = False

@@ -36,7 +36,7 @@ def test_errors_are_one_clear_line(tmp_path):
 
 
 def test_progress_bar_on_big_ingests(monkeypatch):
-    from kitlib.ingest.pipeline import _progress
+    from kitlib.ingestion.pipeline import _progress
 
     monkeypatch.delitem(sys.modules, "ipykernel", raising=False)  # not inside a Jupyter kernel
     monkeypatch.setattr(sys.stderr, "isatty", lambda: False)

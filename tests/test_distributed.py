@@ -13,7 +13,7 @@ import pandas as pd
 import pytest
 
 import kitlib
-from kitlib.ingest.distributed import ingest_on_dask, plan, record_starts
+from kitlib.ingestion.distributed import ingest_on_dask, plan, record_starts
 
 ROOT = Path(__file__).resolve().parents[1]
 pytestmark = pytest.mark.slow

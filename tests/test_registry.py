@@ -140,6 +140,17 @@ def test_a_third_party_investigation_arrives_through_an_entry_point(tmp_path):
     assert found["acme-too-many-warnings"]["investigation"] == "acme"
 
 
+def test_the_ingest_function_and_the_ingestion_modules_are_both_reachable():
+    """``kitlib.ingest`` is the function; the package behind it has another name, so importing
+    one of its modules by dotted path never meets the function (it did while both were
+    ``kitlib.ingest``)."""
+    import kitlib.ingestion.pipeline as pipeline
+    import kitlib.ingestion.store as store
+
+    assert callable(kitlib.ingest) and kitlib.ingest is store.ingest
+    assert callable(pipeline.run)
+
+
 def test_triage_stays_callable_whatever_is_imported():
     import kitlib.cli
     import kitlib.findings

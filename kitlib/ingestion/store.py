@@ -15,8 +15,8 @@ import pyarrow.parquet as pq
 from kitlib import registry, tables
 from kitlib.events import to_pandas
 from kitlib.guard import fresh_output
-from kitlib.ingest.pipeline import run
-from kitlib.ingest.sink import to_arrow
+from kitlib.ingestion.pipeline import run
+from kitlib.ingestion.sink import to_arrow
 from kitlib.sources import check_output, shown
 from kitlib.summary import BundleSummary
 

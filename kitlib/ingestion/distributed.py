@@ -8,8 +8,8 @@ The work, in three steps:
    each starting exactly at a record header, so a stack trace is never split; the line number each
    part starts on is counted (``bytes.count`` over the file, grep's speed) so every row keeps its
    exact line. Compressed files cannot be entered in the middle and stay whole.
-2. **Parse** (one task per file or part): the same :func:`~kitlib.ingest.pipeline.parse_file`
-   into a streaming :class:`~kitlib.ingest.sink.Sink` in a work folder of its own: events and
+2. **Parse** (one task per file or part): the same :func:`~kitlib.ingestion.pipeline.parse_file`
+   into a streaming :class:`~kitlib.ingestion.sink.Sink` in a work folder of its own: events and
    unparsed lines go to Parquet, the records the table extractors want are spilled to Arrow
    files, and the ``files`` accounting row comes back.
 3. **Finish** (one task per host, no shuffle): the host's spills feed every extractor, and all of
@@ -20,7 +20,7 @@ ingest: parts of one file are added back into one row. Workers read the bundle a
 output by path, so they must see both at the same paths (one machine, or a shared filesystem).
 
 Example:
-    >>> from kitlib.ingest.distributed import ingest_on_dask          # doctest: +SKIP
+    >>> from kitlib.ingestion.distributed import ingest_on_dask          # doctest: +SKIP
     >>> ingest_on_dask("incident/", "incident.kit", workers=2)         # doctest: +SKIP
 """
 
@@ -42,8 +42,8 @@ from kitlib import formats, registry, tables
 from kitlib.events import to_pandas
 from kitlib.extract import BuildError, iter_build
 from kitlib.guard import fresh_output, not_read_rows
-from kitlib.ingest.pipeline import parse_file, summarize
-from kitlib.ingest.sink import Sink, to_arrow
+from kitlib.ingestion.pipeline import parse_file, summarize
+from kitlib.ingestion.sink import Sink, to_arrow
 from kitlib.sources import SourceFile, check_output, discover_all, head
 from kitlib.summary import BundleSummary
 

@@ -13,7 +13,7 @@ from kitlib import formats, registry, tables
 from kitlib.extract import BuildError
 from kitlib.formats import Context, Format, first_nul, unknown_lines
 from kitlib.guard import account_rest, cut_line_note, not_read_rows
-from kitlib.ingest.sink import Sink
+from kitlib.ingestion.sink import Sink
 from kitlib.sources import SourceFile, discover_all, head
 from kitlib.summary import BundleSummary
 
