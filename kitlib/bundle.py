@@ -13,12 +13,14 @@ Example:
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import pandas as pd
 
 from kitlib import registry, tables
+from kitlib.ingestion.derive import DerivedTables, cut
 from kitlib.ingestion.pipeline import run
 from kitlib.ingestion.store import ingest, is_store, load, read_table, stored_tables
 from kitlib.summary import BundleSummary
@@ -52,6 +54,7 @@ class Bundle:
     summary: BundleSummary = field(default_factory=lambda: BundleSummary(bundle=""))
     store: Path | None = None  # an ingest output the tables are read from on demand
     scope: Scope | None = None  # the window those reads are cut to
+    derived: DerivedTables | None = None  # the store's derived tables built so far (see deferred)
 
     def __getattr__(self, name: str) -> pd.DataFrame:
         if name.startswith("_"):
@@ -68,6 +71,12 @@ class Bundle:
             return t
         registry.load()
         store = self.__dict__.get("store")
+        if store is not None and self.deferred(name):
+            t = self._derive(name)
+            sc = self.scope or Scope()
+            t = cut(t, name, sc.start, sc.end, sc.hosts)
+            self.tables[name] = t
+            return t
         if store is not None:
             path = stored_tables(store).get(name)
             if path is not None:
@@ -79,13 +88,30 @@ class Bundle:
             return tables.empty(name)
         raise AttributeError(f"bundle has no table {name!r}; known: {sorted(tables.SCHEMAS)}")
 
+    def deferred(self, name: str) -> bool:
+        """Whether table ``name`` is derived from log records that the ingest output holds, and
+        is built on first use from its stored events rather than read from a file."""
+        summary = self.__dict__.get("summary")
+        return self.__dict__.get("store") is not None and summary is not None and name in summary.deferred
+
+    def _derive(self, name: str) -> pd.DataFrame:
+        assert self.store is not None
+        if self.derived is None:
+            self.derived = DerivedTables(self.store)
+        got = self.derived.get(name)
+        if got.error is not None:
+            note = f"building {got.error.table}: {got.error.message}"
+            if note not in self.summary.errors:
+                self.summary.errors.append(note)
+        return got.frame
+
     def select(self, name: str, columns: list[str] | None = None, **isin) -> pd.DataFrame:
         """Some columns of a table, only the rows whose ``column`` is one of the given values
         (``bundle.select("events", ["ts", "host", "level"], level=["WARN", "ERROR"])``). On a
         bundle opened on an ingest output both are pushed down to the Parquet scan, so the table is
         never loaded whole; in memory it is a plain filter."""
         store = self.__dict__.get("store")
-        if store is not None and name not in self.tables:
+        if store is not None and name not in self.tables and not self.deferred(name):
             path = stored_tables(store).get(name)
             if path is None:
                 df = self.table(name)
@@ -116,7 +142,9 @@ class Bundle:
         """Whether table ``name`` is on disk (an ingest output) and not loaded: questions about it
         are best asked with :meth:`sql` or :meth:`select`."""
         store = self.__dict__.get("store")
-        return store is not None and name not in self.tables and name in stored_tables(store)
+        return (
+            store is not None and name not in self.tables and name in stored_tables(store) and not self.deferred(name)
+        )
 
     def where(self, **isin) -> str:
         """The bundle's window (and ``column=[values]`` filters) as a DuckDB ``where`` clause for
@@ -143,8 +171,13 @@ class Bundle:
 
         con = duckdb.connect()
         for name, path in stored_tables(self.store).items():
+            if self.deferred(name):
+                continue
             pattern = str(path) if path.is_file() else str(path / "**" / "*.parquet")
             con.execute(f"create view \"{name}\" as select * from read_parquet('{pattern}', hive_partitioning=false)")
+        for name in self.summary.deferred:  # built (once) only when the query names them
+            if re.search(rf"\b{re.escape(name)}\b", query):
+                con.register(name, self._derive(name))
         return con.execute(query).df()
 
     def findings(self):
@@ -193,18 +226,12 @@ def window(bundle: Bundle, start=None, end=None, hosts=None) -> Bundle:
         if not isinstance(df, pd.DataFrame):
             out[name] = df
             continue
-        keep = pd.Series(True, index=df.index)
-        if "ts" in df.columns and pd.api.types.is_datetime64_any_dtype(df["ts"]) and name != "files":
-            if lo is not None:
-                keep &= df["ts"] >= lo
-            if hi is not None:
-                keep &= df["ts"] < hi
-        if hosts and "host" in df.columns:
-            keep &= df["host"].astype("string").isin([str(h) for h in hosts])
-        out[name] = df[keep.fillna(False)].reset_index(drop=True)
+        out[name] = cut(df, name, lo, hi, hosts)
     host_list = [str(h) for h in hosts] if hosts else None
     scope = None
     if bundle.store is not None:  # tables not read yet are read with the window pushed down
+        if bundle.derived is None:  # derived tables are built once, for the bundle and its windows
+            bundle.derived = DerivedTables(bundle.store)
         old = bundle.scope or Scope()
         scope = Scope(
             max(filter(None, [old.start, lo]), default=None),
@@ -217,6 +244,7 @@ def window(bundle: Bundle, start=None, end=None, hosts=None) -> Bundle:
         replace(bundle.summary, window=[str(start), str(end)], hosts_filter=host_list),
         store=bundle.store,
         scope=scope,
+        derived=bundle.derived,
     )
 
 

@@ -59,6 +59,14 @@ def register_cli(sub) -> None:
         metavar="MB",
         help="with --workers/--scheduler: parse plain logs bigger than this in parts (default 256)",
     )
+    p.add_argument(
+        "--derive",
+        action="store_true",
+        help="also build the tables derived from log records (commit attempts, cleaner runs, group and "
+        "partition timelines, ...) now, and write them; by default they are built from the stored "
+        "events when first read (by triage, a notebook or kitlib.load), which keeps the ingest to "
+        "parsing alone",
+    )
     p.set_defaults(func=_cmd_ingest)
 
     p = sub.add_parser(
@@ -132,9 +140,10 @@ def _cmd_ingest(args) -> int:
             scheduler=args.scheduler,
             split_bytes=args.split_mb * 1024 * 1024,
             progress=progress,
+            derive=args.derive,
         )
     else:
-        s = ingest(args.bundle, args.out, tz=args.tz, progress=progress)
+        s = ingest(args.bundle, args.out, tz=args.tz, progress=progress, derive=args.derive)
     print(summary_text(s))
     print(f"tables written to {args.out}")
     return 1 if s.errors and not s.rows else 0

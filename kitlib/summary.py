@@ -29,6 +29,9 @@ class BundleSummary:
     seconds: float = 0.0  # time the load took
     window: list[str] | None = None  # set by kitlib.bundle.window
     hosts_filter: list[str] | None = None
+    # tables derived from log records that an ingest left to be built on first use from the
+    # stored events (kitlib.ingestion.derive); their rows are not in ``rows``
+    deferred: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict:
         """The JSON shape written to ``summary.json``."""
@@ -50,6 +53,7 @@ def summary_text(s: BundleSummary) -> str:
         "hosts    " + ", ".join(s.hosts),
         "span     " + (" -> ".join(s.time_span) if s.time_span else "-"),
         "rows     " + ", ".join(f"{k}: {v:,}" for k, v in s.rows.items() if k != "unparsed" and v),
+        *(["derived  " + f"{len(s.deferred)} tables built on first use from the events"] if s.deferred else []),
         f"unparsed {s.unparsed_lines:,} lines",
     ]
     if s.unknown_files:

@@ -12,8 +12,10 @@ The work, in three steps:
    into a streaming :class:`~kitlib.ingestion.sink.Sink` in a work folder of its own: events and
    unparsed lines go to Parquet, the records the table extractors want are spilled to Arrow
    files, and the ``files`` accounting row comes back.
-3. **Finish** (one task per host, no shuffle): the host's spills feed every extractor, and all of
-   the host's tables are written as ``<out>/<table>/host=<host>/part-*.parquet``.
+3. **Finish** (one task per host, no shuffle): all of the host's tables are written as
+   ``<out>/<table>/host=<host>/part-*.parquet``. The tables derived from log records are built
+   on first use from those events (:mod:`kitlib.ingestion.derive`); with ``derive=True`` they are
+   built here instead, from the records each parse task set aside (spills).
 
 The client then writes the ``files`` table and ``summary.json``, the same as a single-process
 ingest: parts of one file are added back into one row. Workers read the bundle and write the
@@ -42,7 +44,7 @@ from kitlib import formats, registry, tables
 from kitlib.events import to_pandas
 from kitlib.extract import BuildError, iter_build
 from kitlib.guard import fresh_output, not_read_rows
-from kitlib.ingestion.pipeline import parse_file, summarize
+from kitlib.ingestion.pipeline import deferred_tables, parse_file, summarize
 from kitlib.ingestion.sink import Sink, to_arrow
 from kitlib.sources import SourceFile, check_output, discover_all, head
 from kitlib.summary import BundleSummary
@@ -158,13 +160,14 @@ def plan(root: Path, tz, split_bytes: int = SPLIT_BYTES) -> tuple[list[Unit], li
     return units, skipped
 
 
-def parse_unit(unit: Unit, work: str) -> UnitResult:
-    """Parse one unit into ``work/<index>-<part>/`` (runs on a worker)."""
+def parse_unit(unit: Unit, work: str, derive: bool = False) -> UnitResult:
+    """Parse one unit into ``work/<index>-<part>/`` (runs on a worker); with ``derive`` the
+    records the table extractors want are set aside for the host's finishing task."""
     registry.load()
     folder = Path(work) / f"{unit.index:06d}-{unit.part:04d}"
     folder.mkdir(parents=True, exist_ok=True)
     fmt = formats.FORMATS.get(unit.fmt) if unit.fmt else None
-    sink = Sink(folder)
+    sink = Sink(folder, derive)
     row = parse_file(unit.src, fmt, sink)
     spills = sink.close_streams()
     for name, parts in sink.parts.items():  # tables other formats fill (metrics, configs, ...): small
@@ -183,8 +186,12 @@ def parse_unit(unit: Unit, work: str) -> UnitResult:
     )
 
 
-def finish_host(host: str, results: list[UnitResult], out: str) -> tuple[dict[str, int], list[BuildError]]:
-    """Build and write every table of one host from its units' output (runs on a worker)."""
+def finish_host(
+    host: str, results: list[UnitResult], out: str, derive: bool = False
+) -> tuple[dict[str, int], list[BuildError]]:
+    """Write every table of one host from its units' output (runs on a worker); with ``derive``
+    the host's derived tables are built here from the records its units set aside, else they are
+    left to be built on first use (:mod:`kitlib.ingestion.derive`)."""
     registry.load()
     out_dir = Path(out)
     results = sorted(results, key=lambda r: (r.index, r.part))
@@ -205,9 +212,7 @@ def finish_host(host: str, results: list[UnitResult], out: str) -> tuple[dict[st
             with pa.memory_map(spill) as f:
                 selected.setdefault(group, []).append(pa.ipc.open_stream(f).read_all())
     errors: list[BuildError] = [e for r in results for e in r.errors]
-    derived = set()
-    for name, df, err in iter_build(selected, to_pandas):
-        derived.add(name)
+    for name, df, err in iter_build(selected, to_pandas) if derive else iter(()):
         if err is not None:
             errors.append(err)
         extra = [pq.read_table(p).to_pandas() for p in format_filled.pop(name, [])]
@@ -264,11 +269,14 @@ def ingest_on_dask(
     split_bytes: int = SPLIT_BYTES,
     progress: bool | None = None,
     log=print,
+    derive: bool = False,
 ) -> BundleSummary:
     """Ingest a bundle on Dask: a local cluster of ``workers`` processes on 127.0.0.1, or the
     existing cluster at ``scheduler`` (``tcp://host:port``). The output is one Parquet dataset
     per table, partitioned by host, plus ``files`` and ``summary.json``; it holds the same rows
-    and accounting as a single-process ingest. Returns the summary."""
+    and accounting as a single-process ingest. ``derive`` builds the derived tables on the
+    workers, one task per host, instead of leaving them to be built on first use. Returns the
+    summary."""
     t0 = time.perf_counter()
     root, out = Path(path), Path(out)
     if not root.exists():
@@ -276,7 +284,7 @@ def ingest_on_dask(
     check_output(root, out)  # before anything is written or removed
     units, skipped = plan(root, tz, split_bytes)
     with fresh_output(out) as dest:  # replaces ``out`` only when everything below succeeded
-        summary = _run_on_dask(root, dest.resolve(), units, skipped, workers, scheduler, progress, log, t0)
+        summary = _run_on_dask(root, dest.resolve(), units, skipped, workers, scheduler, progress, log, t0, derive)
     return summary
 
 
@@ -290,6 +298,7 @@ def _run_on_dask(
     progress: bool | None,
     log,
     t0: float,
+    derive: bool,
 ) -> BundleSummary:
     from distributed import Client, LocalCluster, as_completed
 
@@ -311,7 +320,7 @@ def _run_on_dask(
             log(f"Dask dashboard: {client.dashboard_link}")
         total = sum((u.src.end if u.src.end is not None else u.src.size) - u.src.start for u in units)
         bar = _bar(progress, total, root.name)
-        futures = client.map(parse_unit, units, work=str(work), pure=False)
+        futures = client.map(parse_unit, units, work=str(work), derive=derive, pure=False)
         size_of = {
             f.key: (u.src.end if u.src.end is not None else u.src.size) - u.src.start for f, u in zip(futures, units)
         }
@@ -326,7 +335,7 @@ def _run_on_dask(
         for r in results:
             by_host.setdefault(r.host, []).append(r)
         finished = client.gather(
-            client.map(finish_host, list(by_host), list(by_host.values()), out=str(dest), pure=False)
+            client.map(finish_host, list(by_host), list(by_host.values()), out=str(dest), derive=derive, pure=False)
         )
     finally:
         client.close()
@@ -350,6 +359,8 @@ def _run_on_dask(
         else None
     )
     summary = summarize(root, files, rows, list(errors.values()), span, t0)
+    if not derive:
+        summary.deferred = deferred_tables()
     (dest / "summary.json").write_text(json.dumps(summary.to_dict(), indent=2, default=str) + "\n")
     return summary
 

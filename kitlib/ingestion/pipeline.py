@@ -50,9 +50,11 @@ tables.declare(
 )
 
 
-def run(path, tz, out: Path | None, progress) -> tuple[dict[str, pd.DataFrame], BundleSummary]:
+def run(path, tz, out: Path | None, progress, derive: bool = True) -> tuple[dict[str, pd.DataFrame], BundleSummary]:
     """Discover, detect and parse every file of the bundle at ``path`` into ``Sink(out)``;
-    returns the tables held in memory (all of them when ``out`` is None) and the summary."""
+    returns the tables held in memory (all of them when ``out`` is None) and the summary.
+    ``derive=False`` (streaming only) leaves the tables derived from log records to be built
+    on first use from the stored events; the summary lists them in ``deferred``."""
     t0 = time.perf_counter()
     root = Path(path)
     if not root.exists():
@@ -61,7 +63,7 @@ def run(path, tz, out: Path | None, progress) -> tuple[dict[str, pd.DataFrame], 
     srcs, skipped = discover_all(root, tz)
     total = sum(s.size for s in srcs)
     bar = _progress(progress, total, root.name)
-    sink = Sink(out)
+    sink = Sink(out, derive)
     inventory = []
     for src in srcs:
         if bar is not None:
@@ -74,7 +76,18 @@ def run(path, tz, out: Path | None, progress) -> tuple[dict[str, pd.DataFrame], 
     result, build_errors = sink.finish()
     result["files"] = tables.conform("files", pd.DataFrame(inventory))
     summary = summarize(root, result["files"], sink.rows, build_errors, sink.time_span(), t0)
+    if not sink.derive:
+        summary.deferred = deferred_tables()
     return result, summary
+
+
+def deferred_tables() -> list[str]:
+    """The tables an ingest without ``derive`` leaves to be built on first use: every table an
+    extractor derives from log records."""
+    from kitlib.extract import EXTRACTORS
+
+    registry.load()
+    return sorted(EXTRACTORS)
 
 
 def parse_file(src: SourceFile, fmt: Format | None, sink: Sink, bar=None) -> dict:

@@ -31,11 +31,20 @@ def is_store(path: str | os.PathLike) -> bool:
 
 
 def ingest(
-    path: str | os.PathLike, out: str | os.PathLike, tz: str | dict | None = None, progress: bool | None = None
+    path: str | os.PathLike,
+    out: str | os.PathLike,
+    tz: str | dict | None = None,
+    progress: bool | None = None,
+    derive: bool = False,
 ) -> BundleSummary:
     """Parse a bundle and write each table as ``<out>/<table>.parquet`` plus ``summary.json``.
     Events and unparsed lines stream to disk block by block, so memory stays bounded.
     Returns the summary; read it all back with :func:`load`.
+
+    The tables derived from log records (commit attempts, cleaner runs, group and partition
+    timelines, ...) are built when first read from the output, from the stored events
+    (:mod:`kitlib.ingestion.derive`): the ingest itself only parses. ``derive=True`` builds and
+    writes them during the ingest instead (the records they need are set aside as the log streams).
 
     Example:
         >>> s = ingest("sample_data/healthy", "/tmp/healthy.kit")   # doctest: +SKIP
@@ -46,7 +55,7 @@ def ingest(
         raise FileNotFoundError(f"bundle not found: {shown(str(path))}")
     check_output(path, out)  # before anything is written or removed
     with fresh_output(out) as tmp:  # replaces ``out`` only when everything below succeeded
-        result, summary = run(path, tz, tmp, progress)
+        result, summary = run(path, tz, tmp, progress, derive)
         for name, df in result.items():
             if isinstance(df, pd.DataFrame):
                 pq.write_table(to_arrow(name, df), tmp / f"{name}.parquet", compression="zstd")
