@@ -183,14 +183,17 @@ def test_payload_sample_keeps_sizes_not_values(tmp_path):
     assert bundle.unparsed["line"].tolist() == [32] and "line 32" in f["error"]
 
 
+@pytest.mark.parametrize("derive", [False, True], ids=["on-first-use", "during-ingest"])
 @pytest.mark.parametrize("sample", ["connect-offsets-2x", "compaction", "down-conversion", "remote-storage"])
-def test_streaming_ingest_derives_the_same_tables_as_loading(tmp_path, sample):
-    """Streaming spills the records the extractors want to disk and writes each derived table as
-    soon as it is built; the tables must come out exactly as the in-memory load builds them."""
+def test_streaming_ingest_derives_the_same_tables_as_loading(tmp_path, sample, derive):
+    """Derived tables are built on first use from the stored events, or (``derive``) during the
+    ingest from the records spilled while the log streamed; either way they must come out exactly
+    as the in-memory load builds them."""
     root = os.path.join(os.path.dirname(__file__), "..", "sample_data", sample)
     mem = kitlib.load_bundle(root)
-    kitlib.ingest(root, tmp_path / "out")
+    kitlib.ingest(root, tmp_path / "out", derive=derive)
     assert not list((tmp_path / "out").glob(".selected-*")), "spill files must be removed"
+    assert (tmp_path / "out" / "commits.parquet").exists() == derive
     back = kitlib.load(tmp_path / "out")
     for name in ("commits", "cleaner_runs", "cleaner_events", "configs", "restarts", "requests", "remote_log_events"):
         a, b = mem.table(name), back.table(name)
@@ -199,6 +202,43 @@ def test_streaming_ingest_derives_the_same_tables_as_loading(tmp_path, sample):
             a.reset_index(drop=True), b.reset_index(drop=True), check_dtype=False, check_categorical=False, obj=name
         )
     assert len(mem.commits) + len(mem.cleaner_runs) + len(mem.requests) + len(mem.remote_log_events) > 0
+
+
+def test_an_ingest_output_builds_its_derived_tables_on_first_use_and_never_writes(tmp_path, monkeypatch):
+    """The ingest only parses; the summary lists the derived tables it left, a read builds one
+    (and the tables sharing its selection) from the stored events, a window cuts it like the
+    in-memory table, DuckDB sees it, a failing builder costs only its table, and the output folder
+    is not touched by any of it."""
+    from kitlib import extract
+    from kitlib.bundle import window
+
+    root = os.path.join(os.path.dirname(__file__), "..", "sample_data", "compaction")
+    out = tmp_path / "kit"
+    s = kitlib.ingest(root, out, progress=False)
+    assert set(s.deferred) == set(extract.EXTRACTORS) and "cleaner_runs" not in s.rows
+    assert json.loads((out / "summary.json").read_text())["deferred"] == s.deferred
+    assert not (out / "cleaner_runs.parquet").exists()
+    before = sorted((p.name, p.stat().st_mtime_ns, p.stat().st_size) for p in out.iterdir())
+    mem, back = kitlib.load_bundle(root), kitlib.load(out)
+    assert len(mem.cleaner_runs) > 0 and back.lazy("cleaner_runs") is False
+    pd.testing.assert_frame_equal(back.cleaner_runs, mem.cleaner_runs, check_dtype=False, check_categorical=False)
+    assert back.derived is not None and "cleaner_events" in back.derived.built  # built in the same pass
+    lo, hi = mem.span()
+    mid = lo + (hi - lo) / 2
+    wl, wm = window(back, mid, None), window(mem, mid, None)
+    assert 0 < len(wm.cleaner_events) < len(mem.cleaner_events)
+    pd.testing.assert_frame_equal(wl.cleaner_events, wm.cleaner_events, check_dtype=False, check_categorical=False)
+    n = back.sql("select count(*) as n from cleaner_runs")["n"].iloc[0]
+    assert n == len(mem.cleaner_runs)
+
+    def broken(events):
+        raise ValueError("cannot read this cleaner line")
+
+    monkeypatch.setattr(extract.EXTRACTORS["cleaner_runs"], "build", broken)
+    again = kitlib.load(out)
+    assert len(again.cleaner_runs) == 0 and len(again.cleaner_events) == len(mem.cleaner_events)
+    assert any(e.startswith("building cleaner_runs: ValueError: cannot read") for e in again.summary.errors)
+    assert sorted((p.name, p.stat().st_mtime_ns, p.stat().st_size) for p in out.iterdir()) == before
 
 
 def test_extractors_with_the_same_selection_share_it():

@@ -85,8 +85,11 @@ def test_cuts_fall_on_record_headers_with_exact_line_numbers(fleet):
 
 
 def test_a_separate_scheduler_and_workers_give_the_single_process_tables(fleet, tmp_path):
-    single = tmp_path / "single"
+    """Both ways of handling derived tables: left to first use (the CLI's default), and built on
+    the workers, one task per host (``derive``)."""
+    single, single_derived = tmp_path / "single", tmp_path / "single-derived"
     kitlib.ingest(fleet, single, progress=False)
+    kitlib.ingest(fleet, single_derived, progress=False, derive=True)
     sched_file = tmp_path / "scheduler.json"
     bin_dir = Path(sys.executable).parent
     procs = [
@@ -155,7 +158,13 @@ def test_a_separate_scheduler_and_workers_give_the_single_process_tables(fleet, 
         )
         assert r.returncode == 0, r.stderr
         s = ingest_on_dask(
-            fleet, tmp_path / "dist2", scheduler=address, split_bytes=split, progress=False, log=lambda *a: None
+            fleet,
+            tmp_path / "dist2",
+            scheduler=address,
+            split_bytes=split,
+            progress=False,
+            log=lambda *a: None,
+            derive=True,
         )
         assert s.rows["events"] == kitlib.load(single).summary.rows["events"]
     finally:
@@ -163,8 +172,16 @@ def test_a_separate_scheduler_and_workers_give_the_single_process_tables(fleet, 
             p.terminate()
         for p in procs:
             p.wait(timeout=30)
-    assert_same(single, tmp_path / "dist2")
+    assert_same(single_derived, tmp_path / "dist2")
     assert_same(single, tmp_path / "dist")
+    # the derived tables were written by the hosts' finishing tasks, or left for first use
+    assert s.deferred == [] and sorted(p.name for p in (tmp_path / "dist2" / "cleaner_events").iterdir()) == [
+        "host=broker-1",
+        "host=broker-2",
+        "host=broker-3",
+        "host=connect-1",
+    ]
+    assert kitlib.load(tmp_path / "dist").summary.deferred and not (tmp_path / "dist" / "cleaner_events").exists()
     # one dataset per table, partitioned by host
     assert sorted(p.name for p in (tmp_path / "dist2" / "events").iterdir()) == [
         "host=broker-1",
