@@ -9,6 +9,12 @@ Example:
     []
 """
 
+import os
+
+# numpy's OpenBLAS starts a thread per core that spins after each call; the kit does no linear
+# algebra, and on a small machine those threads take CPU from the parse (set it to override)
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+
 from kitlib.bundle import Bundle, ingest, load, load_bundle
 from kitlib.findings import Finding, Triage, triage
 from kitlib.registry import investigation, investigations

@@ -1000,7 +1000,7 @@ def parse(
     def drain(keep: int):
         while len(pending) > keep:
             fut, res = pending.popleft()
-            yield from _emit(fut.result() if fut is not None else res, src, ctx)
+            yield from _emit(fut.result() if fut is not None else res, 0, src, ctx)  # lines already counted
 
     carry, lines_before, first = b"", 0, True
     try:

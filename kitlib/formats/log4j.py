@@ -33,6 +33,7 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 import pandas as pd
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from kitlib.events import EVENTS_SCHEMA, LEVELS, empty_events, to_pandas
 from kitlib.formats import Context, container, register, unparsed_frame
@@ -88,23 +89,30 @@ def parse(src: SourceFile, ctx: Context, block_size: int | None = None, threads:
 
     Blocks are cut just before a record header and parsed on ``threads`` threads (numpy and
     Arrow release the GIL); at most ``threads + 1`` blocks are in flight, so memory stays
-    bounded whatever the file size. Results come out in file order."""
+    bounded whatever the file size. Results come out in file order. A block is parsed with line
+    numbers counted from its own start; the lines of the blocks before it are added as it comes
+    out (so the reading thread never counts lines)."""
     pool = ThreadPoolExecutor(threads) if threads > 1 else None
     pending: deque = deque()
+    lines_before = (
+        src.first_line - 1
+    )  # lines of the blocks already emitted (a part of a split file starts further down)
 
-    def submit(block, lines_before, first):
+    def submit(block, first):
         if pool is None:
-            pending.append((None, parse_block(block, lines_before, src, first)))
+            pending.append((None, parse_block(block, 0, src, first)))
         else:
-            pending.append((pool.submit(parse_block, block, lines_before, src, first), None))
+            pending.append((pool.submit(parse_block, block, 0, src, first), None))
 
     def drain(keep: int):
+        nonlocal lines_before
         while len(pending) > keep:
             fut, res = pending.popleft()
-            yield from _emit(fut.result() if fut is not None else res, src, ctx)
+            result = fut.result() if fut is not None else res
+            yield from _emit(result, lines_before, src, ctx)
+            lines_before += result[3]
 
     carry = b""
-    lines_before = src.first_line - 1  # a part of a split file starts further down
     first = True
     chunks = read_chunks(src, block_size) if block_size else read_chunks(src)
     from kitlib.sources import head as _head
@@ -123,18 +131,17 @@ def parse(src: SourceFile, ctx: Context, block_size: int | None = None, threads:
                         continue
                     cut, forced = buf.rfind(b"\n") + 1, True
                 block, carry = buf[:cut], buf[cut:]
-                submit(block, lines_before, first)
-                lines_before += block.count(b"\n")
+                submit(block, first)
                 first = forced  # after a forced cut the next block's leading lines are orphans
                 yield from drain(threads)
         except SourceError as e:
             if carry:
-                submit(carry, lines_before, first)
-                lines_before += carry.count(b"\n") + (0 if carry.endswith(b"\n") else 1)
+                submit(carry, first)
                 carry = b""
+            yield from drain(0)
             ctx.fail(f"{e}; content up to line {lines_before} was read", lines_before + 1)
         if carry:
-            submit(carry, lines_before, first)
+            submit(carry, first)
         yield from drain(0)
     finally:
         if pool is not None:
@@ -154,8 +161,14 @@ def _last_header_start(buf: bytes) -> int:
         end = p
 
 
-def _emit(result, src: SourceFile, ctx: Context):
+def _emit(result, lines_before: int, src: SourceFile, ctx: Context):
     ev, un, nrec_lines, nlines = result
+    if lines_before:  # the block was parsed with its lines counted from its own start
+        if ev.num_rows:
+            i = ev.schema.get_field_index("line")
+            ev = ev.set_column(i, ev.schema.field(i), pc.add(ev.column(i), pa.scalar(lines_before, pa.int64())))
+        if len(un):
+            un["line"] = un["line"] + lines_before
     ctx.lines += nlines
     ctx.parsed += nrec_lines
     if len(un):
@@ -242,7 +255,7 @@ def parse_block(block: bytes, lines_before: int, src: SourceFile, first: bool = 
         for i, y in zip(cand[far].tolist(), year[far].tolist()):
             is_j[i] = True
             junk_reason[i] = f"timestamp year {y:04d} is out of range (1678-2261)"
-    zeros = np.flatnonzero(a == 0)
+    zeros = np.flatnonzero(a == 0) if block.find(b"\0") >= 0 else ()
     if len(zeros):
         zl = np.unique(np.searchsorted(starts, zeros, side="right") - 1)
         is_j[zl] = True

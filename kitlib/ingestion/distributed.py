@@ -46,7 +46,7 @@ from kitlib.extract import BuildError, iter_build
 from kitlib.guard import fresh_output, not_read_rows
 from kitlib.ingestion.pipeline import deferred_tables, parse_file, summarize
 from kitlib.ingestion.sink import Sink, to_arrow
-from kitlib.sources import SourceFile, check_output, discover_all, head
+from kitlib.sources import SourceFile, check_output, count_lines, discover_all, head
 from kitlib.summary import BundleSummary
 
 SPLIT_BYTES = 256 * 1024 * 1024  # a plain log bigger than this is parsed in parts
@@ -115,7 +115,7 @@ def record_starts(path: Path, size: int, parts: int, window: int = 1 << 20) -> l
         for pos, _ in cuts[1:]:
             while done < pos:
                 b = fh.read(min(16 << 20, pos - done))
-                lines += b.count(b"\n")
+                lines += count_lines(b)
                 done += len(b)
             out.append((pos, lines))
     return out
