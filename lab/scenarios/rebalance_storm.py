@@ -1,7 +1,8 @@
 """Rebalance storm: a consumer group whose members take longer to process a batch than
 ``max.poll.interval.ms`` allows, so each one is dropped from the group (its heartbeat thread
 sends LeaveGroup) and rejoins on its next poll, over and over; one member is also killed outright
-and leaves only when its session times out. The group coordinator's lines tell the story:
+in the middle of a batch and never leaves: the coordinator has to remove it. The group
+coordinator's lines tell the story:
 ``Preparing to rebalance group order-enricher ... (reason: ...)``, ``Stabilized group
 order-enricher generation N``, member removals.
 
@@ -11,6 +12,7 @@ order-enricher generation N``, member removals.
 from __future__ import annotations
 
 import os
+import re
 import signal
 import sys
 import time
@@ -29,8 +31,11 @@ GROUP_MBEANS = [
 ]
 
 
-def worker(bootstrap: str, client_id: str, log: str, process_ms: int) -> None:
-    """One member of the group: poll up to 20 records, 'process' them for ``process_ms``, repeat."""
+def worker(bootstrap: str, client_id: str, log: str, process_ms: int, die_when: str = "") -> None:
+    """One member of the group: poll up to 20 records, 'process' them for ``process_ms``, repeat.
+    Once the file ``die_when`` exists, the next batch is never finished: the process SIGKILLs
+    itself while it holds its partitions, so it has no JoinGroup or SyncGroup under way that
+    the coordinator could time out instead of its membership."""
     from kafka import KafkaConsumer
 
     with labclients.client_log(log) as app:
@@ -52,6 +57,9 @@ def worker(bootstrap: str, client_id: str, log: str, process_ms: int) -> None:
             batch = c.poll(timeout_ms=1000)
             n = sum(len(v) for v in batch.values())
             if n:
+                if die_when and os.path.exists(die_when):
+                    app.info("dying (SIGKILL) in the middle of a batch of %d records", n)
+                    os.kill(os.getpid(), signal.SIGKILL)
                 time.sleep(process_ms / 1000)
                 app.info("processed %d records in %d ms", n, process_ms)
 
@@ -72,6 +80,7 @@ def run(out: str | Path, seconds: float = 60, work: Path | None = None) -> Path:
         a.create_topics([NewTopic(TOPIC, 6, 1)])
         a.close()
         history = labclients.start_lag_history(b, out / "live", every=2, groups=(GROUP,))
+        die_when = Path(b.work) / f"{GROUP}-4.die"
         # two slow members (8 s per batch > 6 s max.poll.interval.ms) and two that keep up
         for i, ms in ((1, 8000), (2, 8000), (3, 200), (4, 200)):
             name = f"{GROUP}-{i}"
@@ -83,26 +92,44 @@ def run(out: str | Path, seconds: float = 60, work: Path | None = None) -> Path:
                     name,
                     str(clients / f"{name}.log"),
                     str(ms),
+                    *([str(die_when)] if i == 4 else []),
                     out=Path(b.work) / f"{name}.out",
                 )
             )
-        # on a busy machine the members take a while to start: the clock starts once the group formed
-        labclients.wait_for(
-            lambda: labclients.log_has(b, f"Stabilized group {GROUP} generation"), 120, f"group {GROUP} to form"
-        )
+        # On a busy machine the members take a while to start. Nothing is produced until one
+        # generation holds all four: the two slow members then get their first records together
+        # and their poll timers expire together while the group is stable, so the first of them
+        # to leave starts a rebalance of its own. (Were they out of step, each one's rejoin would
+        # open a rebalance that lasts until the other's poll timer expires: every LeaveGroup
+        # would land inside a rebalance and none would be the reason for one.)
+        labclients.wait_for(lambda: _whole_group_formed(b), 120, f"all four members in one generation of {GROUP}")
         with labclients.client_log(clients / "order-producer.log") as app:
             p = KafkaProducer(bootstrap_servers=b.bootstrap, client_id="order-api", linger_ms=5)
             app.info("producing ~100 orders/s to %s", TOPIC)
-            t0 = time.monotonic()
-            i = killed = 0
-            while time.monotonic() - t0 < seconds:
+            t0 = checked = time.monotonic()
+            i = 0
+            asked: float | None = None
+            died = removed = False
+            # `seconds` of traffic; past that, while the coordinator has not yet removed the killed
+            # member, at most 30 s more
+            while (now := time.monotonic()) - t0 < seconds or (not removed and now - t0 < seconds + 30):
                 p.send(TOPIC, key=str(i % 300).encode(), value=b'{"order":%d,"items":3}' % i)
                 i += 1
                 time.sleep(0.01)
-                if not killed and time.monotonic() - t0 > seconds / 2:
-                    os.killpg(workers[3].pid, signal.SIGKILL)  # member 4 dies without leaving the group
-                    app.info("killed %s-4 (pid %d)", GROUP, workers[3].pid)
-                    killed = 1
+                if asked is None and now - t0 > seconds / 2:
+                    die_when.touch()  # member 4 dies on its next batch, without leaving the group
+                    asked = now
+                elif asked is not None and not died:
+                    if workers[3].poll() is not None:
+                        app.info("killed %s-4 (pid %d) in the middle of a batch", GROUP, workers[3].pid)
+                        died = True
+                    elif now - asked > 15:  # it got no batch at all: kill it wherever it is
+                        os.killpg(workers[3].pid, signal.SIGKILL)
+                        workers[3].wait()
+                        app.info("killed %s-4 (pid %d) between batches", GROUP, workers[3].pid)
+                        died = True
+                if died and not removed and now - checked > 1:
+                    removed, checked = _victim_removed(b), now
             p.flush()
             p.close()
         labclients.stop_lag_history(history)
@@ -110,16 +137,36 @@ def run(out: str | Path, seconds: float = 60, work: Path | None = None) -> Path:
         capture.capture(b.bootstrap, out / "live")
     finally:
         for w in workers:
-            try:
-                os.killpg(w.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
+            if w.poll() is None:  # a reaped one is left alone: its pid may be reused by now
+                try:
+                    os.killpg(w.pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
             w.wait()
         lab.collect_logs(b, host)
         lab.stop(b)
     lab.write_manifest(out, clients="clients")
     labclients.write_provenance(out, "a consumer group that keeps rebalancing", "rebalance_storm.py", BODY, EVIDENCE)
     return out
+
+
+def _server_log(b: lab.Proc) -> str:
+    f = Path(b.logs) / "server.log"
+    return f.read_text(errors="replace") if f.is_file() else ""
+
+
+def _whole_group_formed(b: lab.Proc) -> bool:
+    """Whether one generation of the group holds all four members."""
+    return re.search(rf"Stabilized group {GROUP} generation \d+ \(\S+\) with 4 members", _server_log(b)) is not None
+
+
+def _victim_removed(b: lab.Proc) -> bool:
+    """Whether the coordinator has removed the killed member, on either of its paths."""
+    return any(
+        f"{GROUP}-4-" in ln
+        and (f"in group {GROUP} has failed, removing it" in ln or f"Group {GROUP} removed dynamic members" in ln)
+        for ln in _server_log(b).splitlines()
+    )
 
 
 BODY = f"""
@@ -130,10 +177,12 @@ BODY = f"""
   heartbeat thread gives up (`Consumer poll timeout has expired`), sends LeaveGroup, and they
   rejoin on their next poll, so the group rebalances every few seconds. `{GROUP}-3` and
   `{GROUP}-4` keep up (200 ms per batch) and are dragged through every rebalance.
-- Half-way through, `{GROUP}-4`'s process is killed (SIGKILL): it never leaves, and the
-  coordinator removes it when its session times out (`has failed, removing it from the group`)
-  or, if it died during a rebalance, when that rebalance times out without it (`removed dynamic
-  members who haven't joined`).
+- Production (and the clock) starts once one generation holds all four members, so the two slow
+  members fall behind and time out together.
+- Half-way through, `{GROUP}-4`'s process is killed (SIGKILL) in the middle of a batch, while
+  it holds its partitions: it never leaves, and the coordinator removes it when its session
+  times out (`has failed, removing it from the group`) or, if a rebalance starts first, when
+  that rebalance times out without it (`removed dynamic members who haven't joined`).
 - `broker-1/`: server.log (group coordinator at INFO), controller and state-change logs, and
   `jmx-broker.csv` (JmxTool, 1 s) with the byte-rate MBeans and GroupMetadataManager
   NumGroupsPreparingRebalance / NumGroupsCompletingRebalance / NumGroupsStable / NumGroups.
@@ -166,6 +215,6 @@ EVIDENCE = [
 
 if __name__ == "__main__":
     if sys.argv[1:2] == ["--worker"]:
-        worker(sys.argv[2], sys.argv[3], sys.argv[4], int(sys.argv[5]))
+        worker(sys.argv[2], sys.argv[3], sys.argv[4], int(sys.argv[5]), *sys.argv[6:7])
     else:
         print(run(sys.argv[1] if len(sys.argv) > 1 else "sample_data/rebalance-storm"))
