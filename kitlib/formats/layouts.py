@@ -786,7 +786,7 @@ def _junk(a: np.ndarray, block: bytes, starts: np.ndarray, ends: np.ndarray) -> 
         for i in np.unique(np.searchsorted(starts, zeros, side="right") - 1).tolist():
             is_j[i] = True
             reason[i] = "binary data (NUL bytes)"
-    if not _utf8_ok(block):
+    if not _utf8_ok(a, memoryview(block)):
         for i in range(nlines):
             if is_j[i]:
                 continue
@@ -935,7 +935,7 @@ def parse_block(
         c = cts[H]
         use = ~ok & (c != NO_STAMP)
         ts, ok = np.where(use, c, ts), ok | use
-    message = _redact(_gather(a, block, [(r1s, r1e), (r2s, r2e)], nrec))
+    message = _redact(_gather(a, memoryview(block), [(r1s, r1e), (r2s, r2e)], nrec))
     host = pa.DictionaryArray.from_arrays(pa.array(np.zeros(nrec, np.int32)), pa.array([src.host]))
     file = pa.DictionaryArray.from_arrays(pa.array(np.zeros(nrec, np.int32)), pa.array([src.rel]))
     t = pa.Table.from_arrays(

@@ -130,7 +130,7 @@ def parse(src: SourceFile, ctx: Context, block_size: int | None = None, threads:
                         carry = buf
                         continue
                     cut, forced = buf.rfind(b"\n") + 1, True
-                block, carry = buf[:cut], buf[cut:]
+                block, carry = memoryview(buf)[:cut], buf[cut:]  # the block is a view: not copied
                 submit(block, first)
                 first = forced  # after a forced cut the next block's leading lines are orphans
                 yield from drain(threads)
@@ -180,21 +180,22 @@ def _emit(result, lines_before: int, src: SourceFile, ctx: Context):
         yield "events", ev
 
 
-def parse_block(block: bytes, lines_before: int, src: SourceFile, first: bool = True):
-    """Parse one block of whole lines. Returns (events Arrow table, unparsed frame, lines in
-    records, lines in block)."""
+def parse_block(block: bytes | memoryview, lines_before: int, src: SourceFile, first: bool = True):
+    """Parse one block of whole lines (bytes, or a view of the reader's buffer, so that it is not
+    copied). Returns (events Arrow table, unparsed frame, lines in records, lines in block)."""
+    block = memoryview(block)
     a = np.frombuffer(block, dtype=np.uint8)
     n = len(a)
     if n == 0:
         return empty_events(), unparsed_frame(src, [], [], ""), 0, 0
-    nl = np.flatnonzero(a == 10)
+    nl = _positions(a, 10)
     starts = np.empty(len(nl) + 1, np.int64)
     starts[0] = 0
     starts[1:] = nl + 1
     ends = np.empty(len(nl) + 1, np.int64)
     ends[:-1] = nl
     ends[-1] = n
-    if block.endswith(b"\n"):
+    if a[-1] == 10:
         starts, ends = starts[:-1], ends[:-1]
     nlines = len(starts)
     eff = ends - ((ends > starts) & (a[np.maximum(ends - 1, 0)] == 13))  # drop '\r'
@@ -255,18 +256,18 @@ def parse_block(block: bytes, lines_before: int, src: SourceFile, first: bool = 
         for i, y in zip(cand[far].tolist(), year[far].tolist()):
             is_j[i] = True
             junk_reason[i] = f"timestamp year {y:04d} is out of range (1678-2261)"
-    zeros = np.flatnonzero(a == 0) if block.find(b"\0") >= 0 else ()
+    zeros = _positions(a, 0) if a.min() == 0 else ()
     if len(zeros):
         zl = np.unique(np.searchsorted(starts, zeros, side="right") - 1)
         is_j[zl] = True
         for i in zl[:1000000]:
             junk_reason[int(i)] = "binary data (NUL bytes)"
-    if not _utf8_ok(block):
+    if not _utf8_ok(a, block):
         for i in range(nlines):
             if is_j[i]:
                 continue
             try:
-                block[starts[i] : ends[i]].decode("utf-8")
+                str(block[starts[i] : ends[i]], "utf-8")
             except UnicodeDecodeError:
                 is_j[i] = True
                 junk_reason[i] = "invalid UTF-8"
@@ -292,7 +293,7 @@ def parse_block(block: bytes, lines_before: int, src: SourceFile, first: bool = 
     un_idx = np.concatenate(pieces) if pieces else np.zeros(0, np.int64)
     un_lines, un_text, un_reason = [], [], []
     for i in un_idx.tolist():
-        raw = block[starts[i] : eff[i]]
+        raw = bytes(block[starts[i] : eff[i]])
         try:
             t = raw.decode("utf-8")
         except UnicodeDecodeError:
@@ -323,7 +324,7 @@ def parse_block(block: bytes, lines_before: int, src: SourceFile, first: bool = 
     msg_start = starts[H] + 26 + lvl_len[pos] + 1
     hend = _trim_end(a, starts[H], eff[H])  # header line end without trailing blanks
     msg_start = np.minimum(msg_start, hend)
-    parens = np.flatnonzero(a == 40)
+    parens = _positions(a, 40)
     if len(parens):
         k = np.searchsorted(parens, hend - 1, side="left") - 1  # type: ignore[assignment]  # an array, k was a scalar above
         po = np.where(k >= 0, parens[np.maximum(k, 0)], -1)
@@ -398,11 +399,18 @@ def _redact(message: pa.LargeStringArray) -> pa.LargeStringArray:
     return redact_array(message)
 
 
-def _utf8_ok(block: bytes) -> bool:
-    if block.isascii():
+def _positions(a: np.ndarray, byte: int, step: int = 256 * 1024) -> np.ndarray:
+    """Offsets of ``byte`` in ``a``, found a slice at a time (the comparison's mask stays small:
+    a whole block's mask cost as much memory as the block, on every parse thread)."""
+    found = [np.flatnonzero(a[i : i + step] == byte) + i for i in range(0, len(a), step)]
+    return np.concatenate(found) if found else np.zeros(0, np.int64)
+
+
+def _utf8_ok(a: np.ndarray, block: memoryview) -> bool:
+    if not len(a) or a.max() < 128:
         return True
     try:
-        block.decode("utf-8")
+        str(block, "utf-8")
         return True
     except UnicodeDecodeError:
         return False
@@ -421,7 +429,9 @@ def _trim_end(a: np.ndarray, s: np.ndarray, e: np.ndarray) -> np.ndarray:
     return e
 
 
-def _gather(a: np.ndarray, block: bytes, ranges: list[tuple[np.ndarray, np.ndarray]], nrec: int) -> pa.LargeStringArray:
+def _gather(
+    a: np.ndarray, block: memoryview, ranges: list[tuple[np.ndarray, np.ndarray]], nrec: int
+) -> pa.LargeStringArray:
     """Per record, the bytes of ``block`` in its ranges [s, e) concatenated, as one string.
 
     Built as an Arrow string_view array pointing into ``block`` (no per-line copies); the
@@ -438,7 +448,7 @@ def _gather(a: np.ndarray, block: bytes, ranges: list[tuple[np.ndarray, np.ndarr
         if len(two):
             pieces, off = [], 0
             for i in two.tolist():
-                piece = block[s1[i] : e1[i]] + block[s2[i] : e2[i]]
+                piece = bytes(block[s1[i] : e1[i]]) + bytes(block[s2[i] : e2[i]])
                 pieces.append(piece)
                 starts[i], lens[i], bufidx[i] = off, len(piece), 1
                 off += len(piece)
