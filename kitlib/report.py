@@ -325,7 +325,9 @@ def prepare(
     out.mkdir(parents=True, exist_ok=True)
     tables = out / "tables"
     t0 = time.perf_counter()
-    kitlib.ingest(bundle_path, tables, tz=tz, progress=False)  # replaces out/tables only when complete
+    # replaces out/tables only when complete; the derived tables are built now and written, since
+    # triage and every notebook's kernel read them (built on first use, each kernel would build them)
+    kitlib.ingest(bundle_path, tables, tz=tz, progress=False, derive=True)
     bundle = kitlib.load(tables)
     result = kitlib.triage(bundle)
     chosen = []

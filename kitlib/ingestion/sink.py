@@ -30,12 +30,10 @@ class Sink:
         self.out = out
         self.derive = derive or out is None  # in memory, derived tables are always built
         self.parts: dict[str, list] = {}
-        self.selected: dict[str, list[pa.Table]] = {}
         self.writers: dict[str, pq.ParquetWriter] = {}
-        self.spills: dict[str, pa.ipc.RecordBatchStreamWriter] = {}
         self.written: set[str] = set()  # derived tables already written to ``out``
-        self.block_errors: dict[str, BuildError] = {}  # blockwise builders that failed on a batch
-        self.pending: dict[str, list[pa.Table]] = {}  # records of blockwise groups not built yet
+        # the records the extractors want (spilled next to the output when streaming)
+        self.selection = Selection(out) if self.derive else None
         self.rows: dict[str, int] = {}
         self.first_ts: int | None = None  # first and last record time seen (ms since the epoch, UTC)
         self.last_ts: int | None = None
@@ -59,13 +57,8 @@ class Sink:
         self.rows[name] = self.rows.get(name, 0) + n
         if name == "events":
             self._span(chunk)
-            for g, sel in (extract.select(chunk) if self.derive else {}).items():
-                if extract.EXTRACTORS[g].blockwise:
-                    self.pending.setdefault(g, []).append(sel)
-                    if sum(t.num_rows for t in self.pending[g]) >= extract.BATCH_ROWS:
-                        self._build_pending(g)
-                else:
-                    self._keep(g, sel)
+            if self.selection is not None:
+                self.selection.add(chunk)
         if self.out is not None and name in self.STREAMED:
             at = chunk if isinstance(chunk, pa.Table) else to_arrow(name, chunk)
             w = self.writers.get(name)
@@ -101,60 +94,27 @@ class Sink:
             return None
         return [pd.Timestamp(t, unit="ms", tz="UTC").isoformat() for t in (self.first_ts, self.last_ts)]
 
-    def _build_pending(self, group: str) -> None:
-        """Build the tables of a blockwise group from its records held so far, and keep their
-        rows (the records are let go)."""
-        records = pa.concat_tables(self.pending.pop(group, []), promote_options="permissive")
-        if not records.num_rows:
-            return
-        pieces, errors = extract.build_blockwise(group, records)
-        for err in errors:
-            self.block_errors.setdefault(err.table, err)
-        for table, piece in pieces.items():
-            if piece.num_rows:
-                self._keep(table, piece)
-
-    def _keep(self, group: str, sel: pa.Table) -> None:
-        # records the extractors want: in memory, or (streaming) spilled to an Arrow stream file
-        # next to the output, so that thousands of small selections do not pin memory that the
-        # parser's big blocks then cannot reuse (it measured +250 MB RSS on a 2 GB log)
-        if self.out is None:
-            self.selected.setdefault(group, []).append(sel)
-            return
-        plain = pa.schema(
-            [pa.field(f.name, f.type.value_type) if pa.types.is_dictionary(f.type) else f for f in sel.schema]
-        )
-        w = self.spills.get(group)
-        if w is None:
-            w = self.spills[group] = pa.ipc.new_stream(self.out / f".selected-{group}.arrow", plain)
-        w.write_table(sel.cast(plain))
+    @property
+    def block_errors(self) -> dict[str, BuildError]:
+        """Blockwise builders that failed on a batch (the rest of their table still loads)."""
+        return self.selection.block_errors if self.selection is not None else {}
 
     def close_streams(self) -> dict[str, Path]:
         """Finish the Parquet writes and close the spill files; returns the spill file of each
         selection group (streaming only)."""
-        for group in list(self.pending):
-            self._build_pending(group)
+        spilled = self.selection.close() if self.selection is not None else {}
         if self._last is not None:
             self._last.result()
         if self._pool is not None:
             self._pool.shutdown()
         for w in self.writers.values():
             w.close()
-        spilled = {}
-        for group, w in self.spills.items():
-            w.close()
-            assert self.out is not None  # only streaming spills
-            spilled[group] = self.out / f".selected-{group}.arrow"
-        self.spills = {}
         return spilled
 
     def finish(self) -> tuple[dict[str, pd.DataFrame], list[BuildError]]:
         """Close the streams, build every derived table; returns the tables still in memory (all
         of them unless streaming) and the builders that failed."""
-        for group, path in self.close_streams().items():
-            with pa.memory_map(str(path)) as f:
-                self.selected[group] = [pa.ipc.open_stream(f).read_all()]
-            path.unlink()
+        self.close_streams()
         out: dict[str, pd.DataFrame] = {}
         for name, parts in self.parts.items():
             if name == "events":
@@ -164,11 +124,9 @@ class Sink:
                 df = pd.concat(frames, ignore_index=True) if len(frames) > 1 else frames[0]
             # every part was conformed and redacted on arrival (add)
             out[name] = tables.conform(name, df, redact=False) if name in tables.SCHEMAS else df.reset_index(drop=True)
-        errors: dict[str, BuildError] = dict(self.block_errors)
-        selected, self.selected = self.selected, {}
+        errors: dict[str, BuildError] = {}
         release_memory()
-        built = extract.iter_build(selected, to_pandas) if self.derive else iter(())
-        for k, v, err in built:
+        for k, v, err in self.selection.build() if self.selection is not None else iter(()):
             if err is not None:
                 errors.setdefault(k, err)
             if k in out and len(out[k]):  # a table some file format also fills (configs: logs + live capture)
@@ -186,6 +144,80 @@ class Sink:
             else:
                 out[k] = v
         return out, list(errors.values())
+
+
+class Selection:
+    """The records the table extractors want, picked from events chunks as they arrive (by logger
+    name and ``contains``, see :func:`kitlib.extract.select`), and the derived tables built from
+    them. Blockwise groups are built from batches of about ``BATCH_ROWS`` records as they come and
+    only their rows are kept; the other groups' records are kept until :meth:`build`. Kept rows
+    are held in memory, or spilled to Arrow stream files in ``spill`` (a streaming ingest's output
+    folder), so that thousands of small selections do not pin memory that the parser's big blocks
+    then cannot reuse (it measured +250 MB RSS on a 2 GB log)."""
+
+    def __init__(self, spill: Path | None = None):
+        self.spill = spill
+        self.kept: dict[str, list[pa.Table]] = {}
+        self.spills: dict[str, pa.ipc.RecordBatchStreamWriter] = {}
+        self.spilled: dict[str, Path] = {}  # closed spill files, read back by build()
+        self.pending: dict[str, list[pa.Table]] = {}  # records of blockwise groups not built yet
+        self.block_errors: dict[str, BuildError] = {}  # blockwise builders that failed on a batch
+
+    def add(self, events: pa.Table) -> None:
+        """Pick what every extractor wants from one chunk of events."""
+        for g, sel in extract.select(events).items():
+            if extract.EXTRACTORS[g].blockwise:
+                self.pending.setdefault(g, []).append(sel)
+                if sum(t.num_rows for t in self.pending[g]) >= extract.BATCH_ROWS:
+                    self._build_pending(g)
+            else:
+                self._keep(g, sel)
+
+    def _build_pending(self, group: str) -> None:
+        records = pa.concat_tables(self.pending.pop(group, []), promote_options="permissive")
+        if not records.num_rows:
+            return
+        pieces, errors = extract.build_blockwise(group, records)
+        for err in errors:
+            self.block_errors.setdefault(err.table, err)
+        for table, piece in pieces.items():
+            if piece.num_rows:
+                self._keep(table, piece)
+
+    def _keep(self, group: str, sel: pa.Table) -> None:
+        if self.spill is None:
+            self.kept.setdefault(group, []).append(sel)
+            return
+        plain = pa.schema(
+            [pa.field(f.name, f.type.value_type) if pa.types.is_dictionary(f.type) else f for f in sel.schema]
+        )
+        w = self.spills.get(group)
+        if w is None:
+            w = self.spills[group] = pa.ipc.new_stream(self.spill / f".selected-{group}.arrow", plain)
+        w.write_table(sel.cast(plain))
+
+    def close(self) -> dict[str, Path]:
+        """Build what is pending and close the spill files; returns the spill file of each group."""
+        for group in list(self.pending):
+            self._build_pending(group)
+        for group, w in self.spills.items():
+            w.close()
+            assert self.spill is not None  # only a spilling selection has writers
+            self.spilled[group] = self.spill / f".selected-{group}.arrow"
+        self.spills = {}
+        return dict(self.spilled)
+
+    def build(self):
+        """Every derived table, one at a time, as ``(table, frame, error)`` (see
+        :func:`kitlib.extract.iter_build`); the spill files are read back and removed."""
+        for group, path in self.close().items():
+            with pa.memory_map(str(path)) as f:
+                self.kept[group] = [pa.ipc.open_stream(f).read_all()]
+            path.unlink()
+        self.spilled = {}
+        kept, self.kept = self.kept, {}
+        for table, frame, err in extract.iter_build(kept, to_pandas):
+            yield table, frame, err if err is not None else self.block_errors.get(table)
 
 
 def release_memory() -> None:
