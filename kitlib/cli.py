@@ -126,7 +126,10 @@ TZ_HELP = "timezone the logs were written in (default: the bundle manifest's tz,
 
 def _cmd_ingest(args) -> int:
     from kitlib.bundle import ingest
+    from kitlib.ingestion.pipeline import lean_allocator
     from kitlib.summary import summary_text
+
+    lean_allocator()
 
     progress = False if args.no_progress else None
     if args.workers or args.scheduler:

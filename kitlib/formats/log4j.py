@@ -133,7 +133,9 @@ def parse(src: SourceFile, ctx: Context, block_size: int | None = None, threads:
                 block, carry = memoryview(buf)[:cut], buf[cut:]  # the block is a view: not copied
                 submit(block, first)
                 first = forced  # after a forced cut the next block's leading lines are orphans
-                yield from drain(threads)
+                # the block before this one is taken out before the next is read: the threads stay
+                # busy (reading a block is quick) with one block fewer held
+                yield from drain(threads - 1)
         except SourceError as e:
             if carry:
                 submit(carry, first)

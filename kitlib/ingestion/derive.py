@@ -16,6 +16,7 @@ Example:
 
 from __future__ import annotations
 
+import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -62,18 +63,23 @@ def build_all(store: Path) -> dict[str, Derived]:
 
     registry.load()
     stored = stored_tables(store)
-    selection = Selection()
-    events = stored.get("events")
-    if events is not None:
-        for batch in scan(events):
-            selection.add(pa.Table.from_batches([batch]))
     out: dict[str, Derived] = {}
-    for table, frame, err in selection.build():
-        if table in stored:  # rows a file format put in this table come first
-            filled = read_table(stored[table], table)
-            if len(filled):
-                frame = tables.conform(table, pd.concat([filled, frame], ignore_index=True)) if len(frame) else filled
-        out[table] = Derived(frame.reset_index(drop=True), err)
+    # the kept records are spilled to a temporary folder (never into the store) and read back one
+    # selection at a time, as a streaming ingest does
+    with tempfile.TemporaryDirectory(prefix="kitlib-derive-") as spill:
+        selection = Selection(Path(spill))
+        events = stored.get("events")
+        if events is not None:
+            for batch in scan(events):
+                selection.add(pa.Table.from_batches([batch]))
+        for table, frame, err in selection.build():
+            if table in stored:  # rows a file format put in this table come first
+                filled = read_table(stored[table], table)
+                if len(filled):
+                    frame = (
+                        tables.conform(table, pd.concat([filled, frame], ignore_index=True)) if len(frame) else filled
+                    )
+            out[table] = Derived(frame.reset_index(drop=True), err)
     return out
 
 
