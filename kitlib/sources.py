@@ -33,7 +33,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-CHUNK = 8 * 1024 * 1024
+CHUNK = 6 * 1024 * 1024  # log4j blocks: 6 MiB peaked 20 MB lower than 8 MiB on 1 GB, as fast
 # a line longer than this keeps its first MAX_LINE bytes; the rest of it is counted, not stored
 # (memory stays bounded whatever a file holds; the file's error says which line was cut)
 MAX_LINE = 8 * 1024 * 1024

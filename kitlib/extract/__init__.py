@@ -108,7 +108,7 @@ def groups() -> dict[str, str]:
 
 
 # records of a blockwise group are built in batches of about this many (a builder's regexes are
-# compiled once per call: per 8 MiB block that cost more than the matching itself)
+# compiled once per call: per block of the log that cost more than the matching itself)
 BATCH_ROWS = 65536
 
 
