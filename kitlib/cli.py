@@ -61,11 +61,13 @@ def register_cli(sub) -> None:
     )
     p.add_argument(
         "--derive",
-        action="store_true",
-        help="also build the tables derived from log records (commit attempts, cleaner runs, group and "
-        "partition timelines, ...) now, and write them; by default they are built from the stored "
-        "events when first read (by triage, a notebook or kitlib.load), which keeps the ingest to "
-        "parsing alone",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="build the tables derived from log records (commit attempts, cleaner runs, group and "
+        "partition timelines, ...) during the ingest and write them (default with --workers/--scheduler: "
+        "each host's are built on the workers); --no-derive leaves them to be built from the stored events "
+        "by the first reader (triage, a notebook, kitlib.load), which keeps the ingest to parsing alone "
+        "(default in one process) and caches them in the output",
     )
     p.set_defaults(func=_cmd_ingest)
 
@@ -143,10 +145,10 @@ def _cmd_ingest(args) -> int:
             scheduler=args.scheduler,
             split_bytes=args.split_mb * 1024 * 1024,
             progress=progress,
-            derive=args.derive,
+            derive=args.derive is not False,
         )
     else:
-        s = ingest(args.bundle, args.out, tz=args.tz, progress=progress, derive=args.derive)
+        s = ingest(args.bundle, args.out, tz=args.tz, progress=progress, derive=bool(args.derive))
     print(summary_text(s))
     print(f"tables written to {args.out}")
     return 1 if s.errors and not s.rows else 0

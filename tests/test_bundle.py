@@ -204,25 +204,27 @@ def test_streaming_ingest_derives_the_same_tables_as_loading(tmp_path, sample, d
     assert len(mem.commits) + len(mem.cleaner_runs) + len(mem.requests) + len(mem.remote_log_events) > 0
 
 
-def test_an_ingest_output_builds_its_derived_tables_on_first_use_and_never_writes(tmp_path, monkeypatch):
-    """The ingest only parses; the summary lists the derived tables it left, a read builds one
-    (and the tables sharing its selection) from the stored events, a window cuts it like the
-    in-memory table, DuckDB sees it, a failing builder costs only its table, and the output folder
-    is not touched by any of it."""
+def test_an_ingest_output_builds_its_derived_tables_on_first_use(tmp_path, monkeypatch):
+    """The ingest only parses; the summary lists the derived tables it left. The first read builds
+    them all from the stored events (equal to the in-memory tables, also cut to a window and seen
+    by DuckDB) and keeps them in the output's hidden cache, which the next reader reads instead of
+    building; the ingested files are not touched. A failing builder costs only its table, and an
+    output that cannot be written to is only read."""
     from kitlib import extract
     from kitlib.bundle import window
+    from kitlib.ingestion import derive
 
     root = os.path.join(os.path.dirname(__file__), "..", "sample_data", "compaction")
     out = tmp_path / "kit"
     s = kitlib.ingest(root, out, progress=False)
     assert set(s.deferred) == set(extract.EXTRACTORS) and "cleaner_runs" not in s.rows
     assert json.loads((out / "summary.json").read_text())["deferred"] == s.deferred
-    assert not (out / "cleaner_runs.parquet").exists()
+    assert not (out / "cleaner_runs.parquet").exists() and not (out / derive.CACHE).exists()
     before = sorted((p.name, p.stat().st_mtime_ns, p.stat().st_size) for p in out.iterdir())
     mem, back = kitlib.load_bundle(root), kitlib.load(out)
     assert len(mem.cleaner_runs) > 0 and back.lazy("cleaner_runs") is False
     pd.testing.assert_frame_equal(back.cleaner_runs, mem.cleaner_runs, check_dtype=False, check_categorical=False)
-    assert back.derived is not None and "cleaner_events" in back.derived.built  # built in the same pass
+    assert back.derived is not None and "cleaner_events" in back.derived.built  # all built in the one pass
     lo, hi = mem.span()
     mid = lo + (hi - lo) / 2
     wl, wm = window(back, mid, None), window(mem, mid, None)
@@ -230,15 +232,35 @@ def test_an_ingest_output_builds_its_derived_tables_on_first_use_and_never_write
     pd.testing.assert_frame_equal(wl.cleaner_events, wm.cleaner_events, check_dtype=False, check_categorical=False)
     n = back.sql("select count(*) as n from cleaner_runs")["n"].iloc[0]
     assert n == len(mem.cleaner_runs)
+    # the cache: written whole, next to the untouched files, and read by the next reader
+    assert sorted(p.name for p in (out / derive.CACHE).iterdir()) == sorted(
+        ["index.json", *(f"{t}.parquet" for t in s.deferred)]
+    )
+    after = sorted((p.name, p.stat().st_mtime_ns, p.stat().st_size) for p in out.iterdir() if p.name != derive.CACHE)
+    assert after == before
 
+    def never(store):
+        raise AssertionError("built again although cached")
+
+    monkeypatch.setattr(derive, "build_all", never)
+    pd.testing.assert_frame_equal(kitlib.load(out).cleaner_runs, back.cleaner_runs, check_categorical=False)
+    monkeypatch.undo()
+
+    # a builder that fails, on an output that cannot be written to
     def broken(events):
         raise ValueError("cannot read this cleaner line")
 
+    def refused(*a, **k):
+        raise PermissionError("read-only file system")
+
+    out2 = tmp_path / "kit2"
+    kitlib.ingest(root, out2, progress=False)
     monkeypatch.setattr(extract.EXTRACTORS["cleaner_runs"], "build", broken)
-    again = kitlib.load(out)
+    monkeypatch.setattr(derive.os, "rename", refused)
+    again = kitlib.load(out2)
     assert len(again.cleaner_runs) == 0 and len(again.cleaner_events) == len(mem.cleaner_events)
     assert any(e.startswith("building cleaner_runs: ValueError: cannot read") for e in again.summary.errors)
-    assert sorted((p.name, p.stat().st_mtime_ns, p.stat().st_size) for p in out.iterdir()) == before
+    assert not (out2 / derive.CACHE).exists() and not list(out2.glob(".derived-*"))
 
 
 def test_extractors_with_the_same_selection_share_it():

@@ -85,8 +85,8 @@ def test_cuts_fall_on_record_headers_with_exact_line_numbers(fleet):
 
 
 def test_a_separate_scheduler_and_workers_give_the_single_process_tables(fleet, tmp_path):
-    """Both ways of handling derived tables: left to first use (the CLI's default), and built on
-    the workers, one task per host (``derive``)."""
+    """Both ways of handling derived tables: built on the workers, one task per host (the
+    default), and left to first use (``--no-derive``)."""
     single, single_derived = tmp_path / "single", tmp_path / "single-derived"
     kitlib.ingest(fleet, single, progress=False)
     kitlib.ingest(fleet, single_derived, progress=False, derive=True)
@@ -151,6 +151,7 @@ def test_a_separate_scheduler_and_workers_give_the_single_process_tables(fleet, 
                 "--split-mb",
                 "1",
                 "--no-progress",
+                "--no-derive",
             ],
             capture_output=True,
             text=True,
@@ -198,7 +199,7 @@ def test_a_separate_scheduler_and_workers_give_the_single_process_tables(fleet, 
 
 def test_a_local_cluster_from_the_cli(fleet, tmp_path):
     single = tmp_path / "single"
-    kitlib.ingest(fleet, single, progress=False)
+    kitlib.ingest(fleet, single, progress=False, derive=True)  # a Dask ingest builds them on the workers
     r = subprocess.run(
         [
             sys.executable,

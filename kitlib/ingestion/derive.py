@@ -6,8 +6,9 @@ timelines, request rows, ...) are left for later (the summary lists them in ``de
 bundle opened on that output is first asked for one of them, the stored events are read back
 batch by batch, once, through the same selection a streaming ingest applies
 (:class:`~kitlib.ingestion.sink.Selection`: only the records some extractor wants are kept), and
-every derived table is built by the same code an in-memory load runs. The output folder is never
-written.
+every derived table is built by the same code an in-memory load runs. The tables are then kept in
+a hidden folder of the output (``.derived/``, written whole or not at all) for the next reader;
+an output that cannot be written to is only read, and its tables are built by every reader.
 
 Example:
     >>> from kitlib.ingestion.derive import build_all                    # doctest: +SKIP
@@ -16,6 +17,9 @@ Example:
 
 from __future__ import annotations
 
+import json
+import os
+import shutil
 import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -24,6 +28,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pyarrow as pa
+import pyarrow.parquet as pq
 
 from kitlib import registry, tables
 from kitlib.extract import BuildError
@@ -48,10 +53,62 @@ class DerivedTables:
     built: dict[str, Derived] = field(default_factory=dict)
 
     def get(self, name: str) -> Derived:
-        """Table ``name``; the first call builds every derived table (one pass over the events)."""
+        """Table ``name``: read from the output's cache of derived tables when an earlier reader
+        left one, else built (every derived table, in one pass over the events) and cached."""
         if name not in self.built:
-            self.built.update(build_all(self.store))
+            cached = read_cache(self.store)
+            if cached is None:
+                cached = build_all(self.store)
+                write_cache(self.store, cached)
+            self.built.update(cached)
         return self.built[name]
+
+
+# derived tables, once built, are kept here inside the ingest output (a hidden folder: never
+# taken for a table) so that the next kernel, triage or report reads them instead of building
+CACHE = ".derived"
+
+
+def read_cache(store: Path) -> dict[str, Derived] | None:
+    """The derived tables an earlier reader of ``store`` built and wrote, or None."""
+    from kitlib.ingestion.store import read_table
+
+    folder = store / CACHE
+    try:
+        index = json.loads((folder / "index.json").read_text())
+        return {
+            name: Derived(
+                read_table(folder / f"{name}.parquet", name),
+                BuildError(name, error) if error else None,
+            )
+            for name, error in index["tables"].items()
+        }
+    except (OSError, ValueError, KeyError, TypeError, pa.ArrowException):  # none, or unreadable: built again
+        return None
+
+
+def write_cache(store: Path, built: dict[str, Derived]) -> bool:
+    """Write ``built`` into ``store``'s cache folder, all or nothing: written to a temporary folder
+    beside it and renamed into place (two readers racing build the same tables; the first rename
+    wins). A store that cannot be written to (read-only, full) is left as it is: False."""
+    tmp = None
+    try:
+        tmp = Path(tempfile.mkdtemp(prefix=f"{CACHE}-", dir=store))
+        for name, d in built.items():
+            at = (
+                tables.to_arrow(name, d.frame)
+                if name in tables.SCHEMAS
+                else pa.Table.from_pandas(d.frame, preserve_index=False)
+            )
+            pq.write_table(at, tmp / f"{name}.parquet", compression="zstd")
+        index = {"tables": {name: d.error.message if d.error else "" for name, d in built.items()}}
+        (tmp / "index.json").write_text(json.dumps(index, indent=1) + "\n")
+        os.rename(tmp, store / CACHE)
+        return True
+    except OSError:
+        if tmp is not None:
+            shutil.rmtree(tmp, ignore_errors=True)
+        return False
 
 
 def build_all(store: Path) -> dict[str, Derived]:

@@ -12,10 +12,10 @@ The work, in three steps:
    into a streaming :class:`~kitlib.ingestion.sink.Sink` in a work folder of its own: events and
    unparsed lines go to Parquet, the records the table extractors want are spilled to Arrow
    files, and the ``files`` accounting row comes back.
-3. **Finish** (one task per host, no shuffle): all of the host's tables are written as
-   ``<out>/<table>/host=<host>/part-*.parquet``. The tables derived from log records are built
-   on first use from those events (:mod:`kitlib.ingestion.derive`); with ``derive=True`` they are
-   built here instead, from the records each parse task set aside (spills).
+3. **Finish** (one task per host, no shuffle): the host's derived tables are built from the
+   records its parse tasks set aside (spills), and all of the host's tables are written as
+   ``<out>/<table>/host=<host>/part-*.parquet``. With ``derive=False`` the derived tables are
+   left to be built on first use from the events (:mod:`kitlib.ingestion.derive`).
 
 The client then writes the ``files`` table and ``summary.json``, the same as a single-process
 ingest: parts of one file are added back into one row. Workers read the bundle and write the
@@ -269,14 +269,14 @@ def ingest_on_dask(
     split_bytes: int = SPLIT_BYTES,
     progress: bool | None = None,
     log=print,
-    derive: bool = False,
+    derive: bool = True,
 ) -> BundleSummary:
     """Ingest a bundle on Dask: a local cluster of ``workers`` processes on 127.0.0.1, or the
     existing cluster at ``scheduler`` (``tcp://host:port``). The output is one Parquet dataset
     per table, partitioned by host, plus ``files`` and ``summary.json``; it holds the same rows
-    and accounting as a single-process ingest. ``derive`` builds the derived tables on the
-    workers, one task per host, instead of leaving them to be built on first use. Returns the
-    summary."""
+    and accounting as a single-process ingest. The derived tables are built on the workers, one
+    task per host (a fleet's are too many to build on first use in one notebook); ``derive=False``
+    leaves them to be built on first use instead. Returns the summary."""
     t0 = time.perf_counter()
     root, out = Path(path), Path(out)
     if not root.exists():
