@@ -748,7 +748,7 @@ def count_lines(data: bytes) -> int:
     """The number of newline bytes in ``data`` (numpy's count runs at twice ``bytes.count``'s speed).
 
     Example:
-        >>> count_lines(b"a\nb\n")
+        >>> count_lines(b"a\\nb\\n")
         2
     """
     import numpy as np
