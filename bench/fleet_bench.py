@@ -68,7 +68,13 @@ def main(argv=None) -> int:
     size = sum(p.stat().st_size for p in bundle.rglob("*") if p.is_file()) / 1e6
     kit = str(BIN / "kitlib")
     results = {}
-    for name, extra in (("one process", []), ("--workers 2", ["--workers", "2"])):
+    # "one process" builds the derived tables as the Dask ingests do, so that all of their rows
+    # compare; the default single-process ingest (which leaves them to the first reader) runs too
+    for name, extra in (
+        ("one process", ["--derive"]),
+        ("one process, derived tables left to the first reader", []),
+        ("--workers 2", ["--workers", "2"]),
+    ):
         out = work / name.replace(" ", "_").replace("-", "")
         shutil.rmtree(out, ignore_errors=True)
         results[name] = (*timed([kit, "ingest", str(bundle), "--out", str(out), "--no-progress", *extra]), out, [])
@@ -122,10 +128,10 @@ def main(argv=None) -> int:
         peaks.append(int(nums[-1]) / 1024 if nums else float("nan"))
     results["scheduler + 2 worker processes"] = (wall, rss, out, peaks)
     rows = {k: json.loads((v[2] / "summary.json").read_text())["rows"] for k, v in results.items()}
-    same = all(r == rows["one process"] for r in rows.values())
+    same = all(r == rows["one process"] for k, r in rows.items() if "first reader" not in k)
     print(
         f"bundle: {a.hosts} hosts, {size:,.0f} MB; {os.cpu_count()} cores; load average {os.getloadavg()[0]:.1f}; "
-        f"rows per table equal across the three: {same}\n"
+        f"rows per table equal across the ingests that build the derived tables: {same}\n"
     )
     print("| ingest | wall s | MB/s | client peak RSS MB | scheduler / worker peak RSS MB |")
     print("|---|---|---|---|---|")
