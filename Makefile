@@ -38,11 +38,12 @@ test: check chromium
 
 venv: $(STAMP)
 
-$(STAMP): pyproject.toml
+# setup.py builds the compiled log4j scan; a change to its C source reinstalls (and rebuilds) the kit
+$(STAMP): pyproject.toml setup.py kitlib/formats/_log4j_scan.c
 	@$(PYTHON) -c 'import sys; assert sys.version_info >= (3, 11), "Python 3.11+ is needed, found " + sys.version.split()[0]'
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	@$(BIN)/python -m pip install -q --disable-pip-version-check uv >/dev/null 2>&1 || true
-	@if [ -x $(BIN)/uv ]; then $(BIN)/uv pip install -q --compile-bytecode --python $(BIN)/python -e '.[test]'; \
+	@if [ -x $(BIN)/uv ]; then $(BIN)/uv pip install -q --compile-bytecode --python $(BIN)/python --reinstall-package kafka-incident-kit -e '.[test]'; \
 	 else $(BIN)/python -m pip install -q --disable-pip-version-check -e '.[test]'; fi
 	@touch $(STAMP)
 

@@ -313,7 +313,16 @@ def redact_array(arr: pa.Array | pa.ChunkedArray, lines: bool = False):
     hit = pc.fill_null(pc.match_substring_regex(arr, PREFILTER), False)
     if not pc.any(hit).as_py():
         return arr
-    idx = np.flatnonzero(hit.to_numpy(zero_copy_only=False))
+    return redact_flagged(arr, np.flatnonzero(hit.to_numpy(zero_copy_only=False)), lines)
+
+
+def redact_flagged(arr: pa.Array, idx: np.ndarray, lines: bool = False) -> pa.Array:
+    """A string Arrow array whose values at positions ``idx`` (those a pre-check flagged, a
+    superset of those :data:`PREFILTER` matches) pass the rules; the others are kept as they are.
+    Returns ``arr`` itself when nothing changed."""
+    if not len(idx):
+        return arr
+    t = arr.type
     old = arr.take(pa.array(idx)).to_pylist()
     new = [redact_text(v) if v is not None else None for v in old]
     extra = _mask_pem_bodies(arr, idx, new) if lines else []

@@ -5,8 +5,16 @@ import gzip
 import pandas as pd
 import pytest
 
-from kitlib.formats import detect
+from kitlib.formats import detect, log4j
 from kitlib.formats.log4j import parse_bytes
+
+
+@pytest.fixture(autouse=True, params=["compiled", "numpy"])
+def block_parser(request, monkeypatch):
+    """Every test here runs through the compiled scan and through the numpy path (the reference)."""
+    monkeypatch.setattr(log4j, "NATIVE", request.param == "compiled")
+    return request.param
+
 
 SERVER = b"""[2024-05-22 00:32:03,023] INFO Migrating tier partition state file format for flE-6I70RCyT2gK2Qc3YBw:retriever-mutation-10 (kafka.tier.state.FileTierPartitionState)
 [2024-05-22 00:32:29,962] INFO tier partition state file format migration complete for topicIdPartition flE-6I70RCyT2gK2Qc3YBw:retriever-mutation-10, state file size changed from 508509470 to 591531390 (kafka.tier.state.FileTierPartitionState)                                   

@@ -37,8 +37,13 @@ import pyarrow.compute as pc
 
 from kitlib.events import EVENTS_SCHEMA, LEVELS, empty_events, to_pandas
 from kitlib.formats import Context, container, register, unparsed_frame
-from kitlib.redact import redact_array
+from kitlib.redact import redact_array, redact_flagged
 from kitlib.sources import SourceError, SourceFile, read_chunks
+
+try:  # the compiled scan (setup.py builds it where a C compiler is found)
+    from kitlib.formats import _log4j_scan
+except ImportError:  # pragma: no cover - an install without a compiler parses every block with numpy
+    _log4j_scan = None  # type: ignore[assignment]
 
 HEADER = re.compile(rb"\[\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2},\d{3}\] (?:TRACE|DEBUG|INFO|WARN|ERROR|FATAL)(?: |$)")
 MAX_CARRY = 128 * 1024 * 1024
@@ -184,7 +189,53 @@ def _emit(result, lines_before: int, src: SourceFile, ctx: Context):
 
 def parse_block(block: bytes | memoryview, lines_before: int, src: SourceFile, first: bool = True):
     """Parse one block of whole lines (bytes, or a view of the reader's buffer, so that it is not
-    copied). Returns (events Arrow table, unparsed frame, lines in records, lines in block)."""
+    copied). Returns (events Arrow table, unparsed frame, lines in records, lines in block).
+
+    The compiled scan (``_log4j_scan.c``) takes the common block: ASCII, no NUL byte, a record
+    header on its first line, years the tables hold. Every other block, and every block when the
+    scan was not built (or ``native=False`` in tests), takes the numpy path below, the reference
+    the scan is tested against."""
+    if NATIVE and _log4j_scan is not None:
+        scanned = _log4j_scan.scan(block)
+        if scanned is not None:
+            return _from_scan(scanned, lines_before, src)
+    return _parse_block_numpy(block, lines_before, src, first)
+
+
+# whether parse_block uses the compiled scan when it is built (the tests compare both paths)
+NATIVE = True
+
+
+def _from_scan(scanned: tuple, lines_before: int, src: SourceFile):
+    """The events table from the compiled scan's columns (see ``scan`` in ``_log4j_scan.c``)."""
+    nlines, line, span, wall, level, msg_off, msg, log_off, log, flagged = scanned
+    nrec = len(line) // 8
+    spans = np.frombuffer(span, np.int32)
+    message = pa.Array.from_buffers(pa.large_string(), nrec, [None, pa.py_buffer(msg_off), pa.py_buffer(msg)])
+    message = redact_flagged(message, np.frombuffer(flagged, np.int64))
+    names = pa.Array.from_buffers(pa.large_string(), nrec, [None, pa.py_buffer(log_off), pa.py_buffer(log)])
+    names = names.dictionary_encode()
+    logger = pa.DictionaryArray.from_arrays(names.indices, names.dictionary.cast(pa.string()))
+    lines = np.frombuffer(line, np.int64)
+    t = pa.Table.from_arrays(
+        [
+            pa.array(_to_utc(np.frombuffer(wall, np.int64), src.tz), pa.timestamp("ms", tz="UTC")),
+            pa.DictionaryArray.from_arrays(pa.array(np.frombuffer(level, np.int8)), pa.array(LEVELS)),
+            logger,
+            message,
+            pa.DictionaryArray.from_arrays(pa.array(np.zeros(nrec, np.int32)), pa.array([src.host])),
+            pa.DictionaryArray.from_arrays(pa.array(np.zeros(nrec, np.int32)), pa.array([src.rel])),
+            pa.array(lines + lines_before if lines_before else lines),
+            pa.array(spans),
+        ],
+        schema=EVENTS_SCHEMA,
+    )
+    un = unparsed_frame(src, [], [], "")
+    un["reason"] = []
+    return t, un, int(spans.sum()), nlines
+
+
+def _parse_block_numpy(block: bytes | memoryview, lines_before: int, src: SourceFile, first: bool = True):
     block = memoryview(block)
     a = np.frombuffer(block, dtype=np.uint8)
     n = len(a)

@@ -1,0 +1,521 @@
+/*
+ * One pass over a block of Kafka log4j text, in compiled code: the hot path of
+ * kitlib/formats/log4j.py.
+ *
+ * scan(block) reads the block once and returns the columns of its records (line of the
+ * header, lines spanned, wall-clock milliseconds, level, logger, message) plus which
+ * messages the secret pre-check flags. It handles the common case only: a block of ASCII text
+ * with no NUL byte, whose first line is a record header and whose years fit the tables. For any
+ * other block it returns None and the caller parses it with the numpy path, which is the
+ * reference: the tests check that both give the same tables.
+ *
+ * The rules (header shape, message and logger ranges, logger names) are the numpy path's,
+ * written out per record; log4j.py's docstrings say what they mean.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct {
+    char *data;
+    Py_ssize_t len, cap;
+} Buf;
+
+static int buf_reserve(Buf *b, Py_ssize_t more) {
+    if (b->len + more <= b->cap)
+        return 0;
+    Py_ssize_t cap = b->cap ? b->cap : 4096;
+    while (cap < b->len + more)
+        cap *= 2;
+    char *d = realloc(b->data, (size_t)cap);
+    if (!d)
+        return -1;
+    b->data = d;
+    b->cap = cap;
+    return 0;
+}
+
+static int buf_put(Buf *b, const void *p, Py_ssize_t n) {
+    if (buf_reserve(b, n))
+        return -1;
+    if (n)
+        memcpy(b->data + b->len, p, (size_t)n);
+    b->len += n;
+    return 0;
+}
+
+#define PUT(b, v)                                   \
+    do {                                            \
+        __typeof__(v) v_ = (v);                     \
+        if (buf_put((b), &v_, sizeof v_)) goto nomem; \
+    } while (0)
+
+static const char *const LEVELS[] = {"TRACE", "DEBUG", "INFO", "WARN", "ERROR", "FATAL"};
+
+static inline int dec_digit(unsigned char c) { return c >= '0' && c <= '9' ? c - '0' : -1; }
+
+/* days since 1970-01-01 of a proleptic Gregorian date (the numpy path's _epoch_ms) */
+static int64_t days_from_civil(int64_t y, int64_t m, int64_t d) {
+    y -= m <= 2;
+    int64_t era = (y >= 0 ? y : y - 399) / 400;
+    int64_t yoe = y - era * 400;
+    int64_t mp = (m + 9) % 12;
+    int64_t doy = (153 * mp + 2) / 5 + d - 1;
+    int64_t doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    return era * 146097 + doe - 719468;
+}
+
+/* A record header: [yyyy-mm-dd hh:mm:ss,SSS] LEVEL( |end). Returns the level (0..5) or -1;
+ * sets *wall (ms) and *far (year outside 1678..2261). */
+static int header(const unsigned char *s, Py_ssize_t len, int64_t *wall, int *far) {
+    if (len < 30 || s[0] != '[' || s[5] != '-' || s[8] != '-' || s[11] != ' ' || s[14] != ':' ||
+        s[17] != ':' || s[20] != ',' || s[24] != ']' || s[25] != ' ')
+        return -1;
+    static const int pos[17] = {1, 2, 3, 4, 6, 7, 9, 10, 12, 13, 15, 16, 18, 19, 21, 22, 23};
+    int d[17];
+    for (int k = 0; k < 17; k++) {
+        d[k] = dec_digit(s[pos[k]]);
+        if (d[k] < 0)
+            return -1;
+    }
+    int lvl = -1;
+    for (int i = 0; i < 6; i++) {
+        Py_ssize_t L = (Py_ssize_t)strlen(LEVELS[i]);
+        if (26 + L <= len && memcmp(s + 26, LEVELS[i], (size_t)L) == 0 && (26 + L == len || s[26 + L] == ' ')) {
+            lvl = i;
+            break;
+        }
+    }
+    if (lvl < 0)
+        return -1;
+    int year = d[0] * 1000 + d[1] * 100 + d[2] * 10 + d[3];
+    int mon = d[4] * 10 + d[5], day = d[6] * 10 + d[7];
+    int hh = d[8] * 10 + d[9], mi = d[10] * 10 + d[11], ss = d[12] * 10 + d[13];
+    int ms = d[14] * 100 + d[15] * 10 + d[16];
+    if (mon < 1 || mon > 12 || day < 1 || day > 31 || hh >= 24 || mi >= 60 || ss >= 61)
+        return -1;
+    *far = year < 1678 || year > 2261;
+    *wall = (((days_from_civil(year, mon, day) * 24 + hh) * 60 + mi) * 60 + ss) * 1000 + ms;
+    return lvl;
+}
+
+static inline Py_ssize_t trim_end(const unsigned char *a, Py_ssize_t s, Py_ssize_t e) {
+    while (e > s && (a[e - 1] == ' ' || a[e - 1] == '\t'))
+        e--;
+    return e;
+}
+
+static inline int word_char(unsigned char c) {
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_';
+}
+
+/* The logger name in a[s:e) without Connect's ':<digits>' suffix; 0 when it is not a name
+ * (^[A-Za-z_$][\w$.\-]*$ on ASCII). An empty range is a valid, empty name. */
+static int clean_logger(const unsigned char *a, Py_ssize_t s, Py_ssize_t *e) {
+    if (*e <= s)
+        return 1;
+    Py_ssize_t k = *e;
+    while (k > s && dec_digit(a[k - 1]) >= 0)
+        k--;
+    if (k < *e && k > s && a[k - 1] == ':')
+        *e = k - 1;
+    if (*e <= s)
+        return 0;
+    unsigned char c = a[s];
+    if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_' || c == '$'))
+        return 0;
+    for (Py_ssize_t i = s + 1; i < *e; i++) {
+        c = a[i];
+        if (!(word_char(c) || c == '$' || c == '.' || c == '-'))
+            return 0;
+    }
+    return 1;
+}
+
+/* ---- the secret pre-check ------------------------------------------------------------------
+ * A superset of kitlib.redact.PREFILTER: every message that expression matches is flagged here
+ * (the rules then decide; a message flagged for nothing is left as it is). Words are matched
+ * case-insensitively at any position; the tests hold the two side by side. */
+static unsigned char LOWER[256];
+static unsigned char B64[256];
+
+static inline int eq_ci(const unsigned char *p, const unsigned char *end, const char *w) {
+    for (; *w; w++, p++) {
+        if (p >= end || LOWER[*p] != (unsigned char)*w)
+            return 0;
+    }
+    return 1;
+}
+
+/* [._-] or any one byte (PREFILTER's '.'): how the key words are joined */
+static inline int sep_any(const unsigned char *p, const unsigned char *end) { return p < end && *p != '\n'; }
+
+static int word_at(const unsigned char *p, const unsigned char *end) {
+    const unsigned char *q;
+    switch (LOWER[*p]) {
+    case 'p':
+        return eq_ci(p, end, "passw") || eq_ci(p, end, "passphrase") || eq_ci(p, end, "pwd") ||
+               (eq_ci(p, end, "private") &&
+                (eq_ci(p + 7, end, "key") || (sep_any(p + 7, end) && eq_ci(p + 8, end, "key"))));
+    case 's':
+        return eq_ci(p, end, "secret");
+    case 't':
+        return eq_ci(p, end, "token");
+    case 'a':
+        if (eq_ci(p, end, "api") && p + 3 < end && (p[3] == '.' || p[3] == '_' || p[3] == '-') &&
+            eq_ci(p + 4, end, "key"))
+            return 1;
+        if (eq_ci(p, end, "apikey") || eq_ci(p, end, "aiza") || eq_ci(p, end, "authorization"))
+            return 1;
+        if (eq_ci(p, end, "access") &&
+            (eq_ci(p + 6, end, "key") || (sep_any(p + 6, end) && eq_ci(p + 7, end, "key"))))
+            return 1;
+        if (eq_ci(p, end, "auth") && sep_any(p + 4, end) && eq_ci(p + 5, end, "user") && sep_any(p + 9, end) &&
+            eq_ci(p + 10, end, "info"))
+            return 1;
+        /* case-sensitive in PREFILTER; matched without case here (a superset) */
+        return eq_ci(p, end, "akia") || eq_ci(p, end, "asia") || eq_ci(p, end, "abia") || eq_ci(p, end, "acca");
+    case 'c':
+        return eq_ci(p, end, "credential");
+    case 'b':
+        return eq_ci(p, end, "bearer") || (eq_ci(p, end, "bind") && sep_any(p + 4, end) && eq_ci(p + 5, end, "pw"));
+    case 'j':
+        return eq_ci(p, end, "jaas");
+    case 'k':
+        return eq_ci(p, end, "keystore") && sep_any(p + 8, end) && eq_ci(p + 9, end, "key");
+    case 'u':
+        return eq_ci(p, end, "user_");
+    case 'e':
+        return eq_ci(p, end, "eyj");
+    case 'g':
+        if (eq_ci(p, end, "gh") && p + 3 < end && p[3] == '_') {
+            unsigned char c = LOWER[p[2]];
+            return c == 'p' || c == 'o' || c == 'u' || c == 's' || c == 'r';
+        }
+        return 0;
+    case 'x':
+        if (eq_ci(p, end, "xox") && p + 4 < end && p[4] == '-') {
+            unsigned char c = LOWER[p[3]];
+            return c == 'a' || c == 'b' || c == 'p' || c == 'r' || c == 's';
+        }
+        return 0;
+    case ':':
+        /* ://user:password@ */
+        if (!(p + 2 < end && p[1] == '/' && p[2] == '/'))
+            return 0;
+        q = p + 3;
+        {
+            const unsigned char *u = q;
+            while (q < end && *q != '/' && *q != ':' && *q != '@' && *q != ' ' && *q != '\t' && *q != '\n' &&
+                   *q != '\r' && *q != '\f')
+                q++;
+            if (q == u || q >= end || *q != ':')
+                return 0;
+            const unsigned char *v = ++q;
+            while (q < end && *q != '@' && *q != ' ' && *q != '\t' && *q != '\n' && *q != '\r' && *q != '\f')
+                q++;
+            return q > v && q < end && *q == '@';
+        }
+    default:
+        return 0;
+    }
+}
+
+/* a line that is only a base64 run of 40+ characters, blanks around it */
+static int base64_line(const unsigned char *s, const unsigned char *e) {
+    while (s < e && (*s == ' ' || *s == '\t'))
+        s++;
+    while (e > s && (e[-1] == ' ' || e[-1] == '\t'))
+        e--;
+    int eq = 0;
+    while (eq < 2 && e > s && e[-1] == '=') {
+        e--;
+        eq++;
+    }
+    if (e - s < 40)
+        return 0;
+    for (; s < e; s++)
+        if (!B64[*s])
+            return 0;
+    return 1;
+}
+
+/* Where to look: the first four bytes of every word above (letters folded by | 0x20, other bytes
+ * folded the same way on both sides) hashed into a bitmap of 2^16 bits. A position whose four
+ * bytes miss the bitmap starts no word; a hit is checked with word_at(). Words of three letters
+ * (pwd, eyj, ://) are entered with every fourth byte. */
+static uint8_t STARTS[1 << 13];
+
+static inline uint32_t fold4(const unsigned char *p) {
+    uint32_t w;
+    memcpy(&w, p, 4);
+    return w | 0x20202020u;
+}
+
+static inline uint32_t hash4(uint32_t w) { return (w * 0x9E3779B1u) >> 16; }
+
+static void enter(const char *w4) {
+    uint32_t h = hash4(fold4((const unsigned char *)w4));
+    STARTS[h >> 3] |= (uint8_t)(1u << (h & 7));
+}
+
+static void build_starts(void) {
+    static const char *const words[] = {
+        "pass", "pwd", "priv", "secr", "toke", "api.", "api_", "api-", "apik", "aiza", "auth", "acce", "akia",
+        "asia", "abia", "acca", "cred", "bear", "bind", "jaas", "keys", "user", "eyj",  "://",  NULL};
+    for (const char *const *w = words; *w; w++) {
+        char buf[4];
+        memcpy(buf, *w, 3);
+        if (strlen(*w) == 4) {
+            buf[3] = (*w)[3];
+            enter(buf);
+        } else {
+            for (int c = 0; c < 256; c++) {
+                buf[3] = (char)c;
+                enter(buf);
+            }
+        }
+    }
+    for (const char *c = "pousr"; *c; c++) {
+        char buf[4] = {'g', 'h', *c, '_'};
+        enter(buf);
+    }
+    for (const char *c = "abprs"; *c; c++) {
+        char buf[4] = {'x', 'o', 'x', *c};
+        enter(buf);
+    }
+}
+
+static int suspect(const unsigned char *p, Py_ssize_t len) {
+    const unsigned char *end = p + len, *q = p;
+    for (; q + 4 <= end; q++) {
+        uint32_t h = hash4(fold4(q));
+        if ((STARTS[h >> 3] >> (h & 7)) & 1 && word_at(q, end))
+            return 1;
+    }
+    for (; q < end; q++) /* the last three bytes: only three-letter words fit */
+        if (word_at(q, end))
+            return 1;
+    /* base64 lines: only lines of 40+ bytes are looked at */
+    const unsigned char *line = p;
+    while (line < end) {
+        const unsigned char *nl = memchr(line, '\n', (size_t)(end - line));
+        const unsigned char *e = nl ? nl : end;
+        if (e - line >= 40 && base64_line(line, e))
+            return 1;
+        line = e + 1;
+    }
+    return 0;
+}
+
+/* ---- the block ------------------------------------------------------------------------------ */
+typedef struct {
+    Buf line, span, wall, level, msg_off, msg, log_off, log, flagged;
+    int64_t nrec;
+} Out;
+
+static void out_free(Out *o) {
+    Buf *bs[] = {&o->line, &o->span, &o->wall, &o->level, &o->msg_off, &o->msg, &o->log_off, &o->log, &o->flagged};
+    for (size_t i = 0; i < sizeof bs / sizeof *bs; i++)
+        free(bs[i]->data);
+}
+
+typedef struct {
+    Py_ssize_t hs, heff, hnl; /* header line: start, end without '\r', its '\n' (or block end) */
+    int64_t hline, wall;
+    int lvl;
+    Py_ssize_t ls, leff, ps, peff; /* last line of the record, and the line before it */
+    int64_t span;
+} Rec;
+
+static int emit(Out *o, const unsigned char *a, const Rec *r) {
+    Py_ssize_t L = (Py_ssize_t)strlen(LEVELS[r->lvl]);
+    Py_ssize_t hend = trim_end(a, r->hs, r->heff);
+    Py_ssize_t msg_start = r->hs + 26 + L + 1;
+    if (msg_start > hend)
+        msg_start = hend;
+    /* the last '(' before hend - 1 */
+    Py_ssize_t po = -1;
+    for (Py_ssize_t k = hend - 2; k >= msg_start; k--)
+        if (a[k] == '(') {
+            po = k;
+            break;
+        }
+    int hdr_logger = hend >= 1 && a[hend - 1] == ')' && po >= msg_start && (po == msg_start || a[po - 1] == ' ');
+    int multi = r->span > 1;
+    Py_ssize_t le = trim_end(a, r->ls, r->leff);
+    int tail_logger = multi && le - r->ls >= 4 && a[r->ls] == ' ' && a[r->ls + 1] == '(' && a[le - 1] == ')';
+
+    Py_ssize_t r1s = msg_start, r1e = hend, r2s = 0, r2e = 0, gs = 0, ge = 0;
+    if (hdr_logger && !tail_logger) {
+        r1e = po - 1 > msg_start ? po - 1 : msg_start;
+        gs = po + 1;
+        ge = hend - 1;
+    }
+    if (multi && !tail_logger) {
+        r2s = r->hnl;
+        r2e = r->leff;
+    }
+    if (tail_logger) {
+        Py_ssize_t pe = trim_end(a, r->ps, r->peff);
+        r1e = pe > r1s ? pe : r1s;
+        gs = r->ls + 2;
+        ge = le - 1;
+    }
+    if (!clean_logger(a, gs, &ge)) {
+        r1e = tail_logger ? r->leff : hend;
+        gs = ge = 0;
+    }
+    if (r1e < r1s)
+        r1e = r1s;
+    if (r2e < r2s)
+        r2e = r2s;
+    int64_t mstart = (int64_t)o->msg.len;
+    if (buf_put(&o->msg, a + r1s, r1e - r1s) || buf_put(&o->msg, a + r2s, r2e - r2s))
+        return -1;
+    if (suspect((const unsigned char *)o->msg.data + mstart, o->msg.len - mstart))
+        PUT(&o->flagged, (int64_t)o->nrec);
+    PUT(&o->msg_off, (int64_t)o->msg.len);
+    if (buf_put(&o->log, a + gs, ge - gs))
+        return -1;
+    PUT(&o->log_off, (int64_t)o->log.len);
+    PUT(&o->line, (int64_t)(r->hline + 1));
+    PUT(&o->span, (int32_t)r->span);
+    PUT(&o->wall, (int64_t)r->wall);
+    PUT(&o->level, (int8_t)r->lvl);
+    o->nrec++;
+    return 0;
+nomem:
+    return -1;
+}
+
+/* 0: scanned; 1: not the common case (the caller takes the numpy path); -1: out of memory */
+static int scan_block(const unsigned char *a, Py_ssize_t n, Out *o, int64_t *nlines_out) {
+    if (n == 0 || memchr(a, 0, (size_t)n))
+        return 1;
+    {
+        uint64_t acc = 0;
+        Py_ssize_t i = 0;
+        for (; i + 8 <= n; i += 8) {
+            uint64_t w;
+            memcpy(&w, a + i, 8);
+            acc |= w;
+        }
+        for (; i < n; i++)
+            acc |= a[i];
+        if (acc & 0x8080808080808080ULL)
+            return 1;
+    }
+    int64_t zero = 0;
+    PUT(&o->msg_off, zero);
+    PUT(&o->log_off, zero);
+    Rec r;
+    int have = 0;
+    int64_t line = 0;
+    Py_ssize_t s = 0, prev_s = 0, prev_eff = 0;
+    while (s < n) {
+        const unsigned char *nlp = memchr(a + s, '\n', (size_t)(n - s));
+        Py_ssize_t e = nlp ? nlp - a : n;
+        Py_ssize_t eff = (e > s && a[e - 1] == '\r') ? e - 1 : e;
+        int64_t wall = 0;
+        int far = 0;
+        int lvl = (a[s] == '[') ? header(a + s, eff - s, &wall, &far) : -1;
+        if (lvl >= 0 && far)
+            return 1;
+        if (lvl >= 0) {
+            if (have && emit(o, a, &r))
+                return -1;
+            have = 1;
+            r.hs = s;
+            r.heff = eff;
+            r.hnl = e;
+            r.hline = line;
+            r.wall = wall;
+            r.lvl = lvl;
+            r.span = 1;
+            r.ls = s;
+            r.leff = eff;
+            r.ps = s;
+            r.peff = eff;
+        } else {
+            if (!have)
+                return 1; /* lines before the first header */
+            r.span++;
+            r.ps = prev_s;
+            r.peff = prev_eff;
+            r.ls = s;
+            r.leff = eff;
+        }
+        prev_s = s;
+        prev_eff = eff;
+        line++;
+        s = e + 1;
+    }
+    if (have && emit(o, a, &r))
+        return -1;
+    *nlines_out = line;
+    return 0;
+nomem:
+    return -1;
+}
+
+static PyObject *as_bytes(Buf *b) { return PyBytes_FromStringAndSize(b->data ? b->data : "", b->len); }
+
+static PyObject *scan(PyObject *self, PyObject *arg) {
+    Py_buffer view;
+    if (PyObject_GetBuffer(arg, &view, PyBUF_SIMPLE) < 0)
+        return NULL;
+    Out o;
+    memset(&o, 0, sizeof o);
+    int64_t nlines = 0;
+    int rc;
+    Py_BEGIN_ALLOW_THREADS;
+    rc = scan_block((const unsigned char *)view.buf, view.len, &o, &nlines);
+    Py_END_ALLOW_THREADS;
+    PyBuffer_Release(&view);
+    PyObject *res = NULL;
+    if (rc < 0)
+        PyErr_NoMemory();
+    else if (rc > 0)
+        res = Py_NewRef(Py_None);
+    else
+        res = Py_BuildValue("(LNNNNNNNNN)", (long long)nlines, as_bytes(&o.line), as_bytes(&o.span), as_bytes(&o.wall),
+                            as_bytes(&o.level), as_bytes(&o.msg_off), as_bytes(&o.msg), as_bytes(&o.log_off),
+                            as_bytes(&o.log), as_bytes(&o.flagged));
+    out_free(&o);
+    return res;
+}
+
+static PyObject *flag(PyObject *self, PyObject *arg) {
+    Py_buffer view;
+    if (PyObject_GetBuffer(arg, &view, PyBUF_SIMPLE) < 0)
+        return NULL;
+    int hit;
+    Py_BEGIN_ALLOW_THREADS;
+    hit = suspect((const unsigned char *)view.buf, view.len);
+    Py_END_ALLOW_THREADS;
+    PyBuffer_Release(&view);
+    return PyBool_FromLong(hit);
+}
+
+static PyMethodDef METHODS[] = {
+    {"scan", scan, METH_O,
+     "scan(block) -> (nlines, line, span, wall_ms, level, msg_offsets, msg_data, logger_offsets, logger_data, "
+     "flagged) as bytes of int64/int32/int8 values, or None when the block needs the general parser"},
+    {"flag", flag, METH_O, "flag(text: bytes) -> bool: whether the secret pre-check flags the text"},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef MODULE = {PyModuleDef_HEAD_INIT, "_log4j_scan", "Compiled log4j block scan.", -1, METHODS};
+
+PyMODINIT_FUNC PyInit__log4j_scan(void) {
+    for (int c = 0; c < 256; c++) {
+        LOWER[c] = (unsigned char)((c >= 'A' && c <= 'Z') ? c + 32 : c);
+        B64[c] = (unsigned char)((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
+                                 c == '+' || c == '/');
+    }
+    build_starts();
+    return PyModule_Create(&MODULE);
+}

@@ -1,0 +1,274 @@
+"""The compiled log4j scan (kitlib/formats/_log4j_scan.c) gives the numpy path's tables.
+
+The numpy path is the reference: every block is parsed both ways and compared column by column,
+on every log4j file of the sample bundles and test fixtures, and on generated blocks that mix
+what real broker and Connect logs hold (stack traces, loggers on a line of their own, Connect's
+``:line`` suffixes, brackets that are no loggers, trailing blanks, CRLF, secrets). The scan's
+secret pre-check must flag every text the RE2 pre-check matches."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from kitlib import redact
+from kitlib.formats import detect, log4j
+from kitlib.sources import SourceFile, head
+
+scan = pytest.importorskip("kitlib.formats._log4j_scan", reason="the compiled scan is not built")
+ROOT = Path(__file__).resolve().parents[1]
+
+
+class Src:
+    host, rel, tz, first_line = "broker-1", "broker-1/server.log", "UTC", 1
+
+
+def both_ways(block: bytes, src=Src, monkeypatch=None):
+    """parse_block through the compiled scan and through numpy; (native result, numpy result,
+    whether the scan took the block)."""
+    took = scan.scan(block) is not None
+    old = log4j.NATIVE
+    try:
+        log4j.NATIVE = True
+        native = log4j.parse_block(block, 0, src)
+        log4j.NATIVE = False
+        reference = log4j.parse_block(block, 0, src)
+    finally:
+        log4j.NATIVE = old
+    return native, reference, took
+
+
+def assert_same(native, reference):
+    (ev, un, parsed, nlines), (ev0, un0, parsed0, nlines0) = native, reference
+    assert (parsed, nlines) == (parsed0, nlines0)
+    assert ev.schema == ev0.schema
+    for name in ev.column_names:
+        assert ev.column(name).to_pylist() == ev0.column(name).to_pylist(), name
+    assert un.to_dict("list") == un0.to_dict("list")
+
+
+def test_the_scan_is_built_by_the_install():
+    # an install with a C compiler builds it (setup.py); without it every block takes numpy
+    assert log4j._log4j_scan is not None and log4j.NATIVE
+
+
+def log4j_files() -> list[Path]:
+    found = []
+    for base in (ROOT / "sample_data", ROOT / "tests" / "fixtures"):
+        for p in sorted(base.rglob("*")):
+            if not p.is_file() or p.suffix in (".gz", ".zst", ".parquet", ".md", ".json", ".yaml"):
+                continue
+            src = SourceFile(p, p.name, "h", "UTC")
+            try:
+                fmt = detect(head(src), src)
+            except Exception:  # noqa: BLE001 - a file detection refuses is not a log4j file
+                continue
+            if fmt is not None and fmt.name == "log4j":
+                found.append(p)
+    return found
+
+
+FILES = log4j_files()
+
+
+def test_there_are_log4j_files_to_compare():
+    assert len(FILES) >= 20
+
+
+@pytest.mark.parametrize("path", FILES, ids=[str(p.relative_to(ROOT)) for p in FILES])
+def test_every_log4j_file_of_the_samples_parses_the_same_both_ways(path):
+    data = path.read_bytes()
+    if log4j._wrapped(data[:65536]):  # container prefixes are stripped before blocks are cut
+        pytest.skip("container-prefixed log: its blocks are compared after stripping in test_log4j")
+    native, reference, _ = both_ways(data)
+    assert_same(native, reference)
+
+
+def test_a_generated_broker_log_is_taken_by_the_scan_and_parses_the_same():
+    import sys
+
+    sys.path.insert(0, str(ROOT / "bench"))
+    try:
+        import genlog  # the benchmark's log generator: every kind of record a broker writes
+    finally:
+        sys.path.pop(0)
+    import io
+
+    buf = io.BytesIO()
+    genlog.generate(2 << 20, buf)
+    data = buf.getvalue()
+    block = data[: log4j._last_header_start(data)]
+    native, reference, took = both_ways(block)
+    assert took
+    assert native[0].num_rows > 5000
+    assert_same(native, reference)
+
+
+# --- generated blocks -------------------------------------------------------------------------
+WORDS = st.sampled_from(
+    [
+        "Partition",
+        "topic-0",
+        "(",
+        ")",
+        " (",
+        "()",
+        "[",
+        "]",
+        ":",
+        "=",
+        "9092",
+        "leader",
+        "epoch",
+        "\t",
+        "  ",
+        "password=hunter2",
+        "token",
+        'user_bob="x"',
+        "PLAINTEXT://b1:9092",
+        "sasl://u:p@h",
+        "eyJabcdefgh.eyJabcdefgh.sig",
+        "AKIAIOSFODNN7EXAMPLE",
+        "(kafka.Foo)",
+        "(x y)",
+        "é",
+        ":12",
+    ]
+)
+LOGGERS = st.sampled_from(
+    [
+        "kafka.server.ReplicaManager",
+        "org.apache.kafka.connect.runtime.WorkerTask:271",
+        "$Anon",
+        "a-b.c",
+        "1bad",
+        "has space",
+        "",
+        "x:1:2",
+        ":7",
+        "ok_$.-name",
+    ]
+)
+LEVEL = st.sampled_from(["TRACE", "DEBUG", "INFO", "WARN", "ERROR", "FATAL", "INFO", "NOTICE"])
+
+
+@st.composite
+def record(draw) -> str:
+    y = draw(st.sampled_from(["2024", "2024", "1677", "2262", "0999"]))
+    mo = draw(st.sampled_from(["05", "12", "13", "00"]))
+    d = draw(st.sampled_from(["22", "31", "32"]))
+    hh = draw(st.sampled_from(["00", "23", "24"]))
+    header = f"[{y}-{mo}-{d} {hh}:32:03,023] {draw(LEVEL)}"
+    msg = "".join(draw(st.lists(WORDS | st.text("abc ()[]:\t", max_size=6), max_size=8)))
+    if draw(st.booleans()):
+        msg += f" ({draw(LOGGERS)})"
+    lines = [header + (" " + msg if msg or draw(st.booleans()) else "") + draw(st.sampled_from(["", " ", "\t ", ""]))]
+    for _ in range(draw(st.integers(0, 3))):
+        lines.append(
+            draw(
+                st.sampled_from(
+                    [
+                        "\tat kafka.Foo.bar(Foo.scala:12)",
+                        "java.io.IOException: broken (pipe)",
+                        "",
+                        "[not a header]",
+                        "[2024-05-22 00:32:03,023]INFO glued",
+                        "\tcleaner.io.buffer.size = 524288",
+                        "MIIEowIBAAKCAQEA7bq3xYz0PqR9aB3cD4eF5gH6iJ7kLmNoPq",
+                        " (kafka.log.LogCleaner) ",
+                    ]
+                )
+            )
+        )
+    if draw(st.booleans()):
+        lines.append(f" ({draw(LOGGERS)})" + draw(st.sampled_from(["", " "])))
+    return "\n".join(lines)
+
+
+@st.composite
+def block(draw) -> bytes:
+    recs = draw(st.lists(record(), min_size=1, max_size=12))
+    first = "[2024-05-22 00:00:00,000] INFO start (kafka.Kafka)"
+    text = "\n".join([first, *recs]) + draw(st.sampled_from(["\n", ""]))
+    if draw(st.booleans()):
+        text = text.replace("\n", "\r\n")
+    return text.encode()
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(block())
+def test_generated_blocks_parse_the_same_both_ways(data):
+    native, reference, took = both_ways(data)
+    assert_same(native, reference)
+    # what the scan leaves to numpy: non-ASCII text, and years the tables cannot hold
+    far = any(f"[{y}-" in data.decode() for y in ("1677", "2262", "0999"))
+    assert took or far or max(data) >= 128
+
+
+def test_blocks_the_scan_leaves_to_numpy():
+    ok = b"[2024-05-22 00:32:03,023] INFO fine (kafka.Foo)\n"
+    assert scan.scan(ok) is not None
+    assert scan.scan(b"orphan line\n" + ok) is None  # lines before the first header
+    assert scan.scan(ok + b"caf\xc3\xa9\n") is None  # non-ASCII: numpy checks the UTF-8
+    assert scan.scan(ok + b"nul\x00\n") is None
+    assert scan.scan(ok.replace(b"2024", b"1500")) is None  # a year the tables cannot hold
+    assert scan.scan(b"") is None
+
+
+# --- the secret pre-check ------------------------------------------------------------------------
+def re2_flags(texts: list[str]) -> list[bool]:
+    hit = pc.fill_null(pc.match_substring_regex(pa.array(texts, pa.large_string()), redact.PREFILTER), False)
+    return hit.to_pylist()
+
+
+def test_every_rule_example_is_flagged():
+    for rule in redact.RULES:
+        example = rule.example.split(" (on a line")[0]
+        assert scan.flag(example.encode()), rule.name
+
+
+def test_ordinary_broker_text_is_not_flagged():
+    quiet = [
+        "[Partition topic-0 broker=1] ISR updated to 1,2,3 and version updated to 7",
+        "Registered broker 1 at path /brokers/ids/1 with addresses: PLAINTEXT://broker-1:9092",
+        "[GroupCoordinator 1]: Preparing to rebalance group g1 in state PreparingRebalance",
+        "Deleted log for partition orders-3 in /var/lib/kafka/data/orders-3.abc-delete.",
+    ]
+    assert [scan.flag(t.encode()) for t in quiet] == [False] * len(quiet)
+    assert re2_flags(quiet) == [False] * len(quiet)
+
+
+FRAGMENTS = st.sampled_from(
+    "pass w PassW phrase pwd PWD secret SeCrEt token api . _ - key Key credential access auth user info bind pw "
+    "jaas private keystore user_ authorization bearer :// : @ / eyj eyJ gh p o x xox a b aiza AIza AKIA akia ASIA "
+    'ABIA ACCA apikey ApiKey = " QUJDREVGR0hJSktMTU5PUFFSU1RVVldYWVo 0123456789 =='.split()
+    + [" ", "\t", "\n"]
+)
+
+
+@settings(max_examples=1500, deadline=None)
+@given(st.lists(FRAGMENTS, max_size=14).map("".join))
+def test_the_scan_flags_everything_re2_flags(text):
+    if re2_flags([text])[0]:
+        assert scan.flag(text.encode()), text
+
+
+def test_flagged_messages_are_redacted_in_the_events_table():
+    data = (
+        b'[2024-05-22 00:32:03,023] INFO Connecting with sasl.jaas.config=x required password="s3cret"; (kafka.A)\n'
+        b"[2024-05-22 00:32:04,023] INFO nothing to hide here (kafka.A)\n"
+        b"[2024-05-22 00:32:05,023] INFO url http://app:pw0rd@db:80/x (kafka.A)\n"
+    )
+    native, reference, took = both_ways(data)
+    assert took
+    assert_same(native, reference)
+    messages = native[0].column("message").to_pylist()
+    assert "s3cret" not in messages[0] and "pw0rd" not in messages[2]
+    assert messages[1] == "nothing to hide here"
+    assert np.all(np.array([redact.REDACTED in m for m in messages]) == [True, False, True])
