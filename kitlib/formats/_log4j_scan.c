@@ -21,11 +21,14 @@
 typedef struct {
     char *data;
     Py_ssize_t len, cap;
+    int fixed; /* memory not ours to grow (the message bytes object) */
 } Buf;
 
 static int buf_reserve(Buf *b, Py_ssize_t more) {
     if (b->len + more <= b->cap)
         return 0;
+    if (b->fixed)
+        return -1;
     Py_ssize_t cap = b->cap ? b->cap : 4096;
     while (cap < b->len + more)
         cap *= 2;
@@ -242,11 +245,14 @@ static int base64_line(const unsigned char *s, const unsigned char *e) {
     return 1;
 }
 
-/* Where to look: the first four bytes of every word above (letters folded by | 0x20, other bytes
- * folded the same way on both sides) hashed into a bitmap of 2^16 bits. A position whose four
- * bytes miss the bitmap starts no word; a hit is checked with word_at(). Words of three letters
- * (pwd, eyj, ://) are entered with every fourth byte. */
-static uint8_t STARTS[1 << 13];
+/* Where to look. Every second position is hashed: its four bytes (letters folded by | 0x20, other
+ * bytes folded the same way on both sides) index a bitmap of 2^17 bits that holds, for each word
+ * above, the four bytes a word starting there or one byte either side would put there: the word's
+ * bytes 0-3 and 1-4 (a word of three or four letters: its first three after any byte, and before
+ * any byte). A position whose bits are clear starts no word at itself or next to it; a hit is
+ * checked with word_at() at those three places. */
+#define HASH_BITS 17
+static uint8_t STARTS[1 << (HASH_BITS - 3)];
 
 static inline uint32_t fold4(const unsigned char *p) {
     uint32_t w;
@@ -254,48 +260,62 @@ static inline uint32_t fold4(const unsigned char *p) {
     return w | 0x20202020u;
 }
 
-static inline uint32_t hash4(uint32_t w) { return (w * 0x9E3779B1u) >> 16; }
+static inline uint32_t hash4(uint32_t w) { return (w * 0x9E3779B1u) >> (32 - HASH_BITS); }
 
 static void enter(const char *w4) {
     uint32_t h = hash4(fold4((const unsigned char *)w4));
     STARTS[h >> 3] |= (uint8_t)(1u << (h & 7));
 }
 
-static void build_starts(void) {
-    static const char *const words[] = {
-        "pass", "pwd", "priv", "secr", "toke", "api.", "api_", "api-", "apik", "aiza", "auth", "acce", "akia",
-        "asia", "abia", "acca", "cred", "bear", "bind", "jaas", "keys", "user", "eyj",  "://",  NULL};
-    for (const char *const *w = words; *w; w++) {
-        char buf[4];
-        memcpy(buf, *w, 3);
-        if (strlen(*w) == 4) {
-            buf[3] = (*w)[3];
-            enter(buf);
-        } else {
-            for (int c = 0; c < 256; c++) {
-                buf[3] = (char)c;
-                enter(buf);
-            }
-        }
+static void enter_word(const char *w) {
+    size_t n = strlen(w);
+    if (n >= 5) {
+        enter(w);
+        enter(w + 1);
+        return;
     }
-    for (const char *c = "pousr"; *c; c++) {
-        char buf[4] = {'g', 'h', *c, '_'};
+    char buf[4];
+    if (n == 4)
+        enter(w);
+    for (int c = 0; c < 256; c++) {
+        buf[0] = (char)c;
+        memcpy(buf + 1, w, 3);
         enter(buf);
-    }
-    for (const char *c = "abprs"; *c; c++) {
-        char buf[4] = {'x', 'o', 'x', *c};
+        memcpy(buf, w, 3);
+        buf[3] = (char)c;
         enter(buf);
     }
 }
 
+static void build_starts(void) {
+    static const char *const words[] = {
+        "passw", "passp", "pwd",   "priva", "secre", "token", "api.k", "api_k", "api-k", "apike",
+        "aiza",  "autho", "auth.", "auth_", "auth-", "acces", "akia",  "asia",  "abia",
+        "acca",  "crede", "beare", "bind",  "jaas",  "keyst", "user_", "eyj",   "://",   "ghp_",
+        "gho_",  "ghu_",  "ghs_",  "ghr_",  "xoxa-", "xoxb-", "xoxp-", "xoxr-", "xoxs-", NULL};
+    for (const char *const *w = words; *w; w++)
+        enter_word(*w);
+    /* auth<any>user<any>info: "auth" and one byte of any kind */
+    char buf[6] = {'a', 'u', 't', 'h', 0, 0};
+    for (int c = 0; c < 256; c++) {
+        buf[4] = (char)c;
+        enter(buf + 1);
+    }
+    /* api<sep>key, access<any>key and bind<any>pw are entered through their first five bytes
+     * above when <sep> is . _ -; "acces" and "bind" cover the rest */
+}
+
 static int suspect(const unsigned char *p, Py_ssize_t len) {
     const unsigned char *end = p + len, *q = p;
-    for (; q + 4 <= end; q++) {
+    for (; q + 4 <= end; q += 2) {
         uint32_t h = hash4(fold4(q));
-        if ((STARTS[h >> 3] >> (h & 7)) & 1 && word_at(q, end))
-            return 1;
+        if ((STARTS[h >> 3] >> (h & 7)) & 1) {
+            if ((q > p && word_at(q - 1, end)) || word_at(q, end) || word_at(q + 1, end))
+                return 1;
+        }
     }
-    for (; q < end; q++) /* the last three bytes: only three-letter words fit */
+    /* the last positions, where four bytes do not fit */
+    for (q = (q - 1 > p ? q - 1 : p); q < end; q++)
         if (word_at(q, end))
             return 1;
     /* base64 lines: only lines of 40+ bytes are looked at */
@@ -312,14 +332,73 @@ static int suspect(const unsigned char *p, Py_ssize_t len) {
 
 /* ---- the block ------------------------------------------------------------------------------ */
 typedef struct {
-    Buf line, span, wall, level, msg_off, msg, log_off, log, flagged;
+    Buf line, span, wall, level, msg_off, msg, log_idx, log_off, log, flagged;
     int64_t nrec;
+    /* the logger names seen, each once (log_off/log), found again through an open-addressing
+     * table of their indices (-1: free) */
+    int32_t *slots;
+    uint32_t nslots, nnames;
 } Out;
 
 static void out_free(Out *o) {
-    Buf *bs[] = {&o->line, &o->span, &o->wall, &o->level, &o->msg_off, &o->msg, &o->log_off, &o->log, &o->flagged};
+    Buf *bs[] = {&o->line, &o->span, &o->wall,   &o->level, &o->msg_off,
+                 &o->msg,  &o->log_idx, &o->log_off, &o->log,   &o->flagged};
     for (size_t i = 0; i < sizeof bs / sizeof *bs; i++)
         free(bs[i]->data);
+    free(o->slots);
+}
+
+static uint32_t name_hash(const unsigned char *p, Py_ssize_t n) {
+    uint32_t h = 2166136261u;
+    for (Py_ssize_t i = 0; i < n; i++)
+        h = (h ^ p[i]) * 16777619u;
+    return h;
+}
+
+static const unsigned char *name_at(const Out *o, int32_t k, Py_ssize_t *len) {
+    const int64_t *off = (const int64_t *)o->log_off.data;
+    *len = (Py_ssize_t)(off[k + 1] - off[k]);
+    return (const unsigned char *)o->log.data + off[k];
+}
+
+static int grow_slots(Out *o) {
+    uint32_t n = o->nslots ? o->nslots * 2 : 256;
+    int32_t *s = malloc(sizeof(int32_t) * n);
+    if (!s)
+        return -1;
+    memset(s, 0xff, sizeof(int32_t) * n);
+    for (int32_t k = 0; k < (int32_t)o->nnames; k++) {
+        Py_ssize_t len;
+        const unsigned char *p = name_at(o, k, &len);
+        uint32_t i = name_hash(p, len) & (n - 1);
+        while (s[i] >= 0)
+            i = (i + 1) & (n - 1);
+        s[i] = k;
+    }
+    free(o->slots);
+    o->slots = s;
+    o->nslots = n;
+    return 0;
+}
+
+/* the index of the logger name a[s:e), entered when new; -1: out of memory */
+static int32_t name_index(Out *o, const unsigned char *p, Py_ssize_t n) {
+    if ((o->nnames + 1) * 2 > o->nslots && grow_slots(o))
+        return -1;
+    uint32_t i = name_hash(p, n) & (o->nslots - 1);
+    for (; o->slots[i] >= 0; i = (i + 1) & (o->nslots - 1)) {
+        Py_ssize_t len;
+        const unsigned char *q = name_at(o, o->slots[i], &len);
+        if (len == n && memcmp(p, q, (size_t)n) == 0)
+            return o->slots[i];
+    }
+    if (buf_put(&o->log, p, n))
+        return -1;
+    int64_t end = (int64_t)o->log.len;
+    if (buf_put(&o->log_off, &end, sizeof end))
+        return -1;
+    o->slots[i] = (int32_t)o->nnames;
+    return (int32_t)o->nnames++;
 }
 
 typedef struct {
@@ -378,9 +457,10 @@ static int emit(Out *o, const unsigned char *a, const Rec *r) {
     if (suspect((const unsigned char *)o->msg.data + mstart, o->msg.len - mstart))
         PUT(&o->flagged, (int64_t)o->nrec);
     PUT(&o->msg_off, (int64_t)o->msg.len);
-    if (buf_put(&o->log, a + gs, ge - gs))
+    int32_t name = name_index(o, a + gs, ge - gs);
+    if (name < 0)
         return -1;
-    PUT(&o->log_off, (int64_t)o->log.len);
+    PUT(&o->log_idx, name);
     PUT(&o->line, (int64_t)(r->hline + 1));
     PUT(&o->span, (int32_t)r->span);
     PUT(&o->wall, (int64_t)r->wall);
@@ -467,23 +547,36 @@ static PyObject *scan(PyObject *self, PyObject *arg) {
     Py_buffer view;
     if (PyObject_GetBuffer(arg, &view, PyBUF_SIMPLE) < 0)
         return NULL;
+    /* the messages are written straight into the bytes object returned: they are disjoint parts
+     * of the block, so the block's size bounds them */
+    PyObject *msg = PyBytes_FromStringAndSize(NULL, view.len);
+    if (!msg) {
+        PyBuffer_Release(&view);
+        return NULL;
+    }
     Out o;
     memset(&o, 0, sizeof o);
+    o.msg.data = PyBytes_AS_STRING(msg);
+    o.msg.cap = view.len;
+    o.msg.fixed = 1;
     int64_t nlines = 0;
     int rc;
     Py_BEGIN_ALLOW_THREADS;
     rc = scan_block((const unsigned char *)view.buf, view.len, &o, &nlines);
     Py_END_ALLOW_THREADS;
     PyBuffer_Release(&view);
+    o.msg.data = NULL; /* owned by msg */
     PyObject *res = NULL;
     if (rc < 0)
         PyErr_NoMemory();
     else if (rc > 0)
         res = Py_NewRef(Py_None);
-    else
-        res = Py_BuildValue("(LNNNNNNNNN)", (long long)nlines, as_bytes(&o.line), as_bytes(&o.span), as_bytes(&o.wall),
-                            as_bytes(&o.level), as_bytes(&o.msg_off), as_bytes(&o.msg), as_bytes(&o.log_off),
-                            as_bytes(&o.log), as_bytes(&o.flagged));
+    else if (_PyBytes_Resize(&msg, o.msg.len) == 0) {
+        res = Py_BuildValue("(LNNNNNONNNN)", (long long)nlines, as_bytes(&o.line), as_bytes(&o.span),
+                            as_bytes(&o.wall), as_bytes(&o.level), as_bytes(&o.msg_off), msg, as_bytes(&o.log_idx),
+                            as_bytes(&o.log_off), as_bytes(&o.log), as_bytes(&o.flagged));
+    }
+    Py_XDECREF(msg);
     out_free(&o);
     return res;
 }
@@ -502,8 +595,8 @@ static PyObject *flag(PyObject *self, PyObject *arg) {
 
 static PyMethodDef METHODS[] = {
     {"scan", scan, METH_O,
-     "scan(block) -> (nlines, line, span, wall_ms, level, msg_offsets, msg_data, logger_offsets, logger_data, "
-     "flagged) as bytes of int64/int32/int8 values, or None when the block needs the general parser"},
+     "scan(block) -> (nlines, line, span, wall_ms, level, msg_offsets, msg_data, logger_index, name_offsets, "
+     "name_data, flagged) as bytes of int64/int32/int8 values, or None when the block needs the general parser"},
     {"flag", flag, METH_O, "flag(text: bytes) -> bool: whether the secret pre-check flags the text"},
     {NULL, NULL, 0, NULL},
 };
