@@ -215,7 +215,9 @@ def _from_scan(scanned: tuple, lines_before: int, src: SourceFile):
     spans = np.frombuffer(span, np.int32)
     message = pa.Array.from_buffers(pa.large_string(), nrec, [None, pa.py_buffer(msg_off), pa.py_buffer(msg)])
     message = redact_flagged(message, np.frombuffer(flagged, np.int64))
-    names = pa.Array.from_buffers(pa.large_string(), len(name_off) // 8 - 1, [None, pa.py_buffer(name_off), pa.py_buffer(name)])
+    names = pa.Array.from_buffers(
+        pa.large_string(), len(name_off) // 8 - 1, [None, pa.py_buffer(name_off), pa.py_buffer(name)]
+    )
     logger = pa.DictionaryArray.from_arrays(pa.array(np.frombuffer(logger_index, np.int32)), names.cast(pa.string()))
     lines = np.frombuffer(line, np.int64)
     t = pa.Table.from_arrays(
