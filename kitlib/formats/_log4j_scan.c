@@ -12,6 +12,7 @@
  * The rules (header shape, message and logger ranges, logger names) are the numpy path's,
  * written out per record; log4j.py's docstrings say what they mean.
  */
+#define _GNU_SOURCE /* memrchr */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <stdint.h>
@@ -40,7 +41,7 @@ static int buf_reserve(Buf *b, Py_ssize_t more) {
     return 0;
 }
 
-static int buf_put(Buf *b, const void *p, Py_ssize_t n) {
+static inline int buf_put(Buf *b, const void *p, Py_ssize_t n) {
     if (buf_reserve(b, n))
         return -1;
     if (n)
@@ -56,6 +57,7 @@ static int buf_put(Buf *b, const void *p, Py_ssize_t n) {
     } while (0)
 
 static const char *const LEVELS[] = {"TRACE", "DEBUG", "INFO", "WARN", "ERROR", "FATAL"};
+static const Py_ssize_t LEVEL_LEN[] = {5, 5, 4, 4, 5, 5};
 
 static inline int dec_digit(unsigned char c) { return c >= '0' && c <= '9' ? c - '0' : -1; }
 
@@ -85,7 +87,7 @@ static int header(const unsigned char *s, Py_ssize_t len, int64_t *wall, int *fa
     }
     int lvl = -1;
     for (int i = 0; i < 6; i++) {
-        Py_ssize_t L = (Py_ssize_t)strlen(LEVELS[i]);
+        Py_ssize_t L = LEVEL_LEN[i];
         if (26 + L <= len && memcmp(s + 26, LEVELS[i], (size_t)L) == 0 && (26 + L == len || s[26 + L] == ' ')) {
             lvl = i;
             break;
@@ -262,9 +264,30 @@ static inline uint32_t fold4(const unsigned char *p) {
 
 static inline uint32_t hash4(uint32_t w) { return (w * 0x9E3779B1u) >> (32 - HASH_BITS); }
 
+/* the same four-byte keys held exactly, so that the bitmap's collisions (most of its hits) end
+ * in one probe rather than in word_at() three times; a folded key is never 0 (bit 5 of each byte) */
+#define KEY_BITS 14
+static uint32_t KEYS[1 << KEY_BITS];
+
+static inline uint32_t key_slot(uint32_t w) { return (w * 0x85EBCA6Bu) >> (32 - KEY_BITS); }
+
+static inline int is_key(uint32_t w) {
+    for (uint32_t i = key_slot(w);; i = (i + 1) & ((1u << KEY_BITS) - 1)) {
+        if (KEYS[i] == w)
+            return 1;
+        if (KEYS[i] == 0)
+            return 0;
+    }
+}
+
 static void enter(const char *w4) {
-    uint32_t h = hash4(fold4((const unsigned char *)w4));
+    uint32_t w = fold4((const unsigned char *)w4);
+    uint32_t h = hash4(w);
     STARTS[h >> 3] |= (uint8_t)(1u << (h & 7));
+    uint32_t i = key_slot(w);
+    while (KEYS[i] != 0 && KEYS[i] != w)
+        i = (i + 1) & ((1u << KEY_BITS) - 1);
+    KEYS[i] = w;
 }
 
 static void enter_word(const char *w) {
@@ -308,8 +331,8 @@ static void build_starts(void) {
 static int suspect(const unsigned char *p, Py_ssize_t len) {
     const unsigned char *end = p + len, *q = p;
     for (; q + 4 <= end; q += 2) {
-        uint32_t h = hash4(fold4(q));
-        if ((STARTS[h >> 3] >> (h & 7)) & 1) {
+        uint32_t w = fold4(q), h = hash4(w);
+        if ((STARTS[h >> 3] >> (h & 7)) & 1 && is_key(w)) {
             if ((q > p && word_at(q - 1, end)) || word_at(q, end) || word_at(q + 1, end))
                 return 1;
         }
@@ -338,7 +361,17 @@ typedef struct {
      * table of their indices (-1: free) */
     int32_t *slots;
     uint32_t nslots, nnames;
+    /* what each '(...)' text met so far came to: the raw bytes (start and length in the block;
+     * length -1: a free slot) and the name's index, or NOT_A_NAME; so each text is checked and
+     * cleaned once, not once per record */
+    struct Raw {
+        Py_ssize_t start, len;
+        int32_t name;
+    } *raws;
+    uint32_t nraw_slots, nraws;
 } Out;
+
+#define NOT_A_NAME (-2)
 
 static void out_free(Out *o) {
     Buf *bs[] = {&o->line, &o->span, &o->wall,   &o->level, &o->msg_off,
@@ -346,13 +379,22 @@ static void out_free(Out *o) {
     for (size_t i = 0; i < sizeof bs / sizeof *bs; i++)
         free(bs[i]->data);
     free(o->slots);
+    free(o->raws);
 }
 
+/* a hash of a name from its length and its first and last eight bytes (names that share those
+ * only cost a longer probe: every match is compared byte for byte) */
 static uint32_t name_hash(const unsigned char *p, Py_ssize_t n) {
-    uint32_t h = 2166136261u;
-    for (Py_ssize_t i = 0; i < n; i++)
-        h = (h ^ p[i]) * 16777619u;
-    return h;
+    uint64_t head = 0, tail = 0;
+    if (n >= 8) {
+        memcpy(&head, p, 8);
+        memcpy(&tail, p + n - 8, 8);
+    } else if (n > 0) {
+        memcpy(&head, p, (size_t)n);
+    }
+    uint64_t h = (uint64_t)n * 0x9E3779B97F4A7C15ull ^ head * 0xC2B2AE3D27D4EB4Full ^ tail * 0x165667B19E3779F9ull;
+    h ^= h >> 29;
+    return (uint32_t)(h ^ (h >> 32));
 }
 
 static const unsigned char *name_at(const Out *o, int32_t k, Py_ssize_t *len) {
@@ -401,6 +443,51 @@ static int32_t name_index(Out *o, const unsigned char *p, Py_ssize_t n) {
     return (int32_t)o->nnames++;
 }
 
+static int grow_raws(Out *o, const unsigned char *a) {
+    uint32_t n = o->nraw_slots ? o->nraw_slots * 2 : 256;
+    struct Raw *t = malloc(sizeof *t * n);
+    if (!t)
+        return -1;
+    for (uint32_t i = 0; i < n; i++)
+        t[i].len = -1;
+    for (uint32_t k = 0; k < o->nraw_slots; k++) {
+        struct Raw *r = &o->raws[k];
+        if (r->len < 0)
+            continue;
+        uint32_t i = name_hash(a + r->start, r->len) & (n - 1);
+        while (t[i].len >= 0)
+            i = (i + 1) & (n - 1);
+        t[i] = *r;
+    }
+    free(o->raws);
+    o->raws = t;
+    o->nraw_slots = n;
+    return 0;
+}
+
+/* the name index of the logger text a[s:e) (Connect's ':line' dropped), NOT_A_NAME when it is
+ * no logger name, -1: out of memory */
+static int32_t logger_index(Out *o, const unsigned char *a, Py_ssize_t s, Py_ssize_t e) {
+    if ((o->nraws + 1) * 2 > o->nraw_slots && grow_raws(o, a))
+        return -1;
+    Py_ssize_t n = e - s;
+    uint32_t i = name_hash(a + s, n) & (o->nraw_slots - 1);
+    for (; o->raws[i].len >= 0; i = (i + 1) & (o->nraw_slots - 1)) {
+        struct Raw *r = &o->raws[i];
+        if (r->len == n && memcmp(a + r->start, a + s, (size_t)n) == 0)
+            return r->name;
+    }
+    Py_ssize_t ce = e;
+    int32_t name = clean_logger(a, s, &ce) ? name_index(o, a + s, ce - s) : NOT_A_NAME;
+    if (name == -1)
+        return -1;
+    o->raws[i].start = s;
+    o->raws[i].len = n;
+    o->raws[i].name = name;
+    o->nraws++;
+    return name;
+}
+
 typedef struct {
     Py_ssize_t hs, heff, hnl; /* header line: start, end without '\r', its '\n' (or block end) */
     int64_t hline, wall;
@@ -410,19 +497,18 @@ typedef struct {
 } Rec;
 
 static int emit(Out *o, const unsigned char *a, const Rec *r) {
-    Py_ssize_t L = (Py_ssize_t)strlen(LEVELS[r->lvl]);
+    Py_ssize_t L = LEVEL_LEN[r->lvl];
     Py_ssize_t hend = trim_end(a, r->hs, r->heff);
     Py_ssize_t msg_start = r->hs + 26 + L + 1;
     if (msg_start > hend)
         msg_start = hend;
-    /* the last '(' before hend - 1 */
+    /* the last '(' before hend - 1, when the line ends with ')' */
     Py_ssize_t po = -1;
-    for (Py_ssize_t k = hend - 2; k >= msg_start; k--)
-        if (a[k] == '(') {
-            po = k;
-            break;
-        }
-    int hdr_logger = hend >= 1 && a[hend - 1] == ')' && po >= msg_start && (po == msg_start || a[po - 1] == ' ');
+    if (hend - 1 > msg_start && a[hend - 1] == ')') {
+        const unsigned char *k = memrchr(a + msg_start, '(', (size_t)(hend - 1 - msg_start));
+        po = k ? k - a : -1;
+    }
+    int hdr_logger = po >= msg_start && (po == msg_start || a[po - 1] == ' ');
     int multi = r->span > 1;
     Py_ssize_t le = trim_end(a, r->ls, r->leff);
     int tail_logger = multi && le - r->ls >= 4 && a[r->ls] == ' ' && a[r->ls + 1] == '(' && a[le - 1] == ')';
@@ -443,9 +529,14 @@ static int emit(Out *o, const unsigned char *a, const Rec *r) {
         gs = r->ls + 2;
         ge = le - 1;
     }
-    if (!clean_logger(a, gs, &ge)) {
+    int32_t name = logger_index(o, a, gs, ge);
+    if (name == -1)
+        return -1;
+    if (name == NOT_A_NAME) { /* a '(...)' that is no logger name stays in the message */
         r1e = tail_logger ? r->leff : hend;
-        gs = ge = 0;
+        name = name_index(o, a, 0);
+        if (name < 0)
+            return -1;
     }
     if (r1e < r1s)
         r1e = r1s;
@@ -457,9 +548,6 @@ static int emit(Out *o, const unsigned char *a, const Rec *r) {
     if (suspect((const unsigned char *)o->msg.data + mstart, o->msg.len - mstart))
         PUT(&o->flagged, (int64_t)o->nrec);
     PUT(&o->msg_off, (int64_t)o->msg.len);
-    int32_t name = name_index(o, a + gs, ge - gs);
-    if (name < 0)
-        return -1;
     PUT(&o->log_idx, name);
     PUT(&o->line, (int64_t)(r->hline + 1));
     PUT(&o->span, (int32_t)r->span);

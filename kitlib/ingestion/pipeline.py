@@ -86,15 +86,29 @@ def run(path, tz, out: Path | None, progress, derive: bool = True) -> tuple[dict
 
 
 def lean_allocator() -> None:
-    """Make Arrow allocate from jemalloc for the rest of the process (when this pyarrow has it).
-    For a long ingest it holds less memory than the default allocator at the same speed: 237-244
-    MB peak against 270-278 MB on the 1 GB benchmark log. Called by the ``kitlib ingest``
-    command, not by the library (the allocator is the whole process's choice)."""
+    """Set the process's allocators for a long ingest. Called by the ``kitlib ingest`` command,
+    not by the library (the allocator is the whole process's choice).
+
+    - Arrow allocates from jemalloc (when this pyarrow has it): it holds less memory than the
+      default allocator at the same speed, 237-244 MB peak against 270-278 MB on the 1 GB
+      benchmark log.
+    - glibc's malloc keeps the blocks of log it hands out (a few MiB each) in its heap instead
+      of mapping fresh pages for every one and giving them back after: the kernel had been
+      zeroing a gigabyte of new pages per gigabyte read. On the 1 GB log: 11 % less CPU and 10 %
+      less wall time for 12 MB more peak memory."""
+    import ctypes
+
     import pyarrow as pa
 
     try:
         pa.set_memory_pool(pa.jemalloc_memory_pool())
     except (NotImplementedError, AttributeError, pa.ArrowException):  # a pyarrow built without jemalloc
+        pass
+    try:
+        libc = ctypes.CDLL("libc.so.6")
+        libc.mallopt(-3, 32 << 20)  # M_MMAP_THRESHOLD: blocks below 32 MiB come from the heap
+        libc.mallopt(-1, 128 << 20)  # M_TRIM_THRESHOLD: up to 128 MiB of free heap is kept
+    except (OSError, AttributeError):  # not glibc
         pass
 
 
