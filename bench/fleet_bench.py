@@ -31,6 +31,29 @@ EXTRA = [
 ]
 
 
+def tree_peak_rss_mb(pid: int) -> float:
+    """The largest peak RSS (VmHWM) of one process among ``pid`` and all its descendants, in MB."""
+    children: dict[int, list[int]] = {}
+    for d in Path("/proc").iterdir():
+        if d.name.isdigit():
+            try:
+                ppid = int((d / "stat").read_text().rsplit(")", 1)[1].split()[1])
+            except (OSError, IndexError, ValueError):
+                continue
+            children.setdefault(ppid, []).append(int(d.name))
+    peak, todo = 0, [pid]
+    while todo:
+        p = todo.pop()
+        todo += children.get(p, [])
+        try:
+            for ln in Path(f"/proc/{p}/status").read_text().splitlines():
+                if ln.startswith("VmHWM:"):
+                    peak = max(peak, int(ln.split()[1]))
+        except OSError:
+            continue
+    return peak / 1024 if peak else float("nan")
+
+
 def make_fleet(root: Path, hosts: int, mb: float) -> None:
     sys.path.insert(0, str(HERE))
     from genlog import generate
@@ -81,10 +104,8 @@ def main(argv=None) -> int:
     # a scheduler and two workers as separate processes
     sched_file = work / "scheduler.json"
     sched_file.unlink(missing_ok=True)
-    t = ["/usr/bin/time", "-f", "%M"]
     sched = subprocess.Popen(
         [
-            *t,
             str(BIN / "dask"),
             "scheduler",
             "--host",
@@ -106,7 +127,7 @@ def main(argv=None) -> int:
     address = json.loads(sched_file.read_text())["address"]
     workers = [
         subprocess.Popen(
-            [*t, str(BIN / "dask"), "worker", address, "--nthreads", "1", "--host", "127.0.0.1", "--no-dashboard"],
+            [str(BIN / "dask"), "worker", address, "--nthreads", "1", "--host", "127.0.0.1", "--no-dashboard"],
             stdout=subprocess.DEVNULL,
             stderr=subprocess.PIPE,
             text=True,
@@ -122,10 +143,10 @@ def main(argv=None) -> int:
     import signal
 
     for p in [*workers, sched]:
-        os.killpg(p.pid, signal.SIGTERM)  # the dask process, not only GNU time in front of it
-        err = p.communicate(timeout=120)[1]
-        nums = [ln for ln in err.strip().splitlines() if ln.strip().isdigit()]
-        peaks.append(int(nums[-1]) / 1024 if nums else float("nan"))
+        # read before stopping them: a dask worker is a nanny process with the worker as its child
+        peaks.append(tree_peak_rss_mb(p.pid))
+        os.killpg(p.pid, signal.SIGTERM)
+        p.communicate(timeout=120)
     results["scheduler + 2 worker processes"] = (wall, rss, out, peaks)
     rows = {k: json.loads((v[2] / "summary.json").read_text())["rows"] for k, v in results.items()}
     same = all(r == rows["one process"] for k, r in rows.items() if "first reader" not in k)
