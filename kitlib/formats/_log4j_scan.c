@@ -4,10 +4,10 @@
  *
  * scan(block) reads the block once and returns the columns of its records (line of the
  * header, lines spanned, wall-clock milliseconds, level, logger, message) plus which
- * messages the secret pre-check flags. It handles the common case only: a block of ASCII text
- * with no NUL byte, whose first line is a record header and whose years fit the tables. For any
- * other block it returns None and the caller parses it with the numpy path, which is the
- * reference: the tests check that both give the same tables.
+ * messages the secret pre-check flags. It handles the common case only: a block of valid UTF-8
+ * with no NUL byte, whose first line is a record header, whose years fit the tables and whose
+ * logger names are ASCII. For any other block it returns None and the caller parses it with the
+ * numpy path, which is the reference: the tests check that both give the same tables.
  *
  * The rules (header shape, message and logger ranges, logger names) are the numpy path's,
  * written out per record; log4j.py's docstrings say what they mean.
@@ -117,10 +117,15 @@ static inline int word_char(unsigned char c) {
 }
 
 /* The logger name in a[s:e) without Connect's ':<digits>' suffix; 0 when it is not a name
- * (^[A-Za-z_$][\w$.\-]*$ on ASCII). An empty range is a valid, empty name. */
+ * (^[A-Za-z_$][\w$.\-]*$ on ASCII), UNDECIDED when it holds a byte that is not ASCII. An
+ * empty range is a valid, empty name. */
+#define UNDECIDED 2
 static int clean_logger(const unsigned char *a, Py_ssize_t s, Py_ssize_t *e) {
     if (*e <= s)
         return 1;
+    for (Py_ssize_t i = s; i < *e; i++)
+        if (a[i] >= 0x80)
+            return UNDECIDED; /* Python's \w and \d know more than ASCII: the numpy path decides */
     Py_ssize_t k = *e;
     while (k > s && dec_digit(a[k - 1]) >= 0)
         k--;
@@ -353,10 +358,58 @@ static int suspect(const unsigned char *p, Py_ssize_t len) {
     return 0;
 }
 
+/* Strict UTF-8, as Python decodes it: no overlong forms, no surrogates, nothing past U+10FFFF. */
+static int utf8_valid(const unsigned char *s, Py_ssize_t n) {
+    Py_ssize_t i = 0;
+    while (i < n) {
+        if (i + 8 <= n) {
+            uint64_t w;
+            memcpy(&w, s + i, 8);
+            if (!(w & 0x8080808080808080ULL)) {
+                i += 8;
+                continue;
+            }
+        }
+        unsigned char c = s[i];
+        if (c < 0x80) {
+            i++;
+        } else if (c < 0xC2) {
+            return 0;
+        } else if (c < 0xE0) {
+            if (i + 1 >= n || (s[i + 1] & 0xC0) != 0x80)
+                return 0;
+            i += 2;
+        } else if (c < 0xF0) {
+            if (i + 2 >= n || (s[i + 1] & 0xC0) != 0x80 || (s[i + 2] & 0xC0) != 0x80)
+                return 0;
+            if ((c == 0xE0 && s[i + 1] < 0xA0) || (c == 0xED && s[i + 1] > 0x9F))
+                return 0;
+            i += 3;
+        } else if (c < 0xF5) {
+            if (i + 3 >= n || (s[i + 1] & 0xC0) != 0x80 || (s[i + 2] & 0xC0) != 0x80 || (s[i + 3] & 0xC0) != 0x80)
+                return 0;
+            if ((c == 0xF0 && s[i + 1] < 0x90) || (c == 0xF4 && s[i + 1] > 0x8F))
+                return 0;
+            i += 4;
+        } else {
+            return 0;
+        }
+    }
+    return 1;
+}
+
+static int has_high_byte(const unsigned char *p, Py_ssize_t n) {
+    for (Py_ssize_t i = 0; i < n; i++)
+        if (p[i] >= 0x80)
+            return 1;
+    return 0;
+}
+
 /* ---- the block ------------------------------------------------------------------------------ */
 typedef struct {
-    Buf line, span, wall, level, msg_off, msg, log_idx, log_off, log, flagged;
+    Buf line, span, wall, level, msg_off, msg, log_idx, log_off, log, flagged, unsure;
     int64_t nrec;
+    int ascii; /* the block holds no byte >= 0x80 */
     /* the logger names seen, each once (log_off/log), found again through an open-addressing
      * table of their indices (-1: free) */
     int32_t *slots;
@@ -372,10 +425,11 @@ typedef struct {
 } Out;
 
 #define NOT_A_NAME (-2)
+#define LEAVE_BLOCK (-3) /* a logger text only the numpy path can judge */
 
 static void out_free(Out *o) {
-    Buf *bs[] = {&o->line, &o->span, &o->wall,   &o->level, &o->msg_off,
-                 &o->msg,  &o->log_idx, &o->log_off, &o->log,   &o->flagged};
+    Buf *bs[] = {&o->line,    &o->span,    &o->wall, &o->level,   &o->msg_off, &o->msg,
+                 &o->log_idx, &o->log_off, &o->log,  &o->flagged, &o->unsure};
     for (size_t i = 0; i < sizeof bs / sizeof *bs; i++)
         free(bs[i]->data);
     free(o->slots);
@@ -466,7 +520,7 @@ static int grow_raws(Out *o, const unsigned char *a) {
 }
 
 /* the name index of the logger text a[s:e) (Connect's ':line' dropped), NOT_A_NAME when it is
- * no logger name, -1: out of memory */
+ * no logger name, LEAVE_BLOCK when it is not ASCII, -1: out of memory */
 static int32_t logger_index(Out *o, const unsigned char *a, Py_ssize_t s, Py_ssize_t e) {
     if ((o->nraws + 1) * 2 > o->nraw_slots && grow_raws(o, a))
         return -1;
@@ -478,7 +532,10 @@ static int32_t logger_index(Out *o, const unsigned char *a, Py_ssize_t s, Py_ssi
             return r->name;
     }
     Py_ssize_t ce = e;
-    int32_t name = clean_logger(a, s, &ce) ? name_index(o, a + s, ce - s) : NOT_A_NAME;
+    int clean = clean_logger(a, s, &ce);
+    if (clean == UNDECIDED)
+        return LEAVE_BLOCK;
+    int32_t name = clean ? name_index(o, a + s, ce - s) : NOT_A_NAME;
     if (name == -1)
         return -1;
     o->raws[i].start = s;
@@ -532,6 +589,8 @@ static int emit(Out *o, const unsigned char *a, const Rec *r) {
     int32_t name = logger_index(o, a, gs, ge);
     if (name == -1)
         return -1;
+    if (name == LEAVE_BLOCK)
+        return 1;
     if (name == NOT_A_NAME) { /* a '(...)' that is no logger name stays in the message */
         r1e = tail_logger ? r->leff : hend;
         name = name_index(o, a, 0);
@@ -545,7 +604,11 @@ static int emit(Out *o, const unsigned char *a, const Rec *r) {
     int64_t mstart = (int64_t)o->msg.len;
     if (buf_put(&o->msg, a + r1s, r1e - r1s) || buf_put(&o->msg, a + r2s, r2e - r2s))
         return -1;
-    if (suspect((const unsigned char *)o->msg.data + mstart, o->msg.len - mstart))
+    const unsigned char *m = (const unsigned char *)o->msg.data + mstart;
+    Py_ssize_t mlen = o->msg.len - mstart;
+    if (!o->ascii && has_high_byte(m, mlen))
+        PUT(&o->unsure, (int64_t)o->nrec); /* RE2 folds case beyond ASCII (ſ, K): it checks these */
+    else if (suspect(m, mlen))
         PUT(&o->flagged, (int64_t)o->nrec);
     PUT(&o->msg_off, (int64_t)o->msg.len);
     PUT(&o->log_idx, name);
@@ -573,9 +636,11 @@ static int scan_block(const unsigned char *a, Py_ssize_t n, Out *o, int64_t *nli
         }
         for (; i < n; i++)
             acc |= a[i];
-        if (acc & 0x8080808080808080ULL)
-            return 1;
+        o->ascii = !(acc & 0x8080808080808080ULL);
+        if (!o->ascii && !utf8_valid(a, n))
+            return 1; /* the numpy path names the lines that are not UTF-8 */
     }
+    int rc;
     int64_t zero = 0;
     PUT(&o->msg_off, zero);
     PUT(&o->log_off, zero);
@@ -593,8 +658,8 @@ static int scan_block(const unsigned char *a, Py_ssize_t n, Out *o, int64_t *nli
         if (lvl >= 0 && far)
             return 1;
         if (lvl >= 0) {
-            if (have && emit(o, a, &r))
-                return -1;
+            if (have && (rc = emit(o, a, &r)) != 0)
+                return rc;
             have = 1;
             r.hs = s;
             r.heff = eff;
@@ -621,8 +686,8 @@ static int scan_block(const unsigned char *a, Py_ssize_t n, Out *o, int64_t *nli
         line++;
         s = e + 1;
     }
-    if (have && emit(o, a, &r))
-        return -1;
+    if (have && (rc = emit(o, a, &r)) != 0)
+        return rc;
     *nlines_out = line;
     return 0;
 nomem:
@@ -660,9 +725,9 @@ static PyObject *scan(PyObject *self, PyObject *arg) {
     else if (rc > 0)
         res = Py_NewRef(Py_None);
     else if (_PyBytes_Resize(&msg, o.msg.len) == 0) {
-        res = Py_BuildValue("(LNNNNNONNNN)", (long long)nlines, as_bytes(&o.line), as_bytes(&o.span),
+        res = Py_BuildValue("(LNNNNNONNNNN)", (long long)nlines, as_bytes(&o.line), as_bytes(&o.span),
                             as_bytes(&o.wall), as_bytes(&o.level), as_bytes(&o.msg_off), msg, as_bytes(&o.log_idx),
-                            as_bytes(&o.log_off), as_bytes(&o.log), as_bytes(&o.flagged));
+                            as_bytes(&o.log_off), as_bytes(&o.log), as_bytes(&o.flagged), as_bytes(&o.unsure));
     }
     Py_XDECREF(msg);
     out_free(&o);
@@ -684,7 +749,8 @@ static PyObject *flag(PyObject *self, PyObject *arg) {
 static PyMethodDef METHODS[] = {
     {"scan", scan, METH_O,
      "scan(block) -> (nlines, line, span, wall_ms, level, msg_offsets, msg_data, logger_index, name_offsets, "
-     "name_data, flagged) as bytes of int64/int32/int8 values, or None when the block needs the general parser"},
+     "name_data, flagged, unsure) as bytes of int64/int32/int8 values, or None when the block needs the general "
+     "parser; unsure: messages with non-ASCII text, which the caller checks with RE2"},
     {"flag", flag, METH_O, "flag(text: bytes) -> bool: whether the secret pre-check flags the text"},
     {NULL, NULL, 0, NULL},
 };

@@ -39,7 +39,7 @@ import pyarrow.compute as pc
 
 from kitlib.events import EVENTS_SCHEMA, LEVELS, empty_events, to_pandas
 from kitlib.formats import Context, container, register, unparsed_frame
-from kitlib.redact import redact_array, redact_flagged
+from kitlib.redact import PREFILTER, redact_array, redact_flagged
 from kitlib.sources import SourceError, SourceFile, read_chunks
 
 try:  # the compiled scan (setup.py builds it where a C compiler is found)
@@ -193,8 +193,8 @@ def parse_block(block: bytes | memoryview, lines_before: int, src: SourceFile, f
     """Parse one block of whole lines (bytes, or a view of the reader's buffer, so that it is not
     copied). Returns (events Arrow table, unparsed frame, lines in records, lines in block).
 
-    The compiled scan (``_log4j_scan.c``) takes the common block: ASCII, no NUL byte, a record
-    header on its first line, years the tables hold. Every other block, and every block when the
+    The compiled scan (``_log4j_scan.c``) takes the common block: valid UTF-8, no NUL byte, a
+    record header on its first line, years the tables hold, ASCII logger names. Every other block, and every block when the
     scan was not built (or ``native=False`` in tests), takes the numpy path below, the reference
     the scan is tested against."""
     if NATIVE and _log4j_scan is not None:
@@ -210,11 +210,16 @@ NATIVE = True
 
 def _from_scan(scanned: tuple, lines_before: int, src: SourceFile):
     """The events table from the compiled scan's columns (see ``scan`` in ``_log4j_scan.c``)."""
-    nlines, line, span, wall, level, msg_off, msg, logger_index, name_off, name, flagged = scanned
+    nlines, line, span, wall, level, msg_off, msg, logger_index, name_off, name, flagged, unsure = scanned
     nrec = len(line) // 8
     spans = np.frombuffer(span, np.int32)
     message = pa.Array.from_buffers(pa.large_string(), nrec, [None, pa.py_buffer(msg_off), pa.py_buffer(msg)])
-    message = redact_flagged(message, np.frombuffer(flagged, np.int64))
+    suspects = np.frombuffer(flagged, np.int64)
+    if unsure:  # messages with text beyond ASCII: RE2's pre-check decides, as on the numpy path
+        idx = np.frombuffer(unsure, np.int64)
+        hit = pc.match_substring_regex(message.take(pa.array(idx)), PREFILTER).to_numpy(zero_copy_only=False)
+        suspects = np.sort(np.concatenate([suspects, idx[np.asarray(hit, bool)]]))
+    message = redact_flagged(message, suspects)
     names = pa.Array.from_buffers(
         pa.large_string(), len(name_off) // 8 - 1, [None, pa.py_buffer(name_off), pa.py_buffer(name)]
     )
