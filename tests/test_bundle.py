@@ -418,3 +418,29 @@ def test_triage_page_tables_are_the_same_from_duckdb(tmp_path, sample):
     mem = page.top_messages(kitlib.load_bundle(root)).astype(cols).astype({"count": "int64"})
     assert len(lazy) > 0 and "events" not in lazy_b.tables
     pd.testing.assert_frame_equal(lazy, mem, check_dtype=False)
+
+
+def test_the_stored_events_keep_statistics_where_reads_filter(tmp_path):
+    """Row groups carry min/max for the columns reads filter on (time, host, file, line), so a
+    host's or a window's rows are read without the others; levels, loggers and messages carry none
+    (they prune nothing); times and line numbers are delta-encoded."""
+    import pyarrow as pa
+    import pyarrow.dataset as ds
+    import pyarrow.parquet as pq
+
+    root = os.path.join(os.path.dirname(__file__), "..", "sample_data", "controller-failover")
+    kitlib.ingest(root, tmp_path / "kit", progress=False)
+    meta = pq.ParquetFile(tmp_path / "kit" / "events.parquet").metadata
+    assert meta.num_row_groups > 1
+    names = [meta.row_group(0).column(i).path_in_schema for i in range(meta.num_columns)]
+    for g in range(meta.num_row_groups):
+        cols = {n: meta.row_group(g).column(i) for i, n in enumerate(names)}
+        with_stats = {n for n, c in cols.items() if c.statistics is not None and c.statistics.has_min_max}
+        assert with_stats == {"ts", "host", "file", "line"}
+        assert "DELTA_BINARY_PACKED" in cols["ts"].encodings and "DELTA_BINARY_PACKED" in cols["line"].encodings
+    # a window's read (kitlib.bundle.window) skips the row groups whose times all fall outside it
+    lo, hi = kitlib.load(tmp_path / "kit").span()
+    since = lo + (hi - lo) * 0.9
+    frag = next(iter(ds.dataset(tmp_path / "kit" / "events.parquet").get_fragments()))
+    kept = frag.split_by_row_group(filter=ds.field("ts") >= pa.scalar(since.to_pydatetime(), pa.timestamp("ms", "UTC")))
+    assert 0 < len(kept) < meta.num_row_groups

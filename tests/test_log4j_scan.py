@@ -301,3 +301,24 @@ def test_flagged_messages_are_redacted_in_the_events_table():
     assert "s3cret" not in messages[0] and "pw0rd" not in messages[2]
     assert messages[1] == "nothing to hide here"
     assert np.all(np.array([redact.REDACTED in m for m in messages]) == [True, False, True])
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(
+        st.sampled_from([b"\n", b"\n", b"\r\n", b"a", b"\x0a\x0b", b"\x8a", b"\x00", b"\xff", b"\x09"]), max_size=3000
+    )
+)
+def test_count_newlines_counts_every_newline_byte(parts):
+    # eight bytes at a time with per-byte sums: any length, any byte next to a newline
+    data = b"".join(parts)
+    assert scan.count_newlines(data) == data.count(b"\n")
+    assert scan.count_newlines(memoryview(data)[1:]) == data[1:].count(b"\n")
+
+
+def test_count_newlines_on_long_runs_of_newlines():
+    # the per-byte sums are added up every 255 words: a buffer of only newlines fills them
+    for n in (0, 7, 8, 2039, 2040, 2041, 255 * 8 * 3 + 5, 1 << 20):
+        assert scan.count_newlines(b"\n" * n) == n
+    data = (b"x" * 199 + b"\n") * 5000
+    assert scan.count_newlines(data) == 5000
