@@ -106,6 +106,31 @@ def to_arrow(name: str, df: pd.DataFrame) -> pa.Table:
     return pa.Table.from_pandas(df, schema=arrow_schema(name), preserve_index=False)
 
 
+def contiguous(t: pa.Table) -> pa.Table:
+    """``t`` with each column in one piece, column by column (memory holds the table and one
+    column's copy at most). A Parquet read gives a piece per row group, and pandas' take on an
+    Arrow string column of many pieces joins them all first: picking 20 rows of a 490k-row
+    message column took 16 ms instead of 16 us, on every filter and group a detector makes.
+    A text column too big for one piece of 32-bit offsets stays in pieces.
+
+    Example:
+        >>> t = pa.Table.from_batches([pa.record_batch({"a": ["x"]}), pa.record_batch({"a": ["y"]})])
+        >>> t.column("a").num_chunks, contiguous(t).column("a").num_chunks
+        (2, 1)
+    """
+    if all(c.num_chunks <= 1 for c in t.columns):
+        return t
+    schema, columns = t.schema, list(t.columns)
+    del t
+    for i, c in enumerate(columns):
+        if c.num_chunks > 1:
+            try:
+                columns[i] = pa.chunked_array([c.combine_chunks()], c.type)
+            except (pa.ArrowInvalid, pa.ArrowCapacityError):  # over 2 GB of text in a 32-bit-offset column
+                pass
+    return pa.Table.from_arrays(columns, schema=schema)
+
+
 def empty(name: str) -> pd.DataFrame:
     """An empty DataFrame with the declared columns and dtypes of table ``name`` (a fresh copy
     each call; the first one per table is kept as the template, since building the dtypes column

@@ -420,3 +420,35 @@ def test_real_storm_bundle_has_the_clients_side():
     )
     (f,) = analysis.rebalance_storm(b)
     assert f.numbers["poll_timeouts_in_client_logs"] == 26 and "max.poll.interval.ms" in f.recommendation
+
+
+def test_reason_patterns_take_member_ids_out_as_python_would():
+    """One RE2 pass over the reasons gives what Python's re gives with its Unicode \\S: a member id
+    runs back to the nearest blank of any kind (a no-break space, an ideographic space)."""
+    import re
+
+    uuid = "0f8e4f4e-2c4a-4f7e-9d1b-3a6f2b8c9d10"
+    reasons = [
+        f"removing member consumer-g-1-{uuid} on heartbeat expiration",
+        f"Removing member c\u00a0app-{uuid} on LeaveGroup; client reason: not provided",
+        f"members x-{uuid}\u3000y-{uuid.upper()}\tz-{uuid} and (café-{uuid})",
+        f"Adding new member {uuid} with group instance id None",
+        "Leader consumer-1 re-joining group during Stable",
+        None,
+    ]
+    python = re.compile(r"\S*-[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
+    want = ["(not logged)" if r is None else python.sub("<member>", r) for r in reasons]
+    got = analysis.reason_patterns(pd.Series(reasons, dtype="string")).tolist()
+    assert got == want
+    assert got[1] == "Removing member c\u00a0<member> on LeaveGroup; client reason: not provided"
+
+
+def test_tables_read_from_an_ingest_output_come_in_one_piece(tmp_path):
+    # a column in many pieces makes every take join them all (16 ms against 16 us for 20 rows)
+    from samples import SAMPLE_DATA
+
+    kitlib.ingest(SAMPLE_DATA / "rebalance-storm", tmp_path / "kit", progress=False, derive=True)
+    b = kitlib.load(tmp_path / "kit")
+    for name, col in (("events", "message"), ("group_events", "reason"), ("group_events", "message")):
+        df = b.table(name)
+        assert len(df) and df[col].array._pa_array.num_chunks == 1, (name, col)

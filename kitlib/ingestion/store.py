@@ -114,7 +114,7 @@ def read_table(
     for col, values in (isin or {}).items():
         c = pc.field(col).cast(pa.string()).isin([str(v) for v in values])
         cond = c if cond is None else cond & c
-    t = dataset.to_table(columns=columns, filter=cond)
+    t = tables.contiguous(dataset.to_table(columns=columns, filter=cond))
     if columns is None:
         df = to_pandas(t) if name == "events" else t.to_pandas()
         return tables.conform(name, df, redact=False) if name in tables.SCHEMAS else df
