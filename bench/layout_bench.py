@@ -1,8 +1,8 @@
 """Throughput of the general layout path against the numpy fast path.
 
 Generates a broker log in Kafka's default layout (``bench/genlog.py``), rewrites its record
-headers into another layout (default: ``%d{ISO8601} %-5p [%t] %c - %m%n``, the most common
-alternative; stack traces and config dumps stay as they are), and optionally into ECS JSON
+headers into another layout (``%d{ISO8601} %-5p [%t] %c - %m%n``, the most common alternative, and
+Strimzi's ``%d{ISO8601} %p %m (%c) [%t]%n``; stack traces and config dumps stay as they are), and optionally into ECS JSON
 lines; then parses each file in this process (best of ``--repeat``) and prints MB/s per path.
 
 Example:
@@ -33,6 +33,12 @@ HEADER = re.compile(rb"^\[(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3})\] (\w+) (.*) \(
 def to_other_layout(data: bytes) -> bytes:
     """Kafka's ``[%d] %p %m (%c)`` headers rewritten as ``%d %-5p [%t] %c - %m``."""
     return HEADER.sub(lambda m: b"%s %-5s [kafka-request-handler-3] %s - %s" % (m[1], m[2], m[4], m[3]), data)
+
+
+def to_strimzi_layout(data: bytes) -> bytes:
+    """Kafka's ``[%d] %p %m (%c)`` headers rewritten as Strimzi's ``%d{ISO8601} %p %m (%c) [%t]``
+    (the layout its Kafka, Connect and MirrorMaker pods log in)."""
+    return HEADER.sub(lambda m: b"%s %s %s (%s) [data-plane-kafka-request-handler-3]" % (m[1], m[2], m[3], m[4]), data)
 
 
 def to_ecs_json(data: bytes) -> bytes:
@@ -92,11 +98,15 @@ def main() -> None:
     other = work / "server-other-layout.log"
     if not other.exists():
         other.write_bytes(to_other_layout(default.read_bytes()))
+    strimzi = work / "server-strimzi-layout.log"
+    if not strimzi.exists():
+        strimzi.write_bytes(to_strimzi_layout(default.read_bytes()))
     lay = layouts.compile_pattern("%d{ISO8601} %-5p [%t] %c - %m%n")
     runs = [
         ("fast path, Kafka default layout", log4j.parse, default),
         ("general path, %d{ISO8601} %-5p [%t] %c - %m%n", lambda s, c: layouts.parse(s, c, layout=lay), other),
         ("general path, same file, layout inferred", layouts.parse, other),
+        ("general path, Strimzi's %d{ISO8601} %p %m (%c) [%t]%n, inferred", layouts.parse, strimzi),
     ]
     if args.json:
         ecs = work / "server-ecs.json"
