@@ -72,6 +72,56 @@ static int64_t days_from_civil(int64_t y, int64_t m, int64_t d) {
     return era * 146097 + doe - 719468;
 }
 
+/* The date and time of both styles once their digits are checked: the level's index or -1 when a
+ * field is out of range */
+static int wall_ms(const int d[17], int64_t *wall, int *far) {
+    int year = d[0] * 1000 + d[1] * 100 + d[2] * 10 + d[3];
+    int mon = d[4] * 10 + d[5], day = d[6] * 10 + d[7];
+    int hh = d[8] * 10 + d[9], mi = d[10] * 10 + d[11], ss = d[12] * 10 + d[13];
+    int ms = d[14] * 100 + d[15] * 10 + d[16];
+    if (mon < 1 || mon > 12 || day < 1 || day > 31 || hh >= 24 || mi >= 60 || ss >= 61)
+        return -1;
+    *far = year < 1678 || year > 2261;
+    *wall = (((days_from_civil(year, mon, day) * 24 + hh) * 60 + mi) * 60 + ss) * 1000 + ms;
+    return 0;
+}
+
+/* Strimzi's header (%d{ISO8601} %p ): yyyy-mm-dd hh:mm:ss,SSS +LEVEL + . Returns the level
+ * (0..5), or -1 when the line is no header of this form; sets *rest to where the message starts
+ * (after the blanks that follow the level). The caller declines a block with a line that starts
+ * with a digit and is not such a header: the general layout path may read it another way (a
+ * 'T' in the date, another fraction, a zone, a level name in lower case). */
+static int header_iso(const unsigned char *s, Py_ssize_t len, int64_t *wall, int *far, Py_ssize_t *rest) {
+    if (len < 29 || s[4] != '-' || s[7] != '-' || s[10] != ' ' || s[13] != ':' || s[16] != ':' || s[19] != ',' ||
+        s[23] != ' ')
+        return -1;
+    static const int pos[17] = {0, 1, 2, 3, 5, 6, 8, 9, 11, 12, 14, 15, 17, 18, 20, 21, 22};
+    int d[17];
+    for (int k = 0; k < 17; k++) {
+        d[k] = dec_digit(s[pos[k]]);
+        if (d[k] < 0)
+            return -1;
+    }
+    Py_ssize_t i = 24;
+    while (i < len && s[i] == ' ')
+        i++;
+    int lvl = -1;
+    for (int k = 0; k < 6; k++) {
+        Py_ssize_t L = LEVEL_LEN[k];
+        if (i + L < len && memcmp(s + i, LEVELS[k], (size_t)L) == 0 && s[i + L] == ' ') {
+            lvl = k;
+            i += L;
+            break;
+        }
+    }
+    if (lvl < 0 || wall_ms(d, wall, far) < 0)
+        return -1;
+    while (i < len && s[i] == ' ')
+        i++;
+    *rest = i;
+    return lvl;
+}
+
 /* A record header: [yyyy-mm-dd hh:mm:ss,SSS] LEVEL( |end). Returns the level (0..5) or -1;
  * sets *wall (ms) and *far (year outside 1678..2261). */
 static int header(const unsigned char *s, Py_ssize_t len, int64_t *wall, int *far) {
@@ -93,16 +143,8 @@ static int header(const unsigned char *s, Py_ssize_t len, int64_t *wall, int *fa
             break;
         }
     }
-    if (lvl < 0)
+    if (lvl < 0 || wall_ms(d, wall, far) < 0)
         return -1;
-    int year = d[0] * 1000 + d[1] * 100 + d[2] * 10 + d[3];
-    int mon = d[4] * 10 + d[5], day = d[6] * 10 + d[7];
-    int hh = d[8] * 10 + d[9], mi = d[10] * 10 + d[11], ss = d[12] * 10 + d[13];
-    int ms = d[14] * 100 + d[15] * 10 + d[16];
-    if (mon < 1 || mon > 12 || day < 1 || day > 31 || hh >= 24 || mi >= 60 || ss >= 61)
-        return -1;
-    *far = year < 1678 || year > 2261;
-    *wall = (((days_from_civil(year, mon, day) * 24 + hh) * 60 + mi) * 60 + ss) * 1000 + ms;
     return lvl;
 }
 
@@ -551,7 +593,158 @@ typedef struct {
     int lvl;
     Py_ssize_t ls, leff, ps, peff; /* last line of the record, and the line before it */
     int64_t span;
+    /* Strimzi's style: where the message starts, the last line that is not empty (start, end
+     * without '\r', its '\n') and the line before that one */
+    Py_ssize_t rest, nbs, nbeff, nbnl, pnbs, pnbeff;
 } Rec;
+
+/* one record out: its message is a[r1s:r1e] + a[r2s:r2e], its logger the name index ``name`` */
+static int put_record(Out *o, const unsigned char *a, const Rec *r, Py_ssize_t r1s, Py_ssize_t r1e, Py_ssize_t r2s,
+                      Py_ssize_t r2e, int32_t name) {
+    if (r1e < r1s)
+        r1e = r1s;
+    if (r2e < r2s)
+        r2e = r2s;
+    int64_t mstart = (int64_t)o->msg.len;
+    if (buf_put(&o->msg, a + r1s, r1e - r1s) || buf_put(&o->msg, a + r2s, r2e - r2s))
+        return -1;
+    const unsigned char *m = (const unsigned char *)o->msg.data + mstart;
+    Py_ssize_t mlen = o->msg.len - mstart;
+    if (!o->ascii && has_high_byte(m, mlen))
+        PUT(&o->unsure, (int64_t)o->nrec); /* RE2 folds case beyond ASCII (ſ, K): it checks these */
+    else if (suspect(m, mlen))
+        PUT(&o->flagged, (int64_t)o->nrec);
+    PUT(&o->msg_off, (int64_t)o->msg.len);
+    PUT(&o->log_idx, name);
+    PUT(&o->line, (int64_t)(r->hline + 1));
+    PUT(&o->span, (int32_t)r->span);
+    PUT(&o->wall, (int64_t)r->wall);
+    PUT(&o->level, (int8_t)r->lvl);
+    o->nrec++;
+    return 0;
+nomem:
+    return -1;
+}
+
+static inline int logger_char(unsigned char c) { return word_char(c) || c == '$' || c == '.' || c == '-'; }
+
+/* a[s:e) as %c of the general layout path ([A-Za-z_$][\w$.\-]*(?::\d+)?, ASCII): 1 and the name
+ * without its ':line' in [s, *ne), or 0 */
+static int layout_logger(const unsigned char *a, Py_ssize_t s, Py_ssize_t e, Py_ssize_t *ne) {
+    if (e <= s)
+        return 0;
+    unsigned char c = a[s];
+    if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_' || c == '$'))
+        return 0;
+    Py_ssize_t i = s + 1;
+    while (i < e && logger_char(a[i]))
+        i++;
+    *ne = i;
+    if (i == e)
+        return 1;
+    if (a[i] != ':' || i + 1 == e)
+        return 0;
+    for (Py_ssize_t k = i + 1; k < e; k++)
+        if (dec_digit(a[k]) < 0)
+            return 0;
+    return 1;
+}
+
+/* Strimzi's ' +(%c) +[%t]' ending the line a[s:e) (e: its '\n' or the block's end; blanks, tabs and
+ * '\r' may follow), as the general layout path's tail expression finds it: searched for on a
+ * header line, or making up the whole line after blanks (``alone``, a record's last line).
+ * Returns 1 with *suf (where the blanks before '(' start) and the name [*ns, *ne), or 0 when the
+ * line does not end so. */
+static int thread_tail(const unsigned char *a, Py_ssize_t s, Py_ssize_t e, int alone, Py_ssize_t *suf, Py_ssize_t *ns,
+                       Py_ssize_t *ne) {
+    Py_ssize_t k = e;
+    while (k > s && (a[k - 1] == ' ' || a[k - 1] == '\t' || a[k - 1] == '\r'))
+        k--;
+    if (k == s || a[k - 1] != ']')
+        return 0;
+    Py_ssize_t close = k - 1, open, p, j;
+    if (alone) {
+        /* ^[ \t]* +\(%c\) +\[[^\]\n]*\] : the first ']' after the '[' must be the last one */
+        p = s;
+        while (p < close && (a[p] == ' ' || a[p] == '\t'))
+            p++;
+        if (p == s || a[p] != '(' || a[p - 1] != ' ')
+            return 0;
+        j = p + 1;
+        while (j < close && a[j] != ')')
+            j++;
+        if (j >= close || !layout_logger(a, p + 1, j, ne))
+            return 0;
+        Py_ssize_t q = j + 1;
+        if (q >= close || a[q] != ' ')
+            return 0;
+        while (q < close && a[q] == ' ')
+            q++;
+        if (a[q] != '[')
+            return 0;
+        for (Py_ssize_t t = q + 1; t < close; t++)
+            if (a[t] == ']')
+                return 0;
+        *ns = p + 1;
+        *suf = s; /* not used for a last line */
+        return 1;
+    }
+    /* searched for: the thread holds no ']', so its '[' is after the ']' before the last one; of
+     * those, the leftmost that the rest fits around starts the leftmost match */
+    Py_ssize_t from = close - 1;
+    while (from >= s && a[from] != ']')
+        from--;
+    for (open = from + 1; open < close; open++) {
+        if (a[open] != '[')
+            continue;
+        j = open - 1;
+        if (j < s || a[j] != ' ')
+            continue;
+        while (j > s && a[j] == ' ')
+            j--;
+        if (a[j] != ')')
+            continue;
+        p = j - 1;
+        while (p >= s && (logger_char(a[p]) || a[p] == ':'))
+            p--;
+        if (p <= s || a[p] != '(' || a[p - 1] != ' ' || !layout_logger(a, p + 1, j, ne))
+            continue;
+        *ns = p + 1;
+        Py_ssize_t q = p - 1;
+        while (q > s && a[q - 1] == ' ')
+            q--;
+        *suf = q;
+        return 1;
+    }
+    return 0;
+}
+
+/* a record of Strimzi's layout */
+static int emit_iso(Out *o, const unsigned char *a, const Rec *r) {
+    Py_ssize_t rest = r->rest;
+    Py_ssize_t hend = trim_end(a, r->hs, r->heff);
+    Py_ssize_t r1s = rest, r1e = hend > rest ? hend : rest;
+    int multi = r->nbs != r->hs;
+    Py_ssize_t r2s = multi ? r->hnl : 0, r2e = multi ? r->nbeff : 0;
+    Py_ssize_t suf = 0, ns = 0, ne = 0;
+    int named = 0;
+    if (thread_tail(a, r->hs, r->hnl, 0, &suf, &ns, &ne) && suf >= rest) {
+        r1e = trim_end(a, r1s, suf > r1s ? suf : r1s);
+        named = 1;
+    } else if (multi && thread_tail(a, r->nbs, r->nbnl, 1, &suf, &ns, &ne) == 1) {
+        named = 1;
+        if (r->pnbs != r->hs) {
+            r2e = trim_end(a, r->pnbs, r->pnbeff);
+        } else {
+            r2s = 0;
+            r2e = 0;
+        }
+    }
+    int32_t name = named ? name_index(o, a + ns, ne - ns) : name_index(o, a, 0);
+    if (name < 0)
+        return -1;
+    return put_record(o, a, r, r1s, r1e, r2s, r2e, name);
+}
 
 static int emit(Out *o, const unsigned char *a, const Rec *r) {
     Py_ssize_t L = LEVEL_LEN[r->lvl];
@@ -597,33 +790,18 @@ static int emit(Out *o, const unsigned char *a, const Rec *r) {
         if (name < 0)
             return -1;
     }
-    if (r1e < r1s)
-        r1e = r1s;
-    if (r2e < r2s)
-        r2e = r2s;
-    int64_t mstart = (int64_t)o->msg.len;
-    if (buf_put(&o->msg, a + r1s, r1e - r1s) || buf_put(&o->msg, a + r2s, r2e - r2s))
-        return -1;
-    const unsigned char *m = (const unsigned char *)o->msg.data + mstart;
-    Py_ssize_t mlen = o->msg.len - mstart;
-    if (!o->ascii && has_high_byte(m, mlen))
-        PUT(&o->unsure, (int64_t)o->nrec); /* RE2 folds case beyond ASCII (ſ, K): it checks these */
-    else if (suspect(m, mlen))
-        PUT(&o->flagged, (int64_t)o->nrec);
-    PUT(&o->msg_off, (int64_t)o->msg.len);
-    PUT(&o->log_idx, name);
-    PUT(&o->line, (int64_t)(r->hline + 1));
-    PUT(&o->span, (int32_t)r->span);
-    PUT(&o->wall, (int64_t)r->wall);
-    PUT(&o->level, (int8_t)r->lvl);
-    o->nrec++;
-    return 0;
-nomem:
-    return -1;
+    return put_record(o, a, r, r1s, r1e, r2s, r2e, name);
 }
 
-/* 0: scanned; 1: not the common case (the caller takes the numpy path); -1: out of memory */
-static int scan_block(const unsigned char *a, Py_ssize_t n, Out *o, int64_t *nlines_out) {
+/* The two layouts the scan reads: Kafka's [%d] %p %m (%c)%n, and Strimzi's
+ * %d{ISO8601} %p %m (%c) [%t]%n (the general layout path is its reference, as the numpy path is
+ * for Kafka's) */
+#define KAFKA 0
+#define STRIMZI 1
+
+/* 0: scanned; 1: not the common case (the caller takes the numpy or general path); -1: out of
+ * memory */
+static int scan_block(const unsigned char *a, Py_ssize_t n, Out *o, int64_t *nlines_out, int style) {
     if (n == 0 || memchr(a, 0, (size_t)n))
         return 1;
     {
@@ -653,14 +831,25 @@ static int scan_block(const unsigned char *a, Py_ssize_t n, Out *o, int64_t *nli
         Py_ssize_t e = nlp ? nlp - a : n;
         Py_ssize_t eff = (e > s && a[e - 1] == '\r') ? e - 1 : e;
         int64_t wall = 0;
-        int far = 0;
-        int lvl = (a[s] == '[') ? header(a + s, eff - s, &wall, &far) : -1;
+        int far = 0, lvl = -1;
+        Py_ssize_t rest = 0;
+        if (style == KAFKA) {
+            lvl = (a[s] == '[') ? header(a + s, eff - s, &wall, &far) : -1;
+        } else if (s < n && dec_digit(a[s]) >= 0) {
+            lvl = header_iso(a + s, eff - s, &wall, &far, &rest);
+            if (lvl < 0)
+                return 1; /* a line the general path may take for a header of another form */
+        }
         if (lvl >= 0 && far)
             return 1;
         if (lvl >= 0) {
-            if (have && (rc = emit(o, a, &r)) != 0)
+            if (have && (rc = style == KAFKA ? emit(o, a, &r) : emit_iso(o, a, &r)) != 0)
                 return rc;
             have = 1;
+            r.rest = s + rest;
+            r.nbs = r.pnbs = s;
+            r.nbeff = r.pnbeff = eff;
+            r.nbnl = e;
             r.hs = s;
             r.heff = eff;
             r.hnl = e;
@@ -680,13 +869,20 @@ static int scan_block(const unsigned char *a, Py_ssize_t n, Out *o, int64_t *nli
             r.peff = prev_eff;
             r.ls = s;
             r.leff = eff;
+            if (eff > s) {
+                r.pnbs = prev_s;
+                r.pnbeff = prev_eff;
+                r.nbs = s;
+                r.nbeff = eff;
+                r.nbnl = e;
+            }
         }
         prev_s = s;
         prev_eff = eff;
         line++;
         s = e + 1;
     }
-    if (have && (rc = emit(o, a, &r)) != 0)
+    if (have && (rc = style == KAFKA ? emit(o, a, &r) : emit_iso(o, a, &r)) != 0)
         return rc;
     *nlines_out = line;
     return 0;
@@ -696,7 +892,15 @@ nomem:
 
 static PyObject *as_bytes(Buf *b) { return PyBytes_FromStringAndSize(b->data ? b->data : "", b->len); }
 
-static PyObject *scan(PyObject *self, PyObject *arg) {
+static PyObject *scan(PyObject *self, PyObject *args) {
+    PyObject *arg;
+    int style = KAFKA;
+    if (!PyArg_ParseTuple(args, "O|i", &arg, &style))
+        return NULL;
+    if (style != KAFKA && style != STRIMZI) {
+        PyErr_SetString(PyExc_ValueError, "style: 0 (Kafka's layout) or 1 (Strimzi's)");
+        return NULL;
+    }
     Py_buffer view;
     if (PyObject_GetBuffer(arg, &view, PyBUF_SIMPLE) < 0)
         return NULL;
@@ -715,7 +919,7 @@ static PyObject *scan(PyObject *self, PyObject *arg) {
     int64_t nlines = 0;
     int rc;
     Py_BEGIN_ALLOW_THREADS;
-    rc = scan_block((const unsigned char *)view.buf, view.len, &o, &nlines);
+    rc = scan_block((const unsigned char *)view.buf, view.len, &o, &nlines, style);
     Py_END_ALLOW_THREADS;
     PyBuffer_Release(&view);
     o.msg.data = NULL; /* owned by msg */
@@ -783,10 +987,11 @@ static PyObject *count_newlines(PyObject *self, PyObject *arg) {
 }
 
 static PyMethodDef METHODS[] = {
-    {"scan", scan, METH_O,
-     "scan(block) -> (nlines, line, span, wall_ms, level, msg_offsets, msg_data, logger_index, name_offsets, "
-     "name_data, flagged, unsure) as bytes of int64/int32/int8 values, or None when the block needs the general "
-     "parser; unsure: messages with non-ASCII text, which the caller checks with RE2"},
+    {"scan", scan, METH_VARARGS,
+     "scan(block, style=0) -> (nlines, line, span, wall_ms, level, msg_offsets, msg_data, logger_index, "
+     "name_offsets, name_data, flagged, unsure) as bytes of int64/int32/int8 values, or None when the block needs "
+     "the general parser; style 0: Kafka's layout, 1: Strimzi's; unsure: messages with non-ASCII text, which the "
+     "caller checks with RE2"},
     {"flag", flag, METH_O, "flag(text: bytes) -> bool: whether the secret pre-check flags the text"},
     {"count_newlines", count_newlines, METH_O, "count_newlines(data) -> int: the newline bytes in data"},
     {NULL, NULL, 0, NULL},

@@ -42,7 +42,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from kitlib.events import EVENTS_SCHEMA, LEVELS, empty_events, to_pandas
-from kitlib.formats import Context, container, register, unparsed_frame
+from kitlib.formats import Context, container, log4j, register, unparsed_frame
 from kitlib.formats.container import NO_STAMP, line_bounds, lines_array, unwrap_block
 from kitlib.formats.log4j import (
     MAX_CARRY,
@@ -536,6 +536,24 @@ def compile_pattern(pattern: str, props: dict[str, str] | None = None) -> Layout
     return Layout(pattern, full_head, full_tail, last_tail, tuple(k for k in kinds if k != "msg"), tz)
 
 
+# Strimzi's layout (its Kafka, Connect and MirrorMaker pods), as given or as inferred: the
+# compiled scan reads it (style 1 of ``_log4j_scan.scan``) and leaves to parse_block any block it
+# cannot read exactly as parse_block would
+_STRIMZI = {"%d{ISO8601} %p %m (%c) [%t]%n", "%d{ANY_ISO} %p %m (%c) [%t]%n"}
+
+
+def scan_style(layout: Layout) -> int | None:
+    """The compiled scan's style for ``layout`` (1: Strimzi's), or None when the scan cannot read it.
+
+    Example:
+        >>> scan_style(compile_pattern("%d{ISO8601} %p %X{connector.context}%m (%c) [%t]%n")), scan_style(
+        ...     compile_pattern("%d{ISO8601} %-5p [%t] %c - %m%n"))
+        (1, None)
+    """
+    p = re.sub(r"\s+", " ", layout.pattern).strip().replace("%X{connector.context}%m", "%m")
+    return 1 if p in _STRIMZI or p + "%n" in _STRIMZI else None
+
+
 def is_kafka_default(pattern: str) -> bool:
     """Does this pattern write what the numpy fast path reads (``[%d] %p %m (%c)%n``)?"""
     p = re.sub(r"\s+", " ", _substitute(pattern)).strip()
@@ -828,7 +846,14 @@ def parse_block(
     block: bytes, lines_before: int, src: SourceFile, layout: Layout, first: bool = True, wrapped: bool = False
 ):
     """Parse whole lines with ``layout``: (events Arrow table, unparsed frame, lines in records,
-    lines). Same contract as :func:`kitlib.formats.log4j.parse_block`."""
+    lines). Same contract as :func:`kitlib.formats.log4j.parse_block`. A block of a layout the
+    compiled scan reads (:func:`scan_style`) goes through it when the scan takes the block; the
+    code below stays the reference the tests hold the scan to."""
+    style = scan_style(layout) if not wrapped and log4j.NATIVE and log4j._log4j_scan is not None else None
+    if style is not None:
+        scanned = log4j._log4j_scan.scan(block, style)
+        if scanned is not None:
+            return log4j._from_scan(scanned, lines_before, src, layout.tz or src.tz)
     cts = None
     if wrapped:
         block, cts = unwrap_block(block)

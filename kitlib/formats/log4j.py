@@ -208,8 +208,9 @@ def parse_block(block: bytes | memoryview, lines_before: int, src: SourceFile, f
 NATIVE = True
 
 
-def _from_scan(scanned: tuple, lines_before: int, src: SourceFile):
-    """The events table from the compiled scan's columns (see ``scan`` in ``_log4j_scan.c``)."""
+def _from_scan(scanned: tuple, lines_before: int, src: SourceFile, tz: str | None = None):
+    """The events table from the compiled scan's columns (see ``scan`` in ``_log4j_scan.c``);
+    wall-clock times are read in ``tz`` (default: the file's zone)."""
     nlines, line, span, wall, level, msg_off, msg, logger_index, name_off, name, flagged, unsure = scanned
     nrec = len(line) // 8
     spans = np.frombuffer(span, np.int32)
@@ -227,7 +228,7 @@ def _from_scan(scanned: tuple, lines_before: int, src: SourceFile):
     lines = np.frombuffer(line, np.int64)
     t = pa.Table.from_arrays(
         [
-            pa.array(_to_utc(np.frombuffer(wall, np.int64), src.tz), pa.timestamp("ms", tz="UTC")),
+            pa.array(_to_utc(np.frombuffer(wall, np.int64), tz or src.tz), pa.timestamp("ms", tz="UTC")),
             pa.DictionaryArray.from_arrays(pa.array(np.frombuffer(level, np.int8)), pa.array(LEVELS)),
             logger,
             message,
