@@ -268,3 +268,15 @@ def test_the_leftmost_tail_wins_as_in_the_general_path():
         "",
     ]
     assert ev.column("message").to_pylist()[1:4] == ["[ unclosed", "thread", "not a name (x y) [main]"]
+
+
+def test_a_real_strimzi_broker_log_is_taken_and_parses_the_same():
+    # tests/fixtures/real_logs/strimzi_broker: a public excerpt of a Strimzi broker's log
+    path = ROOT / "tests" / "fixtures" / "real_logs" / "strimzi_broker" / "kafka-0.log"
+    src = SourceFile(path, "kafka-0/kafka-0.log", "kafka-0", "UTC")
+    layout = layouts.choose_layout(head(src), src)
+    assert layout is not None and layouts.scan_style(layout) == 1
+    data = path.read_bytes()
+    native, reference, took = both_ways(data, layout)
+    assert took and native[0].num_rows == data.count(b"\n") == 9
+    assert_same(native, reference)
