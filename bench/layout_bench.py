@@ -106,7 +106,7 @@ def main() -> None:
         ("fast path, Kafka default layout", log4j.parse, default),
         ("general path, %d{ISO8601} %-5p [%t] %c - %m%n", lambda s, c: layouts.parse(s, c, layout=lay), other),
         ("general path, same file, layout inferred", layouts.parse, other),
-        ("general path, Strimzi's %d{ISO8601} %p %m (%c) [%t]%n, inferred", layouts.parse, strimzi),
+        ("compiled scan, Strimzi's %d{ISO8601} %p %m (%c) [%t]%n, inferred", layouts.parse, strimzi),
     ]
     if args.json:
         ecs = work / "server-ecs.json"

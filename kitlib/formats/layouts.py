@@ -56,7 +56,7 @@ from kitlib.formats.log4j import (
     _trim_end,
     _utf8_ok,
 )
-from kitlib.sources import SourceError, SourceFile, read_chunks
+from kitlib.sources import SourceError, SourceFile, count_lines, read_chunks
 from kitlib.sources import head as source_head
 
 KAFKA_DEFAULT = "[%d] %p %m (%c)%n"
@@ -1041,7 +1041,7 @@ def parse(
                     cut, forced = buf.rfind(b"\n") + 1, True
                 block, carry = buf[:cut], buf[cut:]
                 submit(block, lines_before, first)
-                lines_before += block.count(b"\n")
+                lines_before += count_lines(block)
                 first = forced
                 yield from drain(threads)
         except SourceError as e:
