@@ -16,6 +16,7 @@ import pyarrow.compute as pc
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from parsecheck import assert_same
 
 from kitlib import redact
 from kitlib.formats import container, detect, log4j
@@ -42,15 +43,6 @@ def both_ways(block: bytes, src=Src, monkeypatch=None):
     finally:
         log4j.NATIVE = old
     return native, reference, took
-
-
-def assert_same(native, reference):
-    (ev, un, parsed, nlines), (ev0, un0, parsed0, nlines0) = native, reference
-    assert (parsed, nlines) == (parsed0, nlines0)
-    assert ev.schema == ev0.schema
-    for name in ev.column_names:
-        assert ev.column(name).to_pylist() == ev0.column(name).to_pylist(), name
-    assert un.to_dict("list") == un0.to_dict("list")
 
 
 def test_the_scan_is_built_by_the_install():

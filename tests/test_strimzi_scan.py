@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from parsecheck import assert_same
 
 from kitlib.formats import layouts, log4j
 from kitlib.sources import SourceFile, head
@@ -41,15 +42,6 @@ def both_ways(block: bytes, layout=INFERRED):
     finally:
         log4j.NATIVE = old
     return native, reference, took
-
-
-def assert_same(native, reference):
-    (ev, un, parsed, nlines), (ev0, un0, parsed0, nlines0) = native, reference
-    assert (parsed, nlines) == (parsed0, nlines0)
-    assert ev.schema == ev0.schema
-    for name in ev.column_names:
-        assert ev.column(name).to_pylist() == ev0.column(name).to_pylist(), name
-    assert un.to_dict("list") == un0.to_dict("list")
 
 
 def strimzi_log(size: int) -> bytes:
