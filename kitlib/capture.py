@@ -20,6 +20,7 @@ Example:
 from __future__ import annotations
 
 import json
+import threading
 import time
 import uuid
 from dataclasses import dataclass
@@ -225,13 +226,17 @@ def capture_lag_series(
     count: int | None = None,
     groups: list[str] | None = None,
     progress=None,
+    stop: threading.Event | None = None,
     **client_kw,
 ) -> LagSeries:
-    """Take a consumer-lag snapshot every ``every`` seconds, ``count`` times (None: until Ctrl-C),
-    into ``out/lag-<time>.jsonl``. Every row of a snapshot carries the snapshot's time in ``ts``,
-    so the file loads as one ``consumer_lag`` table (one snapshot per distinct ``ts``). Each
-    snapshot is written whole and flushed before the next starts; Ctrl-C keeps every finished
-    one. ``progress`` is called with (number, time, rows, total lag) after each snapshot.
+    """Take a consumer-lag snapshot every ``every`` seconds, ``count`` times (None: until Ctrl-C,
+    or until ``stop`` is set), into ``out/lag-<time>.jsonl``. Every row of a snapshot carries the
+    snapshot's time in ``ts``, so the file loads as one ``consumer_lag`` table (one snapshot per
+    distinct ``ts``). Each snapshot is written whole and flushed before the next starts; Ctrl-C
+    keeps every finished one. ``progress`` is called with (number, time, rows, total lag) after
+    each snapshot. With ``stop`` (what ``kitlib capture`` passes, set by its Ctrl-C and SIGTERM
+    handlers) the series ends after the snapshot under way, and nothing interrupts the Kafka client
+    in the middle of a call: an interrupt raised inside it could leave ``close()`` waiting for ever.
 
     Example:
         >>> capture_lag_series("127.0.0.1:9092", "incident/live", every=10, count=30)  # doctest: +SKIP
@@ -265,14 +270,18 @@ def capture_lag_series(
                 progress(done, ts, len(rows), sum(r["lag"] or 0 for r in rows))
             if count is not None and done >= count:
                 break
-            time.sleep(max(0.0, start + done * every - time.monotonic()))
+            wait = max(0.0, start + done * every - time.monotonic())
+            if stop is None:
+                time.sleep(wait)
+            elif stop.wait(wait):
+                break
     except KeyboardInterrupt:
         interrupted = True
     finally:
         for c in (consumer, admin):
             if c is not None:
                 c.close()
-    return LagSeries(w.close(), done, interrupted)
+    return LagSeries(w.close(), done, interrupted or (stop is not None and stop.is_set()))
 
 
 def probe_consume(
@@ -491,14 +500,23 @@ def _cmd_capture(args) -> int:
                 flush=True,
             )
 
-    def stop(signum, frame):  # a service manager's SIGTERM stops as cleanly as Ctrl-C
-        raise KeyboardInterrupt
+    # Ctrl-C (and a service manager's SIGTERM) ends the series after the snapshot under way; a
+    # second one stops at once, keeping the snapshots already written
+    stopping = threading.Event()
 
+    def stop(signum, frame):
+        if stopping.is_set():
+            raise KeyboardInterrupt
+        stopping.set()
+        if tty:
+            print("\nstopping after this snapshot (Ctrl-C again to stop now)", file=sys.stderr)
+
+    signal.signal(signal.SIGINT, stop)
     signal.signal(signal.SIGTERM, stop)
     if tty:
         print(f"lag snapshot every {args.every:g} s{' until Ctrl-C' if not args.count else ''}", file=sys.stderr)
     got = capture_lag_series(
-        args.bootstrap, args.out, args.every, args.count, args.groups, progress, **_client_kw(args)
+        args.bootstrap, args.out, args.every, args.count, args.groups, progress, stopping, **_client_kw(args)
     )
     if tty:
         print(file=sys.stderr)
