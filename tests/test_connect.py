@@ -273,7 +273,6 @@ def test_metric_panel_groups_and_names():
 
 
 # ----------------------------------------------------------------------------- sample bundle
-@pytest.mark.skipif(not (ROOT / "sample_data" / "connect-offsets-2x").is_dir(), reason="sample bundle absent")
 def test_sample_bundle_2x_before_after():
     b = sample("connect-offsets-2x")
     assert b.summary.unparsed_lines == 0

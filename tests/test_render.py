@@ -126,7 +126,9 @@ def rendered(tmp_path_factory):
 
 def test_report_pages_have_no_remote_resources(rendered):
     _, out = rendered
-    for page in out.glob("*.html"):
+    pages = sorted(out.glob("*.html"))
+    assert out / "triage.html" in pages and out / "index.html" in pages, pages
+    for page in pages:
         html = page.read_text()
         for attr in ('src="http', "src='http", 'href="http', 'import("http', "url(http"):
             assert attr not in html, (page.name, attr)
@@ -318,7 +320,10 @@ def test_every_chart_draws_marks_of_nonzero_size(samples):
 
 def test_every_summary_shows_a_time_span(samples):
     out, _, measured = samples
-    for index in out.glob("*/index.html"):
+    indexes = sorted(out.glob("*/index.html"))
+    bundles = _bundles_in(Path(__file__).resolve().parents[1] / "sample_data")
+    assert len(bundles) >= 5 and len(indexes) == len(bundles), (indexes, bundles)
+    for index in indexes:
         spans = measured[index]["spans"]
         assert spans and re.match(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d → .+ UTC \(", spans[0]), (index, spans)
 
