@@ -332,42 +332,57 @@ def _in_shutdown(bundle, df: pd.DataFrame, node_col: str = "about") -> np.ndarra
 def isr_episodes(bundle) -> pd.DataFrame:
     """Each time a broker left a partition's ISR: when, when it rejoined (NaT: not logged), how long,
     and ``back_by``: the rejoin, or else the next shrink naming it again (it was back by then; NaT:
-    never seen back)."""
+    never seen back). Computed on sorted arrays (one as-of join), not row by row."""
     sh = shrink_rows(bundle)
     cols = ["node", "topic", "partition", "left", "rejoined", "out_s", "back_by", "leader", "file", "line"]
     if not len(sh):
         return pd.DataFrame(columns=cols)
     p = bundle.table("partition_changes")
     # rejoining: 'Expanding ISR ... to' (older brokers) or 'ISR updated to' naming the broker again (3.x)
-    ex = p[p["kind"].isin(["isr_expand", "isr_updated"])].copy()
-    ex["node"] = ex["added"].astype("string").fillna(ex["isr_after"].astype("string")).fillna("").str.split(",")
-    ex = ex.explode("node")
+    ex = p[p["kind"].isin(["isr_expand", "isr_updated"])]
+    ex = pd.DataFrame(
+        {
+            "topic": ex["topic"].astype("string"),
+            "partition": ex["partition"].astype("Int64"),
+            "node": ex["added"].astype("string").fillna(ex["isr_after"].astype("string")).fillna("").str.split(","),
+            "rejoined": ex["ts"],
+        }
+    ).explode("node")
     ex = ex[ex["node"].astype(str).str.strip() != ""]
-    ex["node"] = ex["node"].astype("Int64")
-    rows = []
-    for key, grp in sh.groupby(["topic", "partition", "node"]):
-        back = ex[(ex["topic"] == key[0]) & (ex["partition"] == key[1]) & (ex["node"] == key[2])]["ts"].sort_values()
-        lefts = grp.sort_values("ts")["ts"].tolist()
-        for k, r in enumerate(grp.sort_values("ts").itertuples()):
-            # the next shrink naming it again proves it was back by then, even when the rejoin was not logged
-            back_by = lefts[k + 1] if k + 1 < len(lefts) else pd.NaT
-            after = back[(back > r.ts) & ((back < back_by) if pd.notna(back_by) else True)]
-            rej = after.iloc[0] if len(after) else pd.NaT
-            rows.append(
-                {
-                    "node": key[2],
-                    "topic": key[0],
-                    "partition": key[1],
-                    "left": r.ts,
-                    "rejoined": rej,
-                    "out_s": (rej - r.ts).total_seconds() if pd.notna(rej) else np.nan,
-                    "back_by": rej if pd.notna(rej) else back_by,
-                    "leader": r.reporter,
-                    "file": r.file,
-                    "line": r.line,
-                }
-            )
-    return pd.DataFrame(rows, columns=cols).sort_values("left").reset_index(drop=True)
+    ex = ex.assign(node=ex["node"].astype("Int64")).dropna(subset=["rejoined", "topic", "partition", "node"])
+    ep = pd.DataFrame(
+        {
+            "node": sh["node"].astype("Int64"),
+            "topic": sh["topic"].astype("string"),
+            "partition": sh["partition"].astype("Int64"),
+            "left": sh["ts"],
+            "leader": sh["reporter"],
+            "file": sh["file"].astype(str),
+            "line": sh["line"],
+        }
+    ).sort_values("left", kind="stable", na_position="last")
+    # the next shrink naming the same broker on the same partition proves it was back by then,
+    # even when the rejoin itself was not logged
+    ep["next_left"] = ep.groupby(["topic", "partition", "node"], dropna=False, sort=False)["left"].shift(-1)
+    keyed = ep["left"].notna() & ep["topic"].notna() & ep["partition"].notna() & ep["node"].notna()
+    timed = ep[keyed]
+    # the first rejoin strictly after the shrink, for the same (topic, partition, broker)
+    joined = pd.merge_asof(
+        timed.reset_index(),
+        ex.sort_values("rejoined", kind="stable"),
+        left_on="left",
+        right_on="rejoined",
+        by=["topic", "partition", "node"],
+        direction="forward",
+        allow_exact_matches=False,
+    ).set_index("index")
+    rejoined = joined["rejoined"].reindex(ep.index)
+    # a rejoin at or after the next shrink belongs to that later departure
+    late = (rejoined >= ep["next_left"]).fillna(False).to_numpy(dtype=bool)
+    ep["rejoined"] = rejoined.mask(late)
+    ep["out_s"] = (ep["rejoined"] - ep["left"]).dt.total_seconds()
+    ep["back_by"] = ep["rejoined"].fillna(ep["next_left"])
+    return ep[cols].reset_index(drop=True)
 
 
 def gc_summary(bundle) -> pd.DataFrame:
