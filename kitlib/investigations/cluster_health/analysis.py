@@ -148,7 +148,9 @@ def long_pauses(bundle, min_ms: float = LONG_PAUSE_MS) -> pd.DataFrame:
 
 
 def gc_links(bundle) -> list[Link]:
-    """Every (long pause, symptom on the same node) pair the rule in the module doc accepts."""
+    """Every (long pause, symptom on the same node) pair the rule in the module doc accepts; each
+    symptom goes to the longest pause that explains it (the first of equals). Vectorised over the
+    symptoms: one pass per long pause, of which a bundle holds few."""
     pauses = long_pauses(bundle)
     if not len(pauses):
         return []
@@ -166,29 +168,42 @@ def gc_links(bundle) -> list[Link]:
     if not symptoms:
         return []
     sym = pd.concat(symptoms, ignore_index=True)
-    best: dict[tuple[str, int], Link] = {}  # each symptom goes to the longest pause that explains it
-    for p in pauses.itertuples():
-        node = ids.get(str(p.host))
-        if node is None:
+    sym = sym[sym["ts"].notna() & sym["node"].notna()].reset_index(drop=True)
+    sym_ts = sym["ts"].to_numpy(dtype="datetime64[ns]")
+    sym_node = sym["node"].astype("int64").to_numpy()
+    best_ms = np.full(len(sym), -np.inf)
+    best_pause = np.full(len(sym), -1)
+    slack, window = np.timedelta64(1, "s"), np.timedelta64(int(SYMPTOM_WINDOW_S * 1e9), "ns")
+    p_ts = pauses["ts"].to_numpy(dtype="datetime64[ns]")
+    p_ms = pauses["duration_ms"].astype("float64").to_numpy()
+    p_node = [ids.get(str(h)) for h in pauses["host"].astype(str)]
+    for i in range(len(pauses)):
+        if p_node[i] is None:
             continue
-        cand = sym[sym["node"] == node]
-        for s in cand.itertuples():
-            if overlaps(p.ts, float(p.duration_ms), s.ts):
-                key = (str(s.file), int(s.line))
-                if key not in best or best[key].pause_ms < float(p.duration_ms):
-                    best[key] = Link(
-                        str(p.host),
-                        node,
-                        p.ts,
-                        float(p.duration_ms),
-                        str(p.file),
-                        int(p.line),
-                        s.symptom,
-                        s.ts,
-                        str(s.file),
-                        int(s.line),
-                    )
-    return sorted(best.values(), key=lambda lk: lk.symptom_ts)
+        start = p_ts[i] - np.timedelta64(int(round(p_ms[i] * 1e6)), "ns")
+        hit = (sym_node == p_node[i]) & (start <= sym_ts + slack) & (p_ts[i] >= sym_ts - window) & (p_ms[i] > best_ms)
+        best_ms[hit] = p_ms[i]
+        best_pause[hit] = i
+    # one line may be two symptom rows (a shrink naming two brokers): the longest pause of either wins
+    sym = sym.assign(pause=best_pause, pause_ms=best_ms, row=np.arange(len(sym)))[best_pause >= 0]
+    sym = sym.sort_values(["pause_ms", "pause", "row"], ascending=[False, True, True], kind="stable")
+    sym = sym.drop_duplicates(["file", "line"], keep="first").sort_values(["ts", "row"], kind="stable")
+    p = pauses.reset_index(drop=True)
+    return [
+        Link(
+            str(p.at[k, "host"]),
+            p_node[k],
+            p.at[k, "ts"],
+            float(p_ms[k]),
+            str(p.at[k, "file"]),
+            int(p.at[k, "line"]),
+            symptom,
+            ts,
+            str(file),
+            int(line),
+        )
+        for k, symptom, ts, file, line in zip(sym["pause"], sym["symptom"], sym["ts"], sym["file"], sym["line"])
+    ]
 
 
 def _explained(links: list[Link]) -> set[tuple[str, int]]:
