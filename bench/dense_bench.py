@@ -1,0 +1,152 @@
+"""Every detector on a dense incident, at two sizes: does twice the rows cost about twice the time?
+
+An ISR storm on a broker with thousands of partitions writes hundreds of thousands of `Shrinking
+ISR` and `ISR updated` lines, a rebalance storm as many `Preparing to rebalance` lines. This bench
+writes such a log (synthetic, in Kafka 3.9's wording: ISR changes, group rebalances and member
+removals, transaction rollbacks, authentication failures, on three brokers), ingests it, then runs
+each detector alone on the ingest output, at ``--records`` and at twice that. The derived tables a
+detector reads are built (and cached) before it is timed, so the figure is the detector's own.
+
+Prints one row per detector: seconds at N, at 2N, and their ratio (about 2 means linear; 4 means
+quadratic). Paste the table into bench/README.md.
+
+Example:
+    .venv/bin/python bench/dense_bench.py --records 200000
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+SHAPES = [
+    # an ISR storm: a follower drops out of and back into the ISR of many partitions
+    (
+        "INFO",
+        "[Partition {t}-{p} broker={b}] Shrinking ISR from {b},{f},{o} to {b},{o}. Leader: (highWatermark: {n}, "
+        "endOffset: {m}). Out of sync replicas: (brokerId: {f}, endOffset: {n}, lastCaughtUpTimeMs: {e}).",
+        "kafka.cluster.Partition",
+    ),
+    (
+        "INFO",
+        "[Partition {t}-{p} broker={b}] ISR updated to {b},{o},{f}  and version updated to {v}",
+        "kafka.cluster.Partition",
+    ),
+    # a rebalance storm
+    (
+        "INFO",
+        "[GroupCoordinator {b}]: Preparing to rebalance group {g} in state PreparingRebalance with old generation "
+        "{v} (__consumer_offsets-{p}) (reason: Adding new member {g}-{v}-{u} with group instance id None; "
+        "client reason: not provided)",
+        "kafka.coordinator.group.GroupCoordinator",
+    ),
+    (
+        "INFO",
+        "[GroupCoordinator {b}]: Stabilized group {g} generation {v} (__consumer_offsets-{p}) with 3 members",
+        "kafka.coordinator.group.GroupCoordinator",
+    ),
+    # transactions timing out
+    (
+        "INFO",
+        "[TransactionCoordinator id={b}] Completed rollback of ongoing transaction for transactionalId tx-{q} due "
+        "to timeout",
+        "kafka.coordinator.transaction.TransactionCoordinator",
+    ),
+    # clients failing authentication
+    (
+        "INFO",
+        "[SocketServer listenerType=BROKER, nodeId={b}] Failed authentication with /10.0.{q}.{p} (channelId="
+        "10.0.{q}.{p}:9092-10.0.{q}.{p}:{m}-0) (Authentication failed: Invalid username or password)",
+        "org.apache.kafka.common.network.Selector",
+    ),
+]
+
+
+def write_bundle(root: Path, records: int, seed: int = 11) -> None:
+    """Three brokers' server.log holding ``records`` records in all."""
+    rnd = random.Random(seed)
+    t = 1795392000 * 1000
+    per = records // 3
+    for b in (1, 2, 3):
+        folder = root / f"broker-{b}"
+        folder.mkdir(parents=True, exist_ok=True)
+        buf = []
+        for _ in range(per):
+            t += rnd.randint(0, 5)
+            sec, ms = divmod(t, 1000)
+            stamp = time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(sec)) + f",{ms:03d}"
+            level, shape, logger = SHAPES[rnd.randrange(len(SHAPES))]
+            others = [x for x in (1, 2, 3) if x != b]
+            msg = shape.format(
+                t=rnd.choice(("orders", "payments", "clicks")),
+                p=rnd.randint(0, 999),
+                b=b,
+                f=others[0],
+                o=others[1],
+                n=rnd.randint(0, 10**6),
+                m=rnd.randint(10**6, 2 * 10**6),
+                e=t,
+                v=rnd.randint(1, 5000),
+                g=f"group-{rnd.randint(1, 20)}",
+                u=f"{rnd.getrandbits(64):016x}",
+                q=rnd.randint(1, 40),
+            )
+            buf.append(f"[{stamp}] {level} {msg} ({logger})\n")
+        (folder / "server.log").write_text("".join(buf))
+
+
+def time_detectors(store: Path) -> dict[str, float]:
+    """Seconds per detector on the ingest output ``store`` (tables it needs read beforehand)."""
+    import kitlib
+    from kitlib import registry
+    from kitlib.findings import DETECTORS
+
+    registry.load()
+    bundle = kitlib.load_bundle(store)
+    out = {}
+    for name, d in sorted(DETECTORS.items()):
+        try:
+            d.fn(bundle)  # a first run builds and caches what it reads
+        except Exception as e:  # noqa: BLE001 - a bench reports a failing detector and goes on
+            print(f"{name}: {type(e).__name__}: {e}", file=sys.stderr)
+            continue
+        t = time.perf_counter()
+        d.fn(bundle)
+        out[name] = time.perf_counter() - t
+    return out
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description="Each detector's time on a dense incident at N and 2N records.")
+    ap.add_argument("--records", type=int, default=200_000, help="records at the smaller size (default 200,000)")
+    ap.add_argument("--workdir", help="where the bundles go (default: a temp dir)")
+    a = ap.parse_args(argv)
+    work = Path(a.workdir or tempfile.mkdtemp(prefix="kit-dense-"))
+    kit = Path(sys.executable).parent / "kitlib"
+    figures = {}
+    for n in (a.records, 2 * a.records):
+        bundle, store = work / f"dense-{n}", work / f"dense-{n}.out"
+        if not bundle.exists():
+            write_bundle(bundle, n)
+        subprocess.run([str(kit), "ingest", str(bundle), "--out", str(store)], check=True, capture_output=True)
+        figures[n] = time_detectors(store)
+    small, big = figures[a.records], figures[2 * a.records]
+    print(f"| detector | {a.records:,} records (s) | {2 * a.records:,} records (s) | ratio |")
+    print("|---|---|---|---|")
+    for name in sorted(small, key=lambda k: -big.get(k, 0)):
+        if name in big:
+            ratio = big[name] / small[name] if small[name] > 1e-3 else float("nan")
+            print(f"| {name} | {small[name]:.3f} | {big[name]:.3f} | {ratio:.2f} |")
+    print(
+        f"| all | {sum(small.values()):.2f} | {sum(big.values()):.2f} | {sum(big.values()) / sum(small.values()):.2f} |"
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
