@@ -37,12 +37,14 @@ def _now() -> str:
 
 
 class _Writer:
-    """Appends capture records as JSON lines (a header line first)."""
+    """Appends capture records as JSON lines (a header line first) to a new file: when ``path``
+    exists (a second capture in the same second, a file of the user's) the next free name
+    ``<stem>-2.jsonl``, ... is taken, so no file already in the bundle is ever replaced."""
 
     def __init__(self, path: Path, what: str, bootstrap: str):
-        path.parent.mkdir(parents=True, exist_ok=True)
-        self.path = path
-        self.fh = open(path, "w", encoding="utf-8")
+        from kitlib.guard import new_file
+
+        self.path, self.fh = new_file(path)
         self.write_raw({"kit_capture": 1, "kind": "header", "what": what, "bootstrap": bootstrap, "ts": _now()})
 
     def write_raw(self, rec: dict) -> None:

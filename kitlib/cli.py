@@ -34,7 +34,12 @@ def register_cli(sub) -> None:
         "file per table plus summary.json into OUT. Input files are never modified.",
     )
     p.add_argument("bundle", help="bundle folder (or a single log file)")
-    p.add_argument("--out", required=True, help="output folder (created; must not be inside the bundle)")
+    p.add_argument(
+        "--out",
+        required=True,
+        help="output folder: new, empty, or one a kitlib command wrote (replaced whole when the ingest is "
+        "complete); a folder holding anything else is refused, as is one inside or around the bundle",
+    )
     p.add_argument("--tz", default=None, help=TZ_HELP)
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.add_argument(
@@ -128,10 +133,12 @@ TZ_HELP = "timezone the logs were written in (default: the bundle manifest's tz,
 
 def _cmd_ingest(args) -> int:
     from kitlib.bundle import ingest
+    from kitlib.guard import exit_on_sigterm
     from kitlib.ingestion.pipeline import lean_allocator
     from kitlib.summary import summary_text
 
     lean_allocator()
+    exit_on_sigterm()  # a terminated ingest removes its temporary folder on the way out
 
     progress = False if args.no_progress else None
     if args.workers or args.scheduler:

@@ -315,14 +315,17 @@ def prepare(
     only: list[str] | None = None,
     notebook_folder: Path | None = None,
 ) -> BundleReport:
-    """Ingest the bundle into ``out/tables``, run triage, and pick the relevant notebooks."""
+    """Ingest the bundle into ``out/tables``, run triage, and pick the relevant notebooks. ``out``
+    must be new, empty or an earlier output of the kit (emptied first: see
+    :func:`kitlib.guard.claim`); the caller holds its lock."""
     import kitlib
+    from kitlib.guard import claim
     from kitlib.sources import check_output
 
     bundle_path, out = Path(bundle_path).absolute(), Path(out).absolute()
     check_output(bundle_path, out)  # before anything is written or removed
     nb_dir = (Path(notebook_folder) if notebook_folder else notebook_dir()).absolute()
-    out.mkdir(parents=True, exist_ok=True)
+    claim(out, "kitlib report")
     tables = out / "tables"
     t0 = time.perf_counter()
     # replaces out/tables only when complete; the derived tables are built now and written, since
@@ -353,13 +356,16 @@ def submit(plan: BundleReport, pool: ThreadPoolExecutor, tz: str | None, timeout
 
 
 def finish(plan: BundleReport) -> dict:
-    """Wait for the plan's notebooks, write ``index.html`` and ``findings.json``."""
+    """Wait for the plan's notebooks, write ``findings.json`` and then ``index.html``, last and
+    whole (a report cut short has no index page, so it never looks complete)."""
+    from kitlib.guard import write_atomic
+
     runs = [f.result() for f in plan.futures]
     findings = plan.triage.findings
     index = plan.out / "index.html"
     view = summary_view(plan, runs)
-    index.write_text(redact_text(_render("bundle.html.j2", s=view)), encoding="utf-8")
-    (plan.out / "findings.json").write_text(redact_text(json.dumps([f.to_dict() for f in findings], indent=2)) + "\n")
+    write_atomic(plan.out / "findings.json", redact_text(json.dumps([f.to_dict() for f in findings], indent=2)) + "\n")
+    write_atomic(index, redact_text(_render("bundle.html.j2", s=view)))
     return {
         "bundle": str(plan.bundle_path),
         "index": str(index),
@@ -389,9 +395,15 @@ def report(
     run, the executed notebooks and the ingested tables (``out/tables``). ``jobs`` notebooks run at
     once (default: the core count). Returns a summary dict with ``index``, ``findings`` and
     per-notebook ``status``. A failing notebook still yields its partial HTML and an error line;
-    the others are still written."""
-    plan = prepare(bundle_path, out, tz, only, notebook_folder)
-    with ThreadPoolExecutor(max_workers=jobs or default_jobs()) as pool:
+    the others are still written. ``out`` is locked while written; one the kit did not write is
+    refused (:class:`kitlib.guard.OutputRefused`) before anything is touched."""
+    from kitlib.guard import check_replaceable, output_lock
+    from kitlib.sources import check_output
+
+    check_output(bundle_path, out)
+    check_replaceable(out)
+    with output_lock(out), ThreadPoolExecutor(max_workers=jobs or default_jobs()) as pool:
+        plan = prepare(bundle_path, out, tz, only, notebook_folder)
         submit(plan, pool, tz, timeout, show_code, log)
         return finish(plan)
 
@@ -784,11 +796,33 @@ def report_many(
 ) -> dict:
     """Report every bundle under ``path`` (see :func:`_bundles_in`) into ``out/<bundle>/`` and
     write ``out/index.html`` linking them. Notebooks of all bundles share one pool of ``jobs``
-    workers: a bundle is ingested while the previous one's notebooks run."""
+    workers: a bundle is ingested while the previous one's notebooks run. ``out`` is locked
+    while written and emptied first; one the kit did not write is refused before anything is
+    touched."""
+    from kitlib.guard import check_replaceable, claim, output_lock
     from kitlib.sources import check_output
 
     path, out = Path(path).absolute(), Path(out).absolute()
     check_output(path, out)
+    check_replaceable(out)
+    with output_lock(out):
+        claim(out, "kitlib report")
+        return _report_bundles(path, out, tz, log, jobs, show_code, only, timeout, notebook_folder)
+
+
+def _report_bundles(
+    path: Path,
+    out: Path,
+    tz: str | None,
+    log,
+    jobs: int | None,
+    show_code: bool,
+    only: list[str] | None,
+    timeout: int,
+    notebook_folder: Path | None,
+) -> dict:
+    from kitlib.guard import write_atomic
+
     results: list[dict] = []
     plans: list[tuple[Path, BundleReport | None, str]] = []
     with ThreadPoolExecutor(max_workers=jobs or default_jobs()) as pool:
@@ -856,9 +890,8 @@ def report_many(
             }
         )
     rows.sort(key=lambda b: (0 if b["error"] else 1, SEVERITY_RANK.get(b["worst"], 9), b["name"]))
-    out.mkdir(parents=True, exist_ok=True)
     index = out / "index.html"
-    index.write_text(redact_text(_render("reports.html.j2", bundles=rows)), encoding="utf-8")
+    write_atomic(index, redact_text(_render("reports.html.j2", bundles=rows)))
     return {"index": str(index), "bundles": results}
 
 
@@ -874,7 +907,12 @@ def register_cli(sub) -> None:
         "all notebooks ran, 1 some failed, 2 error.",
     )
     p.add_argument("bundle", help="bundle folder, or a folder of bundles")
-    p.add_argument("--out", required=True, help="output folder for the HTML reports")
+    p.add_argument(
+        "--out",
+        required=True,
+        help="output folder for the HTML reports: new, empty, or one a kitlib command wrote (emptied first); "
+        "a folder holding anything else is refused",
+    )
     p.add_argument(
         "--tz", default=None, help="timezone the logs were written in (default: the bundle manifest's tz, else UTC)"
     )

@@ -43,7 +43,7 @@ import pyarrow.parquet as pq
 from kitlib import formats, registry, tables
 from kitlib.events import to_pandas
 from kitlib.extract import BuildError, iter_build
-from kitlib.guard import fresh_output, not_read_rows
+from kitlib.guard import check_replaceable, fresh_output, not_read_rows
 from kitlib.ingestion.pipeline import deferred_tables, parse_file, summarize
 from kitlib.ingestion.sink import Sink, to_arrow
 from kitlib.sources import SourceFile, check_output, count_lines, discover_all, head
@@ -282,8 +282,9 @@ def ingest_on_dask(
     if not root.exists():
         raise FileNotFoundError(f"bundle not found: {path}")
     check_output(root, out)  # before anything is written or removed
+    check_replaceable(out)  # an output the kit did not write is refused before the bundle is read
     units, skipped = plan(root, tz, split_bytes)
-    with fresh_output(out) as dest:  # replaces ``out`` only when everything below succeeded
+    with fresh_output(out, "kitlib ingest on Dask") as dest:  # replaces ``out`` only when all below succeeded
         summary = _run_on_dask(root, dest.resolve(), units, skipped, workers, scheduler, progress, log, t0, derive)
     return summary
 
