@@ -13,10 +13,13 @@ Example:
 
 from __future__ import annotations
 
+import datetime as dt
+import math
 import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
+import numpy as np
 import pandas as pd
 
 from kitlib.registry import DETECTORS
@@ -46,30 +49,98 @@ class Finding:
 
     def to_dict(self) -> dict:
         """Plain JSON-able dict (the shape ``kitlib triage --json`` prints)."""
+        # evidence rows are plain values from here on (None for a missing time, host or line), so
+        # every page and terminal that shows them reads what --json prints
+        self.evidence = [{str(k): plain(v) for k, v in e.items()} for e in self.evidence]
         return {
             "id": self.id,
             "severity": self.severity,
             "summary": self.summary,
-            "numbers": {k: _plain(v) for k, v in self.numbers.items()},
+            "numbers": {str(k): plain(v) for k, v in self.numbers.items()},
             "recommendation": self.recommendation,
-            "evidence": [{k: _plain(v) for k, v in e.items()} for e in self.evidence],
+            "evidence": [{str(k): plain(v) for k, v in e.items()} for e in self.evidence],
             "notebook": self.notebook,
             "detector": self.detector,
             "investigation": self.investigation,
         }
 
 
-def _plain(v):
-    if isinstance(v, pd.Timestamp):
-        return v.isoformat()
-    if hasattr(v, "item") and not isinstance(v, (list, dict, str)):
-        try:
-            return v.item()
-        except (ValueError, AttributeError):
-            pass
-    if v is pd.NA or (isinstance(v, float) and v != v):
+def plain(v):
+    """A finding's value as JSON holds it: None for anything missing (None, NaN, NaT, pd.NA) or
+    infinite, ISO-8601 text for times, Python numbers for numpy ones (ints of any size), lists and
+    dicts element by element, ``str`` for anything else. ``json.dumps`` takes every result, and
+    with ``allow_nan=False``.
+
+    Example:
+        >>> [plain(x) for x in (pd.NaT, float("nan"), float("inf"), np.int64(7), pd.Timestamp(0, tz="UTC"))]
+        [None, None, None, 7, '1970-01-01T00:00:00+00:00']
+    """
+    if v is None or v is pd.NA or v is pd.NaT:
         return None
-    return v
+    if isinstance(v, (pd.Timestamp, pd.Timedelta, np.datetime64, np.timedelta64, dt.date, dt.timedelta)):
+        if pd.isna(v):
+            return None
+        try:
+            if isinstance(v, np.datetime64):
+                v = pd.Timestamp(v)
+            elif isinstance(v, (np.timedelta64, dt.timedelta)):
+                v = pd.Timedelta(v)
+        except (ValueError, OverflowError):  # beyond what pandas holds (year 9999): as numpy prints it
+            return str(v)
+        return v.isoformat()
+    if isinstance(v, (bool, np.bool_)):
+        return bool(v)
+    if isinstance(v, (int, np.integer)):  # after the times: numpy's timedelta64 is an integer type
+        return int(v)
+    if isinstance(v, (float, np.floating)):
+        return float(v) if math.isfinite(v) else None
+    if isinstance(v, str):
+        return v
+    if isinstance(v, dict):
+        return {str(k): plain(x) for k, x in v.items()}
+    if isinstance(v, (list, tuple, set, frozenset, np.ndarray, pd.Series, pd.Index)):
+        return [plain(x) for x in (sorted(v, key=str) if isinstance(v, (set, frozenset)) else list(v))]
+    return str(v)
+
+
+def value_text(v) -> str:
+    """A finding's value as a reader sees it (terminal, notebook, report): 'unknown' when missing,
+    '∞' for infinity, numbers with thousands separators, times to the second in UTC.
+
+    Example:
+        >>> [value_text(x) for x in (pd.NaT, None, 1234567, float("-inf"), pd.Timestamp("2026-11-23 10:42:41.5Z"))]
+        ['unknown', 'unknown', '1,234,567', '−∞', '2026-11-23 10:42:41 UTC']
+    """
+    from kitlib.display.tables import number
+
+    if isinstance(v, (float, np.floating)) and math.isinf(v):
+        return number(float(v))
+    p = plain(v)
+    if p is None:
+        return "unknown"
+    if isinstance(p, (bool, int, float)):
+        return number(p)
+    if isinstance(v, (pd.Timestamp, np.datetime64, dt.datetime)) and isinstance(p, str):
+        try:
+            t = pd.Timestamp(p)
+        except (ValueError, OverflowError):
+            return p
+        return f"{t.tz_convert('UTC'):%Y-%m-%d %H:%M:%S} UTC" if t.tzinfo else f"{t:%Y-%m-%d %H:%M:%S}"
+    if isinstance(p, list):
+        return ", ".join(value_text(x) for x in p)
+    return str(p)
+
+
+def _line(v) -> int | None:
+    """An evidence row's line number, None when missing or not a finite number."""
+    p = plain(v)
+    return int(p) if isinstance(p, (int, float)) and not isinstance(p, bool) else None
+
+
+def _ts_text(v) -> str | None:
+    """An evidence row's time as ISO text, None when missing or not a time."""
+    p = plain(v)
+    return p if isinstance(p, str) else None
 
 
 def evidence(df: pd.DataFrame, text: str | Callable[[pd.Series], str] = "message", limit: int = 20) -> list[dict]:
@@ -91,9 +162,9 @@ def evidence(df: pd.DataFrame, text: str | Callable[[pd.Series], str] = "message
         out.append(
             {
                 "file": str(r.get("file", "")),
-                "line": None if pd.isna(r.get("line", pd.NA)) else int(r.get("line")),
-                "host": "" if pd.isna(r.get("host", pd.NA)) else str(r.get("host")),
-                "ts": None if pd.isna(r.get("ts", pd.NaT)) else pd.Timestamp(r.get("ts")).isoformat(),
+                "line": _line(r.get("line")),
+                "host": "" if plain(r.get("host")) is None else str(r.get("host")),
+                "ts": _ts_text(r.get("ts")),
                 "text": t,
             }
         )
@@ -229,7 +300,7 @@ def triage_text(result: Triage, summary_text: str = "") -> str:
     for i, f in enumerate(result.findings, 1):
         out.append(f"\n{i}. [{f.severity.upper()}] {f.id}: {f.summary}")
         for k, v in f.numbers.items():
-            out.append(f"     {k} = {v}")
+            out.append(f"     {k} = {value_text(v)}")
         if f.recommendation:
             out.append(f"   fix: {f.recommendation}")
         if f.notebook:

@@ -555,7 +555,7 @@ def span_text(time_span) -> str:
 
 def summary_view(plan: BundleReport, runs: list[dict]) -> dict:
     """Everything the summary template shows, as plain values."""
-    from kitlib.display.tables import number
+    from kitlib.findings import value_text
 
     s, findings = plan.summary, sorted(plan.triage.findings, key=lambda f: SEVERITY_RANK.get(f.severity, 9))
     pages = {r["notebook"]: r for r in runs}
@@ -565,11 +565,11 @@ def summary_view(plan: BundleReport, runs: list[dict]) -> dict:
         page = pages.get(Path(f.notebook).name) if f.notebook else None
         ev = []
         for e in f.evidence[:EVIDENCE_PER_FINDING]:
-            key = (str(e.get("file", "")), _line_number(e.get("line")))
+            key = (str(e.get("file") or ""), _line_number(e.get("line")))
             got = lines.get(key)
             ev.append(
                 {
-                    "host": e.get("host", ""),
+                    "host": e.get("host") or "",
                     "where": f"{key[0]}:{key[1]}" if key[1] else key[0],
                     "ts": _short_ts(e.get("ts")),
                     "text": got[1] if got else (e.get("text") or ""),
@@ -584,7 +584,7 @@ def summary_view(plan: BundleReport, runs: list[dict]) -> dict:
                 "severity": f.severity,
                 "summary": f.summary,
                 "recommendation": f.recommendation,
-                "numbers": [(k, number(v) if isinstance(v, (int, float)) else str(v)) for k, v in f.numbers.items()],
+                "numbers": [(k, value_text(v)) for k, v in f.numbers.items()],
                 "page": page,
                 "evidence": ev,
                 "more": max(0, len(f.evidence) - EVIDENCE_PER_FINDING),
@@ -719,7 +719,7 @@ _RECORD_START = re.compile(r"^\[?\d{4}-\d\d-\d\d")
 def _line_number(v) -> int | None:
     try:
         n = int(v)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):
         return None
     return n if n > 0 else None
 

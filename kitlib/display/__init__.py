@@ -104,11 +104,9 @@ def _title(f) -> str:
 
 
 def _fmt(v) -> str:
-    if isinstance(v, float):
-        return f"{v:,.3g}" if abs(v) < 1000 else f"{v:,.0f}"
-    if isinstance(v, int):
-        return f"{v:,}"
-    return str(v)
+    from kitlib.findings import value_text
+
+    return value_text(v)
 
 
 def _color(sev: str) -> str:

@@ -12,6 +12,17 @@ Example:
     '2026-11-23 10:35:46+00:00'
     >>> stamp_line("billing orders 0 100 100 0 - - -", "UTC") is None
     True
+
+A tool that ends its output without a newline (Kafka 3.9's ``kafka-consumer-groups --describe``
+when the group has members) has the next ``date`` glued to its last row; and a snapshot saved
+one per file (``> cg-$(date +%s).txt``) often has its time only in the file name:
+
+    >>> row, t = glued_stamp("g orders 2 120 130 10 c-1 /127.0.0.1 consumer-1Sun Nov 23 10:42:41 UTC 2026", "UTC")
+    >>> row, str(t)
+    ('g orders 2 120 130 10 c-1 /127.0.0.1 consumer-1', '2026-11-23 10:42:41+00:00')
+    >>> [str(name_stamp(n, "UTC")) for n in ("consumer-groups-describe-20261123T104241Z.txt",
+    ...                                       "cg-1763894561.txt", "lag-2026-11-23_10-42-41.txt")]
+    ['2026-11-23 10:42:41+00:00', '2025-11-23 10:42:41+00:00', '2026-11-23 10:42:41+00:00']
 """
 
 from __future__ import annotations
@@ -21,7 +32,7 @@ from dataclasses import dataclass, field
 
 import pandas as pd
 
-from kitlib.formats import Context, unparsed_frame, with_provenance
+from kitlib.formats import Context, ts_in_range, unparsed_frame, with_provenance
 
 # `date` (C locale): "Mon Nov 23 11:35:41 UTC 2026"; ISO-8601 with optional zone; epoch seconds/ms
 _DATE_CMD = re.compile(
@@ -58,6 +69,67 @@ def stamp_line(text: str, tz: str) -> pd.Timestamp | None:
         if _EPOCH.match(s):
             return pd.Timestamp(int(s), unit="ms" if len(s) == 13 else "s", tz="UTC")
     except (ValueError, TypeError):
+        return None
+    return None
+
+
+# a date glued to the end of a line: `date` (C locale) or ISO-8601 with seconds (`date -u +%FT%TZ`,
+# `date -Is`, `date '+%F %T'`); a bare epoch is not taken (a row may well end in digits)
+_GLUED = re.compile(
+    r"(?:(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun) +(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec) +\d{1,2} +"
+    r"\d{2}:\d{2}:\d{2}(?: +[A-Za-z][\w+:-]*)? +\d{4}"
+    r"|\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2}(?:[.,]\d{1,9})?(?:Z|[+-]\d{2}:?\d{2}| ?UTC)?)$"
+)
+_GLUED_TAIL = 48  # longest glued date looked for, so a long line costs no more than a short one
+
+
+def glued_stamp(text: str, tz: str) -> tuple[str, pd.Timestamp | None]:
+    """``(the line without it, time)`` when a date is glued to the end of a line that holds
+    something else; else ``(text, None)``."""
+    s = text.rstrip()
+    if not s[-1:].isalnum():
+        return text, None
+    tail = s[-_GLUED_TAIL:]
+    m = _GLUED.search(tail)
+    if m is None or not s[: len(s) - len(tail) + m.start()].strip():
+        return text, None
+    t = stamp_line(m.group(0), tz)
+    return (s[: len(s) - len(tail) + m.start()], t) if t is not None else (text, None)
+
+
+# a time in a file name: 20261123T104241Z, 2026-11-23_10-42-41, 2026-11-23T10:42:41+00:00,
+# 20261123-104241, 2026-11-23 10.42.41 ... (a date and at least hours and minutes); else epoch
+# seconds or milliseconds standing alone (10 or 13 digits)
+_NAME_DT = re.compile(
+    r"(?<!\d)(?P<y>(?:19|2\d)\d{2})(?P<ds>-?)(?P<mo>\d{2})(?P=ds)(?P<d>\d{2})[T_ .-]?"
+    r"(?P<h>\d{2})(?P<ts>[:.-]?)(?P<mi>\d{2})(?:(?P=ts)(?P<s>\d{2})(?:[.,](?P<f>\d{1,9}))?)?"
+    r"(?P<z>Z|[+-]\d{2}:?\d{2}|UTC)?(?!\d)"
+)
+_NAME_EPOCH = re.compile(r"(?<!\d)(\d{10}|\d{13})(?!\d)")
+
+
+def name_stamp(name: str, tz: str) -> pd.Timestamp | None:
+    """The UTC time a file name holds (see above), else None. A zone-less time is read in ``tz``."""
+    base = name.rsplit("/", 1)[-1]
+    m = _NAME_DT.search(base)
+    try:
+        if m:
+            g = m.groupdict()
+            z = g["z"] or ""
+            t = pd.Timestamp(
+                f"{g['y']}-{g['mo']}-{g['d']}T{g['h']}:{g['mi']}:{g['s'] or '00'}" + (f".{g['f']}" if g["f"] else "")
+            )
+            if z in ("Z", "UTC"):
+                return t.tz_localize("UTC")
+            if z:
+                return pd.Timestamp(t.isoformat() + z).tz_convert("UTC")
+            local = t.tz_localize(tz or "UTC", ambiguous="NaT", nonexistent="NaT")
+            return None if pd.isna(local) else local.tz_convert("UTC")
+        e = _NAME_EPOCH.search(base)
+        if e:
+            t = pd.Timestamp(int(e.group(1)), unit="ms" if len(e.group(1)) == 13 else "s", tz="UTC")
+            return t if ts_in_range(t) else None
+    except (ValueError, TypeError, OverflowError):
         return None
     return None
 

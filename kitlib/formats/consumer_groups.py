@@ -14,7 +14,11 @@ The GROUP column of ``--members``/``--state`` arrived in 2.4; without it the gro
 rebalancing.`` and ``... does not exist.`` become ``group_states`` rows with the note. Several
 groups (``--all-groups``) and several snapshots in one file are fine: a line holding only a time
 (``date`` output, ISO-8601, epoch seconds) sets ``snapshot_ts`` for the rows after it, so a lag
-history saved in a loop loads as one table.
+history saved in a loop loads as one table. A date glued to the end of a row (Kafka 3.9 ends the
+output of a group with members without a newline, so the loop's next ``date`` lands on the last
+row) is split off and starts the next snapshot. Rows before any time line take the time the file
+name holds (``cg-20261123T104241Z.txt``, ``lag-2026-11-23_10-42-41.txt``, ``cg-1763894561.txt``:
+one snapshot per file, as a cron job saves them); ``ts_source`` says which of the two it was.
 
 Example (real 3.9 output):
     >>> detect(b"\\nGROUP           TOPIC           PARTITION  CURRENT-OFFSET  LOG-END-OFFSET  LAG"
@@ -30,13 +34,20 @@ import re
 
 from kitlib import tables
 from kitlib.formats import Context, register, text_lines
-from kitlib.formats._cli import Collector, head_lines, is_comment, stamp_line, to_int
+from kitlib.formats._cli import Collector, glued_stamp, head_lines, is_comment, name_stamp, stamp_line, to_int
 
 _SNAP = (
     "snapshot_ts",
     "ts",
     "time of the snapshot: the last time line before it in the file "
-    "(`date` output, ISO-8601, epoch); empty when the file holds none",
+    "(`date` output, ISO-8601, epoch; also one glued to the end of a row), else the time in the "
+    "file's name (`cg-20261123T104241Z.txt`, `cg-1763894561.txt`); empty when neither holds one",
+)
+_TS_SOURCE = (
+    "ts_source",
+    "str",
+    "where snapshot_ts came from: 'content' (a time line in the file), 'file name' (a stamp or "
+    "epoch in the file's name), empty when the snapshot has no time",
 )
 tables.declare(
     "group_offsets",
@@ -44,6 +55,7 @@ tables.declare(
     "--describe` (and `--offsets`) output; one row per group, partition and snapshot.",
     [
         _SNAP,
+        _TS_SOURCE,
         ("group", "str", "consumer group (empty in 1.x-2.2 output, which has no GROUP column)"),
         ("topic", "str", "topic ('-' rows of members without partitions have none)"),
         ("partition", "int", "partition"),
@@ -61,6 +73,7 @@ tables.declare(
     "Consumer group members from `kafka-consumer-groups --describe --members [--verbose]`.",
     [
         _SNAP,
+        _TS_SOURCE,
         ("group", "str", "consumer group (empty before 2.4, which had no GROUP column)"),
         ("consumer_id", "str", "member id"),
         ("member_host", "str", "member's host as printed"),
@@ -75,6 +88,7 @@ tables.declare(
     "the tool's notes about a group (no active members, rebalancing, does not exist).",
     [
         _SNAP,
+        _TS_SOURCE,
         ("group", "str", "consumer group (empty before 2.4 for --state rows)"),
         ("coordinator", "str", "coordinator broker host:port"),
         ("coordinator_id", "int", "coordinator broker id"),
@@ -187,7 +201,9 @@ def _state_row(header: list[str], text: str) -> dict | None:
 
 def parse(src, ctx: Context):
     out = Collector(src, ctx)
-    kind, header, snap = None, [], None
+    kind, header = None, []
+    snap = name_stamp(src.rel, src.tz)  # until a time line says otherwise
+    source = "file name" if snap is not None else None
     for n, text, ok in text_lines(src, ctx):
         if not ok:
             out.bad(n, text, "not valid UTF-8")
@@ -197,37 +213,42 @@ def parse(src, ctx: Context):
             continue
         t = stamp_line(text, src.tz)
         if t is not None:
-            snap = t
+            snap, source = t, "content"
             out.structure()
             continue
+        text, glued = glued_stamp(text, src.tz)
         hk = _header_kind(text)
         if hk:
             kind, header = hk, text.split()
             out.structure()
-            continue
-        m = _NOTE.match(text.strip())
-        if m:
-            out.add("group_states", n, snapshot_ts=snap, group=m.group("group"), note=m.group("note"))
-            out.structure()
-            continue
-        row = None
-        if kind == "offsets":
-            row = _table_row(header, _OFFSET_COLS, text)
-            table = "group_offsets"
-        elif kind == "members":
-            row = _table_row(header, _MEMBER_COLS, text)
-            table = "group_members"
-        elif kind == "state":
-            row = _state_row(header, text)
-            table = "group_states"
-        if row is None:
-            out.bad(n, text, "not a row of the consumer-groups table above it" if kind else "before any table header")
-            continue
-        out.add(table, n, snapshot_ts=snap, **row)
-        out.structure()
+        else:
+            _row(out, n, text, kind, header, snapshot_ts=snap, ts_source=source)
+        if glued is not None:  # the next snapshot's date, glued to the end of this line
+            snap, source = glued, "content"
     if out.bad_n:
         ctx.fail(f"{src.rel} line {out.bad_n[0]}: {out.bad_r[0]}", out.bad_n[0])
     yield from out.frames()
+
+
+def _row(out: Collector, n: int, text: str, kind: str | None, header: list[str], **snap) -> None:
+    """A tool's note or a row of the table under ``header``: added to ``out``, or kept as bad."""
+    m = _NOTE.match(text.strip())
+    if m:
+        out.add("group_states", n, **snap, group=m.group("group"), note=m.group("note"))
+        out.structure()
+        return
+    row, table = None, ""
+    if kind == "offsets":
+        row, table = _table_row(header, _OFFSET_COLS, text), "group_offsets"
+    elif kind == "members":
+        row, table = _table_row(header, _MEMBER_COLS, text), "group_members"
+    elif kind == "state":
+        row, table = _state_row(header, text), "group_states"
+    if row is None:
+        out.bad(n, text, "not a row of the consumer-groups table above it" if kind else "before any table header")
+        return
+    out.add(table, n, **snap, **row)
+    out.structure()
 
 
 register(

@@ -249,8 +249,8 @@ def rebalance_storm(bundle) -> list[Finding]:
     return out
 
 
-def _fmt_ts(ts) -> str:
-    return "?" if ts is None or pd.isna(ts) else pd.Timestamp(ts).strftime("%Y-%m-%d %H:%M:%S UTC")
+def _fmt_ts(ts, missing: str = "an unknown time") -> str:
+    return missing if ts is None or pd.isna(ts) else pd.Timestamp(ts).strftime("%Y-%m-%d %H:%M:%S UTC")
 
 
 @detector(
@@ -349,7 +349,7 @@ def consumer_stalled(bundle, rules: LagRules | None = None) -> list[Finding]:
                 evidence=evidence(
                     ev_rows,
                     lambda r: (
-                        f"{_fmt_ts(r['ts'])} {r['group']} {r['topic']}-{r['partition']}: "
+                        f"{_fmt_ts(r['ts'], '(no time)')} {r['group']} {r['topic']}-{r['partition']}: "
                         f"committed {r['committed']}, log end {r['end_offset']}, "
                         f"lag {r['lag']}"
                     ),

@@ -84,15 +84,26 @@ def _events_chart(group_events: pd.DataFrame, x: alt.X):
 
 
 def lag_and_rebalances(history: pd.DataFrame, group_events: pd.DataFrame):
-    """Lag snapshots (top) and group events (bottom) on one shared time axis."""
-    has_lag, has_events = len(history) > 0, len(group_events) > 0
+    """Lag snapshots (top) and group events (bottom) on one shared time axis. Snapshots without
+    a time (none in the file nor in its name) cannot be drawn on it: the chart says how many."""
+    untimed = int(history["ts"].isna().sum()) if len(history) else 0
+    timed = history[history["ts"].notna()] if untimed else history
+    has_lag, has_events = len(timed) > 0, len(group_events) > 0
     if not has_lag and not has_events:
-        return HTML(
-            "<p><i>No lag snapshots and no group coordinator lines in this bundle.</i></p>",
-            "No lag snapshots and no group events.",
+        note = (
+            f"{untimed} lag snapshot rows carry no time (no time line in their file, no stamp in its name), "
+            "so they are not drawn; the status table judges them in file order."
+            if untimed
+            else "No lag snapshots and no group coordinator lines in this bundle."
         )
+        return HTML(f"<p><i>{note}</i></p>", note)
     x = alt.X("ts:T", title="time (UTC)")
-    charts = ([_lag_chart(history, x)] if has_lag else []) + ([_events_chart(group_events, x)] if has_events else [])
+    lag_chart = _lag_chart(timed, x) if has_lag else None
+    if lag_chart is not None and untimed:
+        lag_chart = lag_chart.properties(
+            title=f"Lag per group and partition (snapshots; {untimed} rows without a time not drawn)"
+        )
+    charts = ([lag_chart] if lag_chart is not None else []) + ([_events_chart(group_events, x)] if has_events else [])
     return charts[0] if len(charts) == 1 else alt.vconcat(*charts).resolve_scale(x="shared", color="independent")
 
 

@@ -2,9 +2,11 @@
 
 Lag snapshots come from two places: ``consumer_lag`` (``kitlib capture``, and ``kitlib capture
 --every`` for a history) and ``group_offsets`` (``kafka-consumer-groups --describe`` output,
-several snapshots in one file when it was run in a loop). :func:`lag_history` puts both in one
-shape; :func:`partition_status` applies the rules to each group partition over its last
-``window`` snapshots:
+several snapshots in one file when it was run in a loop, or one per file with the time in the
+file's name). :func:`lag_history` puts both in one shape, and the lag chart, the snapshot count
+(:func:`snapshot_count`) and the ``consumer-stalled`` finding all read that one history;
+:func:`partition_status` applies the rules to each group partition over its last ``window``
+snapshots:
 
 - **stalled**: the trailing snapshots all have lag > 0 (at least ``stalled_snapshots`` of them)
   and the committed offset did not move across them. A zero lag earlier in the window does not
@@ -44,6 +46,7 @@ COLUMNS = [
     "client_id",
     "group_state",
     "source",
+    "ts_source",
     "host",
     "file",
     "line",
@@ -62,11 +65,16 @@ class LagRules:
 
 def lag_history(bundle) -> pd.DataFrame:
     """Every lag snapshot row of the bundle in one shape (:data:`COLUMNS`), sorted by time;
-    ``source`` says which table it came from."""
+    ``source`` says which table it came from, ``ts_source`` where its time came from
+    ('capture', 'content', 'file name'; empty when it has none).
+
+    A row without a time cannot be placed among the timed snapshots of its partition, so it is
+    left out when its partition has timed ones (``attrs["untimed_left_out"]`` counts them); a
+    partition with no time at all keeps its rows in file and line order."""
     frames = []
     cl = bundle.table("consumer_lag")
     if len(cl):
-        frames.append(cl.assign(source="consumer_lag"))
+        frames.append(cl.assign(source="consumer_lag", ts_source="capture"))
     if "group_offsets" in tables.SCHEMAS:
         go = bundle.table("group_offsets")
         if len(go):
@@ -84,8 +92,32 @@ def lag_history(bundle) -> pd.DataFrame:
     out["ts"] = pd.to_datetime(out["ts"], utc=True)
     for c in ("group", "topic", "consumer_id", "client_id", "group_state"):
         out[c] = out[c].astype("string")
+    out["ts_source"] = out["ts_source"].astype("string")
     out = out[out["topic"].notna() & out["partition"].notna()]
-    return out.sort_values(["ts", "group", "topic", "partition"], kind="stable").reset_index(drop=True)
+    key = [out["group"].fillna(""), out["topic"], out["partition"]]
+    timed = out["ts"].notna()
+    placeable = timed | ~timed.groupby(key).transform("any").astype(bool)
+    left_out = int((~placeable).sum())
+    out = out[placeable].sort_values(["ts", "group", "topic", "partition", "file", "line"], kind="stable")
+    out = out.reset_index(drop=True)
+    out.attrs["untimed_left_out"] = left_out
+    return out
+
+
+def snapshot_count(history: pd.DataFrame) -> int:
+    """How many snapshots the history holds: its distinct times, and each file whose rows have
+    none counted as one snapshot.
+
+    Example:
+        >>> h = pd.DataFrame({"ts": pd.to_datetime(["2026-11-23 10:00", "2026-11-23 10:00", None], utc=True),
+        ...                   "file": ["cg-1.txt", "cg-1.txt", "notes/cg.txt"]})
+        >>> snapshot_count(h)
+        2
+    """
+    if not len(history):
+        return 0
+    untimed = history["ts"].isna()
+    return int(history.loc[~untimed, "ts"].nunique() + history.loc[untimed, "file"].nunique())
 
 
 STATUS_COLUMNS = [
