@@ -138,8 +138,9 @@ def test_huge_line_and_timezone():
     data = b"[2024-03-31 02:30:00,000] INFO " + big + b" (a.B)\n[2024-07-01 12:00:00,000] INFO y (a.B)\n"
     ev, un = parse_bytes(data, tz="Europe/Berlin")
     assert len(ev.loc[0, "message"]) == 5_000_000
-    # 02:30 does not exist in Berlin on 2024-03-31 (DST gap): shifted forward, never dropped
-    assert ev.loc[0, "ts"] == pd.Timestamp("2024-03-31 01:00:00", tz="UTC")
+    # 02:30 does not exist in Berlin on 2024-03-31 (DST gap): read with the offset before the
+    # change (+01:00, a clock not yet moved on), never dropped, never collapsed onto 03:00
+    assert ev.loc[0, "ts"] == pd.Timestamp("2024-03-31 01:30:00", tz="UTC")
     assert ev.loc[1, "ts"] == pd.Timestamp("2024-07-01 10:00:00", tz="UTC")
 
 

@@ -37,7 +37,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from kitlib import tables
-from kitlib.formats import Context, register, text_lines
+from kitlib.formats import Context, register, text_lines, times
 from kitlib.formats._cli import Collector, head_lines, is_comment
 
 _WHERE = [
@@ -207,7 +207,8 @@ def _where(segment: str | None) -> dict:
 
 def _epoch_ms(s: pd.Series) -> pd.Series:
     v = pd.to_numeric(s, errors="coerce")
-    return pd.to_datetime(v.where(v >= 0), unit="ms", utc=True)
+    ms, ok = times.epoch_to_ms(v.to_numpy(dtype="float64", na_value=np.nan), "ms")
+    return pd.to_datetime(pd.Series(ms, index=s.index).where(ok), unit="ms", utc=True)
 
 
 def _pairs(text: str) -> dict:

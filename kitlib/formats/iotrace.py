@@ -23,7 +23,7 @@ import re
 import pandas as pd
 
 from kitlib import tables
-from kitlib.formats import Context, decode_line, iter_lines, register, unparsed_frame, with_provenance
+from kitlib.formats import Context, decode_line, iter_lines, register, times, unparsed_frame, with_provenance
 
 tables.declare(
     "file_io",
@@ -156,11 +156,17 @@ def parse(src, ctx: Context):
                     saw_counts = False
                 if t:
                     if t.group(1):
-                        stamp = pd.Timestamp(t.group(1))
-                        day = stamp.normalize()
+                        stamp = times.timestamp(t.group(1), tz=src.tz)
+                        if stamp is None:  # a time the tables cannot hold costs its line
+                            bad_n.append(n)
+                            bad_t.append(text)
+                            ctx.fail(f"{src.rel} line {n}: time {t.group(1)} cannot be read or is out of range", n)
+                            continue
+                        day = stamp.tz_convert(src.tz or "UTC").tz_localize(None).normalize()
+                        ts = stamp
                     else:
                         stamp = (day or pd.Timestamp("1970-01-01")) + pd.Timedelta(t.group(2))
-                    ts = stamp.tz_localize(src.tz or "UTC") if stamp.tzinfo is None else stamp
+                        ts = stamp.tz_localize(src.tz or "UTC") if stamp.tzinfo is None else stamp
             ctx.parsed += 1
             continue
         bad_n.append(n)

@@ -3,6 +3,9 @@
 
 Header: ``"time","<mbean>:<attribute>",...`` (MBean names hold commas and colons: the attribute
 is after the last colon). ``time`` is epoch milliseconds, or whatever ``--date-format`` printed.
+Epoch numbers are read in the unit their magnitude says (seconds, milliseconds, microseconds or
+nanoseconds; integers or decimals), decided once per file and said in the file's note; a zero,
+negative or out-of-range time sends its row to ``unparsed`` with the reason.
 Text attributes (RateUnit, EventType) go to ``text``, not forced into numbers. A row with the
 wrong number of fields (a dump cut short) goes to ``unparsed`` and is named in the file's error.
 
@@ -26,11 +29,12 @@ import csv
 import io
 import itertools
 import re
+from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
 
-from kitlib.formats import TS_MAX, TS_MIN, Context, register, text_lines, unparsed_frame, with_provenance
+from kitlib.formats import Context, register, text_lines, times, unparsed_frame, with_provenance
 from kitlib.metrics import long_from_wide, with_keys
 
 _CHATTER = (
@@ -84,29 +88,73 @@ def _header_fields(text: str) -> list[str]:
     return cols
 
 
-# epoch milliseconds the tables can hold (1678..2261)
-_MS_MIN, _MS_MAX = TS_MIN.value // 1_000_000, TS_MAX.value // 1_000_000
+@dataclass
+class _Clock:
+    """How a file's times are read, decided once per file: the unit of epoch numbers (from the
+    magnitude of the first chunk's values, see :func:`kitlib.formats.times.epoch_unit`) and
+    the daylight-saving changes of formatted local times."""
+
+    tz: str
+    unit: str | None = None
+    fold: times.FoldTracker | None = None
+
+    def note(self) -> str:
+        out = []
+        if self.unit is not None:
+            out.append(f"time column read as epoch {_UNIT_NAMES[self.unit]} (from the magnitude of its values)")
+        if self.fold is not None and self.fold.note():
+            out.append(self.fold.note())
+        return "; ".join(out)
 
 
-def _bad_time(value: str) -> str:
-    """Why a row's time cannot be stored (an epoch-ms value out of range), or ''."""
-    v = value.strip()
-    if v.lstrip("-").isdigit() and not _MS_MIN <= int(v) <= _MS_MAX:
-        return f"time {v} is out of range (epoch ms for 1678-2261)"
-    return ""
+_UNIT_NAMES = {"s": "seconds", "ms": "milliseconds", "us": "microseconds", "ns": "nanoseconds"}
 
 
-def _parse_time(values: list[str], tz: str) -> pd.Series:
-    s = pd.Series(values, dtype="string")
-    if s.str.fullmatch(r"\d{10,14}").all():
-        ms = s.astype("int64")
-        return pd.to_datetime(ms, unit="ms", utc=True)
+def _parse_time(values: list[str], clock: _Clock) -> tuple[pd.Series, np.ndarray, np.ndarray]:
+    """(UTC times, ok, why not) of a chunk's time fields. Numbers are epoch times in the file's
+    unit; zero, negative or out of range they are no time (not ok, with the reason). Other
+    text is a ``--date-format`` date, read in the file's zone (NaT when it cannot be read)."""
+    s = pd.Series(values, dtype="string").str.strip().str.strip('"')
+    num = pd.to_numeric(s, errors="coerce").to_numpy(dtype=np.float64, na_value=np.nan)
+    numeric = s.str.fullmatch(r"[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?").fillna(False).to_numpy(dtype=bool)
+    ms = np.zeros(len(s), np.int64)
+    ok = np.ones(len(s), bool)
+    why = np.full(len(s), "", object)
+    if numeric.any():
+        if clock.unit is None:
+            clock.unit = times.epoch_unit(num[numeric])
+        ms_n, ok_n = times.epoch_to_ms(num[numeric], clock.unit)
+        ms[numeric], ok[numeric] = ms_n, ok_n
+        bad = np.flatnonzero(numeric)[~ok_n]
+        why[bad] = [times.epoch_reason(v, clock.unit) for v in num[bad]]
+    ts = pd.Series(pd.to_datetime(ms, unit="ms", utc=True)).where(pd.Series(numeric & ok))
+    text = ~numeric
+    if text.any():
+        ts[text] = _dates(s[text], clock).to_numpy()
+    return ts.astype("datetime64[ns, UTC]"), ok, why
+
+
+def _dates(s: pd.Series, clock: _Clock) -> pd.Series:
+    """``--date-format`` dates -> UTC (zone-less ones read in the file's zone, the repeated
+    hour of a daylight-saving change resolved from the order of the rows)."""
     t = pd.to_datetime(s, errors="coerce", format="mixed")
     if not isinstance(t.dtype, pd.DatetimeTZDtype) and not pd.api.types.is_datetime64_any_dtype(t.dtype):
         t = pd.to_datetime(t, errors="coerce", utc=True)  # mixed offsets: object dtype
-    if t.dt.tz is None:
-        t = t.dt.tz_localize(tz or "UTC", ambiguous="NaT", nonexistent="shift_forward")
-    return t.dt.tz_convert("UTC")
+    if t.dt.tz is not None:
+        return t.dt.tz_convert("UTC").reset_index(drop=True)
+    t = t.reset_index(drop=True)
+    have = t.notna().to_numpy()
+    wall = t[have].to_numpy(dtype="datetime64[ms]").astype(np.int64)
+    utc, _, gaps = times.localize(wall, clock.tz)
+    if clock.fold is None:
+        clock.fold = times.FoldTracker(clock.tz)
+    clock.fold.gaps += gaps
+    shift = clock.fold.resolve(utc)
+    if shift is not None:
+        utc = utc + shift
+    out = pd.Series(pd.NaT, index=t.index, dtype="datetime64[ns, UTC]")
+    out[have] = pd.to_datetime(utc, unit="ms", utc=True)
+    return out
 
 
 def parse(src, ctx: Context):
@@ -119,16 +167,19 @@ def parse(src, ctx: Context):
         pending.append((n, text, ok))
         break
     stream = itertools.chain(pending, lines)
+    clock = _Clock(src.tz)
     if pending and pending[0][2] and _LONG.match(pending[0][1].strip()):
-        yield from _parse_long(src, ctx, stream)
+        yield from _parse_long(src, ctx, stream, clock)
     else:
-        yield from _parse_wide(src, ctx, stream)
+        yield from _parse_wide(src, ctx, stream, clock)
+    if clock.note():
+        ctx.notes.append(clock.note())
 
 
-def _parse_long(src, ctx: Context, stream):
+def _parse_long(src, ctx: Context, stream, clock: _Clock):
     """``--report-format tsv|properties|csv``: a ``time`` line, then one line per attribute."""
     ts_text, sep = None, None
-    times, keys, values, where = [], [], [], []
+    stamps, keys, values, where = [], [], [], []
     bad_n, bad_t = [], []
     for n, text, ok in stream:
         s = text.strip()
@@ -146,13 +197,26 @@ def _parse_long(src, ctx: Context, stream):
             bad_n.append(n)
             bad_t.append(text)
             continue
-        times.append(ts_text)
+        stamps.append(ts_text)
         keys.append(row.group("key"))
         values.append(row.group("value"))
         where.append(n)
         ctx.parsed += 1
     if keys:
-        ts = _parse_time(times, src.tz)
+        ts, ok, why = _parse_time(stamps, clock)
+        if not ok.all():  # a time that is no time costs its rows
+            for i in np.flatnonzero(~ok).tolist():
+                bad_n.append(where[i])
+                bad_t.append(f"time {stamps[i]}: {keys[i]}={values[i]}")
+                ctx.parsed -= 1
+            bad_r = ["not a JmxTool report line"] * (len(bad_n) - int((~ok).sum())) + list(why[~ok])
+            keys, values, where = ([v for v, good in zip(col, ok) if good] for col in (keys, values, where))
+            ts = ts[ok].reset_index(drop=True)
+        else:
+            bad_r = ["not a JmxTool report line"] * len(bad_n)
+    else:
+        bad_r = ["not a JmxTool report line"] * len(bad_n)
+    if keys:
         beans, attrs = zip(*(k.rpartition(":")[::2] for k in keys))
         raw = pd.Series(values, dtype="string")
         num = pd.to_numeric(raw, errors="coerce")
@@ -168,13 +232,16 @@ def _parse_long(src, ctx: Context, stream):
         )
         yield "metrics", with_provenance(with_keys(df), src, source="jmxtool")
     if bad_n:
-        ctx.fail(f"{src.rel} line {bad_n[0]}: not a JmxTool report line", bad_n[0])
-        yield "unparsed", unparsed_frame(src, bad_n, bad_t, "not a JmxTool report line")
+        order = np.argsort(np.array(bad_n), kind="stable")
+        ctx.fail(f"{src.rel} line {bad_n[order[0]]}: {bad_r[order[0]]}", bad_n[order[0]])
+        un = unparsed_frame(src, [bad_n[i] for i in order], [bad_t[i] for i in order], "")
+        un["reason"] = [bad_r[i] for i in order]
+        yield "unparsed", un
 
 
-def _parse_wide(src, ctx: Context, stream):
+def _parse_wide(src, ctx: Context, stream, clock: _Clock):
     header = None
-    rows, row_lines = [], []
+    rows, row_lines, row_text = [], [], []
     bad_n, bad_t, bad_r = [], [], []
     for n, text, ok in stream:
         if ok and _skippable(text):
@@ -209,33 +276,38 @@ def _parse_wide(src, ctx: Context, stream):
             bad_r.append(why)
             ctx.fail(f"{src.rel} line {n}: {why}", n)
             continue
-        why = _bad_time(fields[0])
-        if why:
-            bad_n.append(n)
-            bad_t.append(text)
-            bad_r.append(why)
-            ctx.fail(f"{src.rel} line {n}: {why}", n)
-            continue
         rows.append(fields)
         row_lines.append(n)
+        row_text.append(text)
         ctx.parsed += 1
         if len(rows) >= 20000 and header:
-            yield "metrics", _frame(header, rows, row_lines, src)
-            rows, row_lines = [], []
+            yield from _frame(header, rows, row_lines, row_text, src, ctx, clock)
+            rows, row_lines, row_text = [], [], []
     if rows and header:
-        yield "metrics", _frame(header, rows, row_lines, src)
+        yield from _frame(header, rows, row_lines, row_text, src, ctx, clock)
     if bad_n:
         un = unparsed_frame(src, bad_n, bad_t, "")
         un["reason"] = bad_r
         yield "unparsed", un
 
 
-def _frame(header: list[str], rows: list[list[str]], lines: list[int], src) -> pd.DataFrame:
+def _frame(header: list[str], rows: list[list[str]], lines: list[int], texts: list[str], src, ctx: Context, clock):
+    """The metrics rows of a chunk of CSV rows; a row whose time is no time goes to unparsed."""
     arr = np.array(rows, dtype=object)
-    ts = _parse_time(list(arr[:, 0]), src.tz)
-    wide = pd.DataFrame(arr[:, 1:], columns=header[1:])
-    df = long_from_wide(ts, wide, header[1:], np.array(lines))
-    return with_provenance(df, src, source="jmxtool")
+    ts, ok, why = _parse_time(list(arr[:, 0]), clock)
+    where = np.array(lines)
+    if not ok.all():
+        bad = np.flatnonzero(~ok)
+        ctx.parsed -= len(bad)
+        ctx.fail(f"{src.rel} line {int(where[bad[0]])}: {why[bad[0]]}", int(where[bad[0]]))
+        un = unparsed_frame(src, where[bad].tolist(), [texts[i] for i in bad.tolist()], "")
+        un["reason"] = why[bad]
+        yield "unparsed", un
+        arr, ts, where = arr[ok], ts[ok].reset_index(drop=True), where[ok]
+    if len(arr):
+        wide = pd.DataFrame(arr[:, 1:], columns=header[1:])
+        df = long_from_wide(ts, wide, header[1:], where)
+        yield "metrics", with_provenance(df, src, source="jmxtool")
 
 
 register(

@@ -42,7 +42,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from kitlib.events import EVENTS_SCHEMA, LEVELS, empty_events, to_pandas
-from kitlib.formats import Context, container, log4j, register, unparsed_frame
+from kitlib.formats import Context, container, log4j, register, times, unparsed_frame
 from kitlib.formats.container import NO_STAMP, line_bounds, lines_array, unwrap_block
 from kitlib.formats.log4j import (
     MAX_CARRY,
@@ -52,7 +52,6 @@ from kitlib.formats.log4j import (
     _epoch_ms,
     _gather,
     _redact,
-    _to_utc,
     _trim_end,
     _utf8_ok,
 )
@@ -165,7 +164,8 @@ def fields_to_wall_ms(m: pa.StructArray, p: str = "") -> tuple[np.ndarray, np.nd
     if not {f"{p}D", f"{p}h"} <= names or not ({f"{p}Mo", f"{p}Mon"} & names) or f"{p}Y" not in names:
         return np.zeros(n, np.int64), np.zeros(n, bool)
     y, ok = _ints(m.field(f"{p}Y"))
-    y = np.where(y < 100, y + 2000, y)
+    y = np.where(_two_digit(m.field(f"{p}Y")), y + 2000, y)  # yy: this century; yyyy as written
+    ok &= times.years_ok(y)  # a year the tables cannot hold is no time (see out_of_range_years)
     if f"{p}Mo" in names:
         mo, okm = _ints(m.field(f"{p}Mo"))
     else:
@@ -194,6 +194,21 @@ def fields_to_wall_ms(m: pa.StructArray, p: str = "") -> tuple[np.ndarray, np.nd
     return _epoch_ms(y, mo, day, hh, mi, ss, frac), ok
 
 
+def _two_digit(col) -> np.ndarray:
+    return np.asarray(pc.equal(pc.utf8_length(pc.fill_null(col, "")), 2).to_numpy(zero_copy_only=False), bool)
+
+
+def out_of_range_years(m: pa.StructArray, p: str = "") -> tuple[np.ndarray, np.ndarray]:
+    """(mask, years) of the rows whose date has a year the tables cannot hold (a four-digit
+    year is taken as written: 0001 is not 2001)."""
+    n = len(m)
+    if f"{p}Y" not in {m.type.field(i).name for i in range(m.type.num_fields)}:
+        return np.zeros(n, bool), np.zeros(n, np.int64)
+    y, present = _ints(m.field(f"{p}Y"))
+    y = np.where(_two_digit(m.field(f"{p}Y")), y + 2000, y)
+    return present & ~times.years_ok(y), y
+
+
 def zone_offsets_ms(col) -> np.ndarray:
     """UTC offsets in ms of zone strings ('Z', '+02:00', '+0200', '-05', 'UTC'); ``NO_STAMP``
     where there is none or it is a name other than UTC/GMT (then the file's zone applies)."""
@@ -212,13 +227,16 @@ def zone_offsets_ms(col) -> np.ndarray:
     return table[d.indices.to_numpy(zero_copy_only=False)] if len(d) else np.zeros(0, np.int64)
 
 
-def to_utc_ms(wall: np.ndarray, ok: np.ndarray, off: np.ndarray, tz: str) -> np.ndarray:
+def to_utc_ms(wall: np.ndarray, ok: np.ndarray, off: np.ndarray, tz: str, gaps: list[int] | None = None) -> np.ndarray:
     """UTC ms from wall-clock ms: minus the stamp's own offset where it has one, else read in
-    the file's zone ``tz``."""
+    the file's zone ``tz`` (see :func:`kitlib.formats.times.localize`; the number of local times
+    that do not exist there is appended to ``gaps``)."""
     out = wall - np.where(off == NO_STAMP, 0, off)
     local = ok & (off == NO_STAMP)
     if local.any() and tz not in ("UTC", "Etc/UTC", "utc", "Z", None, ""):
-        out[local] = _to_utc(wall[local], tz)
+        out[local], _, n_gap = times.localize(wall[local], tz)
+        if gaps is not None:
+            gaps.append(n_gap)
     return out
 
 
@@ -348,17 +366,33 @@ class Layout:
     last_tail: str = ""
     fields: tuple[str, ...] = ()
     tz: str = ""  # zone named in the pattern (%d{...}{Europe/Paris}), else the file's
-    py_head: re.Pattern = field(default=re.compile(b""), repr=False)
-    py_tail: re.Pattern | None = field(default=None, repr=False)
     head_pre: str = field(default="", repr=False)
     head_parts: list[str] = field(default_factory=list, repr=False)
 
     def __post_init__(self):
-        self.py_head = re.compile(self.head.encode())
-        self.py_tail = re.compile(self.tail.encode()) if self.tail else None
         # Arrow runs a looser level (any word; checked against the level names afterwards):
         # an alternation of level names costs RE2 several times more per line
         self.head_pre, self.head_parts = split_captures(self.head.replace(LEVEL_RX, LOOSE_LEVEL_RX))
+        # every expression runs on RE2 (time linear in the line whatever the pattern): one it
+        # cannot compile (too big, a repetition over its limit) makes the layout unusable
+        try:
+            for rx in (self.head, self.tail, self.last_tail, self.head_pre, *self.head_parts):
+                if rx:
+                    pc.match_substring_regex(pa.array([""], pa.binary()), rx)
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as e:
+            raise PatternError(f"the pattern cannot be made into a bounded expression ({e})") from None
+
+
+MAX_PATTERN = 2000  # characters of a layout pattern; a longer one is refused
+
+
+def head_matches(layout: Layout, lines: pa.Array) -> pa.StructArray:
+    """``layout.head`` on each line (RE2): its groups, null where a line does not start a record."""
+    return pc.extract_regex(lines, layout.head)
+
+
+def _binary_lines(lines: list[bytes]) -> pa.Array:
+    return pa.array(lines, pa.binary())
 
 
 def split_captures(head: str, per_regex: int = 4) -> tuple[str, list[str]]:
@@ -461,8 +495,15 @@ def compile_pattern(pattern: str, props: dict[str, str] | None = None) -> Layout
         >>> compile_pattern("%d{HH:mm:ss.SSS} [%thread] %-5level %logger{36} - %msg%n").fields
         ('date', 'thread', 'level', 'logger')
     """
+    if len(pattern) > MAX_PATTERN:
+        raise PatternError(f"the pattern is {len(pattern):,} characters long (at most {MAX_PATTERN:,} are read)")
     pattern = _substitute(pattern, props)
-    toks = _tokens(pattern)
+    if len(pattern) > MAX_PATTERN:
+        raise PatternError(f"the pattern is {len(pattern):,} characters long once its properties are resolved")
+    try:
+        toks = _tokens(pattern)
+    except RecursionError:
+        raise PatternError("the pattern nests its conversions too deep") from None
     parts: list[list[str]] = [[], []]
     side, kinds, tz = 0, [], ""
     used: set[str] = set()
@@ -587,6 +628,7 @@ _INFER_BODIES = [
 INFER_PATTERNS = [d + b for d in _INFER_DATES for b in _INFER_BODIES]
 _INFER_CACHE: list[Layout] = []
 _DEF_CACHE: dict[str, list[Layout]] = {}
+_REFUSED: dict[str, list[str]] = {}  # bundle root -> why each refused definition pattern was refused
 DEFINITION_NAMES = re.compile(r"(?i)^(?:.*log4j2?.*\.(?:properties|xml|ya?ml|json)|.*logback.*\.xml)$")
 
 
@@ -598,19 +640,32 @@ def _head_lines(head: bytes, n: int = 200) -> list[bytes]:
 
 
 def score(layout: Layout, lines: list[bytes]) -> tuple[int, int]:
-    """(record first lines matched, fields found on them) for these (unwrapped) lines."""
-    heads = found = 0
-    for ln in lines:
-        m = layout.py_head.match(ln)
-        if not m:
+    """(record first lines matched, fields found on them) for these (unwrapped) lines; RE2 on
+    all the lines at once."""
+    if not lines:
+        return 0, 0
+    arr = _binary_lines(lines)
+    m = head_matches(layout, arr)
+    ok = m.is_valid().to_numpy(zero_copy_only=False)
+    heads = int(ok.sum())
+    if not heads:
+        return 0, 0
+    found = np.zeros(len(lines), np.int64)
+    for i in range(m.type.num_fields):
+        if m.type.field(i).name == "pre":
             continue
-        heads += 1
-        got = sum(1 for k, v in m.groupdict().items() if v and k != "pre")
-        t = layout.py_tail.search(ln) if layout.py_tail is not None else None
-        if t is not None and t.start("suf") >= m.end():
-            got += len([f for f in layout.fields if f in ("logger", "thread")]) + 1
-        found += got
-    return heads, found
+        length = pc.fill_null(pc.binary_length(m.field(i)), 0).to_numpy(zero_copy_only=False)
+        found += length > 0
+    if layout.tail:
+        t = pc.extract_regex(arr, layout.tail)
+        suf = pc.binary_length(t.field("suf")).to_numpy(zero_copy_only=False)
+        pre = pc.fill_null(pc.binary_length(m.field("pre")), 0).to_numpy(zero_copy_only=False)
+        line_len = pc.binary_length(arr).to_numpy(zero_copy_only=False)
+        t_ok = t.is_valid().to_numpy(zero_copy_only=False)
+        with np.errstate(invalid="ignore"):
+            tail_after = t_ok & (line_len - np.nan_to_num(suf, nan=0).astype(np.int64) >= pre)
+        found += np.where(tail_after, len([f for f in layout.fields if f in ("logger", "thread")]) + 1, 0)
+    return heads, int(found[ok].sum())
 
 
 def best_layout(candidates: list[Layout], head: bytes, min_share: float = 0.1) -> tuple[Layout | None, bool]:
@@ -664,6 +719,11 @@ def inferred_layouts() -> list[Layout]:
     return _INFER_CACHE
 
 
+_XML_LAYOUT = re.compile(r"(?is)PatternLayout\b[^>]*?\bpattern\s*=\s*\"([^\"]*)\"")
+_XML_PATTERN = re.compile(r"(?is)pattern>([^<]*)")
+_XML_PROPERTY = re.compile(r"(?is)property\s+name=\"([^\"]+)\"(?:\s+value=\"([^\"]*)\"|\s*>([^<]*))")
+
+
 def patterns_in_definition(text: str, name: str) -> list[str]:
     """Layout patterns declared in a log4j/log4j2/logback configuration file's text, with
     ``${...}`` properties of the same file resolved.
@@ -712,16 +772,16 @@ def patterns_in_definition(text: str, name: str) -> list[str]:
     else:  # XML: log4j2 <PatternLayout pattern=".."/> or <Pattern>..</Pattern>, logback <pattern>
         import html
 
-        for m in re.finditer(r"(?is)<PatternLayout[^>]*\bpattern\s*=\s*\"([^\"]*)\"", text):
-            found.append(html.unescape(m.group(1)))
-        for m in re.finditer(r"(?is)<pattern>(.*?)</pattern>", text):
-            found.append(html.unescape(m.group(1)).strip())
-        for m in re.finditer(
-            r"(?is)<Property\s+name=\"([^\"]+)\"(?:\s+value=\"([^\"]*)\"\s*/>|\s*>(.*?)</Property>)", text
-        ):
-            props[m.group(1)] = html.unescape(m.group(2) if m.group(2) is not None else m.group(3) or "")
-        for m in re.finditer(r"(?is)<property\s+name=\"([^\"]+)\"\s+value=\"([^\"]*)\"", text):
-            props[m.group(1)] = html.unescape(m.group(2))
+        # one pass over the tags (the text split at '<'; each piece is a tag and the text after
+        # it), each matched from its start: time linear in the file whatever it holds
+        for piece in text.split("<"):
+            if m := _XML_LAYOUT.match(piece):
+                found.append(html.unescape(m.group(1)))
+            elif m := _XML_PATTERN.match(piece):
+                found.append(html.unescape(m.group(1)).strip())
+            elif m := _XML_PROPERTY.match(piece):
+                value = m.group(2) if m.group(2) is not None else m.group(3) or ""
+                props[m.group(1)] = html.unescape(value)
     return [_substitute(p, props) for p in found if p.strip()]
 
 
@@ -741,6 +801,7 @@ def defined_layouts(root: Path | None) -> list[Layout]:
     key = str(root)
     if key not in _DEF_CACHE:
         out, seen = [], set()
+        refused = _REFUSED.setdefault(key, [])
         files = (
             [
                 f
@@ -761,8 +822,9 @@ def defined_layouts(root: Path | None) -> list[Layout]:
                 seen.add(p)
                 try:
                     out.append(compile_pattern(p))
-                except PatternError:
-                    continue
+                except PatternError as e:
+                    rel = f.relative_to(root).as_posix()
+                    refused.append(f"a layout pattern of {rel} was refused ({e})")
         _DEF_CACHE[key] = out
     return _DEF_CACHE[key]
 
@@ -784,9 +846,13 @@ def choose_layout(head: bytes, src: SourceFile) -> Layout | None:
     elif not forced:
         first_line = container.PREFIX.sub(b"", head.lstrip().split(b"\n", 1)[0], count=1)
         if not first_line.startswith(b"{"):
-            lay = (
-                best_layout(defined_layouts(bundle_root(src)), head, 0.2)[0] or best_layout(inferred_layouts(), head)[0]
-            )
+            root = bundle_root(src)
+            lay = best_layout(defined_layouts(root), head, 0.2)[0]
+            if lay is None:
+                lay = best_layout(inferred_layouts(), head)[0]
+                refused = _REFUSED.get(str(root), [])
+                if lay is not None and refused:
+                    src.meta["layout_note"] = "; ".join(refused[:3]) + ": the layout was inferred from the lines"
     src.meta["layout_chosen"] = lay
     return lay
 
@@ -879,6 +945,13 @@ def parse_block(
         if not known.all():
             is_h[h0[~known]] = False
             hm = hm.filter(pa.array(known))
+    far, years = out_of_range_years(hm)
+    if far.any():  # a header whose year the tables cannot hold costs its record (as in log4j.py)
+        bad = np.flatnonzero(is_h)[far]
+        is_h[bad], is_j[bad] = False, True
+        for i, y in zip(bad.tolist(), years[far].tolist()):
+            junk_reason[i] = times.year_reason(y)
+        hm = hm.filter(pa.array(~far))
 
     # --- group lines into records (as log4j.py does) -----------------------------------
     anchors = np.flatnonzero(is_h | is_j)
@@ -955,7 +1028,8 @@ def parse_block(
     level = pa.DictionaryArray.from_arrays(pa.array(lvl, mask=lvl < 0), pa.array(LEVELS))
     wall, ok = fields_to_wall_ms(hm)
     off = zone_offsets_ms(hm.field("tz")) if "tz" in names else np.full(nrec, NO_STAMP, np.int64)
-    ts = to_utc_ms(wall, ok, off, layout.tz or src.tz)
+    gaps: list[int] = []
+    ts = to_utc_ms(wall, ok, off, layout.tz or src.tz, gaps)
     if cts is not None:
         c = cts[H]
         use = ~ok & (c != NO_STAMP)
@@ -976,28 +1050,51 @@ def parse_block(
         ],
         schema=EVENTS_SCHEMA,
     )
+    if sum(gaps):
+        t = t.replace_schema_metadata({log4j.GAPS_KEY: str(sum(gaps))})
     return t, un, int(span.sum()), nlines
 
 
 def _last_header_start(buf: bytes, layout: Layout, wrapped: bool, limit: int = 200_000) -> int:
-    """Offset of the last record first line in ``buf`` (to cut a block before it), or -1.
-    Looks at no more than ``limit`` lines from the end."""
-    end = len(buf)
-    for _ in range(limit):
-        p = buf.rfind(b"\n", 0, end)
-        if p < 0:
-            return -1
-        q = buf.rfind(b"\n", 0, p)
-        s = q + 1
-        ln = buf[s:p]
+    """Offset of the last record first line in ``buf`` (to cut a block before it; the line must
+    end with a newline and not be the first), or -1. Looks at no more than ``limit`` lines from
+    the end, a growing window at a time, each window's lines matched at once (RE2)."""
+    top = buf.rfind(b"\n") + 1  # end of the whole lines
+    size, seen = 64 * 1024, 0
+    while top > 0 and seen < limit:
+        lo = max(0, top - size)
+        if lo > 0:
+            lo = buf.rfind(b"\n", 0, lo) + 1
+        seg = buf[lo:top]
+        a = np.frombuffer(seg, np.uint8)
+        starts, _ = line_bounds(a, seg)
+        lines = lines_array(seg, starts).view(pa.large_binary())
         if wrapped:
-            ln = container.PREFIX.sub(b"", ln, count=1)
-        if layout.py_head.match(ln) and s > 0:
-            return s
-        if q < 0:
-            return -1
-        end = p
+            lines = pc.replace_substring_regex(lines, container.PREFIX_RE2, "", max_replacements=1)
+        hit = np.flatnonzero(
+            np.asarray(pc.match_substring_regex(lines, layout.head).to_numpy(zero_copy_only=False), bool)
+            & (lo + starts > 0)
+        )
+        if len(hit):
+            return lo + int(starts[hit[-1]])
+        seen += len(starts)
+        top, size = lo, size * 4
     return -1
+
+
+def _local_dates(layout: Layout, head: bytes) -> bool:
+    """Does the layout write local wall-clock dates (a date, and no zone on the first record
+    line of ``head``)? Only those can fall in the repeated hour of a daylight-saving change."""
+    if "(?P<Y>" not in layout.head:
+        return False
+    if "(?P<tz>" not in layout.head:
+        return True
+    lines = _head_lines(head, 50)
+    m = head_matches(layout, _binary_lines(lines)) if lines else None
+    if m is None or not m.is_valid().to_numpy(zero_copy_only=False).any():
+        return True
+    zone = m.field("tz").filter(m.is_valid())[0]
+    return not zone.is_valid or not zone.as_py()
 
 
 def parse(
@@ -1012,6 +1109,12 @@ def parse(
         yield from unknown_lines(src, ctx)
         return
     is_wrapped = wrapped(layout, head)
+    if src.meta.get("layout_note"):
+        ctx.notes.append(src.meta["layout_note"])
+    if _local_dates(layout, head):
+        log4j.fold_tracker(src, layout.tz or src.tz)
+    else:
+        src.meta.pop("fold", None)
     pool = ThreadPoolExecutor(threads) if threads > 1 else None
     pending: deque = deque()
 
@@ -1053,6 +1156,7 @@ def parse(
         if carry:
             submit(carry, lines_before, first)
         yield from drain(0)
+        log4j.note_times(src, ctx)
     finally:
         if pool is not None:
             pool.shutdown(wait=True, cancel_futures=True)

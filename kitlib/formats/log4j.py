@@ -38,7 +38,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from kitlib.events import EVENTS_SCHEMA, LEVELS, empty_events, to_pandas
-from kitlib.formats import Context, container, register, unparsed_frame
+from kitlib.formats import Context, container, register, times, unparsed_frame
 from kitlib.redact import PREFILTER, redact_array, redact_flagged
 from kitlib.sources import SourceError, SourceFile, read_chunks
 
@@ -121,6 +121,7 @@ def parse(src: SourceFile, ctx: Context, block_size: int | None = None, threads:
 
     carry = b""
     first = True
+    fold_tracker(src)
     chunks = read_chunks(src, block_size) if block_size else read_chunks(src)
     from kitlib.sources import head as _head
 
@@ -152,6 +153,7 @@ def parse(src: SourceFile, ctx: Context, block_size: int | None = None, threads:
         if carry:
             submit(carry, first)
         yield from drain(0)
+        note_times(src, ctx)
     finally:
         if pool is not None:
             pool.shutdown(wait=True, cancel_futures=True)
@@ -171,7 +173,30 @@ def _last_header_start(buf: bytes) -> int:
 
 
 def _emit(result, lines_before: int, src: SourceFile, ctx: Context):
+    """A block's result, in file order: line numbers made the file's, lines counted, and times
+    of the repeated hour of a daylight-saving change moved to its second pass where the order
+    of the lines says so (see :class:`kitlib.formats.times.FoldTracker`)."""
     ev, un, nrec_lines, nlines = result
+    tracker = src.meta.get("fold")
+    if tracker is not None and ev.num_rows:
+        meta = ev.schema.metadata or {}
+        if GAPS_KEY.encode() in meta:
+            tracker.gaps += int(meta[GAPS_KEY.encode()])
+            ev = ev.replace_schema_metadata(None)
+        ts = ev.column(0)
+        if ts.null_count == 0:
+            shift = tracker.resolve(ts.cast(pa.int64()).to_numpy())
+        else:  # records without a date keep their null
+            ms = pc.fill_null(ts.cast(pa.int64()), 0).to_numpy()
+            valid = ts.is_valid().to_numpy(zero_copy_only=False)
+            part = tracker.resolve(ms[valid])
+            shift = None
+            if part is not None:
+                shift = np.zeros(len(ms), np.int64)
+                shift[valid] = part
+        if shift is not None:
+            moved = pc.add(ts.cast(pa.int64()), pa.array(shift)).cast(pa.timestamp("ms", tz="UTC"))
+            ev = ev.set_column(0, ev.schema.field(0), moved)
     if lines_before:  # the block was parsed with its lines counted from its own start
         if ev.num_rows:
             i = ev.schema.get_field_index("line")
@@ -226,9 +251,8 @@ def _from_scan(scanned: tuple, lines_before: int, src: SourceFile, tz: str | Non
     )
     logger = pa.DictionaryArray.from_arrays(pa.array(np.frombuffer(logger_index, np.int32)), names.cast(pa.string()))
     lines = np.frombuffer(line, np.int64)
-    t = pa.Table.from_arrays(
+    t = _events_table(
         [
-            pa.array(_to_utc(np.frombuffer(wall, np.int64), tz or src.tz), pa.timestamp("ms", tz="UTC")),
             pa.DictionaryArray.from_arrays(pa.array(np.frombuffer(level, np.int8)), pa.array(LEVELS)),
             logger,
             message,
@@ -237,7 +261,8 @@ def _from_scan(scanned: tuple, lines_before: int, src: SourceFile, tz: str | Non
             pa.array(lines + lines_before if lines_before else lines),
             pa.array(spans),
         ],
-        schema=EVENTS_SCHEMA,
+        np.frombuffer(wall, np.int64),
+        tz or src.tz,
     )
     return t, _no_unparsed(src.rel, src.host), int(spans.sum()), nlines
 
@@ -324,7 +349,7 @@ def _parse_block_numpy(block: bytes | memoryview, lines_before: int, src: Source
     if far.any():
         for i, y in zip(cand[far].tolist(), year[far].tolist()):
             is_j[i] = True
-            junk_reason[i] = f"timestamp year {y:04d} is out of range (1678-2261)"
+            junk_reason[i] = times.year_reason(y)
     zeros = _positions(a, 0) if a.min() == 0 else ()
     if len(zeros):
         zl = np.unique(np.searchsorted(starts, zeros, side="right") - 1)
@@ -387,7 +412,6 @@ def _parse_block_numpy(block: bytes | memoryview, lines_before: int, src: Source
     # --- timestamps ----------------------------------------------------------------------
     pos = np.searchsorted(cand, H)
     wall_ms = _epoch_ms(year[pos], mon[pos], day[pos], hh[pos], mi[pos], ss[pos], ms[pos])
-    ts = _to_utc(wall_ms, src.tz)
 
     # --- message / logger ranges ---------------------------------------------------------
     msg_start = starts[H] + 26 + lvl_len[pos] + 1
@@ -446,18 +470,8 @@ def _parse_block_numpy(block: bytes | memoryview, lines_before: int, src: Source
     host = pa.DictionaryArray.from_arrays(pa.array(np.zeros(nrec, np.int32)), pa.array([src.host]))
     file = pa.DictionaryArray.from_arrays(pa.array(np.zeros(nrec, np.int32)), pa.array([src.rel]))
     level = pa.DictionaryArray.from_arrays(pa.array(lvl[pos]), pa.array(LEVELS))
-    t = pa.Table.from_arrays(
-        [
-            pa.array(ts, pa.timestamp("ms", tz="UTC")),
-            level,
-            logger,
-            message,
-            host,
-            file,
-            pa.array(lines.astype(np.int64)),
-            pa.array(span),
-        ],
-        schema=EVENTS_SCHEMA,
+    t = _events_table(
+        [level, logger, message, host, file, pa.array(lines.astype(np.int64)), pa.array(span)], wall_ms, src.tz
     )
     return t, un, int(span.sum()), nlines
 
@@ -585,12 +599,37 @@ def _epoch_ms(y, m, d, hh, mi, ss, ms):
     return (((days * 24 + hh) * 60 + mi) * 60 + ss) * 1000 + ms
 
 
-def _to_utc(wall_ms: np.ndarray, tz: str) -> np.ndarray:
-    if tz in ("UTC", "Etc/UTC", "utc", "Z", None, ""):
-        return wall_ms
-    idx = pd.DatetimeIndex(wall_ms.astype("datetime64[ms]"))
-    loc = idx.tz_localize(tz, ambiguous=np.zeros(len(idx), bool), nonexistent="shift_forward")
-    return loc.tz_convert("UTC").as_unit("ms").asi8
+def _to_utc(wall_ms: np.ndarray, tz: str | None) -> np.ndarray:
+    """UTC ms of wall-clock ms read in ``tz`` (see :func:`kitlib.formats.times.localize`: the
+    repeated hour as its first pass, which :func:`_emit` corrects from the lines' order)."""
+    return times.localize(wall_ms, tz)[0]
+
+
+def _events_table(columns: list, wall_ms: np.ndarray, tz: str | None) -> pa.Table:
+    """The events table of a block: ``columns`` after the time, which is read from ``wall_ms``
+    in ``tz``; records at local times that do not exist there are counted in the schema's
+    metadata (``_emit`` notes them and drops it)."""
+    utc, _, gaps = times.localize(wall_ms, tz)
+    t = pa.Table.from_arrays([pa.array(utc, pa.timestamp("ms", tz="UTC")), *columns], schema=EVENTS_SCHEMA)
+    return t.replace_schema_metadata({GAPS_KEY: str(gaps)}) if gaps else t
+
+
+GAPS_KEY = "kitlib.nonexistent_local_times"
+
+
+def fold_tracker(src: SourceFile, tz: str | None = None) -> times.FoldTracker:
+    """The file's record of its daylight-saving changes (made fresh when a parse starts)."""
+    tracker = times.FoldTracker(tz or src.tz)
+    src.meta["fold"] = tracker
+    return tracker
+
+
+def note_times(src: SourceFile, ctx: Context) -> None:
+    """Say in the file's note what was assumed about its local times."""
+    tracker = src.meta.get("fold")
+    note = tracker.note() if tracker is not None else ""
+    if note:
+        ctx.notes.append(note)
 
 
 def parse_bytes(data: bytes, host: str = "test", rel: str = "test.log", tz: str = "UTC"):

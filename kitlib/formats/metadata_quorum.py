@@ -35,7 +35,7 @@ import re
 import pandas as pd
 
 from kitlib import tables
-from kitlib.formats import Context, register, text_lines
+from kitlib.formats import Context, register, text_lines, times
 from kitlib.formats._cli import Collector, head_lines, is_comment, stamp_line, to_int
 
 tables.declare(
@@ -122,7 +122,7 @@ def _time(v: str) -> tuple[pd.Timestamp | None, int | None]:
     if m:
         return None, int(m.group(1))
     n = to_int(v)
-    return (pd.Timestamp(n, unit="ms", tz="UTC") if n is not None and n > 0 else None), None
+    return (times.timestamp(n, "ms") if n is not None and n > 0 else None), None
 
 
 def parse(src, ctx: Context):

@@ -44,7 +44,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from kitlib import tables
-from kitlib.formats import Context, register, unparsed_frame, with_provenance
+from kitlib.formats import Context, register, times, unparsed_frame, with_provenance
 from kitlib.sources import SourceError, SourceFile, read_chunks
 
 tables.declare(
@@ -361,23 +361,33 @@ def parse(src: SourceFile, ctx: Context):
         for i in range(0, len(lines), CHUNK_LINES):
             part = lines.slice(i, CHUNK_LINES)
             rows, parsed, bad = classify_block(part)
-            ctx.parsed += int(parsed.sum())
+            reason = np.full(len(part), "not a GC log line", object)
             start = first + i
             if len(rows):
+                ts, far = times.iso_to_utc(rows["ts"], TS_FORMAT)
+                if far.any():  # a time the tables cannot hold costs its line only
+                    at = rows["row"].to_numpy()[far]
+                    parsed[at], bad[at] = False, True
+                    reason[at] = [times.year_reason(int(t[:4])) for t in rows["ts"][far]]
+                    ctx.fail(f"{src.rel} line {start + int(at[0])}: {reason[at[0]]}", start + int(at[0]))
+                    rows, ts = rows[~far].reset_index(drop=True), ts[~far].reset_index(drop=True)
+                rows["ts"] = ts
                 rows["line"] = rows.pop("row").to_numpy() + start
-                yield "gc_pauses", with_provenance(_finish(rows, src), src)
+                if len(rows):
+                    yield "gc_pauses", with_provenance(_finish(rows, src), src)
+            ctx.parsed += int(parsed.sum())
             if bad.any():
                 w = np.flatnonzero(bad)
-                yield (
-                    "unparsed",
-                    unparsed_frame(src, (w + start).tolist(), part.take(pa.array(w)).to_pylist(), "not a GC log line"),
-                )
+                un = unparsed_frame(src, (w + start).tolist(), part.take(pa.array(w)).to_pylist(), "")
+                un["reason"] = reason[w]
+                yield "unparsed", un
+
+
+TS_FORMAT = "%Y-%m-%dT%H:%M:%S.%f%z"
 
 
 def _finish(rows: pd.DataFrame, src: SourceFile) -> pd.DataFrame:
-    ts = pd.to_datetime(rows["ts"], format="%Y-%m-%dT%H:%M:%S.%f%z", utc=True, errors="coerce").astype(
-        "datetime64[ns, UTC]"
-    )
+    ts = rows["ts"]
     # JDK 8 stamps a collection when it starts; unified logging writes the pause line when it ends
     j8 = (rows["log_format"] == "jdk8").to_numpy()
     ts[j8] = ts[j8] + pd.to_timedelta(rows["duration_ms"][j8].fillna(0), unit="ms")
