@@ -22,6 +22,7 @@ from __future__ import annotations
 import bz2
 import codecs
 import fnmatch
+import itertools
 import json
 import lzma
 import os
@@ -501,7 +502,56 @@ def read_chunks(src: SourceFile, chunk: int = CHUNK) -> Iterator[bytes]:
         >>> b"".join(read_chunks(SourceFile(p, "a.log.gz", "h", gz=True)))
         b'hello\\n'
     """
-    yield from cap_lines(_text(_decompressed(src, chunk), src), src)
+    yield from cap_lines(_line_ends(_text(_decompressed(src, chunk), src), src), src)
+
+
+CR_PROBE = 64 * 1024  # bytes of a file's content that decide how its lines end
+CR_NOTE = "lines end with a lone CR (no LF in the first 64 KiB): each CR read as a line end"
+
+
+def _line_ends(chunks: Iterator[bytes], src: SourceFile) -> Iterator[bytes]:
+    """The content with every line ending a newline. A file whose first :data:`CR_PROBE` bytes
+    hold a carriage return and no line feed (classic Mac OS, some Windows tools) has its lines
+    end with a lone CR: from then on each CR (or CR LF) becomes one newline, so every reader
+    counts and numbers those lines (``src.meta['cr_lines']`` is set; the file's note says so).
+    Other files pass through untouched (a CR before a newline stays; readers drop it).
+
+    Example:
+        >>> s = SourceFile(None, "x", "h")
+        >>> b"".join(_line_ends(iter([b"a\rb\r", b"\nc"]), s)), s.meta["cr_lines"]
+        (b'a\nb\nc', True)
+    """
+    it = iter(chunks)
+    pieces: list[bytes] = []
+    size = 0
+    if src.end is None:  # a part of a split file keeps the whole file's endings (LF: it was split at one)
+        try:
+            for b in it:
+                pieces.append(b)
+                size += len(b)
+                if size >= CR_PROBE:
+                    break
+        except SourceError:  # damaged within the probe: what came before the damage still counts
+            if pieces:
+                yield b"".join(pieces)
+            raise
+    first = pieces[0] if len(pieces) == 1 else b"".join(pieces)
+    probe = first[:CR_PROBE]
+    if b"\r" not in probe or b"\n" in probe:
+        if first:
+            yield first
+        yield from it
+        return
+    src.meta["cr_lines"] = True
+    held = b""  # a CR at a chunk's end: its LF may start the next chunk
+    for b in itertools.chain([first], it):
+        data = held + b if held else b
+        held = b"\r" if data.endswith(b"\r") else b""
+        if held:
+            data = data[:-1]
+        yield data.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
+    if held:
+        yield b"\n"
 
 
 def _decompressed(src: SourceFile, chunk: int) -> Iterator[bytes]:

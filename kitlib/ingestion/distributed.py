@@ -257,6 +257,8 @@ def files_table(results: list[UnitResult], not_read: list[dict] | None = None) -
                 row[k] = (0 if pd.isna(row[k]) else row[k]) + r.row[k]
         if r.row["error"] and not row["error"]:
             row["error"], row["error_line"] = r.row["error"], r.row["error_line"]
+        if r.row.get("note") and r.row["note"] not in (row.get("note") or ""):
+            row["note"] = "; ".join(n for n in (row.get("note"), r.row["note"]) if n)
     return tables.conform("files", pd.DataFrame([by_file[i] for i in sorted(by_file)] + (not_read or [])))
 
 

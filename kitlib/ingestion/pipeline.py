@@ -15,7 +15,7 @@ from kitlib.extract import BuildError
 from kitlib.formats import Context, Format, first_nul, unknown_lines
 from kitlib.guard import account_rest, cut_line_note, not_read_rows
 from kitlib.ingestion.sink import Sink
-from kitlib.sources import SourceFile, discover_all, head
+from kitlib.sources import CR_NOTE, SourceFile, discover_all, head
 from kitlib.summary import BundleSummary
 
 tables.declare(
@@ -44,6 +44,12 @@ tables.declare(
         ("unparsed", "int", "lines kept in the unparsed table"),
         ("rows", "int", "rows produced (all tables)"),
         ("error", "str", "first problem met, naming file and line; empty when clean"),
+        (
+            "note",
+            "str",
+            "what the reader assumed to read the file (lines ending with a lone CR, the unit of "
+            "epoch times, local times in a daylight-saving change, a layout refused); empty when nothing",
+        ),
         ("error_line", "int", "line where that problem is"),
         ("seconds", "float", "time spent parsing the file"),
     ],
@@ -138,6 +144,7 @@ def parse_file(src: SourceFile, fmt: Format | None, sink: Sink, bar=None) -> dic
         "rows": 0,
         "error": "",
         "error_line": pd.NA,
+        "note": "",
     }
     nul = first_nul(head(src)) if fmt is None else -1
     if nul >= 0:
@@ -175,6 +182,7 @@ def parse_file(src: SourceFile, fmt: Format | None, sink: Sink, bar=None) -> dic
             unparsed=n_unparsed,
             rows=rows,
             error=ctx.error,
+            note="; ".join(([CR_NOTE] if src.meta.get("cr_lines") else []) + ctx.notes),
             error_line=ctx.error_line if ctx.error_line is not None else pd.NA,
         )
         if ctx.parsed + n_unparsed != ctx.lines and not ctx.error:
