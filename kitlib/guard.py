@@ -188,7 +188,7 @@ def sweep(out: str | os.PathLike) -> list[Path]:
     and whose writer is gone, and empty ones (a run killed before it marked its folder).
     Returns the folders removed; anything else is left alone."""
     out = Path(out)
-    removed = []
+    removed: list[Path] = []
     partial, old = f".{out.name}.partial-", f".{out.name}.old-"
     try:
         entries = list(os.scandir(out.parent))
