@@ -433,3 +433,39 @@ def test_a_report_killed_part_way_never_looks_complete(tmp_path):
     assert _bundle_of(out / "tables") == str(small)
     assert debris(tmp_path, "r") == [] and debris(out, "tables") == []
     shutil.rmtree(out)
+
+
+def test_the_labs_work_folder_of_the_users_is_refused_untouched(tmp_path, monkeypatch):
+    """`kitlib lab start --work DIR --name NAME` starts afresh in DIR/NAME: a folder of the
+    user's there is refused before anything is touched (no Java is reached)."""
+    from kitlib import lab
+
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
+    monkeypatch.delenv("KITLIB_LAB_WORK", raising=False)  # `--work` sets it: put back afterwards
+    mine = tmp_path / "mine"
+    plant(mine, "all")
+    before = tree(mine)
+    for start in (
+        lambda: lab.start_broker("b", work=mine, jmx=False),
+        lambda: lab.start_cluster(1, work=mine, jmx=False),
+        lambda: lab.start_connect(None, [], work=mine),
+    ):
+        with pytest.raises(guard.OutputRefused, match="did not write"):
+            start()
+    assert tree(mine) == before
+    rc, err = run_here("lab", "start", "--work", tmp_path, "--name", "mine")
+    assert rc == 2 and "did not write" in err and "Traceback" not in err, err
+    assert tree(mine) == before
+    # a work folder the lab made, or an empty one, is started afresh (and marked)
+    ours = tmp_path / "ours"
+    ours.mkdir()
+    lab.fresh_work(ours)
+    (ours / "logs").mkdir()
+    lab.fresh_work(ours)
+    assert sorted(p.name for p in ours.iterdir()) == [".kitlib-output"]
+    # so is one in the lab's own state folder, from before work folders were marked
+    old = tmp_path / "state" / "kafka-incident-kit" / "lab" / "broker-1"
+    (old / "logs").mkdir(parents=True)
+    (old / "server.properties").write_text("node.id=1\n")
+    lab.fresh_work(old)
+    assert sorted(p.name for p in old.iterdir()) == [".kitlib-output"]

@@ -114,6 +114,26 @@ def work_root() -> Path:
     return state / APP_DIR / "lab"
 
 
+def fresh_work(work: Path) -> None:
+    """Make ``work`` a new, empty work folder of the lab's (marked as the kit's own). A folder
+    already there is removed only when the lab made it (it holds :data:`kitlib.guard.MARKER`),
+    when it lies in the lab's own state folder (``$XDG_STATE_HOME/kafka-incident-kit/lab``, whose
+    older work folders carry no marker), or when it is empty; any other (a folder of the user's
+    given as ``--work``) is refused before anything is touched."""
+    from kitlib import guard
+
+    own = Path(os.environ.get("XDG_STATE_HOME") or Path.home() / ".local" / "state") / APP_DIR / "lab"
+    if work.is_dir() and not work.is_symlink():
+        inside_own = Path(os.path.realpath(own)) in Path(os.path.realpath(work)).parents
+        if not inside_own:
+            guard.check_replaceable(work, "the lab's work folder")
+        shutil.rmtree(work)
+    else:
+        guard.check_replaceable(work, "the lab's work folder")
+    work.mkdir(parents=True)
+    guard.mark(work, "kitlib lab")
+
+
 def template(name: str) -> str:
     """The text of one of the lab's packaged templates (server.properties, log4j.properties,
     connect-*.properties, pom.xml)."""
@@ -343,8 +363,8 @@ def _prepare_node(
     work: Path, name: str, node_id: int, port: int, cport: int, voters: str, settings: dict | None, fresh: bool
 ) -> tuple[Path, Path]:
     """Create a node's work folder and server.properties; returns (logs, data)."""
-    if fresh and work.exists():
-        shutil.rmtree(work)
+    if fresh:
+        fresh_work(work)
     logs, data = work / "logs", work / "data"
     logs.mkdir(parents=True, exist_ok=True)
     data.mkdir(parents=True, exist_ok=True)
@@ -465,8 +485,8 @@ def start_connect(
     """Start a Connect standalone worker against ``broker`` running ``connectors`` (each a dict
     of connector properties with at least ``name`` and ``connector.class``)."""
     work = Path(work) if work else work_root() / name
-    if fresh and work.exists():
-        shutil.rmtree(work)
+    if fresh:
+        fresh_work(work)
     logs = work / "logs"
     logs.mkdir(parents=True, exist_ok=True)
     rest = free_port()

@@ -43,6 +43,7 @@ from . import (
     _wait_for_line,
     enable_jmx,
     free_port,
+    fresh_work,
     work_root,
 )
 
@@ -117,10 +118,8 @@ def start_cluster(
     if n < 1:
         raise LabError("a cluster needs at least one node")
     work = Path(work) if work else work_root() / name
-    if fresh and work.exists():
-        import shutil
-
-        shutil.rmtree(work)
+    if fresh:
+        fresh_work(work)
     ids = list(range(1, n + 1))
     ports = {i: (free_port(), free_port()) for i in ids}
     voters = ",".join(f"{i}@127.0.0.1:{ports[i][1]}" for i in ids)
