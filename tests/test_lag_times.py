@@ -271,12 +271,14 @@ def test_triage_json_on_lag_snapshot_bundles(case, groups, capsys):
 def test_report_on_per_file_snapshots_shows_the_snapshots_the_finding_counts(tmp_path):
     from kitlib.report import report
 
-    res = report(PER_FILE, tmp_path / "r", notebooks=["consumer_groups"], log=lambda *a: None)
+    res = report(PER_FILE, tmp_path / "r", only=["consumer_groups"], log=lambda *a: None)
     assert not [n for n in res["notebooks"] if n["error"]]
     found = json.loads((tmp_path / "r" / "findings.json").read_text())
     assert [f["numbers"]["snapshots"] for f in found if f["id"] == "consumer-stalled"] == [6]
     page = (tmp_path / "r" / "consumer_groups.html").read_text()
-    assert "6 lag snapshots" in page and "<svg" in page
+    assert "6 lag snapshots" in page and "Lag per group and partition (snapshots)" in page
+    assert "<code>snapshots</code> = 6" in page and "<code>first_snapshot</code> = 2026-11-23 10:42:41 UTC" in page
+    assert "NaT" not in page
 
 
 # --- no missing or huge value breaks a serialiser -------------------------------------------
