@@ -117,7 +117,7 @@ def wait_for(cond, timeout: float = 60.0, proc: subprocess.Popen | None = None) 
 
 @pytest.fixture(scope="module")
 def big_bundle(tmp_path_factory) -> Path:
-    """About 100 MB of generated broker log: an ingest of it runs long enough to be caught."""
+    """About 60 MB of generated broker log: an ingest of it runs long enough to be caught."""
     root = tmp_path_factory.mktemp("big")
     seed = root / "seed.log"
     subprocess.run(
@@ -129,7 +129,7 @@ def big_bundle(tmp_path_factory) -> Path:
     b.mkdir(parents=True)
     chunk = seed.read_bytes()
     with open(b / "server.log", "wb") as fh:
-        for _ in range(50):
+        for _ in range(30):
             fh.write(chunk)
     seed.unlink()
     return root / "bundle"
