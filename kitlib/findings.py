@@ -40,6 +40,9 @@ class Finding:
     notebook: str = ""  # the owning investigation's notebook (set when the detector runs)
     detector: str = ""
     investigation: str = ""  # the investigation that owns this finding id (set when the detector runs)
+    # number key -> (table, pandas query) whose rows that number counts: every count a finding
+    # states comes from rows anyone can select again (tests/test_finding_numbers.py recounts them)
+    counted_from: dict[str, tuple[str, str]] = field(default_factory=dict)
 
     def __post_init__(self):
         if not _ID.match(self.id):
@@ -62,6 +65,7 @@ class Finding:
             "notebook": self.notebook,
             "detector": self.detector,
             "investigation": self.investigation,
+            "counted_from": {k: {"table": t, "query": q} for k, (t, q) in self.counted_from.items()},
         }
 
 

@@ -42,6 +42,7 @@ class Table:
     name: str
     doc: str
     columns: list[Column] = field(default_factory=list)
+    time: str = "ts"  # the column a time window cuts the table by ("" for none)
 
     @property
     def names(self) -> list[str]:
@@ -58,8 +59,11 @@ PROVENANCE = [
 ]
 
 
-def declare(name: str, doc: str, columns: list[tuple[str, str, str]], provenance: bool = True) -> Table:
-    """Declare a table schema; returns it. Columns are (name, dtype label, doc).
+def declare(
+    name: str, doc: str, columns: list[tuple[str, str, str]], provenance: bool = True, time: str = "ts"
+) -> Table:
+    """Declare a table schema; returns it. Columns are (name, dtype label, doc); ``time`` names
+    the column a time window (START/END) cuts the table by, when it is not ``ts``.
 
     Example:
         >>> t = declare("demo_table", "a demo", [("x", "int", "a number")])
@@ -73,9 +77,23 @@ def declare(name: str, doc: str, columns: list[tuple[str, str, str]], provenance
     for c in cols:
         if c.dtype not in DTYPES:
             raise ValueError(f"{name}.{c.name}: unknown dtype label {c.dtype!r}")
-    t = Table(name, doc, cols)
+    t = Table(name, doc, cols, time)
     SCHEMAS[name] = t
     return t
+
+
+def time_column(name: str) -> str:
+    """The column a time window cuts table ``name`` by: ``ts`` unless its declaration names
+    another (``restarts`` is cut by ``start_ts``); ``files`` is never cut by time.
+
+    Example:
+        >>> time_column("unparsed"), time_column("no-such-table")
+        ('ts', 'ts')
+    """
+    if name == "files":
+        return ""
+    spec = SCHEMAS.get(name)
+    return spec.time if spec is not None else "ts"
 
 
 # the Arrow type each dtype label is written as when a table is handed on in pieces (every piece

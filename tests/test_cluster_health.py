@@ -423,3 +423,129 @@ def test_isr_shrink_from_topics_describe_alone(tmp_path):
         "broker_1_missing": 1,
     }
     assert [e["line"] for e in f.evidence] == [2, 3, 4]
+
+
+# --- one node's stall, one finding ---
+
+SAMPLES = Path(__file__).parent.parent / "sample_data"
+
+
+def _elections(root: Path) -> None:
+    """Append (synthetic, in Kafka 3.9's wording) the elections a combined voter frozen with SIGSTOP
+    sets off when it resumes, as the issue's bundle had them: after the first resume node 2 takes
+    the controller role from node 3, after the second it is elected again (it kept it), after the
+    third node 1 takes it."""
+    lines = {
+        "broker-3": [
+            "[2026-11-23 11:59:55,400] INFO [QuorumController id=3] In the new epoch 4, the leader is (none). "
+            "(org.apache.kafka.controller.QuorumController)"
+        ],
+        "broker-2": [
+            "[2026-11-23 11:59:56,300] INFO [QuorumController id=2] Becoming the active controller at epoch 4, next "
+            "write offset 400. (org.apache.kafka.controller.QuorumController)",
+            "[2026-11-23 12:00:06,500] INFO [QuorumController id=2] In the new epoch 5, the leader is (none). "
+            "(org.apache.kafka.controller.QuorumController)",
+            "[2026-11-23 12:00:07,100] INFO [QuorumController id=2] Becoming the active controller at epoch 5, next "
+            "write offset 700. (org.apache.kafka.controller.QuorumController)",
+        ],
+        "broker-1": [
+            "[2026-11-23 12:00:16,900] INFO [QuorumController id=1] In the new epoch 6, the leader is (none). "
+            "(org.apache.kafka.controller.QuorumController)",
+            "[2026-11-23 12:00:17,600] INFO [QuorumController id=1] Becoming the active controller at epoch 6, next "
+            "write offset 900. (org.apache.kafka.controller.QuorumController)",
+        ],
+    }
+    for host, add in lines.items():
+        with open(root / host / "controller.log", "a") as f:
+            f.write("\n".join(add) + "\n")
+
+
+def test_a_frozen_broker_is_one_finding_with_its_consequences(tmp_path):
+    """Node 2 of the isr-flapping lab bundle was frozen four times (its JmxTool got no answer for
+    5-15 s each time), fenced in the last; with the elections its resumes set off added, the
+    stall is one broker-fenced finding listing the 16 ISR departures and the 3 elections, with no
+    separate isr-shrink or controller-failover finding, and a re-election is called one."""
+    root = tmp_path / "b"
+    shutil.copytree(SAMPLES / "isr-flapping", root)
+    _elections(root)
+    b = kitlib.load_bundle(root)
+    assert ids_of(b) == ["broker-fenced"]
+    f = findings(b, "broker-fenced")[0]
+    n = f.numbers
+    assert (n["broker"], n["stalls"], n["fenced"], n["isr_shrinks"], n["isr_partitions"], n["elections"]) == (
+        2,
+        4,
+        1,
+        16,
+        4,
+        3,
+    )
+    assert "moved from node 3 to node 2 at epoch 4" in f.summary
+    assert "leader re-elected (node 2 kept leadership) at epoch 5" in f.summary
+    assert "moved from node 2 to node 2" not in f.summary
+    cited = {(e["file"], e["line"]) for e in f.evidence}
+    assert ("broker-3/controller.log", 1) in cited  # the fencing
+    assert ("broker-2/jmx-broker.csv", 25) in cited  # the first sample after the 14.7 s gap
+
+
+def test_the_lab_stall_absorbs_the_isr_shrinks_and_all_came_back():
+    """The sample as captured: the last departure (orders-3 from broker 3's ISR) has no rejoin line
+    before the logs end, but broker 3's UnderReplicatedPartitions is back at 0 a few seconds later:
+    every departure is back, and the one finding says so."""
+    b = kitlib.load_bundle(SAMPLES / "isr-flapping")
+    assert ids_of(b) == ["broker-fenced"]
+    f = findings(b, "broker-fenced")[0]
+    assert (f.numbers["isr_shrinks"], f.numbers["never_rejoined"]) == (16, 0)
+    assert "all back" in f.summary and "never" not in f.summary
+
+
+def test_a_re_election_is_not_called_a_move(tmp_path):
+    start = (
+        "[2024-05-22 00:00:00,100] INFO [QuorumController id=1] Becoming the active controller at epoch 3, next "
+        "write offset 10. (org.apache.kafka.controller.QuorumController)"
+    )
+    again = (
+        "[2024-05-22 00:05:00,100] INFO [QuorumController id=1] In the new epoch 4, the leader is (none). "
+        "(org.apache.kafka.controller.QuorumController)",
+        "[2024-05-22 00:05:01,600] INFO [QuorumController id=1] Becoming the active controller at epoch 4, next "
+        "write offset 90. (org.apache.kafka.controller.QuorumController)",
+    )
+    _write(tmp_path, "broker-1", "controller.log", [start, *again])
+    f = findings(kitlib.load_bundle(tmp_path), "controller-failover")[0]
+    assert f.summary.startswith("Controller leader re-elected (node 1 kept leadership) (epoch 4)")
+    assert (f.numbers["lost"], f.numbers["won"]) == (1, 1)
+
+
+def test_a_departure_the_logs_do_not_see_back_but_jmx_does(tmp_path):
+    """The log ends before the rejoin; broker 1's UnderReplicatedPartitions (it leads the
+    partition) falls back to 0 afterwards: the departure is not reported as never back. Without
+    the JMX file it is."""
+    shrink = (
+        "[2024-05-22 00:00:05,100] INFO [Partition orders-0 broker=1] Shrinking ISR from 1,3,2 to 1,3. "
+        "Leader: (highWatermark: 10, endOffset: 12). Out of sync replicas: (brokerId: 2, endOffset: 10, "
+        "lastCaughtUpTimeMs: 1716336000000). (kafka.cluster.Partition)"
+    )
+    _write(tmp_path, "broker-1", "server.log", [shrink])
+    name = '"kafka.server:type=ReplicaManager,name=UnderReplicatedPartitions:Value"'
+    rows = [f'"time",{name}'] + [f"{1716336000000 + i * 1000},{1 if 5 <= i < 12 else 0}" for i in range(20)]
+    _write(tmp_path, "broker-1", "jmx-broker.csv", rows)
+    f = findings(kitlib.load_bundle(tmp_path), "isr-shrink")[0]
+    assert f.numbers["never_rejoined"] == 0 and "not seen back" not in f.summary
+    (tmp_path / "broker-1" / "jmx-broker.csv").unlink()
+    f = findings(kitlib.load_bundle(tmp_path), "isr-shrink")[0]
+    assert f.numbers["never_rejoined"] == 1 and "1 departure(s) not seen back in any source" in f.summary
+
+
+def test_a_window_cuts_the_restarts_table(tmp_path):
+    """START/END cut restarts by when each start-up began, in memory and on an ingest output."""
+    from kitlib.bundle import window
+
+    lo, hi = pd.Timestamp("2026-11-23 12:02:00", tz="UTC"), pd.Timestamp("2026-11-23 12:03:00", tz="UTC")
+    whole = kitlib.load_bundle(SAMPLES / "controller-failover")
+    assert len(whole.restarts) == 4 and (whole.restarts["start_ts"] < lo).sum() == 3
+    kitlib.ingest(SAMPLES / "controller-failover", tmp_path / "kit", progress=False)
+    for b in (whole, kitlib.load(tmp_path / "kit")):
+        r = window(b, lo, hi).restarts
+        assert r["host"].astype(str).tolist() == ["broker-3"]
+        assert ((r["start_ts"] >= lo) & (r["start_ts"] < hi)).all()
+        assert len(window(b, None, lo).restarts) == 3

@@ -117,11 +117,13 @@ def python_logging_events(path: Path) -> pd.DataFrame:
 
 def test_group_events_from_kafka_python_layout():
     ev = python_logging_events(FIX / "kafka-python.log")
-    # what the extractor's selection keeps: loggers that name a coordinator or consumer
+    # what the extractor's selection keeps: loggers that name a coordinator or consumer, and the
+    # application's own (lower-case, not kafka-python's other loggers), which logs CommitFailedError
     wanted = ev[[kitlib.extract.EXTRACTORS["group_events"].wants(lg) for lg in ev["logger"]]]
     assert list(wanted["logger"].unique()) == [
         "kafka.coordinator.consumer",
         "kafka.coordinator",
+        "app",
         "kafka.coordinator.heartbeat",
     ]
     ge = groups.build(wanted)
@@ -132,6 +134,7 @@ def test_group_events_from_kafka_python_layout():
         (4, "poll_timeout", None, None),
         (5, "session_expired", None, None),
         (6, "commit_failed", None, None),
+        (7, "commit_failed", None, None),
         (8, "heartbeat_rebalancing", "order-enricher", None),
         (9, "leaving", "order-enricher", None),
         (11, "poll_timeout", None, None),  # kafka-python 3.x wording from here on
@@ -452,3 +455,74 @@ def test_tables_read_from_an_ingest_output_come_in_one_piece(tmp_path):
     for name, col in (("events", "message"), ("group_events", "reason"), ("group_events", "message")):
         df = b.table(name)
         assert len(df) and df[col].array._pa_array.num_chunks == 1, (name, col)
+
+
+def _client_rows(file: str, ts: str, kind: str = "poll_timeout") -> dict:
+    return {"ts": pd.Timestamp(ts, tz="UTC"), "source": "client", "kind": kind, "group": None, "file": file}
+
+
+def _prepare(group: str, ts: str) -> dict:
+    return {
+        "ts": pd.Timestamp(ts, tz="UTC"),
+        "source": "coordinator",
+        "kind": "prepare_rebalance",
+        "group": group,
+        "file": "broker-1/server.log",
+    }
+
+
+def test_client_lines_naming_no_group_go_to_the_only_group_rebalancing_then():
+    """A client log none of whose lines names a group (kafka-python at WARNING) is the group's that
+    rebalanced while it was written; with two groups rebalancing then, it is nobody's."""
+    ge = pd.DataFrame(
+        [
+            _prepare("orders", "2026-01-01 10:00:00"),
+            _prepare("orders", "2026-01-01 10:02:00"),
+            _prepare("billing", "2026-01-01 12:00:00"),
+            _client_rows("app-1/consumer.log", "2026-01-01 10:01:00"),
+            _client_rows("app-1/consumer.log", "2026-01-01 10:01:30", "commit_failed"),
+            _client_rows("app-2/consumer.log", "2026-01-01 12:00:20"),
+            _client_rows("app-3/consumer.log", "2026-01-01 16:00:00"),  # no group rebalanced then
+        ]
+    )
+    got = analysis.client_groups(ge)
+    assert got["group"].astype(object).where(got["group"].notna(), None).tolist() == [
+        "orders",
+        "orders",
+        "billing",
+        "orders",
+        "orders",
+        "billing",
+        None,
+    ]
+    assert analysis.client_files(ge, "orders") == ["app-1/consumer.log"]
+    both = pd.concat([ge, pd.DataFrame([_prepare("billing", "2026-01-01 10:01:10")])], ignore_index=True)
+    assert analysis.client_groups(both)["group"].iloc[3:5].isna().all()  # two groups then: left without
+
+
+def test_top_messages_mask_member_ids(tmp_path):
+    """A consumer's heartbeat failure repeated with a new member id each time is one message
+    group, not one row per member id, in memory and from an ingest output (DuckDB) alike."""
+    import uuid
+
+    from kitlib.display import triage as page
+
+    line = (
+        "[2026-11-23 10:00:{s:02d},000] WARN [Consumer clientId=consumer-orders-{c}, groupId=orders] Attempt to "
+        "heartbeat with Generation{{generationId={s}, memberId='consumer-orders-{c}-{u}', protocol='range'}} and "
+        "group instance id Optional.empty failed due to UNKNOWN_MEMBER_ID, resetting generation "
+        "(org.apache.kafka.clients.consumer.internals.ConsumerCoordinator)"
+    )
+    other = (
+        "[2026-11-23 10:00:50,000] WARN [Consumer clientId=consumer-orders-1, groupId=orders] Offset commit "
+        "failed on partition orders-0 at offset 42: The coordinator is not aware of this member. "
+        "(org.apache.kafka.clients.consumer.internals.ConsumerCoordinator)"
+    )
+    lines = [line.format(s=s, c=s % 3 + 1, u=uuid.UUID(int=s * 7919 + 1)) for s in range(13)] + [other]
+    (tmp_path / "app-1").mkdir()
+    (tmp_path / "app-1" / "consumer.log").write_text("\n".join(lines) + "\n")
+    mem = page.top_messages(kitlib.load_bundle(tmp_path))
+    assert mem["count"].tolist() == [13, 1]
+    kitlib.ingest(tmp_path, tmp_path.parent / "kit", progress=False)
+    lazy = page.top_messages(kitlib.load(tmp_path.parent / "kit"))
+    assert lazy["count"].tolist() == [13, 1] and lazy["message"].tolist() == mem["message"].tolist()

@@ -158,24 +158,72 @@ def next_steps(findings) -> HTML:
     )
 
 
+_UUID = r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}"
+# what varies between repeats of one message, masked in this order (RE2, the same in Arrow and
+# DuckDB): member ids (<client-id>-<uuid>), other UUIDs, the values of *Id= / *_id: fields,
+# long hex runs (hashes, trace ids), then every number
+SHAPE_CHARS = 1000  # messages are grouped by the shape of their first line's first this many characters
+SHAPE_MASKS = (
+    (r"[^\s\[\](){}<>,;:='\"]*-" + _UUID, "<member>"),
+    (_UUID, "<uuid>"),
+    (
+        r"(?i)\b((?:member|instance|topic|session|trace|span|correlation|request|producer)[_ ]?id[=:] ?)[^\s,;)\]}]+",
+        r"\1<id>",
+    ),
+    (r"\b[0-9a-fA-F]{16,}\b", "<hex>"),
+    (r"[0-9]+", "N"),
+)
+
+
+def message_shape(first_lines: pd.Series) -> pd.Series:
+    """Messages with what varies between repeats masked (:data:`SHAPE_MASKS`), for grouping; one
+    RE2 pass per mask over the whole column (Arrow), the same masks DuckDB applies on an ingest
+    output.
+
+    Example:
+        >>> message_shape(pd.Series(["Member app-1-0f8e4f4e-2c4a-4f7e-9d1b-3a6f2b8c9d10 in group g has failed",
+        ...                          "topicId=AbCdEfGhIjKlMnOpQrStUv, 12 ms"])).tolist()
+        ['Member <member> in group g has failed', 'topicId=<id>, N ms']
+    """
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    arr = pa.array(first_lines.astype("string").astype(object).where(first_lines.notna(), None), pa.large_string())
+    for pattern, repl in SHAPE_MASKS:
+        arr = pc.replace_substring_regex(arr, pattern=pattern, replacement=repl)
+    return pd.Series(arr.to_pandas(), index=first_lines.index, dtype="string")
+
+
+def _shape_sql(column: str) -> str:
+    """:func:`message_shape` as a DuckDB expression over ``column``."""
+    expr = column
+    for pattern, repl in SHAPE_MASKS:
+        q = pattern.replace("'", "''")
+        expr = f"regexp_replace({expr}, '{q}', '{repl}', 'g')"
+    return expr
+
+
 def top_messages(bundle, levels=("WARN", "ERROR", "FATAL"), top: int = 15) -> pd.DataFrame:
-    """The most frequent WARN/ERROR messages (first line, numbers masked so repeats group
-    together), with how often, on which hosts, and where the first one is (file:line). On an
-    ingest output DuckDB does the grouping over the Parquet files."""
+    """The most frequent WARN/ERROR messages (first line, with member ids, UUIDs, ids, hex runs
+    and numbers masked so repeats group together: :func:`message_shape`), with how often, on
+    which hosts, and where the first one is (file:line). On an ingest output DuckDB does the
+    grouping over the Parquet files."""
     if bundle.lazy("events"):
         return bundle.sql(f"""
             with b as (select level, logger, host, file || ':' || cast(line as varchar) as loc, ts,
-                              substr(split_part(message, chr(10), 1), 1, 200) as first_line
+                              substr(split_part(message, chr(10), 1), 1, 200) as first_line,
+                              substr(split_part(message, chr(10), 1), 1, {SHAPE_CHARS}) as long_line
                        from events where {bundle.where(level=list(levels))})
             select level, logger, arg_min(first_line, (ts, loc)) as message, count(*) as count,
                    string_agg(distinct host, ', ' order by host) as hosts, arg_min(loc, (ts, loc)) as first
-            from b group by level, logger, regexp_replace(first_line, '[0-9]+', 'N', 'g')
+            from b group by level, logger, {_shape_sql("long_line")}
             order by count desc, first limit {int(top)}""").astype({"count": "int64"})
     bad = bundle.select("events", ["ts", "level", "logger", "message", "host", "file", "line"], level=list(levels))
     if not len(bad):
         return pd.DataFrame(columns=["level", "logger", "message", "count", "hosts", "first"])
-    first_line = bad["message"].astype("string").str.split("\n", n=1).str[0].str.slice(0, 200)
-    shape = first_line.str.replace(r"\d+", "N", regex=True)
+    whole_line = bad["message"].astype("string").str.split("\n", n=1).str[0]
+    first_line = whole_line.str.slice(0, 200)
+    shape = message_shape(whole_line.str.slice(0, SHAPE_CHARS))  # an id cut in two would not be masked
     d = pd.DataFrame(
         {
             "level": bad["level"].astype("string"),

@@ -29,6 +29,7 @@ tables.declare(
         ("duration_s", "float", "ready - start"),
         ("version", "str", "Kafka version, when logged"),
     ],
+    time="start_ts",  # a time window keeps the start-ups that began inside it
 )
 
 _START = re.compile(

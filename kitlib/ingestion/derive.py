@@ -152,13 +152,15 @@ def scan(path: Path, rows: int = 65536) -> Iterator[pa.RecordBatch]:
 
 def cut(df: pd.DataFrame, name: str, start=None, end=None, hosts: list[str] | None = None) -> pd.DataFrame:
     """The rows of table ``name`` in ``start <= ts < end`` and on ``hosts`` (each when given);
-    tables without a ``ts`` column are only cut by host (``files`` never by time)."""
+    ``ts`` is the table's time column (:func:`kitlib.tables.time_column`: ``restarts`` is cut by
+    ``start_ts``); tables without one are only cut by host (``files`` never by time)."""
     keep = np.ones(len(df), bool)
-    if "ts" in df.columns and pd.api.types.is_datetime64_any_dtype(df["ts"]) and name != "files":
+    tcol = tables.time_column(name)
+    if tcol in df.columns and pd.api.types.is_datetime64_any_dtype(df[tcol]):
         if start is not None:
-            keep &= (df["ts"] >= start).fillna(False).to_numpy(bool)
+            keep &= (df[tcol] >= start).fillna(False).to_numpy(bool)
         if end is not None:
-            keep &= (df["ts"] < end).fillna(False).to_numpy(bool)
+            keep &= (df[tcol] < end).fillna(False).to_numpy(bool)
     if hosts and "host" in df.columns:
         keep &= df["host"].astype("string").isin([str(h) for h in hosts]).fillna(False).to_numpy(bool)
     return df if keep.all() else df[keep].reset_index(drop=True)

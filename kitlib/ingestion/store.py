@@ -102,11 +102,12 @@ def read_table(
     dataset = ds.dataset(str(path), format="parquet", partitioning=None)
     names = dataset.schema.names
     cond = None
-    if "ts" in names and name != "files":
+    tcol = tables.time_column(name)  # ts, or the table's own time column (restarts: start_ts)
+    if tcol in names:
         if start is not None:
-            cond = pc.field("ts") >= pa.scalar(start.to_pydatetime(), pa.timestamp("ms", tz="UTC"))
+            cond = pc.field(tcol) >= pa.scalar(start.to_pydatetime(), pa.timestamp("ms", tz="UTC"))
         if end is not None:
-            c = pc.field("ts") < pa.scalar(end.to_pydatetime(), pa.timestamp("ms", tz="UTC"))
+            c = pc.field(tcol) < pa.scalar(end.to_pydatetime(), pa.timestamp("ms", tz="UTC"))
             cond = c if cond is None else cond & c
     if hosts and "host" in names:
         c = pc.field("host").cast(pa.string()).isin([str(h) for h in hosts])

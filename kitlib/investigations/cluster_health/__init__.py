@@ -36,9 +36,10 @@ INVESTIGATION = Investigation(
         or has_rows(b, "quorum_status")
     ),
     # a controller failover owns the fencing of the node that lost the role (see analysis), so
-    # controller-failover alone is expected there
+    # controller-failover alone is expected there; a stalled node's ISR departures are told in
+    # its broker-fenced finding (stalls.py)
     examples={
-        "isr-flapping": ("isr-shrink", "broker-fenced"),
+        "isr-flapping": ("broker-fenced",),
         "controller-failover": ("controller-failover",),
         "log-dir-failure": ("log-dir-failure",),
         "gc-pressure": ("gc-pauses",),

@@ -29,6 +29,7 @@ import numpy as np
 import pandas as pd
 
 from kitlib.findings import Finding, detector, evidence
+from kitlib.investigations.cluster_health import stalls
 
 LONG_PAUSE_MS = 1000  # a pause this long can stall replication or heartbeats
 SYMPTOM_WINDOW_S = 35  # a pause ending this long before a symptom may still explain it
@@ -882,18 +883,22 @@ def detect_isr_shrink(bundle) -> list[Finding]:
             _failover_owned(bundle, failovers(bundle))["line"].astype(int),
         )
     )
-    rest = _drop_explained(sh, _explained(links) | owned)
+    # a node's stalls report the departures they explain (stalls.py), under this id when the node
+    # kept its session
+    out, stalled, _ = stalls.stall_findings(bundle, "isr-shrink", URP_MBEAN)
+    rest = _drop_explained(sh, _explained(links) | owned | stalled)
     if not len(rest):
-        return []
+        return out
     ep = isr_episodes(bundle)
     ep = ep.merge(rest[["file", "line"]].astype({"file": str}), on=["file", "line"]) if len(ep) else ep
-    out = []
+    # back by any source: the logs, JMX UnderReplicatedPartitions at 0, a describe snapshot
+    back_by = stalls.recovered_by(bundle, ep, _host_of(node_ids(bundle)), URP_MBEAN) if len(ep) else None
     for node, grp in rest.groupby("node"):
         parts = grp.groupby(["topic", "partition"]).size()
         mine = ep[ep["node"] == node] if len(ep) else ep
         flapping = int((parts >= FLAP_MIN).sum())
         longest = float(mine["out_s"].max()) if len(mine) else np.nan
-        never = int(mine["back_by"].isna().sum()) if len(mine) else 0
+        never = int(back_by[mine.index].isna().sum()) if len(mine) and back_by is not None else 0
         under_min = int(
             pchg[(pchg["kind"] == "isr_updated") & pchg["under_min_isr"].fillna(False).astype(bool)].shape[0]
         )
@@ -902,7 +907,7 @@ def detect_isr_shrink(bundle) -> list[Finding]:
             f"Broker {node} left the ISR {len(grp)} times on {len(parts)} partition(s) over {_fmt_s(span)}"
             + (f"; flapping: {flapping} partition(s) lost and regained it {int(parts.max())}x" if flapping else "")
             + (f"; longest time out of the ISR {_fmt_s(longest)}" if longest == longest else "")
-            + (f"; {never} departure(s) never seen rejoining" if never else "")
+            + (f"; {never} departure(s) not seen back in any source (logs, JMX, describe)" if never else "")
             + (f"; {under_min} ISR update(s) under min.insync.replicas" if under_min else "")
         )
         out.append(
@@ -951,9 +956,11 @@ def detect_controller_failover(bundle) -> list[Finding]:
     fos = failovers(bundle)
     if not fos:
         return []
+    # elections a stalled voter set off when it resumed are reported with its stall (stalls.py)
+    out, _, started = stalls.stall_findings(bundle, "controller-failover", URP_MBEAN)
+    fos = [fo for fo in fos if fo not in started]
     p = bundle.table("partition_changes")
     ne = bundle.table("node_events")
-    out = []
     owned = _failover_owned(bundle, fos)
     for fo in fos:
         start = (fo.lost_ts or fo.won_ts) - pd.Timedelta(seconds=5)
@@ -972,7 +979,11 @@ def detect_controller_failover(bundle) -> list[Finding]:
         fenced_old = owned[(owned["kind"] == "fenced") & (owned["about"] == fo.lost)] if len(owned) else owned
         hb = owned[owned["kind"] == "heartbeat_timeout"] if len(owned) else owned
         summary = (
-            f"Controller leadership moved from node {fo.lost} to node {fo.won}"
+            (
+                f"Controller leader re-elected (node {fo.won} kept leadership)"
+                if fo.lost is not None and fo.lost == fo.won
+                else f"Controller leadership moved from node {fo.lost} to node {fo.won}"
+            )
             + (f" (epoch {fo.epoch})" if fo.epoch is not None else "")
             + (f" after {fo.gap_s:.1f} s without an active controller" if fo.gap_s is not None else "")
             + (" during a planned shutdown of the old controller" if fo.planned else "")
@@ -1039,16 +1050,17 @@ def detect_broker_fenced(bundle) -> list[Finding]:
         return []
     e["about"] = _node_col(e, ids)
     e = e[~_in_shutdown(bundle, e)]
-    owned = _failover_owned(bundle, failovers(bundle))
+    # a node that stalled: one finding names the stall and lists what it explains (stalls.py)
+    out, stalled, started = stalls.stall_findings(bundle, "broker-fenced", URP_MBEAN)
+    owned = _failover_owned(bundle, [fo for fo in failovers(bundle) if fo not in started])
     e = _drop_explained(
-        e, _explained(gc_links(bundle)) | set(zip(owned["file"].astype(str), owned["line"].astype(int)))
+        e, _explained(gc_links(bundle)) | set(zip(owned["file"].astype(str), owned["line"].astype(int))) | stalled
     )
     # heartbeat time-outs alone are a symptom of a missing controller, not a fencing
     lost = e[e["kind"] != "heartbeat_timeout"]
     if not len(lost):
-        return []
+        return out
     unf = ne[ne["kind"] == "unfenced"]
-    out = []
     for node, grp in lost.groupby("about"):
         back = []
         for t in grp[grp["kind"].isin(["fenced", "broker_failed"])]["ts"]:

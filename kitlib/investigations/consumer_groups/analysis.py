@@ -60,24 +60,60 @@ def churn_mask(prepares: pd.DataFrame, empty_generations: pd.Series) -> np.ndarr
     return ~from_empty & ~to_empty
 
 
+CLIENT_SPAN_SLACK = pd.Timedelta("60s")  # a client file's lines this close to a group's rebalances may be its
+
+
 def client_groups(group_events: pd.DataFrame) -> pd.DataFrame:
-    """Client lines that name no group (kafka-python's poll timeout, for one) get the group the
-    other client lines of the same file name, when they name exactly one: a consumer's log is
-    usually one consumer's."""
+    """Client lines that name no group (kafka-python's poll timeout and failed commits, for
+    instance) get a group: the one the other client lines of the same file name, when they name
+    exactly one (a consumer's log is usually one consumer's); else, for a file none of whose
+    lines names a group, the only group the coordinators saw rebalancing while that file's client
+    lines were written (give or take a minute). A file that fits several groups is left without.
+    Vectorised over files and groups (a frame of each), not a Python call per line."""
     ge = group_events
     if not len(ge):
         return ge
-    client = ge["source"].astype("string") == "client"
-    named = ge[client & ge["group"].notna()]
-    if not len(named):
+    # by position (a caller's frame may repeat index labels)
+    client = (ge["source"].astype("string") == "client").fillna(False).to_numpy(bool)
+    group = pd.Series(ge["group"].astype("string").to_numpy(), dtype="string")
+    file = pd.Series(ge["file"].astype("string").to_numpy(), dtype="string")
+    ts = pd.Series(ge["ts"].to_numpy(), dtype=ge["ts"].dtype)
+    has = group.notna().to_numpy(bool)
+    named = pd.DataFrame({"file": file[client & has], "group": group[client & has]}).drop_duplicates()
+    one = named.groupby("file")["group"].agg(["first", "size"])
+    fill = file.map(one.loc[one["size"] == 1, "first"]).astype("string")
+    missing = client & ~has & fill.isna().to_numpy(bool)
+    if missing.any():
+        # files whose lines name no group at all: the group rebalancing during their span
+        spans = pd.DataFrame({"file": file[missing], "ts": ts[missing]})
+        spans = spans[~spans["file"].isin(named["file"])].groupby("file")["ts"].agg(["min", "max"]).dropna()
+        prep = (ge["kind"].astype("string") == "prepare_rebalance").fillna(False).to_numpy(bool) & has
+        runs = pd.DataFrame({"group": group[prep], "ts": ts[prep]}).groupby("group")["ts"].agg(["min", "max"])
+        if len(spans) and len(runs.dropna()):
+            pairs = spans.reset_index().merge(runs.dropna().reset_index(), how="cross", suffixes=("_file", "_group"))
+            fits = pairs[
+                (pairs["min_group"] <= pairs["max_file"] + CLIENT_SPAN_SLACK)
+                & (pairs["max_group"] >= pairs["min_file"] - CLIENT_SPAN_SLACK)
+            ]
+            only = fits.groupby("file")["group"].agg(["first", "size"])
+            fill = fill.fillna(file.map(only.loc[only["size"] == 1, "first"]).astype("string"))
+    take = client & ~has & fill.notna().to_numpy(bool)
+    if not take.any():
         return ge
-    per_file = named.groupby(named["file"].astype("string"))["group"].agg(
-        lambda s: s.iloc[0] if s.nunique() == 1 else None
-    )
-    fill = ge["file"].astype("string").map(per_file)
     out = ge.copy()
-    out["group"] = out["group"].astype("string").where(~client | out["group"].notna(), fill.astype("string"))
+    out["group"] = pd.array(group.where(~take, fill), dtype="string")
     return out
+
+
+def client_files(group_events: pd.DataFrame, group: str) -> list[str]:
+    """The files whose client lines :func:`client_groups` gave ``group`` without naming it."""
+    ge = group_events
+    if not len(ge):
+        return []
+    raw = ge["group"].astype("string")
+    done = client_groups(ge)
+    took = (done["group"].astype("string") == group).fillna(False) & raw.isna()
+    return sorted(ge.loc[took.to_numpy(bool), "file"].astype(str).unique())
 
 
 def rebalance_summary(group_events: pd.DataFrame) -> pd.DataFrame:
@@ -211,16 +247,30 @@ def rebalance_storm(bundle) -> list[Finding]:
         )
         at = by_group[g]
         k = kind.iloc[at]
-        # the rows shown are picked by position: only they are taken out of the whole table
+        # the rows shown are picked by position (only they are taken out of the whole table): some
+        # of every kind the numbers count, so each count cites rows of its own
         shown = ge.iloc[
             np.concatenate(
                 [
-                    at[k.isin(["member_failed", "member_left", "poll_timeout", "commit_failed"]).to_numpy(bool)][:8],
-                    at[(k == "prepare_rebalance").to_numpy(bool)][:8],
-                    at[(k == "stabilized").to_numpy(bool)][-4:],
+                    at[(k == kd).to_numpy(bool)][:3]
+                    for kd in ("member_failed", "member_left", "poll_timeout", "commit_failed")
                 ]
+                + [at[(k == "prepare_rebalance").to_numpy(bool)][:6], at[(k == "stabilized").to_numpy(bool)][-2:]]
             )
         ].sort_values("ts")
+        # where each count comes from: group_events rows, the group's own or its clients' files
+        files = client_files(bundle.table("group_events"), g)
+        mine = f"(group == {g!r} or (group.isna() and file in {files!r}))" if files else f"group == {g!r}"
+        counted_from = {
+            key: ("group_events", f"kind == {kd!r} and {mine}")
+            for key, kd in (
+                ("rebalances", "prepare_rebalance"),
+                ("members_failed", "member_failed"),
+                ("members_left", "member_left"),
+                ("poll_timeouts_in_client_logs", "poll_timeout"),
+                ("commit_failures_in_client_logs", "commit_failed"),
+            )
+        }
         out.append(
             Finding(
                 "rebalance-storm",
@@ -244,6 +294,7 @@ def rebalance_storm(bundle) -> list[Finding]:
                 },
                 recommendation=_storm_advice(s, s["top_reasons"]),
                 evidence=evidence(shown),
+                counted_from=counted_from,
             )
         )
     return out

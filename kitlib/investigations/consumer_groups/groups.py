@@ -166,9 +166,28 @@ def _field(arr: pa.Array, pattern: str, name: str) -> np.ndarray:
     return vals
 
 
+_CLIENT_KEYWORDS = logger_keywords("coordinator", "groupmetadata", "classicgroup", "consumer", "rdkafka", "confluent")
+
+
+def wanted_logger(logger: str) -> bool:
+    """The loggers read for group lines: a name that suggests a coordinator or consumer (or none),
+    and the lower-case names of Python applications (``app``, ``__main__``, ``orders.worker``),
+    which log the CommitFailedError kafka-python raises into them. A broker's loggers are Java
+    class names (``kafka.server.ReplicaManager``) and are left out, so a broker log costs nothing.
+
+    Example:
+        >>> [wanted_logger(x) for x in ("kafka.coordinator", "order_enricher", "kafka.server.ReplicaManager",
+        ...                             "state.change.logger")]
+        [True, True, False, False]
+    """
+    if _CLIENT_KEYWORDS(logger):
+        return True
+    return logger == logger.lower() and not logger.endswith(".logger") and not logger.startswith("kafka.")
+
+
 @extractor(
     "group_events",
-    match=logger_keywords("coordinator", "groupmetadata", "classicgroup", "consumer", "rdkafka", "confluent"),
+    match=wanted_logger,
     contains=_ANCHORS,
     blockwise=True,
 )
