@@ -45,7 +45,6 @@ from kitlib.events import EVENTS_SCHEMA, LEVELS, empty_events, to_pandas
 from kitlib.formats import Context, container, log4j, register, times, unparsed_frame
 from kitlib.formats.container import NO_STAMP, line_bounds, lines_array, unwrap_block
 from kitlib.formats.log4j import (
-    MAX_CARRY,
     THREADS,
     _clean_loggers,
     _emit,
@@ -848,11 +847,13 @@ def choose_layout(head: bytes, src: SourceFile) -> Layout | None:
         if not first_line.startswith(b"{"):
             root = bundle_root(src)
             lay = best_layout(defined_layouts(root), head, 0.2)[0]
+            how = "another pattern of the bundle's definitions was used"
             if lay is None:
                 lay = best_layout(inferred_layouts(), head)[0]
-                refused = _REFUSED.get(str(root), [])
-                if lay is not None and refused:
-                    src.meta["layout_note"] = "; ".join(refused[:3]) + ": the layout was inferred from the lines"
+                how = "the layout was inferred from the lines"
+            refused = _REFUSED.get(str(root), [])
+            if lay is not None and refused:
+                src.meta["layout_note"] = "; ".join(refused[:3]) + ": " + how
     src.meta["layout_chosen"] = lay
     return lay
 
@@ -871,12 +872,8 @@ def _junk(a: np.ndarray, block: bytes, starts: np.ndarray, ends: np.ndarray) -> 
             is_j[i] = True
             reason[i] = "binary data (NUL bytes)"
     if not _utf8_ok(a, memoryview(block)):
-        for i in range(nlines):
-            if is_j[i]:
-                continue
-            try:
-                block[starts[i] : ends[i]].decode("utf-8")
-            except UnicodeDecodeError:
+        for i in log4j.bad_utf8_lines(block, starts, ends).tolist():
+            if not is_j[i]:
                 is_j[i] = True
                 reason[i] = "invalid UTF-8"
     return is_j, reason
@@ -961,21 +958,9 @@ def parse_block(
     last = next_anchor[a_is_h] - 1
     lead = anchors[0] if len(anchors) else nlines
     un_idx = [np.arange(lead)] + [np.arange(j0, j1) for j0, j1 in zip(anchors[~a_is_h], next_anchor[~a_is_h])]
-    un_lines, un_text, un_reason = [], [], []
-    for i in np.concatenate(un_idx).tolist():
-        raw = block[starts[i] : eff[i]]
-        un_lines.append(lines_before + i + 1)
-        un_text.append(raw.decode("utf-8", errors="backslashreplace").replace("\x00", "\\x00"))
-        if i in junk_reason:
-            un_reason.append(junk_reason[i])
-        elif i < lead:
-            un_reason.append(
-                "no record header before this line" if first else "continuation cut off at a block boundary"
-            )
-        else:
-            un_reason.append("follows an unreadable line")
-    un = unparsed_frame(src, un_lines, un_text, "")
-    un["reason"] = un_reason
+    un = log4j.unparsed_rows(
+        src, a, block, starts, eff, np.concatenate(un_idx), is_j, junk_reason, lead, first, lines_before
+    )
     nrec = len(H)
     if nrec == 0:
         return empty_events(), un, 0, nlines
@@ -1131,6 +1116,15 @@ def parse(
             yield from _emit(fut.result() if fut is not None else res, 0, src, ctx)  # lines already counted
 
     carry, lines_before, first = b"", 0, True
+
+    def feed(block, first):
+        nonlocal lines_before
+        for piece, piece_first in log4j.line_pieces(block, first):
+            piece = bytes(piece)
+            submit(piece, lines_before, piece_first)
+            lines_before += count_lines(piece) + (0 if piece.endswith(b"\n") else 1)
+            yield from drain(threads)
+
     try:
         try:
             for chunk in read_chunks(src, block_size) if block_size else read_chunks(src):
@@ -1138,19 +1132,16 @@ def parse(
                 cut = _last_header_start(buf, layout, is_wrapped)
                 forced = False
                 if cut <= 0:
-                    if len(buf) < MAX_CARRY or buf.rfind(b"\n") < 0:
+                    if log4j.carry_more(buf):
                         carry = buf
                         continue
                     cut, forced = buf.rfind(b"\n") + 1, True
                 block, carry = buf[:cut], buf[cut:]
-                submit(block, lines_before, first)
-                lines_before += count_lines(block)
+                yield from feed(block, first)
                 first = forced
-                yield from drain(threads)
         except SourceError as e:
             if carry:
-                submit(carry, lines_before, first)
-                lines_before += carry.count(b"\n") + (0 if carry.endswith(b"\n") else 1)
+                yield from feed(carry, first)
                 carry = b""
             ctx.fail(f"{e}; content up to line {lines_before} was read", lines_before + 1)
         if carry:

@@ -40,7 +40,7 @@ import pyarrow.compute as pc
 from kitlib.events import EVENTS_SCHEMA, LEVELS, empty_events, to_pandas
 from kitlib.formats import Context, container, register, times, unparsed_frame
 from kitlib.redact import PREFILTER, redact_array, redact_flagged
-from kitlib.sources import SourceError, SourceFile, read_chunks
+from kitlib.sources import SourceError, SourceFile, count_lines, read_chunks
 
 try:  # the compiled scan (setup.py builds it where a C compiler is found)
     from kitlib.formats import _log4j_scan
@@ -99,13 +99,18 @@ def parse(src: SourceFile, ctx: Context, block_size: int | None = None, threads:
     bounded whatever the file size. Results come out in file order. A block is parsed with line
     numbers counted from its own start; the lines of the blocks before it are added as it comes
     out (so the reading thread never counts lines)."""
-    pool = ThreadPoolExecutor(threads) if threads > 1 else None
+    # the threads are started for a file's second block: a small file (most files of a bundle of
+    # many) is parsed inline, without starting and joining threads for it
+    pool: ThreadPoolExecutor | None = None
     pending: deque = deque()
     lines_before = (
         src.first_line - 1
     )  # lines of the blocks already emitted (a part of a split file starts further down)
 
     def submit(block, first):
+        nonlocal pool
+        if pool is None and threads > 1 and pending:
+            pool = ThreadPoolExecutor(threads)
         if pool is None:
             pending.append((None, parse_block(block, 0, src, first)))
         else:
@@ -118,6 +123,13 @@ def parse(src: SourceFile, ctx: Context, block_size: int | None = None, threads:
             result = fut.result() if fut is not None else res
             yield from _emit(result, lines_before, src, ctx)
             lines_before += result[3]
+
+    def feed(block, first):
+        for piece, piece_first in line_pieces(block, first):
+            submit(piece, piece_first)
+            # the block before this one is taken out before the next is read: the threads stay
+            # busy (reading a block is quick) with one block fewer held
+            yield from drain(threads - 1)
 
     carry = b""
     first = True
@@ -134,29 +146,61 @@ def parse(src: SourceFile, ctx: Context, block_size: int | None = None, threads:
                 cut = _last_header_start(buf)
                 forced = False
                 if cut <= 0:
-                    if len(buf) < MAX_CARRY or buf.rfind(b"\n") < 0:
+                    if carry_more(buf):
                         carry = buf
                         continue
                     cut, forced = buf.rfind(b"\n") + 1, True
                 block, carry = memoryview(buf)[:cut], buf[cut:]  # the block is a view: not copied
-                submit(block, first)
+                yield from feed(block, first)
                 first = forced  # after a forced cut the next block's leading lines are orphans
-                # the block before this one is taken out before the next is read: the threads stay
-                # busy (reading a block is quick) with one block fewer held
-                yield from drain(threads - 1)
         except SourceError as e:
             if carry:
-                submit(carry, first)
+                yield from feed(carry, first)
                 carry = b""
             yield from drain(0)
             ctx.fail(f"{e}; content up to line {lines_before} was read", lines_before + 1)
         if carry:
-            submit(carry, first)
+            yield from feed(carry, first)
         yield from drain(0)
         note_times(src, ctx)
     finally:
         if pool is not None:
             pool.shutdown(wait=True, cancel_futures=True)
+
+
+# lines of one parsed block: the parse holds a few dozen bytes of numpy arrays per line, so a
+# block of tiny lines (a 6 MiB chunk holds 3 million one-byte lines) is parsed in pieces
+MAX_BLOCK_LINES = 1 << 18
+
+
+def carry_more(buf: bytes) -> bool:
+    """May a buffer without a record header yet be carried into the next chunk (a record's
+    continuation lines are kept together up to :data:`MAX_CARRY` bytes and
+    :data:`MAX_BLOCK_LINES` lines)? A buffer without a newline must be."""
+    if buf.rfind(b"\n") < 0:
+        return True
+    return len(buf) < MAX_CARRY and (len(buf) < MAX_BLOCK_LINES or count_lines(buf) < MAX_BLOCK_LINES)
+
+
+def line_pieces(block, first: bool):
+    """``block`` (whole lines) in pieces of at most :data:`MAX_BLOCK_LINES` lines, cut after a
+    newline, each with its ``first`` flag (a piece after a cut starts with orphan lines). The
+    newlines are counted a few MiB at a time (no array of every newline's offset)."""
+    if len(block) <= MAX_BLOCK_LINES or count_lines(block) <= MAX_BLOCK_LINES:
+        yield block, first
+        return
+    a = np.frombuffer(block, np.uint8)
+    step, seen, prev = 4 << 20, 0, 0
+    for w in range(0, len(a), step):
+        nl = np.flatnonzero(a[w : w + step] == 10)
+        while seen + len(nl) >= MAX_BLOCK_LINES:
+            k = MAX_BLOCK_LINES - seen - 1
+            cut = w + int(nl[k]) + 1
+            yield block[prev:cut], first if prev == 0 else False
+            prev, nl, seen = cut, nl[k + 1 :], 0
+        seen += len(nl)
+    if prev < len(block):
+        yield block[prev:], first if prev == 0 else False
 
 
 def _last_header_start(buf: bytes) -> int:
@@ -209,7 +253,8 @@ def _emit(result, lines_before: int, src: SourceFile, ctx: Context):
         bad = un[un["reason"] != "no record header before this line"]
         if len(bad):
             ctx.fail(f"{src.rel} line {int(bad['line'].iloc[0])}: {bad['reason'].iloc[0]}", int(bad["line"].iloc[0]))
-        yield "unparsed", un
+        for i in range(0, len(un), UNPARSED_PIECE):
+            yield "unparsed", un.iloc[i : i + UNPARSED_PIECE] if len(un) > UNPARSED_PIECE else un
     if ev.num_rows:
         yield "events", ev
 
@@ -357,12 +402,8 @@ def _parse_block_numpy(block: bytes | memoryview, lines_before: int, src: Source
         for i in zl[:1000000]:
             junk_reason[int(i)] = "binary data (NUL bytes)"
     if not _utf8_ok(a, block):
-        for i in range(nlines):
-            if is_j[i]:
-                continue
-            try:
-                str(block[starts[i] : ends[i]], "utf-8")
-            except UnicodeDecodeError:
+        for i in bad_utf8_lines(block, starts, ends).tolist():
+            if not is_j[i]:
                 is_j[i] = True
                 junk_reason[i] = "invalid UTF-8"
     is_h &= ~is_j
@@ -385,25 +426,7 @@ def _parse_block_numpy(block: bytes | memoryview, lines_before: int, src: Source
     for j0, j1 in zip(anchors[~a_is_h], next_anchor[~a_is_h]):
         pieces.append(np.arange(j0, j1))
     un_idx = np.concatenate(pieces) if pieces else np.zeros(0, np.int64)
-    un_lines, un_text, un_reason = [], [], []
-    for i in un_idx.tolist():
-        raw = bytes(block[starts[i] : eff[i]])
-        try:
-            t = raw.decode("utf-8")
-        except UnicodeDecodeError:
-            t = raw.decode("utf-8", errors="backslashreplace")
-        un_lines.append(lines_before + i + 1)
-        un_text.append(t.replace("\x00", "\\x00"))
-        if i in junk_reason:
-            un_reason.append(junk_reason[i])
-        elif i < lead:
-            un_reason.append(
-                "no record header before this line" if first else "continuation cut off at a block boundary"
-            )
-        else:
-            un_reason.append("follows an unreadable line")
-    un = unparsed_frame(src, un_lines, un_text, "")
-    un["reason"] = un_reason
+    un = unparsed_rows(src, a, block, starts, eff, un_idx, is_j, junk_reason, lead, first, lines_before)
 
     nrec = len(H)
     if nrec == 0:
@@ -476,6 +499,62 @@ def _parse_block_numpy(block: bytes | memoryview, lines_before: int, src: Source
     return t, un, int(span.sum()), nlines
 
 
+def unparsed_rows(
+    src: SourceFile,
+    a: np.ndarray,
+    block: bytes | memoryview,
+    starts: np.ndarray,
+    eff: np.ndarray,
+    idx: np.ndarray,
+    is_j: np.ndarray,
+    junk_reason: dict[int, str],
+    lead: int,
+    first: bool,
+    lines_before: int,
+) -> pd.DataFrame:
+    """The ``unparsed`` rows of a block's lines ``idx`` (line ``lead`` is its first anchor), built
+    on whole columns: texts are Arrow strings cut from the block (only junk lines, NUL bytes or
+    invalid UTF-8, are decoded one by one with escapes), reasons and provenance categorical. A
+    block of ten million one-byte lines costs tens of bytes a line, not a Python string each;
+    :func:`_emit` hands the rows on in pieces of :data:`UNPARSED_PIECE`."""
+    n = len(idx)
+    if not n:
+        return _no_unparsed(src.rel, src.host).copy()
+    junk = is_j[idx]
+    clean = idx[~junk]
+    parts = [_gather(a, memoryview(block), [(starts[clean], eff[clean])], len(clean))]
+    order = np.flatnonzero(~junk)
+    if junk.any():
+        bad = idx[junk]
+        texts = [
+            bytes(block[s:e]).decode("utf-8", errors="backslashreplace").replace("\x00", "\\x00")
+            for s, e in zip(starts[bad].tolist(), eff[bad].tolist())
+        ]
+        parts.append(pa.array(texts, pa.large_string()))
+        order = np.concatenate([order, np.flatnonzero(junk)])
+    text = pa.concat_arrays(parts).take(pa.array(np.argsort(order, kind="stable")))
+    text = redact_array(text, lines=True)
+    lead_reason = "no record header before this line" if first else "continuation cut off at a block boundary"
+    nul = "binary data (NUL bytes)"  # junk lines past the first million NUL lines have no entry
+    names = [lead_reason, "follows an unreadable line", *sorted(set(junk_reason.values()) | {nul})]
+    codes = np.where(idx < lead, 0, 1).astype(np.int32)
+    if junk.any():
+        code_of = {r: i for i, r in enumerate(names)}
+        codes[junk] = [code_of[junk_reason.get(int(i), nul)] for i in idx[junk].tolist()]
+    return pd.DataFrame(
+        {
+            "file": pd.Categorical.from_codes(np.zeros(n, np.int8), [src.rel]),
+            "line": idx.astype(np.int64) + (lines_before + 1),
+            "host": pd.Categorical.from_codes(np.zeros(n, np.int8), [src.host]),
+            "text": pd.arrays.ArrowExtensionArray(text),
+            "reason": pd.Categorical.from_codes(codes, names),
+        }
+    )
+
+
+UNPARSED_PIECE = 100_000  # unparsed rows handed to the sink at a time
+
+
 def _redact(message: pa.LargeStringArray) -> pa.LargeStringArray:
     """Secrets never reach the events table: the block's messages pass :func:`kitlib.redact.redact_array`
     here, on the parser's worker thread (the sink skips this column, see ``REDACTED_BY_PARSER``)."""
@@ -487,6 +566,29 @@ def _positions(a: np.ndarray, byte: int, step: int = 256 * 1024) -> np.ndarray:
     a whole block's mask cost as much memory as the block, on every parse thread)."""
     found = [np.flatnonzero(a[i : i + step] == byte) + i for i in range(0, len(a), step)]
     return np.concatenate(found) if found else np.zeros(0, np.int64)
+
+
+def bad_utf8_lines(block: bytes | memoryview, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
+    """The lines of ``block`` that are not valid UTF-8: the block is decoded from each bad
+    line's end to the next error (a step per bad line, not per line).
+
+    Example:
+        >>> b = b"ok\\n\\xff\\nok\\n\\xe2\\x82\\n"
+        >>> bad_utf8_lines(b, np.array([0, 3, 5, 8]), np.array([2, 4, 7, 10])).tolist()
+        [1, 3]
+    """
+    view = memoryview(block)
+    out: list[int] = []
+    pos = 0
+    while pos < len(view):
+        try:
+            str(view[pos:], "utf-8")
+            break
+        except UnicodeDecodeError as e:
+            k = int(np.searchsorted(starts, pos + e.start, side="right")) - 1
+            out.append(k)
+            pos = int(ends[k]) + 1
+    return np.array(out, np.int64)
 
 
 def _utf8_ok(a: np.ndarray, block: memoryview) -> bool:

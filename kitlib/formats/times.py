@@ -105,9 +105,10 @@ def timestamp(value, unit: str | None = None, tz: str | None = None) -> pd.Times
             return None
         t = t.tz_localize(tz or "UTC", ambiguous=True, nonexistent="shift_forward") if t.tzinfo is None else t
         t = t.tz_convert("UTC")
+        ms = int(t.asm8.astype("datetime64[ms]").astype(np.int64))  # in the stamp's own unit: no overflow
     except (ValueError, TypeError, OverflowError, ArithmeticError):
         return None
-    return t if MS_MIN <= t.value // 1_000_000 <= MS_MAX else None
+    return t.as_unit("ns") if MS_MIN <= ms <= MS_MAX else None
 
 
 def iso_to_utc(texts: pd.Series, fmt: str) -> tuple[pd.Series, np.ndarray]:
