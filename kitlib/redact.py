@@ -27,7 +27,7 @@ Example:
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import pyarrow as pa
@@ -41,6 +41,8 @@ REDACTED = "[redacted]"
 SECRET_WORDS = (
     r"password|passwd|passphrase|pwd|secret|token|api[._-]?key|credentials?|access[._-]?key"
     r"|auth[._-]user[._-]info|bind[._-]pw|private[._-]?key|keystore[._-]key|jaas"
+    r"|storepass|keypass|account[._-]?key|cookie"
+    r"|(?:encryption|signing|license|hmac|master|cipher)[._-]?key"
 )
 _SECRET_KEY = re.compile(rf"(?:{SECRET_WORDS})|^user_[A-Za-z0-9]", re.I)
 # key names holding a word above whose value is not a secret: durations, sizes, switches, names
@@ -58,7 +60,12 @@ _NOT_SECRET_KEY = re.compile(
 _API_NUMBER_KEY = re.compile(r"^(?:request)?[Aa]piKey$")
 _API_NAME_KEY = re.compile(r"^requestApiKeyName$")
 # values that hold nothing: empty, placeholders, references to a config provider (${file:...})
-_HARMLESS = re.compile(r"^(?:|null|none|nil|\*+|\[hidden\]|\[redacted\]|<redacted>|\$\{[^}]*\})$", re.I)
+# (a YAML block scalar's indicator, | or >-, is no value: the lines after it are)
+_HARMLESS = re.compile(r"^(?:|null|none|nil|\*+|\[hidden\]|\[redacted\]|<redacted>|\$\{[^}]*\}|[|>][+-]?[0-9]?)$", re.I)
+
+
+# an access key's id is half of a credential (S3-compatible stores have no AKIA prefix to find it by)
+_ACCESS_KEY_ID = re.compile(r"access[._-]?key[._-]?id$", re.I)
 
 
 def is_secret_key(key: str) -> bool:
@@ -67,8 +74,12 @@ def is_secret_key(key: str) -> bool:
     Example:
         >>> is_secret_key("sasl.jaas.config"), is_secret_key("delegation.token.expiry.time.ms")
         (True, False)
+        >>> is_secret_key("aws_access_key_id"), is_secret_key("encryption.key"), is_secret_key("password.encoder.iterations")
+        (True, True, False)
     """
     k = key.strip().strip("\"'")
+    if _ACCESS_KEY_ID.search(k):
+        return True
     return bool(_SECRET_KEY.search(k)) and not _NOT_SECRET_KEY.search(k)
 
 
@@ -80,6 +91,27 @@ def _harmless(value: str) -> bool:
 _KEY = rf"[A-Za-z0-9_.\-]*?(?:{SECRET_WORDS})[A-Za-z0-9_.\-]*|user_[A-Za-z0-9_.\-]+"
 # a value: JSON-escaped quotes (\"...\"), double or single quotes, or a bare word
 _VALUE = r"""\$\{[^}\n]*\}|\\"(?:(?!\\")[^\n])*\\"|"(?:[^"\\\n]|\\.)*"|'[^'\n]*'|[^\s,;&"'<>{}\[\]()]+"""
+# between a key and its value: '=' (a properties file may continue the value on the next line
+# after a backslash) or ':' (YAML and pretty-printed JSON may put the value on the next line,
+# unless that line holds the next key or a list item)
+_SEP = (
+    r"""[ \t]*(?:=[ \t]*(?:\\[ \t]*\r?\n[ \t]*)?"""
+    r"""|:[ \t]*(?:\r?\n[ \t]*(?![^\s"'=:]*[=:](?:\s|$)|-\s|#|$))?)"""
+)
+# a key and its value held in two fields of one record: JSON {"name"/"key": ..., "value": ...},
+# Java maps {name=..., value=...}, YAML env lists (- name: X / value: y), on one line or several;
+# what lies between the two fields holds no brace, bracket or other name/key field
+_FIELD_GAP = r"""(?:(?!\b(?:name|key)\b)[^{}\[\]]){0,300}?"""
+_FIELD_KEY = r"""\\?["']?(?P<key>[A-Za-z0-9_.\-]+)\\?["']?"""
+_FIELD_SEP = r"""\\?["']?\s*[:=]\s*"""
+# a value written on a command line (up to a blank or a quote)
+_ARG = r"""["']?(?P<value>[^\s"'|;&]+)"""
+# words a key followed by a blank (not '=' or ':') may be followed by in prose: not a value
+_PROSE = (
+    r"is|was|were|are|be|been|not|has|have|had|must|should|will|would|can|could|may|might|for|of|to|the"
+    r"|a|an|and|or|in|on|at|by|with|without|from|into|as|if|set|unset|missing|required|changed|updated"
+    r"|provided|configured|invalid|expired|cannot|does|did|ignored|supplied|value|config|configuration"
+)
 
 
 @dataclass(frozen=True)
@@ -91,6 +123,9 @@ class Rule:
     doc: str
     example: str
     pattern: re.Pattern
+    # words (lower case) one of which a text must hold for the pattern to be tried: a quick test
+    # that spares most texts the pattern (empty: always tried)
+    needs: tuple[str, ...] = ()
 
 
 RULES: list[Rule] = [
@@ -104,32 +139,119 @@ RULES: list[Rule] = [
             r"(?=-----END[A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----|\Z)",
             re.S,
         ),
+        needs=("-----begin",),
+    ),
+    Rule(
+        "yaml-block-scalar",
+        "the lines of a YAML block scalar (`key: |` or `key: >-`, the value indented on the lines "
+        "after it) whose key is a secret's name",
+        "ssl.key.password: |\n  s3cr3t-value\nssl.keystore.type: JKS",
+        re.compile(
+            r"(?m)^(?P<indent>[ \t]*)(?:-[ \t]+)?[\"']?(?P<key>[A-Za-z0-9_.\-]+)[\"']?[ \t]*:[ \t]*[|>][+-]?[0-9]?[ \t]*\r?\n"
+            r"(?P<value>(?:(?P=indent)[ \t]+\S[^\n]*(?:\n|\Z)|[ \t]*\r?\n)*(?:(?P=indent)[ \t]+\S[^\n]*))"
+        ),
+        needs=("|", ">"),
     ),
     Rule(
         "jaas-config",
         "the whole value of a JAAS configuration (sasl.jaas.config, "
         "listener.name.*.sasl.jaas.config, KAFKA_OPTS style): quoted, or up to the ';' that ends it "
-        "(or the end of the line)",
+        "(or the end of the line; a backslash at a line's end continues it on the next)",
         "sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule required "
         'username="admin" password="admin-secret";',
         re.compile(
-            r"""(?i)jaas[._-]config\\?["']?\s*[=:]\s*(?P<value>\\"(?:(?!\\")[^\n])*\\"|"(?:[^"\\\n]|\\.)*"|[^\n;]*)"""
+            r"""(?i)jaas[._-]config\\?["']?\s*[=:]\s*(?P<value>\\"(?:(?!\\")[^\n])*\\"|"(?:[^"\\\n]|\\.)*"|"""
+            r"""[^\n;\\]*(?:\\(?:\r?\n|[^\n])[^\n;\\]*)*)"""
         ),
+        needs=("jaas",),
     ),
     Rule(
         "jaas-user",
         'JAAS PlainLoginModule user_<name>="password" options',
         'user_alice="alice-secret"',
         re.compile(rf"(?<![A-Za-z0-9_.\-])user_[A-Za-z0-9_.\-]+\s*=\s*(?P<value>{_VALUE})"),
+        needs=("user_",),
     ),
     Rule(
         "authorization-header",
         "HTTP Authorization header value (Bearer, Basic, Digest, ...)",
         "Authorization: Basic YWRtaW46YWRtaW4tc2VjcmV0",
         re.compile(
-            r"""(?i)\bauthorization\\?["']?\s*[:=]\s*\\?["']?(?:(?:bearer|basic|digest|token|negotiate|apikey)\s+)?"""
-            r"""(?P<value>[^\s"'\\,;]+)"""
+            r"""(?i)\bauthorization\\?["']?\s*[:=]\s*\[?\s*\\?["']?(?:(?:bearer|basic|digest|token|negotiate|apikey)\s+)?"""
+            r"""(?P<value>\[redacted\]|[^\s"'\\,;\]}]+)"""
         ),
+        needs=("authorization",),
+    ),
+    Rule(
+        "http-header",
+        "the value of an HTTP Cookie, Set-Cookie, X-Api-Key, X-Auth-Token or Authorization header held "
+        'in a JSON array (`["Cookie", "..."]`) or a map of lists (`"Cookie": ["..."]`, `Cookie=[...]`)',
+        '["Set-Cookie", "session=s3cr3t-value; Path=/"]',
+        re.compile(
+            r"""(?i)["']?\b(?:cookie|set-cookie|x-api-key|x-auth-token|proxy-authorization|authorization)["']?"""
+            r"""(?:\s*,\s*|\s*[:=]\s*\[\s*)(?!redacted\]|["']?[^\]\n,"']*\[redacted\])(?P<value>"(?:[^"\\\n]|\\.)*"|'[^'\n]*'|[^\]\n,]+)"""
+        ),
+        needs=("cookie", "api-key", "auth-token", "authorization"),
+    ),
+    Rule(
+        "name-value-fields",
+        'a value whose key is held in a separate field before it: JSON `{"name"/"key": ..., '
+        '"value": ...}`, Java maps `{name=..., value=...}`, YAML env lists (`- name: X` then '
+        "`value: y`), on one line or over several",
+        '{"name": "connection.password", "value": "s3cr3t-value"}',
+        re.compile(
+            rf"""(?i)\b(?:name|key)\b{_FIELD_SEP}{_FIELD_KEY}{_FIELD_GAP}\bvalue\b{_FIELD_SEP}(?P<value>{_VALUE})"""
+        ),
+        needs=("value",),
+    ),
+    Rule(
+        "value-name-fields",
+        "the same with the value field first (`{value=..., name=...}`, as a Java map may print it)",
+        "{value=s3cr3t-value, name=database.password}",
+        re.compile(
+            rf"""(?i)\bvalue\b{_FIELD_SEP}(?P<value>{_VALUE}){_FIELD_GAP.replace("name|key", "value")}"""
+            rf"""\b(?:name|key)\b{_FIELD_SEP}{_FIELD_KEY}"""
+        ),
+        needs=("value",),
+    ),
+    Rule(
+        "xml-name-value",
+        "Hadoop-style XML properties: `<name>secret key</name>` then `<value>...</value>`",
+        "<property><name>fs.s3a.secret.key</name><value>s3cr3t-value</value></property>",
+        re.compile(
+            r"(?is)<name>\s*(?P<key>[^<>\s]+)\s*</name>\s*(?:<description>[^<]*</description>\s*)?"
+            r"<value>(?P<value>[^<]*)</value>"
+        ),
+        needs=("<name>",),
+    ),
+    Rule(
+        "xml-element",
+        "the text of an XML element named like a secret (`<password>...</password>`, over several lines too)",
+        "<password>s3cr3t-value</password>",
+        re.compile(
+            rf"(?is)<(?P<key>[A-Za-z0-9_.:\-]*?(?:{SECRET_WORDS})[A-Za-z0-9_.:\-]*)(?:\s[^<>]*)?>(?P<value>[^<]+)</(?P=key)\s*>"
+        ),
+        needs=("</",),
+    ),
+    Rule(
+        "xml-entry",
+        'the text of an XML element whose key or name attribute is a secret\'s name (`<entry key="ssl.key.password">...</entry>`)',
+        '<entry key="ssl.key.password">s3cr3t-value</entry>',
+        re.compile(
+            r"""(?is)<(?P<tag>[A-Za-z][A-Za-z0-9_.:\-]*)\b[^<>]*?\b(?:key|name)\s*=\s*["'](?P<key>[^"'<>]+)["'][^<>]*?(?<!/)>"""
+            r"""(?P<value>[^<]+)</(?P=tag)\s*>"""
+        ),
+        needs=("</",),
+    ),
+    Rule(
+        "xml-attribute",
+        'the value attribute of an XML element whose key or name attribute is a secret\'s name (`<property name="sasl.password" value="..."/>`)',
+        '<property name="sasl.password" value="s3cr3t-value"/>',
+        re.compile(
+            r"""(?is)<[A-Za-z][A-Za-z0-9_.:\-]*\b[^<>]*?\b(?:key|name)\s*=\s*["'](?P<key>[^"'<>]+)["'][^<>]*?"""
+            r"""\bvalue\s*=\s*(?P<value>"[^"]*"|'[^']*')"""
+        ),
+        needs=("value",),
     ),
     Rule(
         "key-value",
@@ -139,7 +261,72 @@ RULES: list[Rule] = [
         "access.key, auth.user.info (basic.auth.user.info), bind.pw (ldap.bind.pw), private.key, "
         "keystore.key; durations, sizes, file names and the like (*.ms, *.location, *.algorithm) excepted",
         '"client_secret": "s3cr3t-value"',
-        re.compile(rf"""(?<![A-Za-z0-9_.\-])(?P<key>{_KEY})(?:\\?["'])?\s*[=:]\s*(?P<value>{_VALUE})""", re.I),
+        re.compile(rf"""(?<![A-Za-z0-9_.\-])(?P<key>{_KEY})(?:\\?["'])?{_SEP}(?P<value>{_VALUE})""", re.I),
+    ),
+    Rule(
+        "url-encoded",
+        "a secret's key and value URL-encoded (`token%3D...`, `password%3A...`), up to the next `&` or `%26`",
+        "callback?state=x%26token%3Ds3cr3t-value%26y%3D1",
+        re.compile(
+            rf"""(?i)(?<![A-Za-z0-9_.\-])(?P<key>{_KEY})(?:%22)?%3[DA](?:%22)?(?P<value>(?:[^\s&%"'<>]|%(?!26|22)[0-9A-Fa-f]{{2}})+)"""
+        ),
+        needs=("%3",),
+    ),
+    Rule(
+        "key-blank-value",
+        "a lower-case dotted config key of a secret followed by a blank and its value "
+        "(`oauth.client.secret s3cr3t`); a word of prose after the key (is, was, not, ...) is kept",
+        "oauth.client.secret s3cr3t-value",
+        re.compile(
+            rf"""(?<![A-Za-z0-9_.\-])(?P<key>[a-z0-9_\-]+(?:\.[a-z0-9_\-]+)+)[ \t]+(?!(?:{_PROSE})\b)(?P<value>["']?[^\s,;&"'<>{{}}\[\]()=:][^\s,;&"'<>{{}}\[\]()]*)"""
+        ),
+    ),
+    Rule(
+        "command-option",
+        "a command line's secret option and its value (`--password pw`, `-storepass pw`, `-keypass pw`, "
+        "`--client-secret pw`, `-srcstorepass pw`)",
+        "keytool -list -keystore k.jks -storepass s3cr3t-value",
+        re.compile(rf"""(?<![^\s'"])--?(?P<key>[A-Za-z][A-Za-z0-9._\-]*)[ \t]+(?!-){_ARG}"""),
+        needs=("-",),
+    ),
+    Rule(
+        "command-password",
+        "the password argument of clients that take it as -p or -a (mysql, mariadb, sshpass -p; "
+        "redis-cli -a), blank or no blank before it",
+        "mysql -u app -p s3cr3t-value orders",
+        re.compile(rf"""(?i)\b(?:mysql\w*|mariadb\w*|sshpass|redis-cli)\b[^\n|;&]*?[ \t]-[pa][ \t]*{_ARG}"""),
+        needs=("mysql", "mariadb", "sshpass", "redis-cli"),
+    ),
+    Rule(
+        "pass-argument",
+        "OpenSSL's `pass:<password>` argument (-passin, -passout)",
+        "openssl rsa -in k.pem -passin pass:s3cr3t-value",
+        re.compile(r"""(?<![A-Za-z0-9])pass:(?P<value>[^\s"']+)"""),
+        needs=("pass:",),
+    ),
+    Rule(
+        "curl-user",
+        "the password of `curl -u user:password` (also --user, --proxy-user)",
+        "curl -u admin:s3cr3t-value http://connect:8083/connectors",
+        re.compile(r"""(?<!\S)(?:-u|-U|--user|--proxy-user)[ \t]*["']?[^\s:"']+:(?P<value>[^\s"']+)"""),
+        needs=("-u", "--user", "--proxy-user"),
+    ),
+    Rule(
+        "jmx-role",
+        "the password after a JMX role name (a jmxremote.password line: `monitorRole s3cr3t`)",
+        "monitorRole s3cr3t-value",
+        re.compile(r"""\b(?:monitorRole|controlRole)[ \t]+(?P<value>[^\s"']+)"""),
+        needs=("monitorrole", "controlrole"),
+    ),
+    Rule(
+        "cloud-signature",
+        "cloud request signatures: Azure SAS `sig=`, AWS SigV4 `Signature=` and `X-Amz-Signature=`, "
+        "`X-Goog-Signature=`",
+        "https://acct.blob.core.windows.net/c/b?sv=2021-08-06&sig=s3cr3t-value",
+        re.compile(
+            r"""(?i)(?<![A-Za-z0-9_.\-])(?:sig|signature|x-amz-signature|x-goog-signature)=(?P<value>[^&\s"',;<>]+)"""
+        ),
+        needs=("sig",),
     ),
     Rule(
         "bearer-token",
@@ -148,12 +335,21 @@ RULES: list[Rule] = [
         re.compile(
             r"(?i)\bbearer\s+(?P<value>(?=[A-Za-z]*[0-9._~+/=-])(?=[A-Za-z0-9._~+/\-]{8})[A-Za-z0-9._~+/\-]+=*)(?![^\s\"',;)\]}])"
         ),
+        needs=("bearer",),
     ),
     Rule(
         "url-credentials",
-        "the password of user:password@ in a URL (http, jdbc:..., mongodb, ...)",
+        "the password of user:password@ in a URL (http, jdbc:..., mongodb, redis://:password@ ...)",
         "jdbc:postgresql://app:s3cret@db:5432/x",
-        re.compile(r"(?i)\b[a-z][a-z0-9+.\-]*://[^/\s:@\"']+:(?P<value>[^@\s\"']+)@"),
+        re.compile(r"(?i)\b[a-z][a-z0-9+.\-]*://[^/\s:@\"']*:(?P<value>[^@\s\"']+)@"),
+        needs=("://",),
+    ),
+    Rule(
+        "jdbc-oracle",
+        "the password of an Oracle JDBC URL's user/password@ form",
+        "jdbc:oracle:thin:scott/s3cr3t-value@db:1521/ORCL",
+        re.compile(r"(?i)\bjdbc:oracle:[a-z0-9]+:(?://)?[^/\s:@\"']+/(?P<value>[^@\s\"']+)@"),
+        needs=("jdbc:oracle",),
     ),
     Rule(
         "aws-access-key-id",
@@ -166,24 +362,28 @@ RULES: list[Rule] = [
         "a JSON Web Token (three base64url parts, the first two starting eyJ)",
         "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U",
         re.compile(r"\beyJ[A-Za-z0-9_-]{6,}\.eyJ[A-Za-z0-9_-]{6,}\.[A-Za-z0-9_\-]*"),
+        needs=("eyj",),
     ),
     Rule(
         "github-token",
         "GitHub token (ghp_, gho_, ghu_, ghs_, ghr_)",
         "ghp_" + "a1B2" * 9,
         re.compile(r"\bgh[pousr]_[A-Za-z0-9]{36,}\b"),
+        needs=("gh",),
     ),
     Rule(
         "slack-token",
         "Slack token (xoxb-, xoxp-, ...)",
         "xoxb-1234567890-abcdefghij",
         re.compile(r"\bxox[abprs]-[A-Za-z0-9-]{10,}"),
+        needs=("xox",),
     ),
     Rule(
         "google-api-key",
         "Google API key (AIza...)",
         "AIza" + "Sy" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q",
         re.compile(r"\bAIza[0-9A-Za-z_\-]{35}"),
+        needs=("aiza",),
     ),
     Rule(
         "base64-key-line",
@@ -198,8 +398,10 @@ RULES: list[Rule] = [
 # the RE2 pre-check over whole columns: every value a rule can change matches it (the tests
 # check this for every rule's example); values it does not match are left as they are
 PREFILTER = (
-    r"(?i:passw|passphrase|pwd|secret|token|api[._-]key|credential|access.?key|auth.user.info|bind.pw|jaas"
-    r"|private.?key|keystore.key|user_|authorization|bearer|://[^/\s:@]+:[^@\s]+@|eyj|gh[pousr]_|xox[abprs]-|aiza)"
+    r"(?i:pass|pwd|secret|token|api[._-]key|credential|access.?key|auth.user.info|bind.pw|jaas"
+    r"|private.?key|keystore.key|user_|authorization|bearer|://[^/\s:@]*:[^@\s]+@|eyj|gh[pousr]_|xox[abprs]-|aiza"
+    r"|cookie|account.?key|(?:encryption|signing|license|hmac|master|cipher).?key|sig=|signature="
+    r"|monitorrole|controlrole|jdbc:oracle|mysql|mariadb|redis-cli|curl|-u[ \t]|--user|--proxy-user)"
     r"|apikey|APIKEY|(?:^|[^A-Za-z])[Aa]piKey\\?[\"']?\s*[=:]\s*[^\s0-9]|AKIA|ASIA|ABIA|ACCA"
     r"|(?m:^[ \t]*[A-Za-z0-9+/]{40,}={0,2}[ \t]*$)"
 )
@@ -227,7 +429,7 @@ def _sub_rule(rule: Rule, text: str) -> str:
         value = m.group("value")
         if value is None or _harmless(value):
             return m.group(0)
-        if rule.name == "key-value":
+        if "key" in m.re.groupindex:  # rules that find a value by its key: only a secret's key counts
             key = m.group("key")
             if not is_secret_key(key):
                 return m.group(0)
@@ -255,8 +457,11 @@ def redact_text(text: str) -> str:
     """
     if not isinstance(text, str) or not _PREFILTER_PY.search(text):
         return text
+    low = text.lower()
     for rule in RULES:
-        text = _sub_rule(rule, text)
+        if rule.needs and not any(w in low for w in rule.needs):
+            continue
+        text = _sub_rule(rule, text)  # (masking only takes words away: ``low`` may stay as it was)
     return text
 
 
@@ -287,8 +492,7 @@ SUSPECT = PREFILTER
 def redact_array(arr: pa.Array | pa.ChunkedArray, lines: bool = False):
     """A string (or dictionary of strings) Arrow array with every value redacted. Only values
     the RE2 pre-check flags are handled in Python. ``lines=True`` means consecutive values are
-    consecutive lines of one file (the ``unparsed`` table): the lines after a PEM ``BEGIN ...
-    PRIVATE KEY`` line are masked up to its END line.
+    consecutive lines of one file (the ``unparsed`` table): see :func:`redact_lines`.
 
     Example:
         >>> redact_array(pa.array(["ok", "token=abc123"])).to_pylist()
@@ -310,53 +514,171 @@ def redact_array(arr: pa.Array | pa.ChunkedArray, lines: bool = False):
         return pa.DictionaryArray.from_arrays(arr.indices, new_dict)
     if not (pa.types.is_string(t) or pa.types.is_large_string(t)) or len(arr) == 0:
         return arr
+    if lines:
+        return redact_lines(arr)
     hit = pc.fill_null(pc.match_substring_regex(arr, PREFILTER), False)
     if not pc.any(hit).as_py():
         return arr
-    return redact_flagged(arr, np.flatnonzero(hit.to_numpy(zero_copy_only=False)), lines)
+    return redact_flagged(arr, np.flatnonzero(hit.to_numpy(zero_copy_only=False)))
 
 
-def redact_flagged(arr: pa.Array, idx: np.ndarray, lines: bool = False) -> pa.Array:
+def redact_flagged(arr: pa.Array, idx: np.ndarray) -> pa.Array:
     """A string Arrow array whose values at positions ``idx`` (those a pre-check flagged, a
     superset of those :data:`PREFILTER` matches) pass the rules; the others are kept as they are.
     Returns ``arr`` itself when nothing changed."""
     if not len(idx):
         return arr
-    t = arr.type
     old = arr.take(pa.array(idx)).to_pylist()
     new = [redact_text(v) if v is not None else None for v in old]
-    extra = _mask_pem_bodies(arr, idx, new) if lines else []
-    if old == new and not extra:
+    if old == new:
         return arr
     mask = np.zeros(len(arr), bool)
     mask[idx] = True
-    values = dict(zip(idx.tolist(), new))
-    if extra:
-        for i in extra:
-            mask[i] = True
-            values[i] = REDACTED
-    order = np.flatnonzero(mask)
-    return pc.replace_with_mask(arr, pa.array(mask), pa.array([values[i] for i in order.tolist()], t))
+    return pc.replace_with_mask(arr, pa.array(mask), pa.array(new, arr.type))
 
 
-def _mask_pem_bodies(arr: pa.Array, idx: np.ndarray, new: list) -> list[int]:
-    """Lines after a BEGIN ... PRIVATE KEY line, up to the END line, become ``[redacted]`` (in
-    ``new`` for flagged lines; the positions of the others are returned)."""
-    extra = []
-    pos = {int(i): k for k, i in enumerate(idx)}
-    for k, i in enumerate(idx.tolist()):
-        v = new[k]
-        if not v or not _PEM_BEGIN.search(v) or _PEM_END.search(v):
-            continue
-        for j in range(i + 1, min(i + 1 + _MAX_PEM_LINES, len(arr))):
-            s = arr[j].as_py() or ""
-            if _PEM_END.search(s):
-                break
-            if j in pos:
-                new[pos[j]] = REDACTED
-            else:
-                extra.append(j)
-    return extra
+# --- lines of one file, one a value (the unparsed table) -----------------------------------------
+# a record may spread over lines (a value on the line after its key, a "value" field before or after
+# its "name" field, a JAAS value continued with backslashes, a YAML block scalar): each flagged line
+# is redacted together with the lines around it, joined as one text
+_LINES_BEFORE, _LINES_AFTER = 2, 8
+# lines that may begin such a record: a key with nothing after its '=' or ':' (or only a backslash,
+# or a YAML block indicator), a name or key field (its value field may come after it, or came
+# before it), an XML element left open or a <name> element (its <value> follows)
+_OPENS = r"""(?i)(?:[=:][ \t]*(?:\\|[|>][+-]?[0-9]?)?[ \t]*,?$|\\[ \t]*$|\b(?:name|key)\b\\?["']?\s*[:=]|<[^/>]*>[^<]*$|</name>[ \t]*$|[{\[][ \t]*$)"""
+_PEM_BEGIN_RE2 = r"-----BEGIN[A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----"
+_PEM_END_RE2 = r"-----END[A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----"
+# files whose every line is a secret (after a user name, when the line has one): the JMX agent's
+# password file and files named for a password; their comment lines are kept
+SECRET_FILES = re.compile(
+    r"(?i)(?:^|/)(?:jmxremote\.password|[^/]*[._-](?:password|passwd)|password|passwd)(?:\.txt)?$"
+)
+
+
+@dataclass
+class LineCarry:
+    """What one call of :func:`redact_lines` leaves to the next call for the same file (the
+    unparsed table of a file is built in pieces): its last line number, its last lines as read
+    (so that a key at the end of one piece reaches its value at the start of the next), and how
+    many lines back a PEM private key block opened that has not ended yet (0: none)."""
+
+    last_line: int = 0
+    tail: list = field(default_factory=list)
+    pem_open_since: int = 0
+
+
+def redact_lines(arr: pa.Array, line_numbers=None, carry: LineCarry | None = None, file: str = "") -> pa.Array:
+    """Consecutive lines of one file (a string Arrow array, one line a value) with every secret
+    masked, records spread over lines included: each line the pre-check flags is redacted joined
+    with the :data:`_LINES_BEFORE` lines before it and the :data:`_LINES_AFTER` lines after it; the
+    lines of a PEM private key block, up to its END line, become ``[redacted]``; a file named for
+    passwords (:data:`SECRET_FILES`) keeps only the first word of each line. ``carry`` (with
+    ``line_numbers``) continues the file from the previous call when its lines follow on.
+
+    Example:
+        >>> redact_lines(pa.array(["- name: KAFKA_SSL_KEY_PASSWORD", "  value: s3cr3t", "- name: X"])).to_pylist()
+        ['- name: KAFKA_SSL_KEY_PASSWORD', '  value: [redacted]', '- name: X']
+    """
+    n_own = len(arr)
+    ctx: list = []
+    since = 0  # lines back from the end of the previous call where an open PEM block began
+    if carry is not None and line_numbers is not None and n_own and int(line_numbers[0]) == carry.last_line + 1:
+        ctx, since = carry.tail, carry.pem_open_since
+    work = pa.concat_arrays([pa.array(ctx, arr.type), arr]) if ctx else arr
+    k = len(ctx)
+    hit = np.asarray(pc.fill_null(pc.match_substring_regex(work, PREFILTER), False).to_numpy(zero_copy_only=False))
+    open_at = len(ctx) - since if since else None  # where in ``work`` an open block began
+    body, since_after = _pem_body_mask(work, hit, open_at)
+    out_values: dict[int, str] = {i: REDACTED for i in np.flatnonzero(body[k:]).tolist()}
+    flagged = np.flatnonzero(hit & ~body)
+    if len(flagged):
+        # a flagged line that cannot begin a record spread over lines is redacted on its own
+        sub = work.take(pa.array(flagged))
+        spread = np.asarray(pc.fill_null(pc.match_substring_regex(sub, _OPENS), False).to_numpy(zero_copy_only=False))
+        alone = flagged[~spread]
+        if len(alone):
+            for i, a, b in zip(
+                alone.tolist(), (old := sub.filter(pa.array(~spread)).to_pylist()), map(redact_text, old)
+            ):
+                if a != b and i >= k:
+                    out_values[i - k] = b
+        flagged = flagged[spread]
+    if len(flagged):
+        old = work.to_pylist() if len(flagged) * (_LINES_BEFORE + _LINES_AFTER) > len(work) else None
+        for s0, e0 in _segments(flagged, len(work)):
+            seg = old[s0:e0] if old is not None else work.slice(s0, e0 - s0).to_pylist()
+            seg = [REDACTED if body[s0 + j] else (v or "") for j, v in enumerate(seg)]
+            red = redact_text("\n".join(seg)).split("\n")
+            if len(red) != len(seg):  # never: the rules keep line breaks; line by line then
+                red = [redact_text(v) for v in seg]
+            for j, (a, b) in enumerate(zip(seg, red)):
+                if a != b and s0 + j >= k:
+                    out_values[s0 + j - k] = b
+    if file and SECRET_FILES.search(file):
+        mine = work.slice(k) if k else work
+        masked = pc.replace_substring_regex(mine, r"^([ \t]*[^\s#!][^\s]*)[ \t]+\S.*$", r"\1 " + REDACTED)
+        masked = pc.replace_substring_regex(masked, r"^[ \t]*[^\s#!\[][^\s]*[ \t]*$", REDACTED)
+        changed = np.asarray(pc.not_equal(masked, mine).to_numpy(zero_copy_only=False))
+        for i in np.flatnonzero(changed).tolist():
+            out_values.setdefault(i, REDACTED if i in out_values else masked[i].as_py())
+            if out_values[i] != REDACTED:
+                out_values[i] = masked[i].as_py()
+    if carry is not None and line_numbers is not None and n_own:
+        carry.last_line = int(line_numbers[-1])
+        carry.tail = work.slice(max(0, len(work) - _LINES_AFTER)).to_pylist()
+        carry.pem_open_since = since_after
+    if not out_values:
+        return arr
+    mask = np.zeros(n_own, bool)
+    order = sorted(out_values)
+    mask[order] = True
+    return pc.replace_with_mask(arr, pa.array(mask), pa.array([out_values[i] for i in order], arr.type))
+
+
+def _segments(flagged: np.ndarray, n: int) -> list[tuple[int, int]]:
+    """The runs of lines to redact together: each flagged line with the lines around it, runs that
+    touch merged (numpy; one pair per run)."""
+    lo = np.maximum(flagged - _LINES_BEFORE, 0)
+    hi = np.minimum(flagged + _LINES_AFTER + 1, n)
+    reach = np.maximum.accumulate(hi)
+    new_run = np.ones(len(lo), bool)
+    new_run[1:] = lo[1:] > reach[:-1]
+    starts = np.flatnonzero(new_run)
+    ends = np.append(starts[1:], len(lo)) - 1
+    return list(zip(lo[starts].tolist(), reach[ends].tolist()))
+
+
+def _pem_body_mask(work: pa.Array, hit: np.ndarray, open_at: int | None) -> tuple[np.ndarray, int]:
+    """Which lines lie inside a PEM private key block (after its BEGIN line, before its END line,
+    at most :data:`_MAX_PEM_LINES` lines), and how many lines back from the end a block still open
+    at the end began (0: none). ``open_at``: the index (zero or less) of the BEGIN line of a block
+    opened before ``work``'s first line, else None."""
+    n = len(work)
+    if not hit.any() and open_at is None:
+        return np.zeros(n, bool), 0
+    idx = np.arange(n)
+    begin = np.zeros(n, bool)
+    end = np.zeros(n, bool)
+    cand = np.flatnonzero(hit)
+    if len(cand):
+        sub = work.take(pa.array(cand))
+        begin[cand] = np.asarray(
+            pc.fill_null(pc.match_substring_regex(sub, _PEM_BEGIN_RE2), False).to_numpy(zero_copy_only=False)
+        )
+    if not begin.any() and open_at is None:
+        return np.zeros(n, bool), 0
+    end = np.asarray(pc.fill_null(pc.match_substring_regex(work, _PEM_END_RE2), False).to_numpy(zero_copy_only=False))
+    opened = begin & ~end  # a BEGIN and END on one line is a whole block: the rules mask it
+    none = -(1 << 40)
+    first = none if open_at is None else open_at
+    last_begin = np.maximum.accumulate(np.where(opened, idx, first))
+    last_end = np.maximum.accumulate(np.where(end, idx, none - 1))
+    before = np.empty(n, np.int64)  # the last BEGIN strictly before each line
+    before[0] = first
+    before[1:] = last_begin[:-1]
+    inside = (before > last_end) & (idx - before <= _MAX_PEM_LINES) & ~opened
+    still_open = last_begin[-1] > last_end[-1] and n - last_begin[-1] <= _MAX_PEM_LINES
+    return inside, int(n - last_begin[-1]) if still_open else 0
 
 
 def pair_columns(table: str) -> tuple[str, str] | None:
@@ -408,8 +730,26 @@ def markdown() -> str:
         out.append(f"| `{r.name}` | {r.doc.replace('|', '/')} | `{ex}` |")
     out += [
         "",
+        "Key names are secrets' names when they hold one of these words (any case, anywhere in the name): "
+        + ", ".join(
+            f"`{w}`" for w in SECRET_WORDS.replace("(?:", "").replace(")", "").replace("[._-]?", ".").split("|")
+        )
+        + "; an access key's id (`aws_access_key_id`, `aws.access.key.id`) is one too. A key may be followed by "
+        "`=`, `:`, a blank (a lower-case dotted config key), `%3D`/`%3A` (URL-encoded), or held in a separate "
+        "`name`/`key` field next to a `value` field.",
+        "",
+        "Records over several lines: a log record (a message with its stack trace or config dump) is redacted "
+        "as one text, so a value on the line after its key is found. The `unparsed` table keeps one line a row: "
+        f"there each line the pre-check flags is redacted joined with the {_LINES_BEFORE} lines before it and "
+        f"the {_LINES_AFTER} lines after it, the body of a PEM private key block is masked up to its END line "
+        f"(at most {_MAX_PEM_LINES} lines), and a file read in pieces carries both across the pieces. Files "
+        "named for passwords (`jmxremote.password`, `*.password`, `*.passwd`) keep only the first word of each "
+        "line that is not a comment. Lines cited in a report are redacted together with the lines shown around "
+        "them.",
+        "",
         "Tables whose rows are name/value pairs also mask the whole value when the name is a secret's "
-        "name: " + ", ".join(f"`{t}` (`{k}` -> `{v}`)" for t, (k, v) in _PAIRS.items()) + ".",
+        "name: " + ", ".join(f"`{t}` (`{k}` -> `{v}`)" for t, (k, v) in _PAIRS.items()) + ". A config "
+        "the broker marks `sensitive=false` is masked by its name all the same.",
         "",
         "Values left visible under a secret's name: empty, `null`, `none`, `[hidden]` (what Kafka prints for "
         "password-typed configs), `[redacted]` and config-provider references such as `${file:/path:key}`. "

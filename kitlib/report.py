@@ -705,11 +705,12 @@ def cited_lines(bundle_path: Path, evidence: list[dict], context: int = CONTEXT_
                     i += 1
                 if not after:
                     after = [keep[j] for j in range(n + 1, n + context + 1) if j in keep]
-                out[(rel, n)] = (
-                    [redact_line(keep[i]) for i in range(n - context, n) if i in keep],
-                    redact_line(keep[n]),
-                    [redact_line(t) for t in after],
-                )
+                before = [keep[i] for i in range(n - context, n) if i in keep]
+                # redacted as one text: a value on the line after its key is masked too
+                shown = redact_line("\n".join([*before, keep[n], *after])).split("\n")
+                if len(shown) != len(before) + 1 + len(after):  # never: redaction keeps the lines
+                    shown = [redact_line(t) for t in [*before, keep[n], *after]]
+                out[(rel, n)] = (shown[: len(before)], shown[len(before)], shown[len(before) + 1 :])
     return out
 
 

@@ -44,7 +44,7 @@ pytestmark = pytest.mark.slow
 HERE = Path(__file__).resolve().parent
 CORPUS = HERE / "adversarial"
 STATIC = sorted(p.name for p in (CORPUS / "cases").iterdir() if p.is_dir())
-GENERATED = ["codecs", "links", "unread", "deep-json"]
+GENERATED = ["codecs", "links", "unread", "deep-json", "secrets-chunks"]
 BIG = ["long-line", "many-files", "big-gzip"]
 SECRETS = [s for s in (CORPUS / "SECRETS").read_text().split("\n") if s.strip()]
 MEMORY_BOUND_MB = 1024  # peak RSS of one `kitlib ingest` on any case, the 512 MiB line included
@@ -459,7 +459,7 @@ def test_reingest_replaces_the_output_whole(tmp_path):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("case", ["secrets", "host-notes"])
+@pytest.mark.parametrize("case", ["secrets", "secrets-shapes", "secrets-multiline", "host-notes"])
 def test_report_html_holds_no_secret_and_keeps_every_host(case, tmp_path):
     run = kitlib("report", str(CORPUS / "cases" / case), "--out", str(tmp_path / "r"), "--notebook", "triage")
     assert "Traceback" not in run.err and run.rc in (0, 1), run.err

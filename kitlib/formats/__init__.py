@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 import pandas as pd
 
 from kitlib import registry, tables
+from kitlib.redact import LineCarry
 from kitlib.sources import SourceError, SourceFile, read_chunks
 
 tables.declare(
@@ -92,14 +93,18 @@ class Context:
             self.error, self.error_line = message, line
 
 
-def unparsed_frame(src: SourceFile, lines: list[int], texts: list[str], reason: str) -> pd.DataFrame:
-    """Rows for the ``unparsed`` table (text passes through secret redaction, on the whole column:
-    consecutive lines let a PEM key's body lines be masked after its BEGIN line)."""
+def unparsed_frame(
+    src: SourceFile, lines: list[int], texts: list[str], reason: str, carry: LineCarry | None = None
+) -> pd.DataFrame:
+    """Rows for the ``unparsed`` table (text passes through secret redaction as lines of one file,
+    :func:`kitlib.redact.redact_lines`: a value on the line after its key and a PEM key's body
+    lines are masked too; ``carry``, one per file, continues that across the calls of a file read
+    in pieces)."""
     import pyarrow as pa
 
-    from kitlib.redact import redact_array
+    from kitlib.redact import redact_lines
 
-    text = redact_array(pa.array(texts, pa.large_string()), lines=True) if texts else []
+    text = redact_lines(pa.array(texts, pa.large_string()), lines, carry, src.rel) if texts else []
     return pd.DataFrame(
         {
             "file": src.rel,
@@ -187,14 +192,15 @@ def unknown_lines(src: SourceFile, ctx: Context, chunk_rows: int = 100_000):
     """The ``parse`` used for text files no format recognises: every line goes to ``unparsed``
     (reason ``unknown format``), so nothing in the bundle is dropped without a trace."""
     ns, ts = [], []
+    carry = LineCarry()  # a record (a key and its value, a PEM key) may cross a chunk boundary
     for n, raw in iter_lines(src, ctx):
         ns.append(n)
         ts.append(decode_line(raw)[0])
         if len(ns) >= chunk_rows:
-            yield "unparsed", unparsed_frame(src, ns, ts, "unknown format")
+            yield "unparsed", unparsed_frame(src, ns, ts, "unknown format", carry)
             ns, ts = [], []
     if ns:
-        yield "unparsed", unparsed_frame(src, ns, ts, "unknown format")
+        yield "unparsed", unparsed_frame(src, ns, ts, "unknown format", carry)
 
 
 def with_provenance(df: pd.DataFrame, src: SourceFile, **columns) -> pd.DataFrame:

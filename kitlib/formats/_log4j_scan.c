@@ -204,18 +204,40 @@ static inline int eq_ci(const unsigned char *p, const unsigned char *end, const 
 /* [._-] or any one byte (PREFILTER's '.'): how the key words are joined */
 static inline int sep_any(const unsigned char *p, const unsigned char *end) { return p < end && *p != '\n'; }
 
+/* word w, then "key" right after it or after any one byte (PREFILTER's w.?key) */
+static inline int word_key(const unsigned char *p, const unsigned char *end, const char *w) {
+    size_t n = strlen(w);
+    return eq_ci(p, end, w) && (eq_ci(p + n, end, "key") || (sep_any(p + n, end) && eq_ci(p + n + 1, end, "key")));
+}
+
 static int word_at(const unsigned char *p, const unsigned char *end) {
     const unsigned char *q;
     switch (LOWER[*p]) {
     case 'p':
-        return eq_ci(p, end, "passw") || eq_ci(p, end, "passphrase") || eq_ci(p, end, "pwd") ||
-               (eq_ci(p, end, "private") &&
-                (eq_ci(p + 7, end, "key") || (sep_any(p + 7, end) && eq_ci(p + 8, end, "key"))));
+        return eq_ci(p, end, "pass") || eq_ci(p, end, "pwd") || word_key(p, end, "private");
     case 's':
-        return eq_ci(p, end, "secret");
+        return eq_ci(p, end, "secret") || eq_ci(p, end, "sig=") || eq_ci(p, end, "signature=") ||
+               word_key(p, end, "signing");
     case 't':
         return eq_ci(p, end, "token");
+    case 'e':
+        return eq_ci(p, end, "eyj") || word_key(p, end, "encryption");
+    case 'l':
+        return word_key(p, end, "license");
+    case 'h':
+        return word_key(p, end, "hmac");
+    case 'm':
+        return word_key(p, end, "master") || eq_ci(p, end, "monitorrole") || eq_ci(p, end, "mysql") ||
+               eq_ci(p, end, "mariadb");
+    case 'r':
+        return eq_ci(p, end, "redis-cli");
+    case '-':
+        /* -u or -U and a blank (curl -u user:password), --user, --proxy-user */
+        return (p + 2 < end && LOWER[p[1]] == 'u' && (p[2] == ' ' || p[2] == '\t')) || eq_ci(p, end, "--user") ||
+               eq_ci(p, end, "--proxy-user");
     case 'a':
+        if (word_key(p, end, "account"))
+            return 1;
         if (eq_ci(p, end, "api") && p + 3 < end && (p[3] == '.' || p[3] == '_' || p[3] == '-') &&
             eq_ci(p + 4, end, "key"))
             return 1;
@@ -230,17 +252,16 @@ static int word_at(const unsigned char *p, const unsigned char *end) {
         /* case-sensitive in PREFILTER; matched without case here (a superset) */
         return eq_ci(p, end, "akia") || eq_ci(p, end, "asia") || eq_ci(p, end, "abia") || eq_ci(p, end, "acca");
     case 'c':
-        return eq_ci(p, end, "credential");
+        return eq_ci(p, end, "credential") || eq_ci(p, end, "cookie") || eq_ci(p, end, "controlrole") ||
+               eq_ci(p, end, "curl") || word_key(p, end, "cipher");
     case 'b':
         return eq_ci(p, end, "bearer") || (eq_ci(p, end, "bind") && sep_any(p + 4, end) && eq_ci(p + 5, end, "pw"));
     case 'j':
-        return eq_ci(p, end, "jaas");
+        return eq_ci(p, end, "jaas") || eq_ci(p, end, "jdbc:oracle");
     case 'k':
         return eq_ci(p, end, "keystore") && sep_any(p + 8, end) && eq_ci(p + 9, end, "key");
     case 'u':
         return eq_ci(p, end, "user_");
-    case 'e':
-        return eq_ci(p, end, "eyj");
     case 'g':
         if (eq_ci(p, end, "gh") && p + 3 < end && p[3] == '_') {
             unsigned char c = LOWER[p[2]];
@@ -263,7 +284,8 @@ static int word_at(const unsigned char *p, const unsigned char *end) {
             while (q < end && *q != '/' && *q != ':' && *q != '@' && *q != ' ' && *q != '\t' && *q != '\n' &&
                    *q != '\r' && *q != '\f')
                 q++;
-            if (q == u || q >= end || *q != ':')
+            (void)u; /* the user may be empty (redis://:password@host) */
+            if (q >= end || *q != ':')
                 return 0;
             const unsigned char *v = ++q;
             while (q < end && *q != '@' && *q != ' ' && *q != '\t' && *q != '\n' && *q != '\r' && *q != '\f')
@@ -359,10 +381,12 @@ static void enter_word(const char *w) {
 
 static void build_starts(void) {
     static const char *const words[] = {
-        "passw", "passp", "pwd",   "priva", "secre", "token", "api.k", "api_k", "api-k", "apike",
-        "aiza",  "autho", "auth.", "auth_", "auth-", "acces", "akia",  "asia",  "abia",
-        "acca",  "crede", "beare", "bind",  "jaas",  "keyst", "user_", "eyj",   "://",   "ghp_",
-        "gho_",  "ghu_",  "ghs_",  "ghr_",  "xoxa-", "xoxb-", "xoxp-", "xoxr-", "xoxs-", NULL};
+        "pass",  "pwd",   "priva", "secre", "token", "api.k", "api_k", "api-k", "apike", "aiza",
+        "autho", "auth.", "auth_", "auth-", "acces", "akia",  "asia",  "abia",  "acca",  "crede", "beare",
+        "bind",  "jaas",  "keyst", "user_", "eyj",   "://",   "ghp_",  "gho_",  "ghu_",  "ghs_",  "ghr_",
+        "xoxa-", "xoxb-", "xoxp-", "xoxr-", "xoxs-", "cooki", "accou", "encry", "signi", "licen", "hmac",
+        "maste", "ciphe", "sig=",  "signa", "monit", "contr", "jdbc:", "mysql", "maria", "redis", "curl",
+        "-u ",   "-u\t",  "--use", "--pro", NULL};
     for (const char *const *w = words; *w; w++)
         enter_word(*w);
     /* auth<any>user<any>info: "auth" and one byte of any kind */

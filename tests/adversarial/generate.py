@@ -142,10 +142,50 @@ def big(root: Path) -> None:
             fh.write(chunk)
 
 
+def secrets_chunks(root: Path) -> None:
+    """Records that cross the readers' internal boundaries: a PEM private key block across line
+    100,000 of a text file (the unparsed table is built 100,000 lines at a time), a key at the end
+    of the second piece with its value on the first line of the third, and a PEM block in a log
+    record just past the 6 MiB block size of the log4j reader. Body lines are short, so only the
+    BEGIN ... END state can mask them (not the rule for long base64 lines)."""
+    from kitlib.formats import unknown_lines
+    from kitlib.sources import CHUNK
+
+    b = root / "secrets-chunks" / "broker-1"
+    b.mkdir(parents=True)
+    rows = unknown_lines.__defaults__[0]  # lines per piece of the unparsed table
+    pem = [
+        "-----BEGIN ENCRYPTED PRIVATE KEY-----",
+        "AdvPemChunk0108a",
+        "AdvPemChunk0109b",
+        "AdvPemChunk0110c",
+        "AdvPemChunk0111d",
+        "-----END ENCRYPTED PRIVATE KEY-----",
+    ]
+    lines = [f"operator note {i}: nothing to see" for i in range(1, rows - 2)]  # BEGIN on line rows - 2
+    lines += pem
+    lines += [f"operator note {i}: nothing to see" for i in range(len(lines) + 1, 2 * rows)]
+    lines += ["ssl.truststore.password:", "    AdvNextPiece0112"]  # key on line 2 * rows, value after
+    lines += ["operator note: end"]
+    (b / "notes-big.txt").write_text("\n".join(lines) + "\n")
+    body = log_lines(CHUNK // 60)
+    record = (
+        "[2026-11-23 06:49:00,000] ERROR Could not load key material:\n"
+        + "\n".join(pem)
+        .replace("0108a", "0113a")
+        .replace("0109b", "0114b")
+        .replace("0110c", "0115c")
+        .replace("0111d", "0116d")
+        + "\n (x.Ssl)\n"
+    )
+    head = body[: body.rfind(b"\n", 0, CHUNK - 60) + 1]  # the record starts 60 bytes or less before the boundary
+    (b / "server.log").write_bytes(head + record.encode() + log_lines(10))
+
+
 def generate(out: str | os.PathLike, with_big: bool = False) -> Path:
     root = Path(out)
     root.mkdir(parents=True, exist_ok=True)
-    for make in (codecs, links, unread, deep):
+    for make in (codecs, links, unread, deep, secrets_chunks):
         make(root)
     if with_big:
         big(root)
