@@ -535,16 +535,14 @@ def _line_ends(chunks: Iterator[bytes], src: SourceFile) -> Iterator[bytes]:
             if pieces:
                 yield b"".join(pieces)
             raise
-    first = pieces[0] if len(pieces) == 1 else b"".join(pieces)
-    probe = first[:CR_PROBE]
+    probe = pieces[0][:CR_PROBE] if len(pieces) == 1 else b"".join(pieces)[:CR_PROBE]
     if b"\r" not in probe or b"\n" in probe:
-        if first:
-            yield first
+        yield from pieces
         yield from it
         return
     src.meta["cr_lines"] = True
     held = b""  # a CR at a chunk's end: its LF may start the next chunk
-    for b in itertools.chain([first], it):
+    for b in itertools.chain(pieces, it):
         data = held + b if held else b
         held = b"\r" if data.endswith(b"\r") else b""
         if held:

@@ -45,7 +45,7 @@ HERE = Path(__file__).resolve().parent
 CORPUS = HERE / "adversarial"
 STATIC = sorted(p.name for p in (CORPUS / "cases").iterdir() if p.is_dir())
 GENERATED = ["codecs", "links", "unread", "deep-json", "secrets-chunks"]
-BIG = ["long-line", "many-files", "big-gzip"]
+BIG = ["long-line", "many-files", "big-gzip", "tiny-lines"]
 SECRETS = [s for s in (CORPUS / "SECRETS").read_text().split("\n") if s.strip()]
 MEMORY_BOUND_MB = 1024  # peak RSS of one `kitlib ingest` on any case, the 512 MiB line included
 CONTROL = ["\x1b", "\x07", "\r", "\x08", "\x9b"]
@@ -195,24 +195,30 @@ def _stream(fh) -> bytes:
 
 
 def independent_lines(path: Path, member: str = "") -> int:
-    """Newlines in the decompressed content, plus one for a last line without one."""
-    n, last = 0, b"\n"
+    """Newlines in the decompressed content, plus one for a last line without one. A file whose
+    first 64 KiB hold a CR and no LF ends its lines with CR (CR LF counts once), as the README says."""
     if member:
         with zipfile.ZipFile(path) as z, z.open(member) as raw:
             import io
 
             data = io.BytesIO(raw.read())
-            pieces = list(_stream(data))
-    else:
-        with open(path, "rb") as fh:
-            pieces = _stream(fh)
-            for b in pieces:
-                n += b.count(b"\n")
-                last = b[-1:] or last
-            return n + (0 if last == b"\n" else 1)
+            return _count_lines(list(_stream(data)))
+    with open(path, "rb") as fh:
+        return _count_lines(_stream(fh))
+
+
+def _count_lines(pieces) -> int:
+    n, last, cr = 0, b"\n", None
     for b in pieces:
-        n += b.count(b"\n")
-        last = b[-1:] or last
+        if cr is None:  # the pieces are 1 MiB: the first holds the 64 KiB that decide
+            cr = b"\r" in b[:65536] and b"\n" not in b[:65536]
+        if cr:
+            b = b.replace(b"\r\n", b"\r")  # (a CR LF split across pieces would count twice: not in the corpus)
+            n += b.count(b"\r")
+            last = b"\n" if b[-1:] == b"\r" else (b[-1:] or last)
+        else:
+            n += b.count(b"\n")
+            last = b[-1:] or last
     return n + (0 if last == b"\n" else 1)
 
 

@@ -140,6 +140,18 @@ def big(root: Path) -> None:
     with gzip.open(g / "server.log.gz", "wb", compresslevel=1) as fh:
         for _ in range(12):
             fh.write(chunk)
+    tiny_lines(root)
+
+
+def tiny_lines(root: Path, n: int = 10_000_000) -> None:
+    """Ten million one-byte lines after a record header and an invalid UTF-8 line (so every one
+    goes to unparsed, "follows an unreadable line"); a second file is a record whose continuation
+    is ten million one-byte lines. Memory is bounded by the data held, not the number of lines."""
+    b = root / "tiny-lines" / "broker-1"
+    b.mkdir(parents=True)
+    head = b"[2026-11-23 06:47:00,000] INFO start (kafka.server.KafkaServer)\n"
+    (b / "server.log").write_bytes(head + b"\xff\n" + b"x\n" * n)
+    (b / "controller.log").write_bytes(head + b"x\n" * n)
 
 
 def secrets_chunks(root: Path) -> None:
