@@ -278,7 +278,7 @@ RULES: list[Rule] = [
         "(`oauth.client.secret s3cr3t`); a word of prose after the key (is, was, not, ...) is kept",
         "oauth.client.secret s3cr3t-value",
         re.compile(
-            rf"""(?<![A-Za-z0-9_.\-])(?P<key>[a-z0-9_\-]+(?:\.[a-z0-9_\-]+)+)[ \t]+(?!(?:{_PROSE})\b)(?P<value>["']?[^\s,;&"'<>{{}}\[\]()=:][^\s,;&"'<>{{}}\[\]()]*)"""
+            rf"""(?<![A-Za-z0-9_.\-])(?P<key>[a-z0-9_\-]+(?:\.[a-z0-9_\-]+)+)[ \t]+(?!(?:{_PROSE})\b)(?=["']?[^\s,;&"'<>{{}}\[\]()]*[A-Za-z0-9])["']?(?P<value>[^\s,;&"'<>{{}}\[\]()=:][^\s,;&"'<>{{}}\[\]()]*)"""
         ),
     ),
     Rule(

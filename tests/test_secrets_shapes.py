@@ -262,3 +262,11 @@ def test_cited_lines_are_redacted_with_their_context(tmp_path):
     before, line, after = got[("broker-1/server.log", 2)]
     assert "CitedS3cr3t" not in "\n".join([*before, line, *after])
     assert after[0] == "- name: KAFKA_SASL_PASSWORD" and after[1] == f"  value: {REDACTED}"
+
+
+def test_a_secret_key_followed_by_punctuation_in_prose_keeps_its_text():
+    """The kit's own advice names keys in prose (``fix its sasl.jaas.config / username``): a key
+    followed by a blank and something holding no letter or digit is no key and value."""
+    text = "fix its sasl.jaas.config / username and password"
+    assert redact_text(text) == text
+    assert redact_text('ssl.key.password "s3cr3t-quoted"') == 'ssl.key.password "[redacted]"'
