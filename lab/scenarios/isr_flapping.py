@@ -121,8 +121,8 @@ def run(
         "OfflineLogDirectoryCount, RequestHandlerAvgIdlePercent, byte and message rates; a paused node's JmxTool "
         "gets no answer while it is frozen, so its rows have gaps); `live/` is a capture after the run. "
         f"Settings beyond the lab's: {', '.join(f'{k}={v}' for k, v in SETTINGS.items())}.",
-        f"`isr-shrink` (broker {paused.node_id} leaves and rejoins the ISR {pauses + 1} times), `broker-fenced` "
-        f"(broker {paused.node_id}, during the long pause)",
+        f"`broker-fenced`: one finding for the stalls of broker {paused.node_id} (fenced during the long pause), "
+        f"naming their consequences (it leaves and rejoins the ISR {pauses + 1} times)",
         evidence(paused.node_id),
         f".venv/bin/python lab/scenarios/isr_flapping.py {out}",
     )
