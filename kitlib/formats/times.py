@@ -98,8 +98,8 @@ def timestamp(value, unit: str | None = None, tz: str | None = None) -> pd.Times
     try:
         if unit is not None:
             v = float(value)
-            ms, ok = epoch_to_ms(np.array([v]), unit)
-            return pd.Timestamp(int(ms[0]), unit="ms", tz="UTC") if ok[0] else None
+            got, ok = epoch_to_ms(np.array([v]), unit)
+            return pd.Timestamp(int(got[0]), unit="ms", tz="UTC") if ok[0] else None
         t = pd.Timestamp(value)
         if t is pd.NaT:
             return None
