@@ -93,7 +93,7 @@ def timestamp(value, unit: str | None = None, tz: str | None = None) -> pd.Times
 
     Example:
         >>> timestamp("9999-12-31T00:00:00Z") is None, str(timestamp(1795391000, "s"))
-        (True, '2026-11-23 07:43:20+00:00')
+        (True, '2026-11-22 23:43:20+00:00')
     """
     try:
         if unit is not None:
