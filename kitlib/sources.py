@@ -518,7 +518,7 @@ def _line_ends(chunks: Iterator[bytes], src: SourceFile) -> Iterator[bytes]:
 
     Example:
         >>> s = SourceFile(None, "x", "h")
-        >>> b"".join(_line_ends(iter([b"a\\rb\\r", b"\\nc"]), s)), s.meta["cr_lines"]
+        >>> b"".join(_line_ends(iter([b"a\\rb\\r", b"c"]), s)), s.meta["cr_lines"]
         (b'a\\nb\\nc', True)
     """
     it = iter(chunks)
