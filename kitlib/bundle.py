@@ -22,7 +22,7 @@ import pandas as pd
 from kitlib import registry, tables
 from kitlib.ingestion.derive import DerivedTables, cut
 from kitlib.ingestion.pipeline import run
-from kitlib.ingestion.store import ingest, is_store, load, read_table, stored_tables
+from kitlib.ingestion.store import host_partitioning, ingest, is_store, load, read_table, stored_tables
 from kitlib.summary import BundleSummary
 
 
@@ -173,8 +173,13 @@ class Bundle:
         for name, path in stored_tables(self.store).items():
             if self.deferred(name):
                 continue
-            pattern = str(path) if path.is_file() else str(path / "**" / "*.parquet")
-            con.execute(f"create view \"{name}\" as select * from read_parquet('{pattern}', hive_partitioning=false)")
+            if path.is_file():
+                source = f"read_parquet('{path}', hive_partitioning=false)"
+            elif host_partitioning(path) is None:  # its files hold the host themselves
+                source = f"read_parquet('{path / '**' / '*.parquet'}', hive_partitioning=false)"
+            else:  # the host is the partition key (host=<host>/), a string whatever it looks like
+                source = f"read_parquet('{path / '**' / '*.parquet'}', hive_partitioning=true, hive_types={{'host': VARCHAR}})"
+            con.execute(f'create view "{name}" as select * from {source}')
         for name in self.summary.deferred:  # built (once) only when the query names them
             if re.search(rf"\b{re.escape(name)}\b", query):
                 con.register(name, self._derive(name))

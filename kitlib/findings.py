@@ -291,6 +291,8 @@ def triage_text(result: Triage, summary_text: str = "") -> str:
     """The findings as ``kitlib triage`` prints them: ranked, each with id, summary, key numbers,
     recommended change, the notebook to open and evidence (file:line). A bundle with no findings
     says what was checked. ``summary_text`` (what the bundle holds) goes first."""
+    from kitlib.terminal import one_line
+
     out = [summary_text, ""] if summary_text else []
     if not result.findings:
         out.append("No findings. Checked:")
@@ -311,7 +313,7 @@ def triage_text(result: Triage, summary_text: str = "") -> str:
             out.append(f"   open: notebook {f.notebook} ({f.investigation})")
         for e in f.evidence[:5]:
             text = (e.get("text") or "").splitlines()[0][:160] if e.get("text") else ""
-            out.append(f"   evidence {e['file']}:{e['line']}  {text}")
+            out.append(f"   evidence {one_line(e['file'])}:{e['line']}  {text}")
         if len(f.evidence) > 5:
             out.append(f"   ... {len(f.evidence) - 5} more evidence rows (--json shows all)")
     for r in result.failed:

@@ -95,6 +95,8 @@ def unread(bundle) -> list[str]:
             out.append(str(r.error))
         elif r.format == "unknown":
             out.append(f"{r.file}: no format recognised (every line kept in unparsed)")
+        elif r.format == "empty":
+            out.append(f"{r.file}: empty (no content)")
         elif r.error:
             out.append(str(r.error))
     return out
@@ -112,9 +114,11 @@ def inferred_hosts(bundle) -> list[str]:
 
 def gaps_text(bundle) -> str:
     """The lists as a few lines of text (empty when there is nothing to say)."""
-    lines = [f"  host guessed: {h}" for h in inferred_hosts(bundle)]
+    from kitlib.terminal import one_line
+
+    lines = [f"  host guessed: {one_line(h)}" for h in inferred_hosts(bundle)]
     for g in lacks(bundle):
         lines.append(f"  missing {g.what}: {g.why}; collect: {g.how}")
     for u in unread(bundle):
-        lines.append(f"  not read: {u}")
+        lines.append(f"  not read: {one_line(u)}")
     return ("What this bundle lacks, and guesses made:\n" + "\n".join(lines)) if lines else ""

@@ -21,18 +21,24 @@ from __future__ import annotations
 
 import bz2
 import codecs
+import errno
 import fnmatch
+import heapq
 import itertools
 import json
 import lzma
 import os
 import re
+import shutil
 import stat
+import tempfile
 import zipfile
 import zlib
+from collections import OrderedDict
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import BinaryIO
 
 CHUNK = 6 * 1024 * 1024  # log4j blocks: 6 MiB peaked 20 MB lower than 8 MiB on 1 GB, as fast
 # a line longer than this keeps its first MAX_LINE bytes; the rest of it is counted, not stored
@@ -43,6 +49,8 @@ MANIFESTS = ("bundle.yaml", "bundle.yml", "bundle.json")
 NOTES = {"README.md", "PROVENANCE.md", ".DS_Store", "summary.json"}
 SKIP_NAMES = set(MANIFESTS) | NOTES
 SKIP_SUFFIXES = (".parquet",)
+ZIP_MAGIC = b"PK\x03\x04"
+MAX_ZIP_DEPTH = 4  # a zip inside a zip ... is read as a folder this many archives deep at most
 _ROTATED = re.compile(
     r"^(?P<base>.+?)(?:\.(?P<stamp>\d{4}-\d{2}-\d{2}(?:-\d{2})?)|\.(?P<num>\d+))?"
     r"(?P<gz>\.(?:gz|zst|xz|bz2|lz4))?$"
@@ -135,7 +143,8 @@ def load_manifest(root: Path) -> dict:
         p = root / name
         if p.is_file():
             try:
-                text = p.read_bytes().decode("utf-8-sig")
+                with open_regular(p) as fh:
+                    text = fh.read(MAX_LINE).decode("utf-8-sig")
             except (OSError, UnicodeDecodeError) as e:
                 raise ManifestError(f"{shown(str(p))}: cannot be read ({e})") from None
             try:
@@ -226,7 +235,7 @@ def discover_all(path: str | os.PathLike, tz: str | dict | None = None) -> tuple
         root, manifest = p.parent, {}
         found = [(p, p.name)]
         try:
-            with open(p, "rb"):
+            with open_regular(p):
                 pass
         except OSError as e:
             skipped.append(NotRead(shown(p.name), f"cannot be read: {e.strerror or e}"))
@@ -299,7 +308,7 @@ def infer_host(rel: str, f: Path | None = None, head_bytes: bytes | None = None)
     data = head_bytes
     if data is None and f is not None:
         try:
-            with open(f, "rb") as fh:
+            with open_regular(f) as fh:
                 data = fh.read(256 * 1024)
         except OSError:
             data = b""
@@ -313,11 +322,10 @@ def infer_host(rel: str, f: Path | None = None, head_bytes: bytes | None = None)
 def _source(f: Path, member: str, rel_raw: str, msize, root, p, manifest, hosts_map, file_map, default_tz, tz):
     rel = shown(rel_raw)
     parts = rel.split("/")
-    folder = parts[0] if len(parts) > 1 else None
-    if folder is not None and folder.endswith(".zip") and len(parts) == 2:
-        folder = folder[:-4]  # broker-1.zip/server.log belongs to broker-1
-    elif folder is not None and folder.endswith(".zip"):
-        folder = parts[1]  # logs.zip/broker-1/server.log belongs to broker-1
+    # archives are folders: logs.zip/broker-1/server.log (and a.zip/b.zip/broker-1/server.log)
+    # belong to broker-1; broker-1.zip/server.log, with no folder inside, to broker-1 too
+    plain = [d for d in parts[:-1] if not d.lower().endswith(".zip")]
+    folder = plain[0] if plain else (parts[-2][:-4] if len(parts) > 1 else None)
     host = None
     for pat, h in file_map.items():
         if fnmatch.fnmatch(rel, pat):
@@ -354,103 +362,264 @@ def _source(f: Path, member: str, rel_raw: str, msize, root, p, manifest, hosts_
     return src
 
 
+def special_kind(mode: int) -> str:
+    """What a path that is not a regular file is, in words.
+
+    Example:
+        >>> special_kind(stat.S_IFIFO | 0o644)
+        'named pipe (FIFO)'
+    """
+    for test, what in (
+        (stat.S_ISFIFO, "named pipe (FIFO)"),
+        (stat.S_ISSOCK, "socket"),
+        (stat.S_ISCHR, "character device"),
+        (stat.S_ISBLK, "block device"),
+        (stat.S_ISLNK, "symbolic link"),
+        (stat.S_ISDIR, "folder"),
+    ):
+        if test(mode):
+            return what
+    return "special file"
+
+
+def open_regular(path: str | os.PathLike) -> BinaryIO:
+    """``path`` opened read-only, only if it is a regular file. It is opened without blocking
+    (a pipe, socket or device is never waited on) and checked with ``fstat`` before anything is
+    read, so a path swapped for a pipe after it was examined still costs nothing; anything but a
+    regular file raises OSError saying what it is."""
+    flags = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOCTTY", 0) | getattr(os, "O_CLOEXEC", 0)
+    fd = os.open(path, flags)
+    try:
+        mode = os.fstat(fd).st_mode
+        if not stat.S_ISREG(mode):
+            raise OSError(errno.EINVAL, f"not a regular file (a {special_kind(mode)})")
+        os.set_blocking(fd, True)
+        return os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise
+
+
 def _walk(root: Path, skipped: list[NotRead]) -> list[tuple[Path, str]]:
-    """(path to open, path relative to root) for every regular file under root."""
+    """(path to open, path relative to root) for every regular file under root, each real file
+    once. The tree is walked with a stack (any depth); symlinks are resolved after every real
+    path is known, so a link to a file or folder read under its own name is listed as a link
+    (``link to X, read once there``), never read twice; hard links are read once too (by
+    ``st_dev``/``st_ino``)."""
     real_root = os.path.realpath(root)
     found: list[tuple[Path, str]] = []
-    seen_dirs = {real_root}
+    read_as: dict[tuple[int, int], str] = {}  # (st_dev, st_ino) of each file read -> its rel
+    # (st_dev, st_ino) of each folder walked -> its rel (by identity: a real path would be resolved
+    # component by component, which costs the square of the depth on a deep tree)
+    root_st = os.stat(root)
+    folder_as: dict[tuple[int, int], str] = {(root_st.st_dev, root_st.st_ino): ""}
+    folders: list[tuple[str, str]] = [(str(root), "")]  # to walk: (path, rel)
+    links: list[tuple[str, str]] = []  # symlinks met (a heap by rel), resolved last
 
     def inside(real: str) -> bool:
         return real == real_root or real.startswith(real_root.rstrip(os.sep) + os.sep)
 
-    def visit(d: Path, rel_dir: str):
+    def listed_by_name(rel: str, name: str) -> bool:
+        if "/" not in rel and name in MANIFESTS:
+            return True  # the manifest itself: read by load_manifest
+        if name in NOTES or name in MANIFESTS:
+            skipped.append(NotRead(shown(rel), "bundle notes or kit output, not log data"))
+            return True
+        if name.endswith(SKIP_SUFFIXES):
+            skipped.append(NotRead(shown(rel), "Parquet table (kit output), not log data"))
+            return True
+        return False
+
+    def take(path: str, rel: str, st: os.stat_result, via_link: bool) -> None:
+        if stat.S_ISDIR(st.st_mode):
+            key = (st.st_dev, st.st_ino)
+            if key in folder_as:
+                there = folder_as[key]
+                holds = rel == there or rel.startswith(there + "/") or not there
+                why = (
+                    "symlink loop (a link to a folder that holds it)"
+                    if holds
+                    else f"link to {shown(there)}, read once there"
+                )
+                skipped.append(NotRead(shown(rel), why))
+                return
+            folder_as[key] = rel
+            folders.append((path, rel))
+            return
+        if not stat.S_ISREG(st.st_mode):
+            skipped.append(NotRead(shown(rel), f"not a regular file (a {special_kind(st.st_mode)}): never opened"))
+            return
+        key = (st.st_dev, st.st_ino)
+        if key in read_as:
+            how = "link to" if via_link else "hard link to"
+            skipped.append(NotRead(shown(rel), f"{how} {shown(read_as[key])}, read once there"))
+            return
+        if not os.access(path, os.R_OK):
+            skipped.append(NotRead(shown(rel), "cannot be read: permission denied"))
+            return
+        read_as[key] = rel
+        found.append((Path(path), rel))
+
+    while folders or links:
+        if not folders:  # every real folder is walked: resolve the next link
+            rel, path = heapq.heappop(links)
+            try:
+                real = os.path.realpath(path, strict=True)
+            except OSError as err:
+                loop = "loop" in str(err).lower() or err.errno == errno.ELOOP
+                why = "symlink loop" if loop else "dangling symlink (its target does not exist)"
+                skipped.append(NotRead(shown(rel), why))
+                continue
+            if not inside(real):
+                skipped.append(NotRead(shown(rel), "symlink to a path outside the bundle: not followed"))
+                continue
+            try:
+                st = os.stat(real)
+            except OSError as err:
+                skipped.append(NotRead(shown(rel), f"cannot be examined: {err.strerror or err}"))
+                continue
+            take(real, rel, st, via_link=True)
+            continue
+        d, rel_dir = folders.pop()
         try:
-            entries = sorted(os.scandir(d), key=lambda e: e.name)
+            with os.scandir(d) as it:
+                entries = sorted(it, key=lambda e: e.name)
         except OSError as err:
             skipped.append(NotRead(shown(rel_dir or "."), f"folder cannot be read: {err.strerror or err}"))
-            return
+            continue
+        at = len(folders)
         for e in entries:
             rel = f"{rel_dir}/{e.name}" if rel_dir else e.name
             if e.name.startswith("."):
                 skipped.append(NotRead(shown(rel), "hidden (its name starts with a dot)"))
                 continue
-            target = Path(e.path)
-            if e.is_symlink():
-                try:
-                    real = os.path.realpath(e.path, strict=True)
-                except OSError as err:
-                    loop = "loop" in str(err).lower() or err.errno == 40
-                    why = "symlink loop" if loop else "dangling symlink (its target does not exist)"
-                    skipped.append(NotRead(shown(rel), why))
-                    continue
-                if not inside(real):
-                    skipped.append(NotRead(shown(rel), "symlink to a path outside the bundle: not followed"))
-                    continue
-                target = Path(real)
             try:
-                st = os.stat(target)
+                st = e.stat(follow_symlinks=False)
             except OSError as err:
                 skipped.append(NotRead(shown(rel), f"cannot be examined: {err.strerror or err}"))
                 continue
-            if stat.S_ISDIR(st.st_mode):
-                real = os.path.realpath(target)
-                if real in seen_dirs:
-                    skipped.append(NotRead(shown(rel), "folder already read through another path (symlink loop)"))
+            if stat.S_ISREG(st.st_mode) or stat.S_ISLNK(st.st_mode):
+                if listed_by_name(rel, e.name):
                     continue
-                seen_dirs.add(real)
-                visit(target, rel)
+            if stat.S_ISLNK(st.st_mode):
+                heapq.heappush(links, (rel, e.path))
                 continue
-            if not stat.S_ISREG(st.st_mode):
-                skipped.append(NotRead(shown(rel), "not a regular file (device, socket or pipe)"))
-                continue
-            if "/" not in rel and e.name in MANIFESTS:
-                continue  # the manifest itself: read by load_manifest
-            if e.name in NOTES or e.name in MANIFESTS:
-                skipped.append(NotRead(shown(rel), "bundle notes or kit output, not log data"))
-                continue
-            if e.name.endswith(SKIP_SUFFIXES):
-                skipped.append(NotRead(shown(rel), "Parquet table (kit output), not log data"))
-                continue
-            if not os.access(target, os.R_OK):
-                skipped.append(NotRead(shown(rel), "cannot be read: permission denied"))
-                continue
-            found.append((target, rel))
-
-    visit(root, "")
+            take(e.path, rel, st, via_link=False)
+        folders[at:] = folders[at:][::-1]  # this folder's subfolders are walked in name order
     return found
 
 
 def _is_zip(f: Path) -> bool:
     try:
-        with open(f, "rb") as fh:
-            return fh.read(4) == b"PK\x03\x04"
+        with open_regular(f) as fh:
+            return fh.read(4) == ZIP_MAGIC
     except OSError:
         return False
 
 
 def _zip_members(f: Path, rel: str, skipped: list[NotRead]) -> list[tuple[str, str, int]]:
-    """A zip archive read as a folder: (member name, rel path, size) for each file member."""
-    try:
-        with zipfile.ZipFile(f) as z:
-            infos = z.infolist()
-    except (zipfile.BadZipFile, OSError, ValueError) as e:
-        skipped.append(NotRead(shown(rel), f"zip archive cannot be read: {e}"))
-        return []
-    out = []
-    for i in infos:
-        if i.is_dir():
+    """A zip archive read as a folder: (member, rel path, size) for each file member, in the
+    archive's order. A member that is itself a zip archive is read as a folder too (its members'
+    ``member`` is the chain of names joined by NUL), :data:`MAX_ZIP_DEPTH` archives deep at most;
+    members whose attributes say symlink, pipe or device are listed, never read."""
+    out: list[tuple[str, str, int]] = []
+    # (chain of member names leading to the archive, its rel path)
+    archives: list[tuple[tuple[str, ...], str]] = [((), rel)]
+    while archives:
+        chain, arel = archives.pop()
+        try:
+            infos = _archive(f, chain).infolist()
+        except (zipfile.BadZipFile, OSError, ValueError, EOFError, zlib.error, RuntimeError) as e:
+            skipped.append(NotRead(shown(arel), f"zip archive cannot be read: {e}"))
             continue
-        mrel = f"{rel}/{i.filename.lstrip('/')}"
-        name = i.filename.rsplit("/", 1)[-1]
-        if any(part.startswith(".") for part in i.filename.split("/")) or ".." in i.filename.split("/"):
-            skipped.append(NotRead(shown(mrel), "hidden or parent-relative member of a zip archive"))
-        elif i.flag_bits & 0x1:
-            skipped.append(NotRead(shown(mrel), "encrypted zip member"))
-        elif name in NOTES or name in MANIFESTS or name.endswith(SKIP_SUFFIXES):
-            skipped.append(NotRead(shown(mrel), "bundle notes or kit output, not log data"))
-        else:
-            out.append((i.filename, mrel, i.file_size))
+        nested: list[tuple[tuple[str, ...], str]] = []
+        for i in infos:
+            if i.is_dir():
+                continue
+            mrel = f"{arel}/{i.filename.lstrip('/')}"
+            name = i.filename.rsplit("/", 1)[-1]
+            mode = i.external_attr >> 16 if i.create_system == 3 else 0  # unix attributes
+            if any(part.startswith(".") for part in i.filename.split("/")) or ".." in i.filename.split("/"):
+                skipped.append(NotRead(shown(mrel), "hidden or parent-relative member of a zip archive"))
+            elif stat.S_IFMT(mode) and not stat.S_ISREG(mode):
+                skipped.append(
+                    NotRead(shown(mrel), f"zip member stored as a {special_kind(mode)}, not a file: never read")
+                )
+            elif i.flag_bits & 0x1:
+                skipped.append(NotRead(shown(mrel), "encrypted zip member"))
+            elif name in NOTES or name in MANIFESTS or name.endswith(SKIP_SUFFIXES):
+                skipped.append(NotRead(shown(mrel), "bundle notes or kit output, not log data"))
+            elif _member_is_zip(f, chain, i):
+                if len(chain) + 2 > MAX_ZIP_DEPTH:
+                    skipped.append(
+                        NotRead(
+                            shown(mrel),
+                            f"zip archive inside {len(chain) + 1} others: archives are opened "
+                            f"{MAX_ZIP_DEPTH} deep at most",
+                        )
+                    )
+                else:
+                    nested.append(((*chain, i.filename), mrel))
+            else:
+                out.append(("\0".join((*chain, i.filename)), mrel, i.file_size))
+        archives.extend(reversed(nested))
     return out
+
+
+def _member_is_zip(f: Path, chain: tuple[str, ...], info: zipfile.ZipInfo) -> bool:
+    if info.file_size < 22:  # smaller than an empty archive
+        return False
+    try:
+        with _archive(f, chain).open(info) as m:
+            return m.read(4) == ZIP_MAGIC
+    except (zipfile.BadZipFile, OSError, ValueError, EOFError, zlib.error, RuntimeError, NotImplementedError):
+        return False
+
+
+# open archives kept for the next member (each member is then found in O(1), not by reading the
+# central directory again): key -> (archive, the file it reads)
+_ARCHIVES: OrderedDict[tuple, tuple[zipfile.ZipFile, BinaryIO]] = OrderedDict()
+ARCHIVES_OPEN = 8
+
+
+def _archive(path: Path, chain: tuple[str, ...] = ()) -> zipfile.ZipFile:
+    """The zip archive at ``path`` or, with ``chain``, the one nested in it by that chain of
+    member names (streamed once into an anonymous temporary file, so memory stays bounded
+    whatever its size). Archives stay open (a few, most recently used) for the next member."""
+    st = os.stat(path)
+    key = (os.fspath(path), st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, chain)
+    got = _ARCHIVES.get(key)
+    if got is not None:
+        _ARCHIVES.move_to_end(key)
+        return got[0]
+    if chain:
+        fh: BinaryIO = tempfile.TemporaryFile(prefix="kitlib-nested-zip-")
+        try:
+            with _archive(path, chain[:-1]).open(chain[-1]) as m:
+                shutil.copyfileobj(m, fh, 1 << 20)
+            fh.seek(0)
+        except BaseException:
+            fh.close()
+            raise
+    else:
+        fh = open_regular(path)
+    try:
+        z = zipfile.ZipFile(fh)
+    except BaseException:
+        fh.close()
+        raise
+    _ARCHIVES[key] = (z, fh)
+    while len(_ARCHIVES) > ARCHIVES_OPEN:  # an open member keeps its file alive on its own
+        _ARCHIVES.popitem(last=False)
+    return z
+
+
+def close_archives() -> None:
+    """Close the archives kept open (and remove the temporary copies of nested ones)."""
+    while _ARCHIVES:
+        z, fh = _ARCHIVES.popitem()[1]
+        z.close()
+        fh.close()
 
 
 def _order(s: SourceFile):
@@ -467,20 +636,63 @@ def _order(s: SourceFile):
 
 
 def _open(src: SourceFile):
-    """The raw bytes of ``src``, opened read-only (a zip member is streamed from its archive)."""
+    """The raw bytes of ``src``, opened read-only and only if it is a regular file (a zip member
+    is streamed from its archive, kept open for the next member)."""
     if src.member:
-        z = zipfile.ZipFile(src.path)
-        fh = z.open(src.member)
-        fh._kit_archive = z  # type: ignore[attr-defined]  # closed with the member
-        return fh
-    return open(src.path, "rb")
+        *chain, name = src.member.split("\0")
+        return _Member(_archive(src.path, tuple(chain)).open(name))
+    return open_regular(src.path)
+
+
+class _Member:
+    """A zip member read in pieces of 64 KiB with its CRC-32 checked here, after every byte was
+    passed on: a member that fails its check, or whose compressed data breaks, still gives all
+    it held before the damage (zipfile alone raises on the read that reaches the end, losing that
+    read's data); the error comes with the next read."""
+
+    PIECE = 64 * 1024
+
+    def __init__(self, fh):
+        self.fh, self.crc, self.error = fh, 0, None
+        self.expected = getattr(fh, "_expected_crc", None)
+        if self.expected is not None:
+            fh._expected_crc = None  # checked here instead (the attribute zipfile's own check reads)
+
+    def read(self, n: int = -1) -> bytes:
+        if self.error is not None:
+            raise self.error
+        out = bytearray()
+        while n < 0 or len(out) < n:
+            try:
+                b = self.fh.read(self.PIECE if n < 0 else min(self.PIECE, n - len(out)))
+            except (zipfile.BadZipFile, EOFError, zlib.error) as e:
+                self.error = e
+                break
+            if not b:
+                if self.expected is not None and self.crc != self.expected:
+                    self.error = zipfile.BadZipFile(f"bad CRC-32 for {self.fh.name!r}: the member is damaged")
+                break
+            self.crc = zlib.crc32(b, self.crc)
+            out += b
+        if not out and self.error is not None:
+            raise self.error
+        return bytes(out)
+
+    def close(self) -> None:
+        self.fh.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
 
 
 def _codec(src: SourceFile) -> str | None:
     try:
         with _open(src) as fh:
             head6 = fh.read(6)
-    except (OSError, zipfile.BadZipFile, RuntimeError, ValueError):
+    except (OSError, zipfile.BadZipFile, RuntimeError, ValueError, EOFError, zlib.error):
         return None
     for magic, name in MAGIC.items():
         if head6.startswith(magic):
@@ -556,8 +768,9 @@ def _decompressed(src: SourceFile, chunk: int) -> Iterator[bytes]:
     on_read = src.meta.get("on_read")
     try:
         raw = _open(src)
-    except (OSError, zipfile.BadZipFile, RuntimeError, ValueError) as e:
+    except (OSError, zipfile.BadZipFile, RuntimeError, ValueError, EOFError, zlib.error) as e:
         raise SourceError(src.rel, f"cannot be read: {getattr(e, 'strerror', None) or e}") from None
+    done = 0  # content bytes passed on (plain content)
     try:
         fh = _Counting(raw, on_read) if on_read else raw
         if src.end is not None and not src.member:  # one part of a plain file split for parallel parsing
@@ -575,6 +788,7 @@ def _decompressed(src: SourceFile, chunk: int) -> Iterator[bytes]:
         if codec is None:
             b = first
             while b:
+                done += len(b)
                 yield b
                 b = fh.read(chunk)
             return
@@ -584,11 +798,10 @@ def _decompressed(src: SourceFile, chunk: int) -> Iterator[bytes]:
             yield from _inflate(src, codec, first, fh, chunk)
     except OSError as e:
         raise SourceError(src.rel, f"read failed: {e.strerror or e}") from None
+    except (zipfile.BadZipFile, EOFError, zlib.error) as e:  # a zip member failing its CRC, or cut short
+        raise SourceError(src.rel, f"corrupt zip member ({e})", offset=done) from None
     finally:
         raw.close()
-        z = getattr(raw, "_kit_archive", None)
-        if z is not None:
-            z.close()
 
 
 class _Counting:

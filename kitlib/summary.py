@@ -45,23 +45,27 @@ class BundleSummary:
 
 
 def summary_text(s: BundleSummary) -> str:
-    """The summary as ``kitlib ingest``, ``summary`` and ``triage`` print it."""
+    """The summary as ``kitlib ingest``, ``summary`` and ``triage`` print it. Names from the bundle
+    (files, hosts) are kept on their line (:func:`kitlib.terminal.one_line`): a file name holding a
+    newline cannot print a line of its own."""
+    from kitlib.terminal import one_line
+
     lines = [
-        f"bundle   {s.bundle}",
+        f"bundle   {one_line(s.bundle)}",
         f"files    {s.files} ({s.bytes:,} bytes) in {s.seconds:.2f} s",
         "formats  " + ", ".join(f"{k}: {v}" for k, v in s.formats.items()),
-        "hosts    " + ", ".join(s.hosts),
+        "hosts    " + ", ".join(one_line(h) for h in s.hosts),
         "span     " + (" -> ".join(s.time_span) if s.time_span else "-"),
         "rows     " + ", ".join(f"{k}: {v:,}" for k, v in s.rows.items() if k != "unparsed" and v),
         *(["derived  " + f"{len(s.deferred)} tables built on first use from the events"] if s.deferred else []),
         f"unparsed {s.unparsed_lines:,} lines",
     ]
     if s.unknown_files:
-        lines.append("unknown  " + ", ".join(s.unknown_files))
+        lines.append("unknown  " + ", ".join(one_line(f) for f in s.unknown_files))
     for e in s.errors:
-        lines.append(f"error    {e}")
+        lines.append(f"error    {one_line(e)}")
     for e in s.not_read[:20]:
-        lines.append(f"not read {e}")
+        lines.append(f"not read {one_line(e)}")
     if len(s.not_read) > 20:
         lines.append(f"not read ... {len(s.not_read) - 20} more (the files table lists them all)")
     return "\n".join(lines)

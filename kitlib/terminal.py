@@ -42,6 +42,18 @@ def visible(text) -> str:
     return _CONTROL.sub(_show, redact_text(s))
 
 
+def one_line(text) -> str:
+    """``text`` kept on one line: newlines and tabs shown as ``\\n`` and ``\\t`` (for a file name,
+    a host name or an error quoted into a line of output, where a newline would print a forged
+    line after it); :func:`visible` shows the other control characters when it is printed.
+
+    Example:
+        >>> one_line("notes\\nerror    forged.txt")
+        'notes\\\\nerror    forged.txt'
+    """
+    return str(text).replace("\n", "\\n").replace("\t", "\\t")
+
+
 def say(*parts, file=None, sep: str = " ", end: str = "\n") -> None:
     """``print`` for every message of the CLI: the text passes :func:`visible` first."""
     out = file if file is not None else sys.stdout

@@ -143,11 +143,13 @@ def build_all(store: Path) -> dict[str, Derived]:
 def scan(path: Path, rows: int = 65536) -> Iterator[pa.RecordBatch]:
     """The batches of a stored table (one Parquet file, or a dataset folder read file by file in
     path order), read one at a time so that memory holds one batch, not the table."""
-    import pyarrow.parquet as pq
+    import pyarrow.dataset as ds
 
-    files = [path] if path.is_file() else sorted(path.rglob("*.parquet"))
-    for f in files:
-        yield from pq.ParquetFile(f).iter_batches(batch_size=rows)
+    from kitlib.ingestion.store import host_partitioning
+
+    dataset = ds.dataset(str(path), format="parquet", partitioning=host_partitioning(path))
+    # one thread: the batches come in file order, one at a time
+    yield from dataset.scanner(batch_size=rows, use_threads=False).to_batches()
 
 
 def cut(df: pd.DataFrame, name: str, start=None, end=None, hosts: list[str] | None = None) -> pd.DataFrame:

@@ -35,6 +35,7 @@ import sys
 import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from urllib.parse import quote
 
 import pandas as pd
 import pyarrow as pa
@@ -167,12 +168,16 @@ def parse_unit(unit: Unit, work: str, derive: bool = False) -> UnitResult:
     folder = Path(work) / f"{unit.index:06d}-{unit.part:04d}"
     folder.mkdir(parents=True, exist_ok=True)
     fmt = formats.FORMATS.get(unit.fmt) if unit.fmt else None
-    sink = Sink(folder, derive)
+    sink = Sink(folder, derive, partition_key="host")
     row = parse_file(unit.src, fmt, sink)
     spills = sink.close_streams()
     for name, parts in sink.parts.items():  # tables other formats fill (metrics, configs, ...): small
         df = pd.concat([p.to_pandas() if isinstance(p, pa.Table) else p for p in parts], ignore_index=True)
-        pq.write_table(to_arrow(name, df), folder / f"{name}.parquet", compression="zstd")
+        pq.write_table(
+            to_arrow(name, df).drop_columns(["host"]) if "host" in df.columns else to_arrow(name, df),
+            folder / f"{name}.parquet",
+            compression="zstd",
+        )
     return UnitResult(
         unit.index,
         unit.part,
@@ -215,12 +220,12 @@ def finish_host(
     for name, df, err in iter_build(selected, to_pandas) if derive else iter(()):
         if err is not None:
             errors.append(err)
-        extra = [pq.read_table(p).to_pandas() for p in format_filled.pop(name, [])]
+        extra = [_with_host(pq.read_table(p).to_pandas(), host) for p in format_filled.pop(name, [])]
         if extra:
             df = tables.conform(name, pd.concat([*extra, df], ignore_index=True))
         _write(out_dir, name, host, df, rows)
     for name, paths in format_filled.items():
-        df = pd.concat([pq.read_table(p).to_pandas() for p in paths], ignore_index=True)
+        df = pd.concat([_with_host(pq.read_table(p).to_pandas(), host) for p in paths], ignore_index=True)
         _write(out_dir, name, host, tables.conform(name, df) if name in tables.SCHEMAS else df, rows)
     for r in results:
         shutil.rmtree(r.folder, ignore_errors=True)
@@ -228,19 +233,29 @@ def finish_host(
 
 
 def _part_path(out: Path, table: str, host: str, part: str) -> Path:
-    d = out / table / f"host={_safe(host)}"
+    """``<out>/<table>/host=<host>/part-<part>.parquet``: the host URL-escaped in the folder name
+    (``broker 1`` -> ``host=broker%201``), which pyarrow, DuckDB and pandas decode back to it."""
+    d = out / table / f"host={quote(host, safe='')}"
     d.mkdir(parents=True, exist_ok=True)
     return d / f"part-{part}.parquet"
 
 
-def _safe(host: str) -> str:
-    return re.sub(r"[^\w.-]", "_", host) or "_"
+def _with_host(df: pd.DataFrame, host: str) -> pd.DataFrame:
+    """A table a unit wrote without its host (the partition key) given it back."""
+    if "host" not in df.columns:
+        df.insert(0, "host", host)
+    return df
 
 
 def _write(out: Path, name: str, host: str, df: pd.DataFrame, rows: dict[str, int]) -> None:
+    """One host's rows of table ``name`` into its partition; the host is the partition key, not a
+    column of the file (a dictionary column there and a string key disagree for pyarrow)."""
     rows[name] = rows.get(name, 0) + len(df)
     if len(df):
-        pq.write_table(to_arrow(name, df), _part_path(out, name, host, "0"), compression="zstd")
+        at = to_arrow(name, df)
+        if "host" in at.column_names:
+            at = at.drop_columns(["host"])
+        pq.write_table(at, _part_path(out, name, host, "0"), compression="zstd")
 
 
 def files_table(results: list[UnitResult], not_read: list[dict] | None = None) -> pd.DataFrame:

@@ -15,7 +15,7 @@ from kitlib.extract import BuildError
 from kitlib.formats import Context, Format, first_nul, unknown_lines
 from kitlib.guard import account_rest, cut_line_note, not_read_rows
 from kitlib.ingestion.sink import Sink
-from kitlib.sources import CR_NOTE, SourceFile, discover_all, head
+from kitlib.sources import CR_NOTE, SourceFile, close_archives, discover_all, head
 from kitlib.summary import BundleSummary
 
 tables.declare(
@@ -34,7 +34,7 @@ tables.declare(
         (
             "format",
             "category",
-            "detected format, 'unknown' (every line kept in unparsed; binary files "
+            "detected format, 'empty' (no content: 0 lines), 'unknown' (every line kept in unparsed; binary files "
             "listed only), or 'not read' (a path not read as data: error says why)",
         ),
         ("tz", "str", "timezone its timestamps were read in"),
@@ -74,21 +74,44 @@ def run(path, tz, out: Path | None, progress, derive: bool = True) -> tuple[dict
     total = sum(s.size for s in srcs)
     bar = _progress(progress, total, root.name)
     sink = Sink(out, derive)
-    inventory = []
-    for src in srcs:
-        if bar is not None:
-            src.meta["on_read"] = bar.update
-        fmt = formats.detect(head(src), src)
-        inventory.append(parse_file(src, fmt, sink, bar))
-    inventory += not_read_rows(skipped)
+    inventory = FileRows()
+    srcs.reverse()  # taken from the end: each file's object (and what its parse noted) goes once it is parsed
+    try:
+        while srcs:
+            src = srcs.pop()
+            if bar is not None:
+                src.meta["on_read"] = bar.update
+            fmt = formats.detect(head(src), src)
+            inventory.add(parse_file(src, fmt, sink, bar))
+    finally:
+        close_archives()
+    for row in not_read_rows(skipped):
+        inventory.add(row)
     if bar is not None:
         bar.close()
     result, build_errors = sink.finish()
-    result["files"] = tables.conform("files", pd.DataFrame(inventory))
+    result["files"] = tables.conform("files", inventory.frame())
     summary = summarize(root, result["files"], sink.rows, build_errors, sink.time_span(), t0)
     if not sink.derive:
         summary.deferred = deferred_tables()
     return result, summary
+
+
+class FileRows:
+    """The ``files`` table built a column at a time: a bundle of 100,000 small files holds a list
+    of values per column, not a dict per file."""
+
+    def __init__(self) -> None:
+        self.columns: dict[str, list] = {c.name: [] for c in tables.SCHEMAS["files"].columns}
+        self.n = 0
+
+    def add(self, row: dict) -> None:
+        for c, values in self.columns.items():
+            values.append(row.get(c))
+        self.n += 1
+
+    def frame(self) -> pd.DataFrame:
+        return pd.DataFrame(self.columns, index=pd.RangeIndex(self.n))
 
 
 def lean_allocator() -> None:
@@ -146,8 +169,11 @@ def parse_file(src: SourceFile, fmt: Format | None, sink: Sink, bar=None) -> dic
         "error_line": pd.NA,
         "note": "",
     }
-    nul = first_nul(head(src)) if fmt is None else -1
-    if nul >= 0:
+    first = head(src) if fmt is None else b""
+    nul = first_nul(first) if fmt is None else -1
+    if fmt is None and not first and not _has_content(src):
+        rec.update(format="empty", lines=0, parsed=0, unparsed=0)
+    elif nul >= 0:
         rec["error"] = f"{src.rel}: binary content (NUL byte at offset {nul}): listed, not read as lines"
         if bar is not None:
             bar.update(src.size)
@@ -191,6 +217,20 @@ def parse_file(src: SourceFile, fmt: Format | None, sink: Sink, bar=None) -> dic
             )
     rec["seconds"] = round(time.perf_counter() - t1, 4)
     return rec
+
+
+def _has_content(src: SourceFile) -> bool:
+    """Whether the file holds anything (its first content byte could be read); a file that cannot
+    be read counts as holding something, so the parser meets the error and names it."""
+    from kitlib.sources import SourceError, read_chunks
+
+    chunks = read_chunks(src, chunk=64 * 1024)
+    try:
+        return any(chunks)
+    except SourceError:
+        return True
+    finally:
+        chunks.close()  # type: ignore[attr-defined]  # a generator: closing it closes the file
 
 
 def summarize(

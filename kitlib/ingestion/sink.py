@@ -26,6 +26,13 @@ PRUNED_BY = ("ts", "host", "file", "line")
 # record times and line numbers rise through a file: delta encoding stores them in a few bits a
 # value, without a codec (a third of what zstd on plain values costs, and smaller)
 RISING = ("ts", "line")
+# a streamed table's rows are written once this many are pending (or ROW_GROUP_BYTES of them):
+# the blocks of a big log make a row group each, the rows of many small files are gathered into
+# one (a row group per small file gave 100,000 one-row groups, a 66 MB footer, and the writer
+# held every group's metadata in memory until it closed)
+ROW_GROUP_ROWS = 64 * 1024
+ROW_GROUP_BYTES = 16 * 1024 * 1024
+COMBINE = 256  # pending small tables are joined this many at a time
 
 
 def stream_options(schema: pa.Schema) -> dict:
@@ -47,11 +54,16 @@ class Sink:
 
     STREAMED = ("events", "unparsed")
 
-    def __init__(self, out: Path | None, derive: bool = True):
+    def __init__(self, out: Path | None, derive: bool = True, partition_key: str | None = None):
         self.out = out
+        # a column the streamed files leave out: the key of the partition they are moved into
+        # (a Dask ingest's ``host``), kept in the rows handed to the extractors
+        self.partition_key = partition_key
         self.derive = derive or out is None  # in memory, derived tables are always built
         self.parts: dict[str, list] = {}
         self.writers: dict[str, pq.ParquetWriter] = {}
+        self.pending: dict[str, list[pa.Table]] = {}  # streamed rows not written yet, per table
+        self.pending_size: dict[str, tuple[int, int]] = {}  # their (rows, bytes)
         self.written: set[str] = set()  # derived tables already written to ``out``
         # the records the extractors want (spilled next to the output when streaming)
         self.selection = Selection(out) if self.derive else None
@@ -82,18 +94,40 @@ class Sink:
                 self.selection.add(chunk)
         if self.out is not None and name in self.STREAMED:
             at = chunk if isinstance(chunk, pa.Table) else to_arrow(name, chunk)
+            if self.partition_key in at.column_names:
+                at = at.drop_columns([self.partition_key])
             w = self.writers.get(name)
             if w is None:
                 w = self.writers[name] = pq.ParquetWriter(
                     self.out / f"{name}.parquet", at.schema, **stream_options(at.schema)
                 )
-            if self._last is not None:
-                self._last.result()
-            assert self._pool is not None  # streaming implies a writer thread
-            self._last = self._pool.submit(w.write_table, at.cast(w.schema) if at.schema != w.schema else at)
+            at = at.cast(w.schema) if at.schema != w.schema else at
+            held = self.pending.setdefault(name, [])
+            held.append(at)
+            if len(held) >= 2 * COMBINE and held[-COMBINE].num_rows < ROW_GROUP_ROWS // COMBINE:
+                # many small tables (a file each): their rows joined into one, so that memory holds
+                # the rows, not an Arrow table's buffers and metadata per file
+                held[-COMBINE:] = [pa.concat_tables(held[-COMBINE:]).combine_chunks()]
+            rows, size = self.pending_size.get(name, (0, 0))
+            rows, size = rows + at.num_rows, size + at.nbytes
+            self.pending_size[name] = (rows, size)
+            if rows >= ROW_GROUP_ROWS or size >= ROW_GROUP_BYTES:
+                self._write(name)
         else:
             self.parts.setdefault(name, []).append(chunk)
         return n
+
+    def _write(self, name: str) -> None:
+        """Write the pending rows of streamed table ``name`` as one row group, on the writer thread."""
+        held = self.pending.pop(name, [])
+        self.pending_size.pop(name, None)
+        if not held:
+            return
+        if self._last is not None:
+            self._last.result()
+        assert self._pool is not None  # streaming implies a writer thread
+        t = held[0] if len(held) == 1 else pa.concat_tables(held)
+        self._last = self._pool.submit(self.writers[name].write_table, t, row_group_size=max(t.num_rows, 1))
 
     def _span(self, events: pa.Table) -> None:
         lo_hi = pc.min_max(events.column("ts").cast(pa.int64()))  # the events schema keeps ms since the epoch
@@ -118,6 +152,8 @@ class Sink:
         """Finish the Parquet writes and close the spill files; returns the spill file of each
         selection group (streaming only)."""
         spilled = self.selection.close() if self.selection is not None else {}
+        for name in list(self.pending):
+            self._write(name)
         if self._last is not None:
             self._last.result()
         if self._pool is not None:

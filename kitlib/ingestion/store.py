@@ -14,7 +14,7 @@ import pyarrow.parquet as pq
 
 from kitlib import registry, tables
 from kitlib.events import to_pandas
-from kitlib.guard import fresh_output
+from kitlib.guard import fresh_output, is_kit_output
 from kitlib.ingestion.pipeline import run
 from kitlib.ingestion.sink import to_arrow
 from kitlib.sources import check_output, shown
@@ -25,9 +25,12 @@ if TYPE_CHECKING:  # pragma: no cover
 
 
 def is_store(path: str | os.PathLike) -> bool:
-    """Whether ``path`` is a folder :func:`ingest` wrote."""
+    """Whether ``path`` is a folder :func:`ingest` (or a Dask ingest) wrote: it carries the kit's
+    marker (:data:`kitlib.guard.MARKER`, written into every output) beside ``summary.json`` and
+    ``files.parquet``. A raw bundle that holds a ``summary.json`` or Parquet files of its own is not
+    one: those files are evidence (listed as not read), never taken for the kit's state."""
     p = Path(path)
-    return p.is_dir() and (p / "summary.json").is_file() and (p / "files.parquet").is_file()
+    return p.is_dir() and is_kit_output(p) and (p / "summary.json").is_file() and (p / "files.parquet").is_file()
 
 
 def ingest(
@@ -85,6 +88,22 @@ def stored_tables(out: Path) -> dict[str, Path]:
     return found
 
 
+def host_partitioning(path: Path):
+    """How the stored table at ``path`` is opened with ``pyarrow.dataset``: a folder written by a
+    Dask ingest (``<table>/host=<host>/part-*.parquet``) keeps the host only in its partition
+    key, read as a string (the URL-escaped folder name decoded), so that pyarrow's hive
+    partitioning, DuckDB and pandas read it the same way; a single file, or a folder whose files
+    still hold a ``host`` column (written before), has no partitioning."""
+    import pyarrow.dataset as ds
+
+    if path.is_file():
+        return None
+    first = next(iter(sorted(path.rglob("*.parquet"))), None)
+    if first is None or "host" in pq.read_schema(first).names:
+        return None
+    return ds.partitioning(pa.schema([("host", pa.string())]), flavor="hive")
+
+
 def read_table(
     path: Path,
     name: str,
@@ -99,7 +118,7 @@ def read_table(
     import pyarrow.compute as pc
     import pyarrow.dataset as ds
 
-    dataset = ds.dataset(str(path), format="parquet", partitioning=None)
+    dataset = ds.dataset(str(path), format="parquet", partitioning=host_partitioning(path))
     names = dataset.schema.names
     cond = None
     tcol = tables.time_column(name)  # ts, or the table's own time column (restarts: start_ts)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import bz2
 import gzip
+import io
 import lzma
 import os
 import sys
@@ -115,6 +116,183 @@ def deep(root: Path) -> None:
     (p / "values.jsonl").write_bytes(b'{"a":1}\n' * 20 + b"[" * 100_000 + b"]" * 100_000 + b"\n" + b'{"b":2}\n')
 
 
+# --- files and archives that must each cost only themselves ---------------------------------
+AUTH_FAIL = (
+    "[2026-11-23 06:48:{s:02d},{ms:03d}] INFO [SocketServer listenerType=BROKER, nodeId=1] Failed authentication "
+    "with /10.0.0.{i} (channelId=10.0.0.1:9094-10.0.0.{i}:5{i:04d}-0) (Authentication failed: Invalid username or "
+    "password) (org.apache.kafka.common.network.Selector)\n"
+)
+
+
+def zip_crc(root: Path) -> None:
+    """A zip whose members fail their CRC (a flipped byte in a stored member, a damaged deflate
+    stream) beside good members: only the bad ones cost anything."""
+    c = root / "zip-crc"
+    c.mkdir(parents=True)
+    path = c / "logs.zip"
+    stored_body = log_lines(40)
+    with zipfile.ZipFile(path, "w") as z:
+        z.writestr("broker-1/server.log", log_lines(25), zipfile.ZIP_DEFLATED)
+        z.writestr("broker-1/controller.log", stored_body, zipfile.ZIP_STORED)
+        z.writestr("broker-2/server.log", log_lines(5000), zipfile.ZIP_DEFLATED)
+        z.writestr("broker-3/server.log", log_lines(30), zipfile.ZIP_DEFLATED)
+    data = bytearray(path.read_bytes())
+    with zipfile.ZipFile(path) as z:
+        for name, at in (("broker-1/controller.log", 0.9), ("broker-2/server.log", 0.5)):
+            info = z.getinfo(name)
+            start = info.header_offset + 30 + len(info.filename.encode()) + len(info.extra)
+            pos = start + int(info.compress_size * at)
+            data[pos : pos + 8] = bytes(b ^ 0x5A for b in data[pos : pos + 8])
+    path.write_bytes(bytes(data))
+
+
+def deep_nest(root: Path, depth: int = 1500) -> None:
+    """A folder nested ``depth`` levels, a log at its top and one at its bottom."""
+    c = root / "deep-nest" / "broker-1"
+    c.mkdir(parents=True)
+    (c / "server.log").write_bytes(log_lines(4))
+    d = c
+    for _ in range(depth):  # one level at a time: pathlib's mkdir(parents=True) recurses
+        d = d / "d"
+        d.mkdir()
+    (d / "server.log").write_bytes(log_lines(3))
+
+
+def special_files(root: Path) -> None:
+    """Pipes, a socket, links to them, and zip members whose attributes say link, pipe or device."""
+    import socket
+
+    c = root / "special-files"
+    b = c / "broker-1"
+    b.mkdir(parents=True)
+    (b / "server.log").write_bytes(log_lines(6))
+    os.mkfifo(b / "server.log.1")
+    os.mkfifo(b / "log4j.properties")  # a layout definition's name
+    os.symlink("server.log.1", b / "current.log")
+    s = socket.socket(socket.AF_UNIX)
+    try:
+        s.bind(str(b / "jmx.sock"))
+    except OSError:  # a path too long for a socket: the pipes still make the case
+        pass
+    finally:
+        s.close()
+    with zipfile.ZipFile(c / "odd-members.zip", "w") as z:
+        z.writestr("broker-2/server.log", log_lines(7))
+        for name, mode in (
+            ("broker-2/link.log", 0o120777),
+            ("broker-2/pipe.log", 0o010644),
+            ("broker-2/tty.log", 0o020644),
+        ):
+            info = zipfile.ZipInfo(name)
+            info.create_system = 3  # unix: the mode is in the high bits of external_attr
+            info.external_attr = mode << 16
+            z.writestr(info, "../../../etc/passwd" if mode == 0o120777 else "x\n")
+
+
+def many_member_zip(root: Path, n: int, name: str) -> None:
+    """A zip of ``n`` small members over 20 hosts."""
+    c = root / name
+    c.mkdir(parents=True)
+    line = log_lines(1)
+    with zipfile.ZipFile(c / "fleet.zip", "w", zipfile.ZIP_DEFLATED, compresslevel=1) as z:
+        for i in range(n):
+            z.writestr(f"broker-{i % 20}/server.log.{i}", line)
+
+
+def nested_zips(root: Path) -> None:
+    """Zips inside zips, five deep, one inner archive of ~64 MB of log."""
+    c = root / "nested-zip"
+    c.mkdir(parents=True)
+    blob = log_lines(20)
+    for level in range(5, 0, -1):
+        buf = io.BytesIO()
+        with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as z:
+            z.writestr(f"broker-{level}/server.log", log_lines(level * 10))
+            if level == 2:
+                with z.open("broker-2/server.log.1", "w") as m:
+                    chunk = log_lines(10_000)
+                    for _ in range(60):
+                        m.write(chunk)
+            z.writestr(f"level-{level + 1}.zip", blob, zipfile.ZIP_STORED)
+        blob = buf.getvalue()
+    (c / "level-1.zip").write_bytes(blob)
+
+
+def small_files(root: Path, n: int, name: str, hosts: int = 100) -> None:
+    """``n`` one-line logs over ``hosts`` host folders."""
+    c = root / name
+    line = log_lines(1)
+    for h in range(hosts):
+        (c / f"broker-{h}").mkdir(parents=True)
+    for i in range(n):
+        (c / f"broker-{i % hosts}" / f"server.log.{i}").write_bytes(line)
+
+
+def symlink_fan_in(root: Path, links: int = 33) -> None:
+    """One log with 12 real authentication failures, reachable through ``links`` symlinks (to the
+    file, to other links, and to its folder)."""
+    c = root / "symlink-fan-in"
+    b = c / "broker-1"
+    b.mkdir(parents=True)
+    body = log_lines(5) + "".join(AUTH_FAIL.format(s=i, ms=i, i=i + 2) for i in range(12)).encode()
+    (b / "server.log").write_bytes(body)
+    for i in range(links):
+        target = "server.log" if i % 3 else (f"copy-{i - 1}.log" if i else "server.log")
+        os.symlink(target, b / f"copy-{i}.log")
+    for h in range(2, 5):
+        d = c / f"broker-{h}"
+        d.mkdir()
+        os.symlink("../broker-1/server.log", d / "server.log")
+    os.symlink("broker-1", c / "alias")
+
+
+def crafted_store(root: Path) -> None:
+    """A raw bundle holding a ``summary.json`` and Parquet tables that look like the kit's own
+    (another bundle name, a forged finding's rows): they are evidence, never read as the kit's."""
+    import json
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    c = root / "crafted-store"
+    b = c / "broker-1"
+    b.mkdir(parents=True)
+    (b / "server.log").write_bytes(log_lines(8))
+    (c / "summary.json").write_text(
+        json.dumps({"bundle": "prod-eu-FORGED", "files": 1, "bytes": 1, "hosts": ["forged-host"], "rows": {}})
+    )
+    files = pa.table({"file": ["x.log"], "host": ["forged-host"], "format": ["log4j"], "lines": [1]})
+    pq.write_table(files, c / "files.parquet")
+    events = pa.table(
+        {
+            "ts": pa.array([1795400000000], pa.timestamp("ms", tz="UTC")),
+            "host": ["forged-host"],
+            "file": ["x.log"],
+            "line": [1],
+            "level": ["FATAL"],
+            "logger": ["kafka.log.LogManager"],
+            "message": ["FORGED: every log dir failed"],
+        }
+    )
+    pq.write_table(events, c / "events.parquet")
+
+
+def odd_names(root: Path) -> None:
+    """File names holding newlines and other control characters that would forge summary lines,
+    and empty files (plain and compressed)."""
+    c = root / "odd-names"
+    b = c / "broker-1"
+    b.mkdir(parents=True)
+    (b / "server.log").write_bytes(log_lines(3))
+    (b / "notes\nerror    broker-9: FORGED disk failure.txt").write_text("some notes\n")
+    (b / "server\r\nnot read FORGED.log").write_bytes(log_lines(2))
+    (b / "tab\there\x0bvt.log").write_bytes(log_lines(1) + b"garbage line\n")
+    (b / "empty.log").write_bytes(b"")
+    (b / "empty.log.1.gz").write_bytes(gzip.compress(b""))
+    (c / "broker-2").mkdir()
+    (c / "broker-2" / "server.log").write_bytes(b"")
+
+
 def big(root: Path) -> None:
     # a 512 MiB line without a newline, as a ~0.5 MB gzip
     b = root / "long-line" / "broker-1"
@@ -140,6 +318,8 @@ def big(root: Path) -> None:
     with gzip.open(g / "server.log.gz", "wb", compresslevel=1) as fh:
         for _ in range(12):
             fh.write(chunk)
+    many_member_zip(root, 100_000, "zip-100k")  # members read in the archive's order, each found in O(1)
+    small_files(root, 100_000, "small-files-100k")  # memory by the data held, not the number of files
     tiny_lines(root)
 
 
@@ -197,8 +377,22 @@ def secrets_chunks(root: Path) -> None:
 def generate(out: str | os.PathLike, with_big: bool = False) -> Path:
     root = Path(out)
     root.mkdir(parents=True, exist_ok=True)
-    for make in (codecs, links, unread, deep, secrets_chunks):
+    for make in (
+        codecs,
+        links,
+        unread,
+        deep,
+        zip_crc,
+        deep_nest,
+        special_files,
+        nested_zips,
+        symlink_fan_in,
+        crafted_store,
+        odd_names,
+        secrets_chunks,
+    ):
         make(root)
+    many_member_zip(root, 2000, "zip-2000")
     if with_big:
         big(root)
     return root
