@@ -509,6 +509,12 @@ def _walk(root: Path, skipped: list[NotRead]) -> list[tuple[Path, str]]:
     return found
 
 
+def regular_files(root: Path) -> list[Path]:
+    """Every regular file under the folder ``root`` that :func:`discover_all` would read (any
+    depth, each real file once; hidden paths, notes and special files left out)."""
+    return [p for p, _ in _walk(Path(root), [])]
+
+
 def _is_zip(f: Path) -> bool:
     try:
         with open_regular(f) as fh:

@@ -77,10 +77,12 @@ def test_a_folder_nested_1500_deep_is_walked(root):
     t = time.perf_counter()
     srcs, skipped = discover_all(root / "deep-nest")
     assert time.perf_counter() - t < 30  # each folder is known by its inode: no path resolved per level
+    bottom = "broker-1/" + "d/" * 1500
     rels = sorted(s.rel for s in srcs)
-    assert rels == ["broker-1/" + "d/" * 1500 + "server.log", "broker-1/server.log"] and not skipped
-    b = kitlib.load_bundle(root / "deep-nest")
-    assert sorted(b.files["lines"].tolist()) == [3, 4]
+    assert rels == [bottom + "app.log", bottom + "server.log", "broker-1/server.log"] and not skipped
+    f = files_of(kitlib.load_bundle(root / "deep-nest"))
+    assert f.loc[bottom + "server.log", "lines"] == 3 and f.loc["broker-1/server.log", "lines"] == 4
+    assert f.loc[bottom + "app.log", "format"] == "log-layout" and f.loc[bottom + "app.log", "parsed"] == 2
 
 
 def test_pipes_sockets_devices_and_odd_zip_members_are_never_opened(root, tmp_path):

@@ -54,7 +54,7 @@ from kitlib.formats.log4j import (
     _trim_end,
     _utf8_ok,
 )
-from kitlib.sources import SourceError, SourceFile, count_lines, read_chunks
+from kitlib.sources import SourceError, SourceFile, count_lines, read_chunks, regular_files
 from kitlib.sources import head as source_head
 
 KAFKA_DEFAULT = "[%d] %p %m (%c)%n"
@@ -802,10 +802,8 @@ def defined_layouts(root: Path | None) -> list[Layout]:
         out, seen = [], set()
         refused = _REFUSED.setdefault(key, [])
         files = (
-            [
-                f
-                for f in root.rglob("*")
-                if f.is_file() and DEFINITION_NAMES.match(f.name) and f.stat().st_size < 1_000_000
+            [  # the bundle's own walk: any depth (rglob recursed, and a deep bundle lost its layouts)
+                f for f in regular_files(root) if DEFINITION_NAMES.match(f.name) and f.stat().st_size < 1_000_000
             ]
             if root.is_dir()
             else []

@@ -147,7 +147,7 @@ def zip_crc(root: Path) -> None:
 
 
 def deep_nest(root: Path, depth: int = 1500) -> None:
-    """A folder nested ``depth`` levels, a log at its top and one at its bottom."""
+    """A folder nested ``depth`` levels, a log at its top and two at its bottom."""
     c = root / "deep-nest" / "broker-1"
     c.mkdir(parents=True)
     (c / "server.log").write_bytes(log_lines(4))
@@ -156,6 +156,11 @@ def deep_nest(root: Path, depth: int = 1500) -> None:
         d = d / "d"
         d.mkdir()
     (d / "server.log").write_bytes(log_lines(3))
+    # a layout the kit infers (its search for layout definitions walks the whole tree too)
+    (d / "app.log").write_bytes(
+        b"2026-11-23T06:47:00.000Z INFO [main] k.s.Worker - started\n"
+        b"2026-11-23T06:47:01.000Z WARN [main] k.s.Worker - slow\n"
+    )
 
 
 def special_files(root: Path) -> None:
