@@ -399,6 +399,10 @@ def check_case(name: str, bundle: Path, out_root: Path) -> dict:
             assert any("/".join(parts[:i]) in listed for i in range(1, len(parts) + 1)) or any(
                 f.startswith(rel + "/") for f in listed
             ), f"{name}: {rel} neither read nor listed as not read"
+        for table in ("events", "unparsed"):  # row groups by rows held, never one per file
+            if (out / f"{table}.parquet").exists():
+                meta = pq.ParquetFile(out / f"{table}.parquet").metadata
+                assert meta.num_row_groups <= 1 + meta.num_rows // 1000, (name, table, meta.num_row_groups)
         texts = output_strings(out)
         leaked = [s for s in SECRETS if any(s in t for t in texts)]
         fig["secrets_leaked"] = len(leaked)
