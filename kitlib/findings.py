@@ -49,12 +49,12 @@ class Finding:
             raise ValueError(f"finding id must be kebab-case: {self.id!r}")
         if self.severity not in SEVERITIES:
             raise ValueError(f"severity must be one of {SEVERITIES}: {self.severity!r}")
-
-    def to_dict(self) -> dict:
-        """Plain JSON-able dict (the shape ``kitlib triage --json`` prints)."""
         # evidence rows are plain values from here on (None for a missing time, host or line), so
         # every page and terminal that shows them reads what --json prints
         self.evidence = [{str(k): plain(v) for k, v in e.items()} for e in self.evidence]
+
+    def to_dict(self) -> dict:
+        """Plain JSON-able dict (the shape ``kitlib triage --json`` prints)."""
         return {
             "id": self.id,
             "severity": self.severity,
