@@ -99,6 +99,26 @@ def marker(folder: Path) -> dict | None:
     return info
 
 
+def seal(folder: Path) -> None:
+    """Record in ``folder``'s marker the names the kit wrote at its top level, once the output is
+    complete: anything else found there later was put there by someone else, and the folder is
+    then no longer the kit's to replace (its derived-table cache, written on first use, is)."""
+    info = marker(folder)
+    if info is None:
+        return
+    info["wrote"] = sorted(e.name for e in os.scandir(folder) if e.name != MARKER)
+    (folder / MARKER).write_text(json.dumps(info) + "\n", encoding="utf-8")
+
+
+def _foreign(folder: Path, info: dict) -> list[str]:
+    """Top-level names of a sealed kit output that its writer did not write."""
+    wrote = info.get("wrote")
+    if not isinstance(wrote, list):
+        return []  # not sealed: written in place and cut short, all of it the kit's
+    known = set(map(str, wrote)) | {MARKER}
+    return sorted(e.name for e in os.scandir(folder) if e.name not in known and not e.name.startswith(".derived"))
+
+
 def is_kit_output(folder: Path) -> bool:
     """True for a folder a kitlib command wrote (it holds :data:`MARKER`)."""
     return marker(Path(folder)) is not None
@@ -135,10 +155,18 @@ def check_replaceable(out: str | os.PathLike, what: str = "--out") -> None:
         empty = next(os.scandir(out), None) is None
     except OSError as e:
         raise OutputRefused(f"{what} {_shown(out)} cannot be read ({e.strerror}): give a new or empty folder") from None
-    if not empty and not is_kit_output(out):
+    info = None if empty else marker(out)
+    if not empty and info is None:
         raise OutputRefused(
             f"{what} {_shown(out)} holds files the kit did not write (no {MARKER} in it): refusing to touch it; "
             "give a new or empty folder, or one a kitlib command wrote"
+        )
+    foreign = _foreign(out, info) if info is not None else []
+    if foreign:
+        shown = ", ".join(_shown(Path(n)) for n in foreign[:5]) + (", ..." if len(foreign) > 5 else "")
+        raise OutputRefused(
+            f"{what} {_shown(out)} holds files the kit did not write ({shown}): refusing to touch it; "
+            "move them out, or give a new or empty folder"
         )
 
 
@@ -252,6 +280,7 @@ def fresh_output(out: str | os.PathLike, writer: str = "kitlib ingest", what: st
             mark(tmp, writer)
             yield tmp
             check_replaceable(out, what)  # what the user may have put there meanwhile is kept
+            seal(tmp)
         except BaseException:
             shutil.rmtree(tmp, ignore_errors=True)
             raise

@@ -358,7 +358,7 @@ def submit(plan: BundleReport, pool: ThreadPoolExecutor, tz: str | None, timeout
 def finish(plan: BundleReport) -> dict:
     """Wait for the plan's notebooks, write ``findings.json`` and then ``index.html``, last and
     whole (a report cut short has no index page, so it never looks complete)."""
-    from kitlib.guard import write_atomic
+    from kitlib.guard import seal, write_atomic
 
     runs = [f.result() for f in plan.futures]
     findings = plan.triage.findings
@@ -366,6 +366,7 @@ def finish(plan: BundleReport) -> dict:
     view = summary_view(plan, runs)
     write_atomic(plan.out / "findings.json", redact_text(json.dumps([f.to_dict() for f in findings], indent=2)) + "\n")
     write_atomic(index, redact_text(_render("bundle.html.j2", s=view)))
+    seal(plan.out)
     return {
         "bundle": str(plan.bundle_path),
         "index": str(index),
@@ -822,7 +823,7 @@ def _report_bundles(
     timeout: int,
     notebook_folder: Path | None,
 ) -> dict:
-    from kitlib.guard import write_atomic
+    from kitlib.guard import seal, write_atomic
 
     results: list[dict] = []
     plans: list[tuple[Path, BundleReport | None, str]] = []
@@ -893,6 +894,7 @@ def _report_bundles(
     rows.sort(key=lambda b: (0 if b["error"] else 1, SEVERITY_RANK.get(b["worst"], 9), b["name"]))
     index = out / "index.html"
     write_atomic(index, redact_text(_render("reports.html.j2", bundles=rows)))
+    seal(out)
     return {"index": str(index), "bundles": results}
 
 

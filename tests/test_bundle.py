@@ -5,6 +5,7 @@ import gzip
 import hashlib
 import json
 import os
+import sys
 
 import pandas as pd
 import pytest
@@ -428,7 +429,13 @@ def test_the_stored_events_keep_statistics_where_reads_filter(tmp_path):
     import pyarrow.dataset as ds
     import pyarrow.parquet as pq
 
-    root = os.path.join(os.path.dirname(__file__), "..", "sample_data", "controller-failover")
+    sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "bench"))
+    from genlog import generate
+
+    root = tmp_path / "b"
+    (root / "broker-1").mkdir(parents=True)
+    with open(root / "broker-1" / "server.log", "wb") as fh:
+        generate(40 << 20, fh)  # about 190,000 records: a few row groups of up to 64 Ki rows
     kitlib.ingest(root, tmp_path / "kit", progress=False)
     meta = pq.ParquetFile(tmp_path / "kit" / "events.parquet").metadata
     assert meta.num_row_groups > 1

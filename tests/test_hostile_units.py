@@ -82,7 +82,7 @@ def test_a_failed_ingest_leaves_the_previous_output(tmp_path):
     assert (out / "events.parquet").read_bytes() == b"first"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["o"]
     (out / "mine.txt").write_text("not kit output")
-    with pytest.raises(ValueError, match="not kit output"):
+    with pytest.raises(ValueError, match="holds files the kit did not write"):
         with fresh_output(out):
             pass
 

@@ -214,11 +214,19 @@ def test_a_kit_output_is_replaced_whole_on_a_rerun(tmp_path):
     rc, err = run_here("ingest", SAMPLE / "compaction", "--out", out, "--no-progress")
     assert rc == 0, err
     assert (out / "metrics.parquet").exists()
-    (out / "left-by-someone.txt").write_text("inside the kit's output: the kit's to replace\n")
+    # a file someone put inside the kit's output is not the kit's: the folder is refused, untouched
+    (out / "left-by-someone.txt").write_text("a note of the user's, inside the kit's output\n")
+    before = tree(out)
+    rc, err = run_here("ingest", bundle(tmp_path / "b"), "--out", out, "--no-progress")
+    assert rc == 2 and "left-by-someone.txt" in err and "did not write" in err, err
+    assert tree(out) == before
+    (out / "left-by-someone.txt").unlink()
+    # the derived-table cache a reader writes into the output later is the kit's own
+    (out / ".derived").mkdir()
     rc, err = run_here("ingest", bundle(tmp_path / "b"), "--out", out, "--no-progress")
     assert rc == 0, err
     assert not (out / "metrics.parquet").exists(), "a table of the previous bundle stayed"
-    assert not (out / "left-by-someone.txt").exists()
+    assert not (out / ".derived").exists()
     assert json.loads((out / "summary.json").read_text())["bundle"].endswith("b")
     assert (out / ".kitlib-output").is_file()
     assert debris(tmp_path, "o") == []
@@ -237,9 +245,15 @@ def test_a_report_replaces_its_own_output_and_writes_its_index_last(tmp_path):
     first = report(SAMPLE / "compaction", out, only=["none"], log=lambda *a: None)
     assert Path(first["index"]).is_file() and "compaction" in (out / "index.html").read_text()
     assert json.loads((out / ".kitlib-output").read_text())["writer"] == "kitlib report"
-    (out / "stale.html").write_text("a page of an earlier run\n")
+    assert json.loads((out / ".kitlib-output").read_text())["wrote"] == ["findings.json", "index.html", "tables"]
+    # a page someone else put there is not the kit's to delete: refused, untouched
+    (out / "stale.html").write_text("a page of someone else's\n")
+    before = tree(out)
+    with pytest.raises(guard.OutputRefused, match="stale.html"):
+        report(bundle(tmp_path / "b"), out, only=["none"], log=lambda *a: None)
+    assert tree(out) == before
+    (out / "stale.html").unlink()
     report(bundle(tmp_path / "b"), out, only=["none"], log=lambda *a: None)
-    assert not (out / "stale.html").exists(), "a page of the previous report stayed"
     assert json.loads((out / "tables" / "summary.json").read_text())["bundle"].endswith("b")
     names = sorted(p.name for p in out.iterdir())
     assert names == [".kitlib-output", "findings.json", "index.html", "tables"], names
