@@ -323,8 +323,10 @@ def big(root: Path) -> None:
     with gzip.open(g / "server.log.gz", "wb", compresslevel=1) as fh:
         for _ in range(12):
             fh.write(chunk)
-    many_member_zip(root, 100_000, "zip-100k")  # members read in the archive's order, each found in O(1)
-    small_files(root, 100_000, "small-files-100k")  # memory by the data held, not the number of files
+    # the suite's sizes; the 100,000 (zip: 418 s, 315 MB; files: 465 s, 335 MB, linear in
+    # the count) are measured by hand with many_member_zip/small_files, too long for every CI run
+    many_member_zip(root, 20_000, "zip-20k")  # members read in the archive's order, each found in O(1)
+    small_files(root, 20_000, "small-files-20k")  # memory by the data held, not the number of files
     tiny_lines(root)
 
 
