@@ -291,17 +291,26 @@ def disk_paths(root: Path) -> dict[str, Path]:
 
 
 # --- what the outputs hold ------------------------------------------------------------------
-def output_strings(out: Path) -> list[str]:
-    texts = []
+def stored_secrets(out: Path) -> list[str]:
+    """The planted secrets found in any string of any table of the output (read a batch at a
+    time, matched in Arrow: ten million unparsed rows must not become Python strings) or in its
+    JSON files."""
+    import re
+
+    import pyarrow.compute as pc
+
+    pattern = "|".join(re.escape(sec) for sec in SECRETS)
+    hits: list[str] = []
     for p in sorted(out.glob("*.parquet")):
-        t = pq.read_table(p)
-        for col in t.columns:
-            typ = col.type.value_type if pa.types.is_dictionary(col.type) else col.type
-            if pa.types.is_string(typ) or pa.types.is_large_string(typ):
-                texts.extend(v for v in col.to_pylist() if v)
-    for p in out.glob("*.json"):
-        texts.append(p.read_text())
-    return texts
+        for batch in pq.ParquetFile(p).iter_batches(batch_size=1 << 18):
+            for col in batch.columns:
+                if pa.types.is_dictionary(col.type):
+                    col = col.dictionary
+                if pa.types.is_string(col.type) or pa.types.is_large_string(col.type):
+                    matched = pc.match_substring_regex(col, pattern)
+                    hits.extend(v for v in pc.filter(col, matched.fill_null(False)).to_pylist() if v)
+    hits.extend(p.read_text() for p in out.glob("*.json"))
+    return [sec for sec in SECRETS if any(sec in t for t in hits)]
 
 
 def held(fig: dict, promise: str, ok: bool, message) -> None:
@@ -446,8 +455,7 @@ def check_case(name: str, bundle: Path, out_root: Path, raw_triage: bool = True)
                     meta.num_row_groups <= 1 + meta.num_rows // 1000,
                     repr((name, table, meta.num_row_groups)),
                 )
-        texts = output_strings(out)
-        leaked = [sec for sec in SECRETS if any(sec in t for t in texts)]
+        leaked = stored_secrets(out)
         fig["secrets_leaked"] = len(leaked)
         held(fig, "no secret stored", not leaked, f"{name}: secrets stored: {leaked}")
     # triage on the ingest output, and on the raw bundle itself (whose files are evidence only)
