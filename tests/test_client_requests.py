@@ -289,3 +289,11 @@ def test_request_saturation_silent_on_the_lab_cluster_bundles(bundle):
     """Three combined broker+controller nodes under other incidents: no request queueing, no finding."""
     b = sample(bundle)
     assert analysis.request_saturation(b) == []
+
+
+def test_the_auth_failures_sample_names_the_denied_operation():
+    """The authorizer's denial reads in the finding as logged (the label once read as an HTTP
+    Authorization header to the redaction, which masked 'Denied')."""
+    (f,) = kitlib.triage(sample("auth-failures"), investigations=["client_requests"]).findings
+    assert "User:reporting 3x since 12:19:07 (authorizer: Denied DESCRIBE on Topic:LITERAL:sales)" in f.summary
+    assert "[redacted]" not in f.summary

@@ -90,10 +90,13 @@ def auth_failures(bundle) -> list[Finding]:
     if not len(s):
         return []
     top = s.head(5)
+    # an ACL denial is labelled by who denied it: "authorization: Denied ..." reads as an HTTP
+    # Authorization header to the redaction, which would mask the word after it
+    label = top["kind"].astype("string").replace("authorization", "authorizer")
     parts = [
         f"{r['who']} {r['failures']}x since {pd.Timestamp(r['first']).strftime('%H:%M:%S')} "
-        f"({r['kind']}{'' if r['mechanism'] == '-' else ' ' + r['mechanism']}: {r['reason']})"
-        for _, r in top.iterrows()
+        f"({kind}{'' if r['mechanism'] == '-' else ' ' + r['mechanism']}: {r['reason']})"
+        for kind, (_, r) in zip(label, top.iterrows())
     ]
     kinds = set(af["kind"].astype("string"))
     fixes = []
