@@ -20,22 +20,13 @@ from pathlib import Path
 import pandas as pd
 
 from kitlib import registry, tables
-from kitlib.ingestion.derive import DerivedTables, cut
+from kitlib.ingestion.derive import DerivedTables
 from kitlib.ingestion.pipeline import run
-from kitlib.ingestion.store import host_partitioning, ingest, is_store, load, read_table, stored_tables
+from kitlib.ingestion.store import host_partitioning, ingest, is_store, read_summary, read_table, stored_tables
 from kitlib.summary import BundleSummary
+from kitlib.window import Window, sql_values, utc
 
-
-@dataclass(frozen=True)
-class Scope:
-    """A window over a bundle: ``start <= ts < end`` (UTC) and the hosts to keep."""
-
-    start: pd.Timestamp | None = None
-    end: pd.Timestamp | None = None
-    hosts: list[str] | None = None
-
-
-__all__ = ["Bundle", "ingest", "load", "load_bundle", "window"]
+__all__ = ["Bundle", "Window", "ingest", "load", "load_bundle", "window"]
 
 
 @dataclass
@@ -53,7 +44,7 @@ class Bundle:
     tables: dict[str, pd.DataFrame] = field(default_factory=dict)
     summary: BundleSummary = field(default_factory=lambda: BundleSummary(bundle=""))
     store: Path | None = None  # an ingest output the tables are read from on demand
-    scope: Scope | None = None  # the window those reads are cut to
+    window: Window = field(default_factory=Window)  # the window every table of this bundle is cut to
     derived: DerivedTables | None = None  # the store's derived tables built so far (see deferred)
 
     def __getattr__(self, name: str) -> pd.DataFrame:
@@ -72,16 +63,13 @@ class Bundle:
         registry.load()
         store = self.__dict__.get("store")
         if store is not None and self.deferred(name):
-            t = self._derive(name)
-            sc = self.scope or Scope()
-            t = cut(t, name, sc.start, sc.end, sc.hosts)
+            t = self.window.frame(self._derive(name), tables.time_column(name))
             self.tables[name] = t
             return t
         if store is not None:
             path = stored_tables(store).get(name)
             if path is not None:
-                sc = self.scope or Scope()
-                t = read_table(path, name, sc.start, sc.end, sc.hosts)
+                t = read_table(path, name, self.window)
                 self.tables[name] = t
                 return t
         if name in tables.SCHEMAS:
@@ -116,8 +104,7 @@ class Bundle:
             if path is None:
                 df = self.table(name)
                 return df[columns] if columns else df
-            sc = self.scope or Scope()
-            return read_table(path, name, sc.start, sc.end, sc.hosts, columns=columns, isin=isin)
+            return read_table(path, name, self.window, columns=columns, isin=isin)
         df = self.table(name)
         for col, values in isin.items():
             df = df[df[col].astype("string").isin([str(v) for v in values])]
@@ -132,7 +119,7 @@ class Bundle:
             lo, hi = got["lo"].iloc[0], got["hi"].iloc[0]
             if pd.isna(lo):
                 return None
-            return _utc(lo), _utc(hi)
+            return utc(lo), utc(hi)
         ev = self.table("events")
         if not len(ev) or ev["ts"].isna().all():
             return None
@@ -149,15 +136,9 @@ class Bundle:
     def where(self, **isin) -> str:
         """The bundle's window (and ``column=[values]`` filters) as a DuckDB ``where`` clause for
         :meth:`sql`; ``true`` when there is none."""
-        sc = self.scope or Scope()
-        cond = []
-        if sc.start is not None:
-            cond.append(f"ts >= TIMESTAMPTZ '{sc.start.isoformat()}'")
-        if sc.end is not None:
-            cond.append(f"ts < TIMESTAMPTZ '{sc.end.isoformat()}'")
-        for col, values in ([("host", sc.hosts)] if sc.hosts else []) + list(isin.items()):
-            quoted = ", ".join("'" + str(v).replace("'", "''") + "'" for v in values)
-            cond.append(f'CAST("{col}" AS VARCHAR) IN ({quoted})')
+        cond = [self.window.sql()] if not self.window.whole else []
+        for col, values in isin.items():
+            cond.append(f'CAST("{col}" AS VARCHAR) IN ({sql_values(values)})')
         return " and ".join(cond) or "true"
 
     def sql(self, query: str) -> pd.DataFrame:
@@ -185,12 +166,6 @@ class Bundle:
                 con.register(name, self._derive(name))
         return con.execute(query).df()
 
-    def findings(self):
-        """Run every detector; returns the list of findings (ranked)."""
-        from kitlib.findings import triage
-
-        return triage(self).findings
-
     def __repr__(self) -> str:
         s = self.summary
         rows = ", ".join(f"{k}={v:,}" for k, v in sorted(s.rows.items()) if v)
@@ -198,7 +173,8 @@ class Bundle:
 
 
 def load_bundle(path: str | os.PathLike, tz: str | dict | None = None, progress: bool | None = None) -> Bundle:
-    """Parse every file of a bundle (a folder, or one file) into tables held in memory.
+    """Parse every file of a bundle (a folder, or one file) into tables held in memory; an ingest
+    output is opened with :func:`load` instead.
 
     ``tz`` is the timezone the logs were written in (default: the manifest's, else UTC); a dict
     maps host -> zone. ``progress`` shows a progress bar (default: on a terminal, for big bundles).
@@ -214,45 +190,40 @@ def load_bundle(path: str | os.PathLike, tz: str | dict | None = None, progress:
     return Bundle(str(path), result, summary)
 
 
+def load(out: str | os.PathLike) -> Bundle:
+    """Open what :func:`~kitlib.ingestion.store.ingest` (or a Dask ingest) wrote, without parsing
+    anything again. Tables are read when first asked for, and only the rows of the bundle's window
+    (see :func:`window`), so a big output is never loaded whole by accident; use
+    :meth:`Bundle.sql` for aggregates DuckDB computes over the files."""
+    registry.load()
+    summary = read_summary(Path(out))
+    return Bundle(summary.bundle or str(out), {}, summary, store=Path(out))
+
+
 def window(bundle: Bundle, start=None, end=None, hosts=None) -> Bundle:
     """The same bundle with every table cut to ``start <= ts < end`` (ISO strings or
-    Timestamps, naive means UTC) and to ``hosts`` (a list) where given. Tables without a
-    ``ts`` column are kept whole (host-filtered if they have ``host``).
+    Timestamps, naive means UTC) and to ``hosts`` (a list) where given: a :class:`Window` within
+    the bundle's own. Tables without a time column are kept whole (host-filtered if they have
+    ``host``). Tables not read yet from an ingest output are read with the window pushed down.
 
     Example:
         >>> b = window(load_bundle("sample_data/healthy"), "2026-11-23T03:00", None)  # doctest: +SKIP
     """
-    if start is None and end is None and not hosts:
+    wanted = Window.of(start, end, hosts)
+    if wanted.whole:
         return bundle
-    lo = _utc(start) if start is not None else None
-    hi = _utc(end) if end is not None else None
     out = {}
     for name, df in bundle.tables.items():
-        if not isinstance(df, pd.DataFrame):
-            out[name] = df
-            continue
-        out[name] = cut(df, name, lo, hi, hosts)
-    host_list = [str(h) for h in hosts] if hosts else None
-    scope = None
-    if bundle.store is not None:  # tables not read yet are read with the window pushed down
-        if bundle.derived is None:  # derived tables are built once, for the bundle and its windows
-            bundle.derived = DerivedTables(bundle.store)
-        old = bundle.scope or Scope()
-        scope = Scope(
-            max(filter(None, [old.start, lo]), default=None),
-            min(filter(None, [old.end, hi]), default=None),
-            host_list if host_list is not None else old.hosts,
-        )
+        out[name] = wanted.frame(df, tables.time_column(name)) if isinstance(df, pd.DataFrame) else df
+    if bundle.store is not None and bundle.derived is None:
+        bundle.derived = DerivedTables(bundle.store)  # built once, for the bundle and its windows
     return Bundle(
         bundle.root,
         out,
-        replace(bundle.summary, window=[str(start), str(end)], hosts_filter=host_list),
+        replace(
+            bundle.summary, window=[str(start), str(end)], hosts_filter=list(wanted.hosts) if wanted.hosts else None
+        ),
         store=bundle.store,
-        scope=scope,
+        window=bundle.window.within(wanted),
         derived=bundle.derived,
     )
-
-
-def _utc(t) -> pd.Timestamp:
-    ts = pd.Timestamp(t)
-    return ts.tz_localize("UTC") if ts.tzinfo is None else ts.tz_convert("UTC")

@@ -115,7 +115,7 @@ def value_text(v) -> str:
         >>> [value_text(x) for x in (pd.NaT, None, 1234567, float("-inf"), pd.Timestamp("2026-11-23 10:42:41.5Z"))]
         ['unknown', 'unknown', '1,234,567', '−∞', '2026-11-23 10:42:41 UTC']
     """
-    from kitlib.display.tables import number
+    from kitlib.values import number
 
     if isinstance(v, (float, np.floating)) and math.isinf(v):
         return number(float(v))

@@ -247,6 +247,6 @@ def test_healthy_cluster(tmp_path):
         assert not grep(out, h, "server.log", r"Stopping serving logs|No space left")
         assert len(grep(out, h, "server.log", r"Kafka Server started")) == 1
     b = loads_cleanly_but_gc_logs(out)
-    assert {f.id for f in b.findings()} == set()
+    assert {f.id for f in kitlib.triage(b).findings} == set()
     lag = b.consumer_lag
     assert (lag["group"].astype(str) == "order-ledger").any() and lag["lag"].sum() == 0

@@ -20,7 +20,7 @@ def scenario(name):
 
 
 def ids(bundle):
-    return {f.id for f in bundle.findings()}
+    return {f.id for f in kitlib.triage(bundle).findings}
 
 
 def clean(bundle):
@@ -80,5 +80,5 @@ def test_remote_storage(tmp_path):
     assert (r[r["kind"] == "copied"]["ts"] < err["ts"].min()).any() and (
         r[r["kind"] == "copied"]["ts"] > err["ts"].max()
     ).any()
-    assert b.findings()[0].numbers["partitions_still_failing"] == 0
+    assert kitlib.triage(b).findings[0].numbers["partitions_still_failing"] == 0
     assert (b.metrics["name"].astype("string") == "RemoteCopyErrorsPerSec").any()

@@ -95,7 +95,7 @@ def test_iotrace_filetop(tmp_path):
 
 def test_findings_on_the_synthetic_seed_004_bundle():
     b = sample("tiered-storage")
-    found = {f.id: f for f in b.findings()}
+    found = {f.id: f for f in kitlib.triage(b).findings}
     assert set(found) == {"tierstate-metadata-growth", "broker-io-imbalance"}
     io = found["broker-io-imbalance"]
     assert io.numbers["host"] == "broker-4" and 6 <= io.numbers["ratio"] <= 10

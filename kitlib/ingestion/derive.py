@@ -25,7 +25,6 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -150,19 +149,3 @@ def scan(path: Path, rows: int = 65536) -> Iterator[pa.RecordBatch]:
     dataset = ds.dataset(str(path), format="parquet", partitioning=host_partitioning(path))
     # one thread: the batches come in file order, one at a time
     yield from dataset.scanner(batch_size=rows, use_threads=False).to_batches()
-
-
-def cut(df: pd.DataFrame, name: str, start=None, end=None, hosts: list[str] | None = None) -> pd.DataFrame:
-    """The rows of table ``name`` in ``start <= ts < end`` and on ``hosts`` (each when given);
-    ``ts`` is the table's time column (:func:`kitlib.tables.time_column`: ``restarts`` is cut by
-    ``start_ts``); tables without one are only cut by host (``files`` never by time)."""
-    keep = np.ones(len(df), bool)
-    tcol = tables.time_column(name)
-    if tcol in df.columns and pd.api.types.is_datetime64_any_dtype(df[tcol]):
-        if start is not None:
-            keep &= (df[tcol] >= start).fillna(False).to_numpy(bool)
-        if end is not None:
-            keep &= (df[tcol] < end).fillna(False).to_numpy(bool)
-    if hosts and "host" in df.columns:
-        keep &= df["host"].astype("string").isin([str(h) for h in hosts]).fillna(False).to_numpy(bool)
-    return df if keep.all() else df[keep].reset_index(drop=True)

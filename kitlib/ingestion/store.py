@@ -6,22 +6,19 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from kitlib import registry, tables
+from kitlib import tables
 from kitlib.events import to_pandas
 from kitlib.guard import fresh_output, is_kit_output
 from kitlib.ingestion.pipeline import run
 from kitlib.ingestion.sink import to_arrow
 from kitlib.sources import check_output, shown
 from kitlib.summary import BundleSummary
-
-if TYPE_CHECKING:  # pragma: no cover
-    from kitlib.bundle import Bundle
+from kitlib.window import Window
 
 
 def is_store(path: str | os.PathLike) -> bool:
@@ -42,7 +39,7 @@ def ingest(
 ) -> BundleSummary:
     """Parse a bundle and write each table as ``<out>/<table>.parquet`` plus ``summary.json``.
     Events and unparsed lines stream to disk block by block, so memory stays bounded.
-    Returns the summary; read it all back with :func:`load`.
+    Returns the summary; read it all back with :func:`kitlib.bundle.load`.
 
     The tables derived from log records (commit attempts, cleaner runs, group and partition
     timelines, ...) are built when first read from the output, from the stored events
@@ -51,7 +48,7 @@ def ingest(
 
     Example:
         >>> s = ingest("sample_data/healthy", "/tmp/healthy.kit")   # doctest: +SKIP
-        >>> load("/tmp/healthy.kit").events.shape                    # doctest: +SKIP
+        >>> kitlib.load("/tmp/healthy.kit").events.shape             # doctest: +SKIP
     """
     out = Path(out)
     if not os.path.lexists(path):
@@ -66,17 +63,9 @@ def ingest(
     return summary
 
 
-def load(out: str | os.PathLike) -> Bundle:
-    """Open what :func:`ingest` (or a Dask ingest) wrote, without parsing anything again. Tables
-    are read when first asked for, and only the rows of the bundle's window (see
-    :func:`kitlib.bundle.window`), so a big output is never loaded whole by accident; use
-    :meth:`~kitlib.bundle.Bundle.sql` for aggregates DuckDB computes over the files."""
-    from kitlib.bundle import Bundle
-
-    registry.load()
-    out = Path(out)
-    summary = BundleSummary.from_dict(json.loads((out / "summary.json").read_text()))
-    return Bundle(summary.bundle or str(out), {}, summary, store=out)
+def read_summary(out: Path) -> BundleSummary:
+    """The summary an ingest output holds (``summary.json``)."""
+    return BundleSummary.from_dict(json.loads((out / "summary.json").read_text()))
 
 
 def stored_tables(out: Path) -> dict[str, Path]:
@@ -107,30 +96,20 @@ def host_partitioning(path: Path):
 def read_table(
     path: Path,
     name: str,
-    start: pd.Timestamp | None = None,
-    end: pd.Timestamp | None = None,
-    hosts: list[str] | None = None,
+    window: Window | None = None,
     columns: list[str] | None = None,
     isin: dict[str, list] | None = None,
 ) -> pd.DataFrame:
-    """One stored table as a DataFrame with its declared dtypes, only the rows in
-    ``start <= ts < end`` and ``hosts`` when given (the filter is pushed down to the Parquet scan)."""
+    """One stored table as a DataFrame with its declared dtypes, only the rows in ``window`` when
+    given (the filter is pushed down to the Parquet scan), and only the rows whose ``column`` is
+    one of the given values for each ``isin`` entry."""
     import pyarrow.compute as pc
     import pyarrow.dataset as ds
 
     dataset = ds.dataset(str(path), format="parquet", partitioning=host_partitioning(path))
     names = dataset.schema.names
-    cond = None
-    tcol = tables.time_column(name)  # ts, or the table's own time column (restarts: start_ts)
-    if tcol in names:
-        if start is not None:
-            cond = pc.field(tcol) >= pa.scalar(start.to_pydatetime(), pa.timestamp("ms", tz="UTC"))
-        if end is not None:
-            c = pc.field(tcol) < pa.scalar(end.to_pydatetime(), pa.timestamp("ms", tz="UTC"))
-            cond = c if cond is None else cond & c
-    if hosts and "host" in names:
-        c = pc.field("host").cast(pa.string()).isin([str(h) for h in hosts])
-        cond = c if cond is None else cond & c
+    # ts, or the table's own time column (restarts: start_ts)
+    cond = window.arrow(names, tables.time_column(name)) if window is not None else None
     for col, values in (isin or {}).items():
         c = pc.field(col).cast(pa.string()).isin([str(v) for v in values])
         cond = c if cond is None else cond & c

@@ -35,6 +35,7 @@ import pandas as pd
 from kitlib import findings, tables  # noqa: F401  (tables: the examples use it)
 from kitlib.extract.configs import latest
 from kitlib.investigations.connect_offsets import commits as _commits  # noqa: F401  (declares the commits table)
+from kitlib.window import Window
 
 DEFAULT_FLUSH_TIMEOUT_MS = 5000
 DEFAULT_BATCH_SIZE = 16384
@@ -243,12 +244,6 @@ def metric_series(
     return m.sort_values("ts")
 
 
-def _in_window(df: pd.DataFrame, start, end) -> pd.DataFrame:
-    if df.empty:
-        return df
-    return df[(df["ts"] >= start) & (df["ts"] <= end)]
-
-
 @dataclass
 class AfterChange:
     """The task's producer re-created with another batch.size after the last failure, with every
@@ -329,9 +324,11 @@ def task_model(
     in_flight = int(_num(prod.get("max.in.flight.requests.per.connection"), DEFAULT_IN_FLIGHT))
     max_req = _num(prod.get("max.request.size"), DEFAULT_MAX_REQUEST_SIZE)
     cid = prod.get("client.id") or producer_client_id(connector, task)
+    # the metrics around the failing commits: two minutes either side of the first and the last
     pad = pd.Timedelta(minutes=2)
-    rpr_m = _in_window(metric_series(metrics, "records-per-request-avg", client_id=cid), start - pad, end + pad)
-    rsz_m = _in_window(metric_series(metrics, "record-size-avg", client_id=cid), start - pad, end + pad)
+    around = Window(start - pad, end + pad)
+    rpr_m = around.frame(metric_series(metrics, "records-per-request-avg", client_id=cid))
+    rsz_m = around.frame(metric_series(metrics, "record-size-avg", client_id=cid))
     rpr_vals = pd.to_numeric(rpr_m.get("value", pd.Series(dtype=float)), errors="coerce")
     rpr_vals = rpr_vals[rpr_vals > 0]
     if len(rpr_vals):
@@ -352,11 +349,7 @@ def task_model(
         outstanding = float(outstanding_bad.median())
         outstanding_max = float(outstanding_bad.max())
     else:
-        act = _in_window(
-            metric_series(metrics, "source-record-active-count-max", connector=connector, task=task),
-            start - pad,
-            end + pad,
-        )
+        act = around.frame(metric_series(metrics, "source-record-active-count-max", connector=connector, task=task))
         vals = pd.to_numeric(act.get("value", pd.Series(dtype=float)), errors="coerce").dropna()
         outstanding = float(vals.median()) if len(vals) else float("nan")
         outstanding_max = float(vals.max()) if len(vals) else float("nan")
@@ -668,8 +661,8 @@ def task_summary(commits: pd.DataFrame) -> pd.DataFrame:
 def filter_commits(
     commits: pd.DataFrame, connector: str | None = None, task: int | None = None, start=None, end=None
 ) -> pd.DataFrame:
-    """Commits of one connector / task inside [start, end] (ISO strings, UTC unless they carry
-    an offset); None means no filter.
+    """Commits of one connector / task in ``start <= ts < end`` (ISO strings, UTC unless they
+    carry an offset: a :class:`~kitlib.window.Window`); None means no filter.
 
     Example:
         >>> filter_commits(tables.empty("commits"), "orders", 0, "2024-01-01", None).empty
@@ -680,16 +673,7 @@ def filter_commits(
         c = c[c["connector"].astype(str) == str(connector)]
     if task is not None:
         c = c[c["task"] == int(task)]
-    if start is not None:
-        c = c[c["ts"] >= _utc(start)]
-    if end is not None:
-        c = c[c["ts"] <= _utc(end)]
-    return c.reset_index(drop=True)
-
-
-def _utc(t) -> pd.Timestamp:
-    t = pd.Timestamp(t)
-    return t.tz_localize("UTC") if t.tzinfo is None else t.tz_convert("UTC")
+    return Window.of(start, end).frame(c).reset_index(drop=True)
 
 
 PRODUCER_KEYS = [
