@@ -3,8 +3,8 @@
 #   make test     - the whole test suite: `make check`, then the real-broker, Chromium and slow tests
 #                   and every notebook under nbval
 # Each creates or reuses the local virtualenv .venv by itself.
-#   make check    - the fast lane: ruff, mypy, doctests and the tests that need neither a broker
-#                   nor Chromium (under a minute)
+#   make check    - the fast lane: ruff, mypy, the import contracts (lint-imports, pyproject.toml),
+#                   doctests and the tests that need neither a broker nor Chromium (under a minute)
 
 PYTHON ?= python3
 
@@ -29,6 +29,7 @@ check: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy
+	$(BIN)/lint-imports --no-logo --no-cache
 	$(PYTEST) -n 2 --dist loadfile $(FAST) --doctest-modules kitlib tests
 
 test: check chromium
