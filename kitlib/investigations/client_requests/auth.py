@@ -27,8 +27,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from kitlib import tables
-from kitlib.extract import arrow_messages, extractor, first_lines
-from kitlib.investigations.consumer_groups.rules import Rule, classify, logger_keywords
+from kitlib.extract import extractor
+from kitlib.extract.rules import Rule, in_slices, logger_keywords, match
 
 tables.declare(
     "auth_failures",
@@ -86,7 +86,6 @@ RULES = [
 ]
 _MECH = r"(?P<mechanism>SCRAM-SHA-256|SCRAM-SHA-512|PLAIN|GSSAPI|OAUTHBEARER)"
 _ANCHORS = r"(?i)authenticat|SSL handshake|is Denied operation|AuthorizationException|AuthorizationError"
-SLICE = 65536
 
 
 @extractor(
@@ -107,19 +106,14 @@ SLICE = 65536
     ),
     contains=_ANCHORS,
 )
+@in_slices
 def build(events: pd.DataFrame) -> pd.DataFrame:
-    if len(events) > SLICE:
-        return pd.concat([build(events.iloc[i : i + SLICE]) for i in range(0, len(events), SLICE)], ignore_index=True)
     if not len(events):
         return tables.empty("auth_failures")
-    first = first_lines(arrow_messages(events))
-    kinds, cols = classify(first, RULES)
-    keep = np.flatnonzero(kinds != None)  # noqa: E711 - elementwise on an object array
-    if not len(keep):
+    m = match(events, RULES)
+    if not len(m):
         return tables.empty("auth_failures")
-    first = first.take(pa.array(keep))
-    kinds = kinds[keep].astype(object)
-    cols = {k: v[keep] for k, v in cols.items()}
+    first, kinds, cols = m.first, m.kinds, m.cols
     reason = pa.array(cols["reason"].tolist(), pa.string())
     ssl = np.asarray(
         pc.fill_null(pc.match_substring(reason, "SSL handshake failed"), False).to_numpy(zero_copy_only=False), bool
@@ -134,12 +128,10 @@ def build(events: pd.DataFrame) -> pd.DataFrame:
     mech[(mech == None) & plain] = "PLAIN"  # noqa: E711 - PlainServerCallbackHandler's wording
     addr = pa.array(cols["address"].tolist(), pa.string())
     addr = pc.replace_substring_regex(addr, r"^.*/", "")  # '/10.0.0.7' and 'host/10.0.0.7' -> 10.0.0.7
-    channel = pa.array(cols.get("channel", np.full(len(keep), None, object)).tolist(), pa.string())
+    channel = pa.array(cols.get("channel", np.full(len(m), None, object)).tolist(), pa.string())
     listener = pc.replace_substring_regex(channel, r"^([^-]+)-.*$", r"\1")
-    ev = events.iloc[keep].reset_index(drop=True)
-    return pd.DataFrame(
+    return m.frame(
         {
-            "ts": ev["ts"],
             "kind": kinds,
             "principal": cols["principal"],
             "address": addr.to_pylist(),
@@ -149,10 +141,5 @@ def build(events: pd.DataFrame) -> pd.DataFrame:
             "operation": cols["operation"],
             "resource": cols["resource"],
             "request": cols["request"],
-            "level": ev["level"].astype("string"),
-            "message": pd.array(pc.utf8_slice_codeunits(first, 0, 500), dtype=pd.StringDtype("pyarrow")),
-            "host": ev["host"].astype("string"),
-            "file": ev["file"].astype("string"),
-            "line": ev["line"],
         }
     )

@@ -21,13 +21,12 @@ from __future__ import annotations
 
 import re
 
-import numpy as np
 import pandas as pd
 import pyarrow.compute as pc
 
 from kitlib import tables
-from kitlib.extract import arrow_messages, extractor, first_lines
-from kitlib.investigations.consumer_groups.rules import Rule, classify, logger_keywords
+from kitlib.extract import extractor
+from kitlib.extract.rules import Rule, logger_keywords, match
 
 tables.declare(
     "quota_changes",
@@ -70,12 +69,11 @@ _PAIR = re.compile(r"(\w+)\s*(?:->|=)\s*(-?\d+(?:\.\d+)?(?:[Ee][-+]?\d+)?)")
 def build(events: pd.DataFrame) -> pd.DataFrame:
     if not len(events):
         return tables.empty("quota_changes")
-    first = first_lines(arrow_messages(events))
-    kinds, cols = classify(first, RULES)
+    m = match(events, RULES)
+    first, kinds, cols, ev = m.first, m.kinds, m.cols, m.events
     rows = []
-    ev = events.reset_index(drop=True)
     # few rows (one per quota change): read each matched line's pairs in Python
-    for i in np.flatnonzero(kinds != None).tolist():  # noqa: E711 - elementwise on an object array
+    for i in range(len(m)):
         entity = cols["entity"][i]
         if kinds[i] == "kraft":
             key = cols["key"][i] or cols["rkey"][i]

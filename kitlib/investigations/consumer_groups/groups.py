@@ -27,8 +27,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from kitlib import tables
-from kitlib.extract import arrow_messages, extractor, first_lines
-from kitlib.investigations.consumer_groups.rules import Rule, classify, logger_keywords, to_int
+from kitlib.extract import extractor
+from kitlib.extract.rules import Rule, field_of, in_slices, logger_keywords, match, to_int
 
 tables.declare(
     "group_events",
@@ -156,15 +156,6 @@ _JAVA_PREFIX = (
     r"(?:, groupId=(?P<group>[^,\]]+))?\]"
 )
 _UUID_TAIL = r"^(?P<client>.+)-[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$"
-SLICE = 65536
-
-
-def _field(arr: pa.Array, pattern: str, name: str) -> np.ndarray:
-    got = pc.extract_regex(arr, pattern)
-    vals = np.array(pc.struct_field(got, name).to_pylist(), dtype=object) if len(arr) else np.zeros(0, object)
-    vals[vals == ""] = None
-    return vals
-
 
 _CLIENT_KEYWORDS = logger_keywords("coordinator", "groupmetadata", "classicgroup", "consumer", "rdkafka", "confluent")
 
@@ -191,40 +182,33 @@ def wanted_logger(logger: str) -> bool:
     contains=_ANCHORS,
     blockwise=True,
 )
+@in_slices
 def build(events: pd.DataFrame) -> pd.DataFrame:
-    if len(events) > SLICE:
-        return pd.concat([build(events.iloc[i : i + SLICE]) for i in range(0, len(events), SLICE)], ignore_index=True)
     if not len(events):
         return tables.empty("group_events")
-    first = first_lines(arrow_messages(events))
-    kinds, cols = classify(first, RULES)
-    keep = np.flatnonzero(kinds != None)  # noqa: E711 - elementwise on an object array
-    if not len(keep):
+    m = match(events, RULES)
+    if not len(m):
         return tables.empty("group_events")
-    first = first.take(pa.array(keep))
-    kinds = kinds[keep]
-    cols = {k: v[keep] for k, v in cols.items()}
+    first, kinds, cols = m.first, m.kinds, m.cols
     source = np.where(np.isin(kinds, COORDINATOR_KINDS), "coordinator", "client")
     # the Java client's prefix names the client and group; kafka-python names the group in the line
     group = cols["group"]
-    client = _field(first, _JAVA_PREFIX, "client")
-    pgroup = _field(first, _JAVA_PREFIX, "group")
+    client = field_of(first, _JAVA_PREFIX, "client")
+    pgroup = field_of(first, _JAVA_PREFIX, "group")
     group = np.where(group == None, pgroup, group)  # noqa: E711
     member = np.array(cols["member"], dtype=object)
     has = np.flatnonzero(member != None)  # noqa: E711
     if len(has):
-        m = pa.array(member[has].tolist(), pa.string())
-        m = pc.replace_substring_regex(m, r"^.*memberId=([^,)\s]+).*$", r"\1")  # MemberMetadata(memberId=..., ...)
-        m = pc.replace_substring_regex(m, r"[.,]$", "")
-        member[has] = m.to_pylist()
-        from_member = _field(m, _UUID_TAIL, "client")
+        mid = pa.array(member[has].tolist(), pa.string())
+        mid = pc.replace_substring_regex(mid, r"^.*memberId=([^,)\s]+).*$", r"\1")  # MemberMetadata(memberId=..., ...)
+        mid = pc.replace_substring_regex(mid, r"[.,]$", "")
+        member[has] = mid.to_pylist()
+        from_member = field_of(mid, _UUID_TAIL, "client")
         client[has] = np.where(client[has] == None, from_member, client[has])  # noqa: E711
     cp = cols["coordinator_partition"]
     cp = np.array([f"__consumer_offsets-{v}" if v is not None and v.isdigit() else v for v in cp], dtype=object)
-    ev = events.iloc[keep].reset_index(drop=True)
-    return pd.DataFrame(
+    return m.frame(
         {
-            "ts": ev["ts"],
             "source": source,
             "kind": kinds,
             "group": group,
@@ -236,10 +220,5 @@ def build(events: pd.DataFrame) -> pd.DataFrame:
             "state": cols["state"],
             "reason": cols["reason"],
             "coordinator_partition": cp,
-            "level": ev["level"].astype("string"),
-            "message": pd.array(pc.utf8_slice_codeunits(first, 0, 500), dtype=pd.StringDtype("pyarrow")),
-            "host": ev["host"].astype("string"),
-            "file": ev["file"].astype("string"),
-            "line": ev["line"],
         }
     )

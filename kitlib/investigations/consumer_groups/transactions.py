@@ -21,12 +21,10 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
-import pyarrow as pa
-import pyarrow.compute as pc
 
 from kitlib import tables
-from kitlib.extract import arrow_messages, extractor, first_lines
-from kitlib.investigations.consumer_groups.rules import Rule, classify, logger_keywords, to_int
+from kitlib.extract import extractor
+from kitlib.extract.rules import Rule, field_of, in_slices, logger_keywords, match, to_int
 
 tables.declare(
     "txn_events",
@@ -112,14 +110,6 @@ _ANCHORS = (
     r"abortable error state"
 )
 _JAVA_PREFIX = r"\[Producer clientId=(?P<client>[^,\]]+)(?:, transactionalId=(?P<txid>[^,\]]+))?\]"
-SLICE = 65536
-
-
-def _field(arr: pa.Array, pattern: str, name: str) -> np.ndarray:
-    got = pc.extract_regex(arr, pattern)
-    vals = np.array(pc.struct_field(got, name).to_pylist(), dtype=object) if len(arr) else np.zeros(0, object)
-    vals[vals == ""] = None
-    return vals
 
 
 @extractor(
@@ -128,34 +118,20 @@ def _field(arr: pa.Array, pattern: str, name: str) -> np.ndarray:
     contains=_ANCHORS,
     blockwise=True,
 )
+@in_slices
 def build(events: pd.DataFrame) -> pd.DataFrame:
-    if len(events) > SLICE:
-        return pd.concat([build(events.iloc[i : i + SLICE]) for i in range(0, len(events), SLICE)], ignore_index=True)
     if not len(events):
         return tables.empty("txn_events")
-    msgs = arrow_messages(events)
-    first = first_lines(msgs)
-    kinds, cols = classify(first, RULES)
     # a fencing exception often sits in a stack trace under a generic first line: look at the whole record
-    rest = np.flatnonzero(kinds == None)  # noqa: E711
-    if len(rest):
-        k2, c2 = classify(msgs.take(pa.array(rest)), [r for r in RULES if r.kind in ("fenced", "old_epoch")])
-        kinds[rest] = k2
-        for f, vals in c2.items():
-            cols[f][rest] = np.where(vals == None, cols[f][rest], vals)  # noqa: E711
-    keep = np.flatnonzero(kinds != None)  # noqa: E711
-    if not len(keep):
+    m = match(events, RULES, whole=("fenced", "old_epoch"))
+    if not len(m):
         return tables.empty("txn_events")
-    first = first.take(pa.array(keep))
-    kinds = kinds[keep]
-    cols = {k: v[keep] for k, v in cols.items()}
+    kinds, cols = m.kinds, m.cols
     txid = cols["transactional_id"]
-    ptx = _field(first, _JAVA_PREFIX, "txid")
+    ptx = field_of(m.first, _JAVA_PREFIX, "txid")
     txid = np.where(txid == None, ptx, txid)  # noqa: E711
-    ev = events.iloc[keep].reset_index(drop=True)
-    return pd.DataFrame(
+    return m.frame(
         {
-            "ts": ev["ts"],
             "source": [_SOURCE.get(k, "client") for k in kinds],
             "kind": kinds,
             "transactional_id": txid,
@@ -163,11 +139,6 @@ def build(events: pd.DataFrame) -> pd.DataFrame:
             "epoch": to_int(cols["epoch"]),
             "partition": cols["partition"],
             "error": cols["error"],
-            "client_id": _field(first, _JAVA_PREFIX, "client"),
-            "level": ev["level"].astype("string"),
-            "message": pd.array(pc.utf8_slice_codeunits(first, 0, 500), dtype=pd.StringDtype("pyarrow")),
-            "host": ev["host"].astype("string"),
-            "file": ev["file"].astype("string"),
-            "line": ev["line"],
+            "client_id": field_of(m.first, _JAVA_PREFIX, "client"),
         }
     )
