@@ -69,11 +69,11 @@ _PAIR = re.compile(r"(\w+)\s*(?:->|=)\s*(-?\d+(?:\.\d+)?(?:[Ee][-+]?\d+)?)")
 def build(events: pd.DataFrame) -> pd.DataFrame:
     if not len(events):
         return tables.empty("quota_changes")
-    m = match(events, RULES)
-    first, kinds, cols, ev = m.first, m.kinds, m.cols, m.events
+    found = match(events, RULES)
+    first, kinds, cols, ev = found.first, found.kinds, found.cols, found.events
     rows = []
     # few rows (one per quota change): read each matched line's pairs in Python
-    for i in range(len(m)):
+    for i in range(len(found)):
         entity = cols["entity"][i]
         if kinds[i] == "kraft":
             key = cols["key"][i] or cols["rkey"][i]
