@@ -13,7 +13,7 @@ from samples import sample
 
 import kitlib
 from kitlib.bundle import Bundle
-from kitlib.investigations.consumer_groups import analysis, groups, lag
+from kitlib.investigations.consumer_groups import groups, lag, rebalances, stalled, transaction_timeouts
 
 FIX = Path(__file__).parent / "fixtures" / "clients"
 
@@ -169,7 +169,7 @@ def test_txn_events_rows(txn):
 
 
 def test_rebalance_storm_names_the_group_and_the_settings(storm):
-    found = analysis.rebalance_storm(storm)
+    found = rebalances.rebalance_storm(storm)
     assert [f.numbers["group"] for f in found] == ["order-enricher"]
     f = found[0]
     assert (
@@ -192,8 +192,8 @@ def test_rebalance_storm_silent_on_a_few_rebalances(storm):
     slow.loc[prep, "ts"] = (
         pd.Timestamp("2026-05-04 10:00", tz="UTC") + pd.to_timedelta(range(prep.sum()), unit="m") * 15
     )
-    assert analysis.rebalance_storm(Bundle("x", {"group_events": slow})) == []
-    assert analysis.rebalance_storm(Bundle("x", {"group_events": ge[ge["group"] == "billing"]})) == []
+    assert rebalances.rebalance_storm(Bundle("x", {"group_events": slow})) == []
+    assert rebalances.rebalance_storm(Bundle("x", {"group_events": ge[ge["group"] == "billing"]})) == []
 
 
 def test_a_consumer_started_and_stopped_is_not_a_storm(storm):
@@ -217,9 +217,9 @@ def test_a_consumer_started_and_stopped_is_not_a_storm(storm):
         rows_ += [join, leave, empty]
     ge2 = pd.DataFrame(rows_)
     assert (ge2["kind"] == "prepare_rebalance").sum() == 8
-    s = analysis.rebalance_summary(ge2)
+    s = rebalances.rebalance_summary(ge2)
     assert (s["rebalances"].iloc[0], s["churn_rebalances"].iloc[0]) == (8, 0)
-    assert analysis.rebalance_storm(Bundle("x", {"group_events": ge2})) == []
+    assert rebalances.rebalance_storm(Bundle("x", {"group_events": ge2})) == []
 
 
 def snapshots(
@@ -296,7 +296,7 @@ def stalled_bundle():
 
 def test_consumer_stalled_names_the_group():
     b = Bundle("x", {"consumer_lag": stalled_bundle()})
-    found = analysis.consumer_stalled(b)
+    found = stalled.consumer_stalled(b)
     assert [(f.id, f.severity, f.numbers["group"], f.numbers["stalled_partitions"]) for f in found] == [
         ("consumer-stalled", "high", "ledger", 1)
     ]
@@ -308,12 +308,12 @@ def test_consumer_stalled_names_the_group():
 def test_consumer_stalled_silent_when_consumers_keep_up():
     df = stalled_bundle()
     healthy = df[df["group"] == "billing"]
-    assert analysis.consumer_stalled(Bundle("x", {"consumer_lag": healthy})) == []
-    assert analysis.consumer_stalled(Bundle("x", {})) == []
+    assert stalled.consumer_stalled(Bundle("x", {"consumer_lag": healthy})) == []
+    assert stalled.consumer_stalled(Bundle("x", {})) == []
 
 
 def test_transaction_timeouts_names_the_ids(txn):
-    found = analysis.transaction_timeouts(txn)
+    found = transaction_timeouts.transaction_timeouts(txn)
     assert len(found) == 1
     f = found[0]
     assert f.numbers["transactional_ids"] == "ledger-tx, payments-tx"
@@ -325,7 +325,7 @@ def test_transaction_timeouts_names_the_ids(txn):
 def test_transaction_timeouts_silent_on_clean_inits(txn):
     te = txn.txn_events
     clean = te[te["transactional_id"] == "audit-tx"]
-    assert analysis.transaction_timeouts(Bundle("x", {"txn_events": clean})) == []
+    assert transaction_timeouts.transaction_timeouts(Bundle("x", {"txn_events": clean})) == []
 
 
 def test_late_transactions_metric_alone_is_a_finding():
@@ -340,7 +340,7 @@ def test_late_transactions_metric_alone_is_a_finding():
             "line": [2, 3],
         }
     )
-    found = analysis.transaction_timeouts(Bundle("x", {"metrics": m}))
+    found = transaction_timeouts.transaction_timeouts(Bundle("x", {"metrics": m}))
     assert found[0].severity == "high" and found[0].numbers["late_transaction_partitions_max"] == 2
     assert "find-hanging" in found[0].recommendation
 
@@ -349,7 +349,7 @@ def test_consumer_stalled_on_real_describe_snapshots():
     """kafka-consumer-groups --describe run three times on a real 3.9 broker while records were
     produced and the group had no member (fixture recorded with the CLI-output parsers)."""
     b = kitlib.load_bundle(Path(__file__).parent / "fixtures" / "cli" / "real-3.9-consumer-groups-lag-history-date.txt")
-    found = analysis.consumer_stalled(b)
+    found = stalled.consumer_stalled(b)
     assert len(found) == 1
     f = found[0]
     assert (
@@ -373,8 +373,8 @@ def test_a_storm_explains_the_stall(storm):
         shape="consumer_lag",
     )
     b = Bundle("x", {"group_events": storm.group_events, "consumer_lag": snaps})
-    assert analysis.consumer_stalled(b) == []
-    (f,) = analysis.rebalance_storm(b)
+    assert stalled.consumer_stalled(b) == []
+    (f,) = rebalances.rebalance_storm(b)
     assert f.numbers["partitions_behind"] == 1 and "lag 200" in f.summary
 
 
@@ -421,7 +421,7 @@ def test_real_storm_bundle_has_the_clients_side():
     assert ((client["kind"] == "poll_timeout").sum(), (ge["kind"] == "member_left").sum()) == (26, 26), (
         ge["source"].value_counts().to_dict()
     )
-    (f,) = analysis.rebalance_storm(b)
+    (f,) = rebalances.rebalance_storm(b)
     assert f.numbers["poll_timeouts_in_client_logs"] == 26 and "max.poll.interval.ms" in f.recommendation
 
 
@@ -441,7 +441,7 @@ def test_reason_patterns_take_member_ids_out_as_python_would():
     ]
     python = re.compile(r"\S*-[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
     want = ["(not logged)" if r is None else python.sub("<member>", r) for r in reasons]
-    got = analysis.reason_patterns(pd.Series(reasons, dtype="string")).tolist()
+    got = rebalances.reason_patterns(pd.Series(reasons, dtype="string")).tolist()
     assert got == want
     assert got[1] == "Removing member c\u00a0<member> on LeaveGroup; client reason: not provided"
 
@@ -485,7 +485,7 @@ def test_client_lines_naming_no_group_go_to_the_only_group_rebalancing_then():
             _client_rows("app-3/consumer.log", "2026-01-01 16:00:00"),  # no group rebalanced then
         ]
     )
-    got = analysis.client_groups(ge)
+    got = rebalances.client_groups(ge)
     assert got["group"].astype(object).where(got["group"].notna(), None).tolist() == [
         "orders",
         "orders",
@@ -495,9 +495,9 @@ def test_client_lines_naming_no_group_go_to_the_only_group_rebalancing_then():
         "billing",
         None,
     ]
-    assert analysis.client_files(ge, "orders") == ["app-1/consumer.log"]
+    assert rebalances.client_files(ge, "orders") == ["app-1/consumer.log"]
     both = pd.concat([ge, pd.DataFrame([_prepare("billing", "2026-01-01 10:01:10")])], ignore_index=True)
-    assert analysis.client_groups(both)["group"].iloc[3:5].isna().all()  # two groups then: left without
+    assert rebalances.client_groups(both)["group"].iloc[3:5].isna().all()  # two groups then: left without
 
 
 def test_top_messages_mask_member_ids(tmp_path):

@@ -11,8 +11,15 @@ clients, reads different tables (``requests``, ``auth_failures``, ``metrics``) a
 notebook: :mod:`kitlib.investigations.client_requests`.
 """
 
-from kitlib.investigations import Investigation, has_rows
-from kitlib.investigations.consumer_groups import analysis, groups, lag, transactions  # noqa: F401  (registers tables and detectors)
+from kitlib.investigations import FindingKind, Investigation
+from kitlib.investigations.consumer_groups import (  # noqa: F401  (registers tables and detectors)
+    groups,
+    lag,
+    rebalances,
+    stalled,
+    transaction_timeouts,
+    transactions,
+)
 
 INVESTIGATION = Investigation(
     name="consumer_groups",
@@ -20,13 +27,20 @@ INVESTIGATION = Investigation(
     question="Is a consumer group rebalancing over and over, has a consumer stopped while lag grows, "
     "or are transactions timing out, fenced or hanging?",
     tables=("group_events", "txn_events", "consumer_lag", "group_offsets", "group_states", "metrics", "configs"),
-    finding_ids=("rebalance-storm", "consumer-stalled", "transaction-timeouts"),
-    relevant=lambda b: (
-        has_rows(b, "group_events")
-        or has_rows(b, "txn_events")
-        or has_rows(b, "consumer_lag")
-        or has_rows(b, "group_offsets")
+    findings=(
+        FindingKind("rebalance-storm", "medium", "a consumer group rebalances over and over within minutes"),
+        FindingKind(
+            "consumer-stalled",
+            "high",
+            "a group stops committing offsets, or its lag never shrinks, while producers go on",
+        ),
+        FindingKind(
+            "transaction-timeouts",
+            "medium",
+            "transactions are rolled back on timeout, producers fenced, or partitions held by a hanging transaction",
+        ),
     ),
+    relevant_when=("group_events", "txn_events", "consumer_lag", "group_offsets"),
     examples={
         "rebalance-storm": ("rebalance-storm",),
         "consumer-stalled": ("consumer-stalled",),

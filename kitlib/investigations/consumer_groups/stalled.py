@@ -1,0 +1,140 @@
+"""Stalled consumers: the window rules of :mod:`.lag` applied to the lag snapshots say which
+group partitions stopped or fall behind. A group in a rebalance storm is left to the
+``rebalance-storm`` finding (:mod:`.rebalances`), which says why it stopped.
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from kitlib.findings import Finding, detector, evidence
+from kitlib.investigations.consumer_groups.lag import LagRules, lag_history, partition_status
+from kitlib.investigations.consumer_groups.rebalances import STORM_REBALANCES, rebalance_summary
+
+
+def _fmt_ts(ts, missing: str = "an unknown time") -> str:
+    return missing if ts is None or pd.isna(ts) else pd.Timestamp(ts).strftime("%Y-%m-%d %H:%M:%S UTC")
+
+
+@detector(
+    ids=["consumer-stalled"],
+    needs=[],
+    checks="lag snapshots: committed offsets frozen while lag > 0, lag never decreasing, lag over "
+    f"{LagRules().max_lag:,} records",
+)
+def consumer_stalled(bundle, rules: LagRules | None = None) -> list[Finding]:
+    rules = rules or LagRules()
+    history = lag_history(bundle)
+    if not len(history):
+        return []
+    status = partition_status(history, rules)
+    bad = status[status["status"] != "ok"]
+    # a group in a rebalance storm stops and falls behind because of it: rebalance-storm says so
+    storms = rebalance_summary(bundle.table("group_events"))
+    storming = set(storms.loc[storms["busiest_10min"] >= STORM_REBALANCES, "group"])
+    bad = bad[~bad["group"].astype("string").isin(storming)]
+    out = []
+    for g, rows in bad.groupby(bad["group"].astype("string").fillna(""), sort=True):
+        stalled = rows[rows["status"] == "stalled"]
+        lagging = rows[rows["status"] == "lagging"]
+        over = rows[rows["status"] == "over-threshold"]
+        worst = stalled if len(stalled) else lagging if len(lagging) else over
+        topics = ", ".join(sorted(worst["topic"].astype(str).unique()))
+        total = int(rows["lag_last"].sum())
+        owners = worst["consumer_id"].dropna()
+        owners = owners[~owners.astype(str).str.strip().isin(["", "-"])]
+        name = g or "(group not named in the tool's output)"
+        if len(stalled):
+            since = stalled["stalled_since"].min()
+            summary = (
+                f"Consumer group {name} stopped consuming {topics}: committed offsets frozen on "
+                f"{len(stalled)} partition(s) since {_fmt_ts(since)} while lag grew to {total:,}"
+            )
+            severity = "high"
+            fix = (
+                "The committed offsets do not move while records arrive. "
+                + (
+                    "No member owns these partitions: the consumer process stopped or left the group; restart it "
+                    "and find out why it stopped. "
+                    if not len(owners)
+                    else "A member still owns them, so it is alive but not making progress: look at its processing "
+                    "thread (stuck on a call, a poison record, paused partitions) and its log around the time "
+                    "the offsets froze. "
+                )
+                + "If it reads with isolation.level=read_committed, a hanging transaction holds the last stable "
+                "offset: check the transaction-timeouts finding and PartitionsWithLateTransactionsCount."
+            )
+        elif len(lagging):
+            summary = (
+                f"Consumer group {name} is falling behind on {topics}: lag never decreased over "
+                f"{int(lagging['snapshots'].max())} snapshots on {len(lagging)} partition(s), now {total:,}"
+            )
+            severity = "medium"
+            fix = (
+                "The group consumes, but slower than producers write: add consumers (up to the partition count), "
+                "raise max.poll.records / fetch.max.bytes if each poll is small, or speed up processing."
+            )
+        else:
+            summary = (
+                f"Consumer group {name} has {total:,} records of lag on {topics} (over the "
+                f"{rules.max_lag:,}-record threshold) and it is not shrinking"
+            )
+            severity = "medium"
+            fix = "Lag above the threshold: check that the group has members and keeps up with the producers."
+        ev_rows = history[
+            (history["group"].astype("string").fillna("") == g)
+            & history.set_index(["topic", "partition"]).index.isin(list(zip(worst["topic"], worst["partition"])))
+        ]
+        ev_rows = pd.concat(
+            [ev_rows.groupby(["topic", "partition"]).head(1), ev_rows.groupby(["topic", "partition"]).tail(1)]
+        )
+        ev_rows = ev_rows.drop_duplicates().sort_values(["topic", "partition", "ts"])
+        state = _group_state(bundle, history, g)
+        if state:
+            summary += f" (group {state})"
+        out.append(
+            Finding(
+                "consumer-stalled",
+                severity,
+                summary,
+                numbers={
+                    "group": name,
+                    "stalled_partitions": len(stalled),
+                    "lagging_partitions": len(lagging),
+                    "over_threshold_partitions": len(over),
+                    "total_lag": total,
+                    "snapshots": int(rows["snapshots"].max()),
+                    "members_owning": ", ".join(sorted(set(owners.astype(str)))) or "none",
+                    "first_snapshot": rows["first_ts"].min(),
+                    "last_snapshot": rows["last_ts"].max(),
+                },
+                recommendation=fix,
+                evidence=evidence(
+                    ev_rows,
+                    lambda r: (
+                        f"{_fmt_ts(r['ts'], '(no time)')} {r['group']} {r['topic']}-{r['partition']}: "
+                        f"committed {r['committed']}, log end {r['end_offset']}, "
+                        f"lag {r['lag']}"
+                    ),
+                ),
+            )
+        )
+    return out
+
+
+def _group_state(bundle, history: pd.DataFrame, group: str) -> str:
+    """The group's state at the last snapshot: from the lag rows (captures) or the describe tool's
+    --state rows and notes ('has no active members'); empty when unknown."""
+    h = history[history["group"].astype("string").fillna("") == group]
+    st = h["group_state"].dropna() if "group_state" in h else h.iloc[0:0]
+    if len(st):
+        return f"state {st.iloc[-1]}"
+    from kitlib import tables
+
+    if "group_states" in tables.SCHEMAS:
+        gs = bundle.table("group_states")
+        gs = gs[gs["group"].astype("string").fillna("") == group] if len(gs) else gs
+        if len(gs):
+            last = gs.iloc[-1]
+            return str(last["note"]) if pd.notna(last["note"]) else f"state {last['state']}"
+    return ""
