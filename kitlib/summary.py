@@ -43,6 +43,15 @@ class BundleSummary:
         known = {f.name for f in fields(cls)}
         return cls(**{k: v for k, v in d.items() if k in known})
 
+    def nothing_read(self) -> str:
+        """Why the bundle holds nothing to analyse ("no files", or "no file the kit recognises"
+        when no table but the unparsed lines has a row), or "" when it holds something."""
+        if self.files == 0:
+            return "no files"
+        if not any(v for k, v in self.rows.items() if k != "unparsed"):
+            return "no file the kit recognises"
+        return ""
+
 
 def summary_text(s: BundleSummary) -> str:
     """The summary as ``kitlib ingest``, ``summary`` and ``triage`` print it. Names from the bundle

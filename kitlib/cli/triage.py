@@ -1,0 +1,53 @@
+"""``kitlib triage``: run every detector over a bundle and print the findings."""
+
+from __future__ import annotations
+
+import json
+import sys
+
+from kitlib.cli.common import EXIT_CLEAN, EXIT_FINDINGS, TZ_HELP
+
+
+def register_cli(sub) -> None:
+    p = sub.add_parser(
+        "triage",
+        help="run every detector over a bundle and print the findings",
+        description="Run every detector over BUNDLE (a folder of files, or an ingest output) and print the "
+        "findings ranked by severity, each with its id, summary, key numbers, recommended change, the "
+        "notebook to open and evidence (file:line). Exit status: 0 nothing found, 1 findings, 2 could "
+        "not run.",
+    )
+    p.add_argument("bundle", help="bundle folder, single log file, or `kitlib ingest` output folder")
+    p.add_argument(
+        "--json",
+        action="store_true",
+        help="print a JSON list of findings (id, severity, summary, numbers, recommendation, evidence, "
+        "notebook, investigation)",
+    )
+    p.add_argument("--tz", default=None, help=TZ_HELP)
+    p.set_defaults(func=_cmd_triage)
+
+
+def _cmd_triage(args) -> int:
+    from kitlib.bundle import load_bundle
+    from kitlib.findings import triage, triage_text
+    from kitlib.summary import summary_text
+
+    b = load_bundle(args.bundle, tz=args.tz)
+    nothing = b.summary.nothing_read()
+    if nothing:
+        raise ValueError(
+            f"{args.bundle}: {nothing} (nothing to triage); point it at the folder of logs, JMX dumps "
+            "and captures pulled from the brokers (`kitlib formats` lists what is read)"
+        )
+    result = triage(b)
+    if args.json:
+        json.dump([f.to_dict() for f in result.findings], sys.stdout, indent=2)
+        print()
+    else:
+        from kitlib.gaps import gaps_text
+
+        head = summary_text(b.summary)
+        gaps = gaps_text(b)
+        print(triage_text(result, head + ("\n\n" + gaps if gaps else "")))
+    return EXIT_FINDINGS if result.findings else EXIT_CLEAN
