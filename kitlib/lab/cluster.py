@@ -23,45 +23,17 @@ import re
 import signal
 import subprocess
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import (
-    READY,
-    LabError,
-    Proc,
-    _classpath,
-    _cluster_id,
-    _errors,
-    _format,
-    _kill,
-    _launch,
-    _log_size,
-    _prepare_node,
-    _save,
-    _tail,
-    _wait_for_line,
-    enable_jmx,
-    free_port,
-    fresh_work,
-    work_root,
-)
+from .broker import READY, format_storage, launch, log_size, new_cluster_id, prepare_node
+from .errors import LabError
+from .folders import fresh_work, work_root
+from .jars import classpath
+from .jmx import enable_jmx
+from .processes import Proc, free_port, kill, log_errors, log_tail, running, save_state, stop, wait_for_line
 
-# health MBeans sampled on every node: replication, controller, log dirs, request handlers, load
-CLUSTER_MBEANS = [
-    "kafka.server:type=ReplicaManager,name=UnderReplicatedPartitions",
-    "kafka.server:type=ReplicaManager,name=UnderMinIsrPartitionCount",
-    "kafka.server:type=ReplicaManager,name=IsrShrinksPerSec",
-    "kafka.server:type=ReplicaManager,name=IsrExpandsPerSec",
-    "kafka.server:type=ReplicaManager,name=LeaderCount",
-    "kafka.controller:type=KafkaController,name=ActiveControllerCount",
-    "kafka.controller:type=KafkaController,name=OfflinePartitionsCount",
-    "kafka.controller:type=KafkaController,name=FencedBrokerCount",
-    "kafka.log:type=LogManager,name=OfflineLogDirectoryCount",
-    "kafka.server:type=KafkaRequestHandlerPool,name=RequestHandlerAvgIdlePercent",
-    "kafka.server:type=BrokerTopicMetrics,name=MessagesInPerSec",
-    "kafka.server:type=BrokerTopicMetrics,name=BytesInPerSec",
-]
 # what every cluster node gets: internal topics replicated three ways, acks=all needs two in sync
 CLUSTER_SETTINGS = {
     "offsets.topic.replication.factor": 3,
@@ -132,7 +104,7 @@ def start_cluster(
         conf.update(settings or {})
         conf.update((node_settings or {}).get(i, {}))
         nwork = work / f"broker-{i}"
-        logs, _ = _prepare_node(nwork, f"broker-{i}", i, ports[i][0], ports[i][1], voters, conf, fresh=True)
+        logs, _ = prepare_node(nwork, f"broker-{i}", i, ports[i][0], ports[i][1], voters, conf, fresh=True)
         nodes.append(
             Proc(
                 "broker",
@@ -147,13 +119,13 @@ def start_cluster(
                 node_id=i,
             )
         )
-    cluster = Cluster(name, _cluster_id(), nodes)
-    _format([Path(b.work) for b in nodes], cluster.cluster_id)
-    procs = {b.node_id: _launch(b, request_log, (node_heap or {}).get(b.node_id, heap), gc_log=True) for b in nodes}
+    cluster = Cluster(name, new_cluster_id(), nodes)
+    format_storage([Path(b.work) for b in nodes], cluster.cluster_id)
+    procs = {b.node_id: launch(b, request_log, (node_heap or {}).get(b.node_id, heap), gc_log=True) for b in nodes}
     try:
         for b in nodes:
             p = procs[b.node_id]
-            _wait_for_line(
+            wait_for_line(
                 Path(b.logs) / "server.log",
                 READY,
                 p,
@@ -164,7 +136,7 @@ def start_cluster(
             )
             if jmx:
                 b.jmx_port = enable_jmx(b.pid)
-            _save(b)
+            save_state(b)
     except BaseException:
         stop_cluster(cluster)
         raise
@@ -192,11 +164,30 @@ def stop_cluster(cluster: Cluster, grace: float = 20.0) -> None:
                 pass
             time.sleep(0.1)
         if b.alive():
-            _kill(b.pid, grace=0)
+            kill(b.pid, grace=0)
     for b in cluster.nodes:
         state = Path(b.work) / "lab.json"
         if state.exists():
             state.unlink()
+
+
+def stop_recorded(name: str | None = None) -> Iterator[Proc | Cluster]:
+    """Stop the lab processes recorded under the work root: all of them, or the one process or
+    cluster called ``name``. A cluster's nodes stop together (:func:`stop_cluster`), after the
+    lone processes, while their quorum stands. Yields each process or cluster once stopped."""
+    clusters: dict[str, list[Proc]] = {}
+    for p in running():
+        if name not in (None, p.name, p.extra.get("cluster")):
+            continue
+        if p.extra.get("cluster"):
+            clusters.setdefault(p.extra["cluster"], []).append(p)
+            continue
+        stop(p)
+        yield p
+    for cluster_name, nodes in clusters.items():
+        cluster = Cluster(cluster_name, "", nodes)
+        stop_cluster(cluster)
+        yield cluster
 
 
 def pause(node: Proc) -> None:
@@ -236,10 +227,10 @@ def restart_node(node: Proc, timeout: float = 120, jmx: bool = True) -> Proc:
     once it has logged "Kafka Server started" anew."""
     if node.alive():
         raise LabError(f"node {node.name} is still running (pid {node.pid})")
-    after = _log_size(node)
+    after = log_size(node)
     x = node.extra
-    p = _launch(node, x.get("request_log", "INFO"), x.get("heap", "512m"), x.get("gc_log", True))
-    _wait_for_line(
+    p = launch(node, x.get("request_log", "INFO"), x.get("heap", "512m"), x.get("gc_log", True))
+    wait_for_line(
         Path(node.logs) / "server.log",
         READY,
         p,
@@ -251,7 +242,7 @@ def restart_node(node: Proc, timeout: float = 120, jmx: bool = True) -> Proc:
     )
     if jmx:
         node.jmx_port = enable_jmx(p.pid)
-    _save(node)
+    save_state(node)
     return node
 
 
@@ -268,7 +259,7 @@ def active_controller(cluster: Cluster, timeout: float = 60) -> Proc:
             "java",
             "-Xmx128m",
             "-cp",
-            _classpath(),
+            classpath(),
             "org.apache.kafka.tools.MetadataQuorumCommand",
             "--bootstrap-server",
             ",".join(b.bootstrap for b in live),
@@ -290,7 +281,7 @@ def active_controller(cluster: Cluster, timeout: float = 60) -> Proc:
         time.sleep(1)
     raise LabError(
         f"no active controller found in cluster {cluster.name} after {timeout:.0f} s:\n{last[-2000:]}\n"
-        + "".join(_errors(Path(b.logs) / "server.log") for b in cluster.nodes)
+        + "".join(log_errors(Path(b.logs) / "server.log") for b in cluster.nodes)
     )
 
 
@@ -312,8 +303,8 @@ def wait_for_log(
                         return line
         time.sleep(0.25)
     raise LabError(
-        f"node {node.name}: no line with {text!r} in {log} after {timeout:.0f} s.\n{_errors(path)}"
-        f"last lines:\n{_tail(path, 20)}"
+        f"node {node.name}: no line with {text!r} in {log} after {timeout:.0f} s.\n{log_errors(path)}"
+        f"last lines:\n{log_tail(path, 20)}"
     )
 
 

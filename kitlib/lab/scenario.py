@@ -1,7 +1,9 @@
-"""The frame every lab scenario runs in: it remembers the processes and JmxTools a scenario
-starts, stops them whatever happens, and ends a successful run the same way each time (finish
-the JmxTools, take a live capture, copy the logs into one folder per host, stop everything,
-replace this machine's paths, write bundle.yaml).
+"""The frame every lab scenario runs in: it remembers the processes, JmxTools and client
+processes a scenario starts, stops them whatever happens, and ends a successful run the same way
+each time (finish the JmxTools, take a live capture, end the client processes, copy the logs
+into one folder per host, stop everything, replace this machine's paths, write bundle.yaml). A
+synthetic bundle, written by the script with no lab process, ends with ``finish(manifest=False)``
+and is left as written.
 
 Example (the shape of lab/scenarios/*.py):
     >>> from kitlib import lab
@@ -14,29 +16,19 @@ Example (the shape of lab/scenarios/*.py):
 
 from __future__ import annotations
 
-import gzip
-import platform
-import re
+import os
+import signal
 import subprocess
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Self
 
-from . import (
-    KAFKA_VERSION,
-    LabError,
-    Proc,
-    collect_logs,
-    finish_jmxtool,
-    run_jmxtool,
-    scrub_paths,
-    start_broker,
-    start_connect,
-    stop,
-    write_manifest,
-)
+from .broker import start_broker
+from .bundles import collect_logs, scrub_paths, write_manifest
 from .cluster import Cluster, start_cluster, stop_cluster
+from .connect import start_connect
+from .jmx import finish_jmxtool, run_jmxtool
+from .processes import Proc, stop
 
 
 class Scenario:
@@ -47,6 +39,7 @@ class Scenario:
         self.procs: list[Proc] = []
         self.clusters: list[Cluster] = []
         self.jmx: list[tuple[subprocess.Popen, Path]] = []
+        self.children: list[subprocess.Popen] = []
         self.timeline: list[tuple[datetime, str]] = []
         self.started = datetime.now(UTC)
 
@@ -91,18 +84,33 @@ class Scenario:
         self.jmx.append((p, out_csv))
         return p
 
+    def track(self, child: subprocess.Popen) -> subprocess.Popen:
+        """Have a client process the scenario started (a worker in a session of its own, a lag
+        history, one of Kafka's tools) killed when the scenario ends, if it still runs then."""
+        self.children.append(child)
+        return child
+
+    def stop_one(self, proc: Proc, host: str) -> None:
+        """Stop one process before the others, its logs first copied into the bundle's folder
+        ``host``: the processes still running then log its going, as they do in the bundle."""
+        collect_logs(proc, self.out / host)
+        stop(proc)
+
     def finish(
         self,
-        logs: dict[str, Proc | tuple[Proc, tuple[str, ...]]],
+        logs: dict[str, Proc | tuple[Proc, tuple[str, ...]]] | None = None,
         live: Proc | Cluster | None = None,
         scrub: tuple[str | Path, ...] | list[str | Path] = (),
         hosts: dict[str, str] | None = None,
+        manifest: bool = True,
     ) -> Path:
         """End a successful run: finish the JmxTools still running, capture ``live`` (a broker or
-        cluster) into ``live/``, copy each host's logs (``{"broker-1": proc}`` or ``{"broker-1":
-        (proc, ("server.log",))}``), stop every process, replace this machine's paths (the work
-        folders' parents, the jars folder and ``scrub``) and write bundle.yaml (``hosts`` maps
-        extra folders to a host name). Returns the bundle folder."""
+        cluster) into ``live/``, kill the client processes still running, copy each host's logs
+        (``{"broker-1": proc}`` or ``{"broker-1": (proc, ("server.log",))}``), stop every process,
+        replace this machine's paths (the work folders' parents, the jars folder and ``scrub``) and
+        write bundle.yaml (``hosts`` maps extra folders to a host name). With ``manifest=False``
+        (a synthetic bundle) no path is replaced and no bundle.yaml written. Returns the bundle
+        folder."""
         for p, csv in self.jmx:
             if not getattr(p, "_kit_done", False):
                 finish_jmxtool(p, csv)
@@ -110,17 +118,33 @@ class Scenario:
             from kitlib import capture
 
             capture.capture(live.bootstrap, self.out / "live")
-        for host, spec in logs.items():
+        self._kill_children()
+        for host, spec in (logs or {}).items():
             proc, names = spec if isinstance(spec, tuple) else (spec, None)
             collect_logs(proc, self.out / host, names=names)
         works = [Path(p.work).parent for p in self.procs] + [c.work.parent for c in self.clusters]
         self.stop_all()
-        scrub_paths(self.out, [*scrub, *works])
-        write_manifest(self.out, **(hosts or {}))
+        if manifest:
+            scrub_paths(self.out, [*scrub, *works])
+            write_manifest(self.out, **(hosts or {}))
         return self.out
 
+    def _kill_children(self) -> None:
+        for child in self.children:
+            if child.poll() is None:  # a reaped one is left alone: its pid may be reused by now
+                try:
+                    if os.getpgid(child.pid) == child.pid:  # a session of its own: its children go too
+                        os.killpg(child.pid, signal.SIGKILL)
+                    else:
+                        child.kill()
+                except ProcessLookupError:
+                    pass
+            child.wait()
+
     def stop_all(self) -> None:
-        """Stop every JmxTool, process and cluster this scenario started (safe to call twice)."""
+        """Stop every client process, JmxTool, process and cluster this scenario started (safe to
+        call twice)."""
+        self._kill_children()
         for p, csv in self.jmx:
             if not getattr(p, "_kit_done", False):
                 finish_jmxtool(p, csv)
@@ -129,105 +153,3 @@ class Scenario:
                 stop(proc)
         for c in self.clusters:
             stop_cluster(c)
-
-
-@dataclass(frozen=True)
-class Evidence:
-    """A kind of line a detector should find in a bundle: ``pattern`` (a regex) in files named
-    ``file`` (``*`` for any) of hosts matching ``host`` (a regex on the folder name)."""
-
-    what: str
-    pattern: str
-    file: str = "server.log"
-    host: str = r"broker-\d+"
-
-
-@dataclass(frozen=True)
-class Hit:
-    host: str
-    file: str
-    line: int
-    text: str
-
-
-def grep_bundle(bundle: str | Path, ev: Evidence) -> list[Hit]:
-    """Every line of ``bundle`` matching ``ev`` (plain and gzipped files, rotated ones too)."""
-    rx, hosts = re.compile(ev.pattern), re.compile(ev.host)
-    hits = []
-    for d in sorted(Path(bundle).iterdir()):
-        if not d.is_dir() or not hosts.fullmatch(d.name):
-            continue
-        for f in sorted(d.iterdir()):
-            base = f.name.removesuffix(".gz")
-            if ev.file != "*" and not (base == ev.file or base.startswith(ev.file + ".")):
-                continue
-            raw = f.read_bytes()
-            text = (gzip.decompress(raw) if raw[:2] == b"\x1f\x8b" else raw).decode(errors="replace")
-            hits += [Hit(d.name, f.name, i, ln) for i, ln in enumerate(text.splitlines(), 1) if rx.search(ln)]
-    return hits
-
-
-def write_provenance(
-    s: Scenario,
-    title: str,
-    summary: str,
-    how: str,
-    expected: str,
-    evidence: list[Evidence],
-    command: str,
-    notes: str = "",
-    per_kind: int = 6,
-) -> Path:
-    """Write PROVENANCE.md of a finished cluster scenario bundle: what it is, how it was made
-    (Kafka version, Java, the command), the timeline of :meth:`Scenario.mark`, and for every
-    :class:`Evidence` the first lines that match it (host, file, line number). Raises
-    :class:`LabError` when one kind of evidence is missing: the scenario did not produce the
-    incident it is about."""
-    java = subprocess.run(["java", "-version"], capture_output=True, text=True, check=False).stderr.splitlines()
-    made = (
-        f"Real data from real Apache Kafka {KAFKA_VERSION} nodes (KRaft) run by the kit's lab on 127.0.0.1 "
-        f"({java[0] if java else 'java'}, {platform.system()} {platform.machine()}), on "
-        f"{s.started:%Y-%m-%d}, by `{command}`. Regenerate with the same command (timestamps, ports and ids "
-        "will differ). Nothing was edited by hand: the one change is that the lab's work-folder paths are "
-        "replaced by `/var/lib/kafka-lab` in every file (`kitlib.lab.scrub_paths`); `bundle.yaml` only names "
-        "the host of the capture folder. Log timestamps are the machine's local time, UTC."
-    )
-    lines = [
-        f"# {title}",
-        "",
-        summary.strip(),
-        "",
-        "## How it was made",
-        "",
-        made,
-        "",
-        how.strip(),
-        "",
-        f"Expected findings: {expected}",
-        "",
-        "## What happened when (UTC, from the scenario script)",
-        "",
-    ]
-    lines += [f"- {t:%H:%M:%S.%f}"[:-3] + f" {what}" for t, what in s.timeline]
-    lines += ["", "## Lines a detector should find", ""]
-    missing = []
-    for ev in evidence:
-        hits = grep_bundle(s.out, ev)
-        if not hits:
-            missing.append(ev.what)
-            continue
-        hosts = sorted({h.host for h in hits})
-        head = (
-            f"**{ev.what}**: {len(hits)} line(s) matching `{ev.pattern}` in `{ev.file}` on {', '.join(hosts)}; "
-            f"the first {min(per_kind, len(hits))}:"
-        )
-        lines += [head, "", "```"]
-        lines += [f"{h.host}/{h.file}:{h.line}: {h.text[:400]}" for h in hits[:per_kind]]
-        lines += ["```", ""]
-    if notes:
-        lines += ["## Notes", "", notes.strip(), ""]
-    path = s.out / "PROVENANCE.md"
-    path.write_text("\n".join(lines) + "\n")
-    if missing:
-        raise LabError(f"the scenario did not produce the evidence it is about: {', '.join(missing)} (see {path})")
-    return path

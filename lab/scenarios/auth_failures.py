@@ -103,10 +103,10 @@ def run(out: str | Path, phase_s: float = 20, work: Path | None = None) -> Path:
     right, wrong = secrets.token_urlsafe(12), secrets.token_urlsafe(12)
     SECRETS[:] = [right, wrong]
     sasl_port = lab.free_port()
-    b = lab.start_broker("auth-broker", work=work, request_log="DEBUG", settings=_settings(sasl_port, {USER: right}))
-    sasl = f"127.0.0.1:{sasl_port}"
-    try:
-        jmx = lab.run_jmxtool(b, lab.BROKER_MBEANS + SOCKET_MBEANS, host / "jmx-broker.csv", wait=False)
+    with lab.Scenario(out) as s:
+        b = s.broker("auth-broker", work=work, request_log="DEBUG", settings=_settings(sasl_port, {USER: right}))
+        sasl = f"127.0.0.1:{sasl_port}"
+        jmx = s.jmxtool(b, lab.BROKER_MBEANS + SOCKET_MBEANS, host / "jmx-broker.csv")
         a = KafkaAdminClient(bootstrap_servers=b.bootstrap, client_id="ops-admin")
         a.create_topics([NewTopic(TOPIC, 1, 1)])
         p = KafkaProducer(bootstrap_servers=b.bootstrap, client_id="sales-api")
@@ -129,11 +129,8 @@ def run(out: str | Path, phase_s: float = 20, work: Path | None = None) -> Path:
             raise lab.LabError("the reporting application read nothing after the ACLs were granted")
         time.sleep(2)
         lab.finish_jmxtool(jmx, host / "jmx-broker.csv")
-    finally:
-        lab.collect_logs(b, host)
-        lab.stop(b)
-    lab.write_manifest(out, clients="clients")
-    labclients.write_provenance(out, "wrong SASL password, then a missing ACL", "auth_failures.py", BODY, EVIDENCE)
+        s.finish(logs={"broker-1": b}, hosts={"clients": "clients"})
+    lab.write_client_provenance(out, "wrong SASL password, then a missing ACL", "auth_failures.py", BODY, EVIDENCE)
     return out
 
 
@@ -159,20 +156,20 @@ BODY = f"""
 - `clients/{CLIENT_ID}.log`: the application's own log (Python `logging`, kafka-python at INFO, UTC).
 """
 EVIDENCE = [
-    labclients.Evidence(
+    lab.LineEvidence(
         "failed authentication (wrong password)", "broker-1/server.log*", "Failed authentication with /127.0.0.1"
     ),
-    labclients.Evidence("authorizer denial", "broker-1/kafka-authorizer.log*", f"Principal = User:{USER} is Denied"),
-    labclients.Evidence(
+    lab.LineEvidence("authorizer denial", "broker-1/kafka-authorizer.log*", f"Principal = User:{USER} is Denied"),
+    lab.LineEvidence(
         "Metadata answered TOPIC_AUTHORIZATION_FAILED (29)",
         "broker-1/kafka-request.log*",
         '"errorCode":29,"name":"sales"',
     ),
-    labclients.Evidence(
+    lab.LineEvidence(
         "client: connection closed during authentication", "clients/*.log", "Bootstrap connection to bootstrap-0 failed"
     ),
-    labclients.Evidence("client: gave up connecting", "clients/*.log", "Unable to bootstrap"),
-    labclients.Evidence("client: topic not authorized", "clients/*.log", "is not authorized for this client"),
+    lab.LineEvidence("client: gave up connecting", "clients/*.log", "Unable to bootstrap"),
+    lab.LineEvidence("client: topic not authorized", "clients/*.log", "is not authorized for this client"),
 ]
 
 

@@ -92,7 +92,7 @@ def run(
             task_log_level="DEBUG",
         )
         time.sleep(3)
-        jmx = lab.run_jmxtool(c, mbeans(), host / "jmx-connect-before.csv", wait=False, interval_ms=2000)
+        jmx = s.jmxtool(c, mbeans(), host / "jmx-connect-before.csv", interval_ms=2000)
         time.sleep(period_s)
         lab.finish_jmxtool(jmx, host / "jmx-connect-before.csv")
         # the fix from the seed: larger batches (source file appended so the task has work again)
@@ -112,7 +112,7 @@ def run(
                 )
         _put_config(c.port, connector(src, 327680))
         time.sleep(8)
-        jmx = lab.run_jmxtool(c, mbeans(), host / "jmx-connect-after.csv", wait=False, interval_ms=2000)
+        jmx = s.jmxtool(c, mbeans(), host / "jmx-connect-after.csv", interval_ms=2000)
         time.sleep(period_s)
         lab.finish_jmxtool(jmx, host / "jmx-connect-after.csv")
         return s.finish(logs={"connect-1": c, "broker-1": (b, ("server.log",))})

@@ -90,13 +90,13 @@ def run(out: str | Path, seconds: float = 60, stall_after: float = 15, work: Pat
     out = Path(out)
     host, clients = out / "broker-1", out / "clients"
     host.mkdir(parents=True, exist_ok=True)
-    b = lab.start_broker("stalled-broker", work=work, request_log="WARN")
-    try:
-        jmx = lab.run_jmxtool(b, lab.BROKER_MBEANS, host / "jmx-broker.csv", wait=False)
+    with lab.Scenario(out) as s:
+        b = s.broker("stalled-broker", work=work, request_log="WARN")
+        jmx = s.jmxtool(b, lab.BROKER_MBEANS, host / "jmx-broker.csv")
         a = KafkaAdminClient(bootstrap_servers=b.bootstrap)
         a.create_topics([NewTopic(TOPIC, 3, 1)])
         a.close()
-        history = labclients.start_lag_history(b, out / "live", every=EVERY_S)
+        history = s.track(labclients.start_lag_history(b, out / "live", every=EVERY_S))
         stop = threading.Event()
         with labclients.client_log(clients / "billing-service.log") as app:
             t0 = time.monotonic()
@@ -105,9 +105,9 @@ def run(out: str | Path, seconds: float = 60, stall_after: float = 15, work: Pat
                     target=_consume,
                     name=f"consumer-{g}",
                     daemon=True,
-                    args=(b.bootstrap, g, f"{g}-service", stop, s, app),
+                    args=(b.bootstrap, g, f"{g}-service", stop, st, app),
                 )
-                for g, s in ((STALLED, stall_after), (HEALTHY, None))
+                for g, st in ((STALLED, stall_after), (HEALTHY, None))
             ]
             for t in threads:
                 t.start()
@@ -129,12 +129,9 @@ def run(out: str | Path, seconds: float = 60, stall_after: float = 15, work: Pat
             for t in threads:
                 t.join(timeout=10)
         lab.finish_jmxtool(jmx, host / "jmx-broker.csv")
-    finally:
-        lab.collect_logs(b, host)
-        lab.stop(b)
-    lab.write_manifest(out, clients="clients")
+        s.finish(logs={"broker-1": b}, hosts={"clients": "clients"})
     body = BODY + "\nThe lag history, summed over partitions per snapshot:\n\n" + lag_summary(out)
-    labclients.write_provenance(
+    lab.write_client_provenance(
         out, "a consumer that stopped making progress while producers go on", "consumer_stalled.py", body, EVIDENCE
     )
     return out
@@ -156,9 +153,9 @@ BODY = f"""
   INFO, UTC). Its `pausing` line is the application's own record of the stall time.
 """
 EVIDENCE = [
-    labclients.Evidence(f"lag snapshots of the stalled group `{STALLED}`", "live/lag-*.jsonl", f'"group": "{STALLED}"'),
-    labclients.Evidence(f"lag snapshots of the healthy group `{HEALTHY}`", "live/lag-*.jsonl", f'"group": "{HEALTHY}"'),
-    labclients.Evidence("the application's own record of the stall", "clients/*.log", "pausing"),
+    lab.LineEvidence(f"lag snapshots of the stalled group `{STALLED}`", "live/lag-*.jsonl", f'"group": "{STALLED}"'),
+    lab.LineEvidence(f"lag snapshots of the healthy group `{HEALTHY}`", "live/lag-*.jsonl", f'"group": "{HEALTHY}"'),
+    lab.LineEvidence("the application's own record of the stall", "clients/*.log", "pausing"),
 ]
 
 

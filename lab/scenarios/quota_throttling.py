@@ -48,12 +48,12 @@ def run(out: str | Path, seconds: float = 40, work: Path | None = None) -> Path:
     out = Path(out)
     host, clients = out / "broker-1", out / "clients"
     host.mkdir(parents=True, exist_ok=True)
-    b = lab.start_broker("quota-broker", work=work, request_log="DEBUG")
-    try:
+    with lab.Scenario(out) as s:
+        b = s.broker("quota-broker", work=work, request_log="DEBUG")
         a = KafkaAdminClient(bootstrap_servers=b.bootstrap)
         a.create_topics([NewTopic(TOPIC, 3, 1)])
         a.close()
-        quota_out = labclients.set_client_quota(b, CLIENT_ID, producer_byte_rate=RATE)
+        quota_out = lab.set_client_quota(b, CLIENT_ID, producer_byte_rate=RATE)
         counts: dict[str, int] = {}
         with labclients.client_log(clients / "loader.log") as app:
             app.info("kafka-configs: %s", quota_out)
@@ -64,17 +64,14 @@ def run(out: str | Path, seconds: float = 40, work: Path | None = None) -> Path:
             for t in threads:
                 t.start()
             time.sleep(3)  # the per-client quota MBeans exist once the clients have produced
-            jmx = lab.run_jmxtool(b, lab.BROKER_MBEANS + QUOTA_MBEANS, host / "jmx-broker.csv", wait=False)
+            jmx = s.jmxtool(b, lab.BROKER_MBEANS + QUOTA_MBEANS, host / "jmx-broker.csv")
             for t in threads:
                 t.join()
             app.info("records sent: %s", counts)
         time.sleep(2)
         lab.finish_jmxtool(jmx, host / "jmx-broker.csv")
-    finally:
-        lab.collect_logs(b, host)
-        lab.stop(b)
-    lab.write_manifest(out, clients="clients")
-    labclients.write_provenance(out, "a producer held to its byte-rate quota", "quota_throttling.py", BODY, EVIDENCE)
+        s.finish(logs={"broker-1": b}, hosts={"clients": "clients"})
+    lab.write_client_provenance(out, "a producer held to its byte-rate quota", "quota_throttling.py", BODY, EVIDENCE)
     return out
 
 
@@ -93,13 +90,13 @@ BODY = f"""
   with kafka-python's warning for every throttled response.
 """
 EVIDENCE = [
-    labclients.Evidence(
+    lab.LineEvidence(
         f"Produce responses to `{CLIENT_ID}` (throttleTimeMs in each)",
         "broker-1/kafka-request.log*",
         f'"clientId":"{CLIENT_ID}","requestApiKeyName":"PRODUCE"',
     ),
-    labclients.Evidence("client: throttled responses", "clients/*.log", "throttled by broker"),
-    labclients.Evidence(
+    lab.LineEvidence("client: throttled responses", "clients/*.log", "throttled by broker"),
+    lab.LineEvidence(
         "quota MBean columns in the JMX CSV (header)", "broker-1/jmx-broker.csv", f"client-id={CLIENT_ID}"
     ),
 ]

@@ -18,7 +18,7 @@ import sys
 import time
 from pathlib import Path
 
-from kitlib import capture, lab
+from kitlib import lab
 from kitlib.lab import clients as labclients
 
 GROUP = "order-enricher"
@@ -72,28 +72,30 @@ def run(out: str | Path, seconds: float = 60, work: Path | None = None) -> Path:
     host, clients = out / "broker-1", out / "clients"
     host.mkdir(parents=True, exist_ok=True)
     clients.mkdir(parents=True, exist_ok=True)
-    b = lab.start_broker("rebalance-broker", work=work, request_log="WARN")
-    workers: list = []
-    try:
-        jmx = lab.run_jmxtool(b, lab.BROKER_MBEANS + GROUP_MBEANS, host / "jmx-broker.csv", wait=False)
+    with lab.Scenario(out) as s:
+        b = s.broker("rebalance-broker", work=work, request_log="WARN")
+        workers: list = []
+        jmx = s.jmxtool(b, lab.BROKER_MBEANS + GROUP_MBEANS, host / "jmx-broker.csv")
         a = KafkaAdminClient(bootstrap_servers=b.bootstrap)
         a.create_topics([NewTopic(TOPIC, 6, 1)])
         a.close()
-        history = labclients.start_lag_history(b, out / "live", every=2, groups=(GROUP,))
+        history = s.track(labclients.start_lag_history(b, out / "live", every=2, groups=(GROUP,)))
         die_when = Path(b.work) / f"{GROUP}-4.die"
         # two slow members (8 s per batch > 6 s max.poll.interval.ms) and two that keep up
         for i, ms in ((1, 8000), (2, 8000), (3, 200), (4, 200)):
             name = f"{GROUP}-{i}"
             workers.append(
-                labclients.spawn(
-                    __file__,
-                    "--worker",
-                    b.bootstrap,
-                    name,
-                    str(clients / f"{name}.log"),
-                    str(ms),
-                    *([str(die_when)] if i == 4 else []),
-                    out=Path(b.work) / f"{name}.out",
+                s.track(
+                    labclients.spawn(
+                        __file__,
+                        "--worker",
+                        b.bootstrap,
+                        name,
+                        str(clients / f"{name}.log"),
+                        str(ms),
+                        *([str(die_when)] if i == 4 else []),
+                        out=Path(b.work) / f"{name}.out",
+                    )
                 )
             )
         # On a busy machine the members take a while to start. Nothing is produced until one
@@ -134,19 +136,9 @@ def run(out: str | Path, seconds: float = 60, work: Path | None = None) -> Path:
             p.close()
         labclients.stop_lag_history(history)
         lab.finish_jmxtool(jmx, host / "jmx-broker.csv")
-        capture.capture(b.bootstrap, out / "live")
-    finally:
-        for w in workers:
-            if w.poll() is None:  # a reaped one is left alone: its pid may be reused by now
-                try:
-                    os.killpg(w.pid, signal.SIGKILL)
-                except ProcessLookupError:
-                    pass
-            w.wait()
-        lab.collect_logs(b, host)
-        lab.stop(b)
-    lab.write_manifest(out, clients="clients")
-    labclients.write_provenance(out, "a consumer group that keeps rebalancing", "rebalance_storm.py", BODY, EVIDENCE)
+        # the live capture, then the workers killed, then the logs collected
+        s.finish(logs={"broker-1": b}, live=b, hosts={"clients": "clients"})
+    lab.write_client_provenance(out, "a consumer group that keeps rebalancing", "rebalance_storm.py", BODY, EVIDENCE)
     return out
 
 
@@ -192,24 +184,24 @@ BODY = f"""
   member per partition); `live/capture-*.jsonl`: one `kitlib capture` at the end.
 """
 EVIDENCE = [
-    labclients.Evidence(
+    lab.LineEvidence(
         "rebalance started, with its reason", "broker-1/server.log*", f"Preparing to rebalance group {GROUP}"
     ),
-    labclients.Evidence("new generation", "broker-1/server.log*", f"Stabilized group {GROUP} generation"),
-    labclients.Evidence(
+    lab.LineEvidence("new generation", "broker-1/server.log*", f"Stabilized group {GROUP} generation"),
+    lab.LineEvidence(
         "member left on LeaveGroup (poll interval exceeded)", "broker-1/server.log*", "on LeaveGroup; client reason"
     ),
-    labclients.Evidence(
+    lab.LineEvidence(
         "member removed on session timeout (killed process)",
         "broker-1/server.log*",
         f"in group {GROUP} has failed, removing it from the group",
     ),
-    labclients.Evidence(
+    lab.LineEvidence(
         "member removed when a rebalance timed out without it",
         "broker-1/server.log*",
         f"Group {GROUP} removed dynamic members who haven't joined",
     ),
-    labclients.Evidence("client: poll interval exceeded", "clients/*.log", "Consumer poll timeout has expired"),
+    lab.LineEvidence("client: poll interval exceeded", "clients/*.log", "Consumer poll timeout has expired"),
 ]
 
 

@@ -61,19 +61,17 @@ def run(out: str | Path, seconds: float = 80, work: Path | None = None) -> Path:
     clients.mkdir(parents=True, exist_ok=True)
     work = Path(work) if work else lab.work_root()
     cluster = "c2F0dXJhdGlvbi1sYWItMQ"
-    ctl = lab.start_broker(
-        "saturation-controller",
-        work=work / "controller-1",
-        request_log="WARN",
-        jmx=False,
-        heap="256m",
-        settings=CONTROLLER,
-        cluster_id=cluster,
-    )
-    b = None
-    procs = []
-    try:
-        b = lab.start_broker(
+    with lab.Scenario(out) as s:
+        ctl = s.broker(
+            "saturation-controller",
+            work=work / "controller-1",
+            request_log="WARN",
+            jmx=False,
+            heap="256m",
+            settings=CONTROLLER,
+            cluster_id=cluster,
+        )
+        b = s.broker(
             "saturation-broker",
             work=work / "broker-2",
             request_log="DEBUG",
@@ -89,36 +87,39 @@ def run(out: str | Path, seconds: float = 80, work: Path | None = None) -> Path:
         a = KafkaAdminClient(bootstrap_servers=b.bootstrap)
         a.create_topics([NewTopic(TOPIC, PARTITIONS, 1, topic_configs=TOPIC_CONFIGS)])
         a.close()
-        jmx = lab.run_jmxtool(b, lab.BROKER_MBEANS + SATURATION_MBEANS, host / "jmx-broker.csv", wait=False)
+        jmx = s.jmxtool(b, lab.BROKER_MBEANS + SATURATION_MBEANS, host / "jmx-broker.csv")
         csv = host / "jmx-broker.csv"
         labclients.wait_for(lambda: csv.is_file() and csv.read_bytes().count(b"\n") >= 5, 60, "JmxTool's first samples")
+        procs = []
         for i in range(1, LOADGENS + 1):
             name = f"loadgen-{i}"
             cfg = Path(b.work) / f"{name}-log4j.properties"
             cfg.write_text(CLIENT_LOG4J.replace("{file}", str((clients / f"{name}.log").resolve())))
             procs.append(
-                labclients.start_java_tool(
-                    "org.apache.kafka.tools.ProducerPerformance",
-                    "--topic",
-                    TOPIC,
-                    "--num-records",
-                    "100000000",
-                    "--record-size",
-                    "1000",
-                    "--throughput",
-                    "-1",
-                    "--print-metrics",
-                    "--producer-props",
-                    f"bootstrap.servers={b.bootstrap}",
-                    f"client.id={name}",
-                    "acks=1",
-                    "linger.ms=0",
-                    "batch.size=16384",
-                    "compression.type=none",
-                    "enable.idempotence=false",
-                    "max.in.flight.requests.per.connection=50",
-                    log4j=cfg,
-                    out=clients / f"{name}.out",
+                s.track(
+                    lab.start_java_tool(
+                        "org.apache.kafka.tools.ProducerPerformance",
+                        "--topic",
+                        TOPIC,
+                        "--num-records",
+                        "100000000",
+                        "--record-size",
+                        "1000",
+                        "--throughput",
+                        "-1",
+                        "--print-metrics",
+                        "--producer-props",
+                        f"bootstrap.servers={b.bootstrap}",
+                        f"client.id={name}",
+                        "acks=1",
+                        "linger.ms=0",
+                        "batch.size=16384",
+                        "compression.type=none",
+                        "enable.idempotence=false",
+                        "max.in.flight.requests.per.connection=50",
+                        log4j=cfg,
+                        out=clients / f"{name}.out",
+                    )
                 )
             )
         time.sleep(seconds)
@@ -128,17 +129,9 @@ def run(out: str | Path, seconds: float = 80, work: Path | None = None) -> Path:
             p.wait(timeout=30)
         time.sleep(5)  # and a few samples after
         lab.finish_jmxtool(jmx, host / "jmx-broker.csv")
-    finally:
-        for p in procs:
-            if p.poll() is None:
-                p.kill()
-        if b is not None:
-            lab.collect_logs(b, host)
-            lab.stop(b)
-        lab.collect_logs(ctl, out / "controller-1")
-        lab.stop(ctl)
-    lab.write_manifest(out, clients="clients")
-    labclients.write_provenance(
+        s.stop_one(b, "broker-2")  # the controller's logs end after the broker's shutdown
+        s.finish(logs={"controller-1": ctl}, hosts={"clients": "clients"})
+    lab.write_client_provenance(
         out, "one request handler thread saturated", "request_saturation.py", BODY + "\n" + summary(out), EVIDENCE
     )
     return out
@@ -206,15 +199,15 @@ def summary(bundle: Path) -> str:
 
 
 EVIDENCE = [
-    labclients.Evidence(
+    lab.LineEvidence(
         "Produce requests from the load generators",
         "broker-2/kafka-request.log*",
         '"clientId":"loadgen-1","requestApiKeyName":"PRODUCE"',
     ),
-    labclients.Evidence(
+    lab.LineEvidence(
         "request handler idle ratio sampled (CSV header)", "broker-2/jmx-broker.csv", "RequestHandlerAvgIdlePercent"
     ),
-    labclients.Evidence("load generator progress lines", "clients/loadgen-*.out", "records sent"),
+    lab.LineEvidence("load generator progress lines", "clients/loadgen-*.out", "records sent"),
 ]
 
 

@@ -95,15 +95,16 @@ def run(out: str | Path, work: Path | None = None) -> Path:
     host, clients = out / "broker-1", out / "clients"
     host.mkdir(parents=True, exist_ok=True)
     clients.mkdir(parents=True, exist_ok=True)
-    b = lab.start_broker("txn-broker", work=work, request_log="DEBUG", settings=SETTINGS)
-    w = None
-    try:
-        jmx = lab.run_jmxtool(b, lab.BROKER_MBEANS + TXN_MBEANS, host / "jmx-broker.csv", wait=False)
+    with lab.Scenario(out) as s:
+        b = s.broker("txn-broker", work=work, request_log="DEBUG", settings=SETTINGS)
+        jmx = s.jmxtool(b, lab.BROKER_MBEANS + TXN_MBEANS, host / "jmx-broker.csv")
         a = KafkaAdminClient(bootstrap_servers=b.bootstrap)
         a.create_topics([NewTopic(TOPIC, 3, 1)])
         a.close()
-        w = labclients.spawn(
-            __file__, "--stuck", b.bootstrap, str(clients / "payments-writer.log"), out=Path(b.work) / "stuck.out"
+        w = s.track(
+            labclients.spawn(
+                __file__, "--stuck", b.bootstrap, str(clients / "payments-writer.log"), out=Path(b.work) / "stuck.out"
+            )
         )
         labclients.wait_for(
             lambda: "OPEN" in (Path(b.work) / "stuck.out").read_text(),
@@ -124,14 +125,8 @@ def run(out: str | Path, work: Path | None = None) -> Path:
             raise lab.LabError(f"expected ledger-writer-a to be fenced, got {err!r}")
         time.sleep(3)
         lab.finish_jmxtool(jmx, host / "jmx-broker.csv")
-    finally:
-        if w is not None and w.poll() is None:
-            os.killpg(w.pid, signal.SIGKILL)
-            w.wait()
-        lab.collect_logs(b, host)
-        lab.stop(b)
-    lab.write_manifest(out, clients="clients")
-    labclients.write_provenance(
+        s.finish(logs={"broker-1": b}, hosts={"clients": "clients"})
+    lab.write_client_provenance(
         out, "a transaction rolled back on timeout, and a fenced producer", "transactions.py", BODY, EVIDENCE
     )
     return out
@@ -155,20 +150,20 @@ BODY = f"""
 - `clients/`: each application's own log (Python `logging`, kafka-python at INFO, UTC).
 """
 EVIDENCE = [
-    labclients.Evidence(
+    lab.LineEvidence(
         "transaction rolled back on timeout",
         "broker-1/server.log*",
         f"Completed rollback of ongoing transaction for transactionalId {STUCK_TXID} due to timeout",
     ),
-    labclients.Evidence(
+    lab.LineEvidence(
         "producer ids / epochs handed out per transactional id", "broker-1/server.log*", "Initialized transactionalId"
     ),
-    labclients.Evidence(
+    lab.LineEvidence(
         "EndTxn refused with PRODUCER_FENCED (90)",
         "broker-1/kafka-request.log*",
         '"clientId":"ledger-writer-a","requestApiKeyName":"END_TXN"',
     ),
-    labclients.Evidence("client: the fenced producer's error", "clients/*.log", "commit failed"),
+    lab.LineEvidence("client: the fenced producer's error", "clients/*.log", "commit failed"),
 ]
 
 
