@@ -44,7 +44,8 @@ import pyarrow.parquet as pq
 from kitlib import formats, registry, tables
 from kitlib.events import to_pandas
 from kitlib.extract import BuildError, iter_build
-from kitlib.guard import check_replaceable, fresh_output, not_read_rows
+from kitlib.ingestion.accounting import not_read_rows
+from kitlib.ingestion.guard import check_replaceable, fresh_output
 from kitlib.ingestion.pipeline import deferred_tables, parse_file, summarize
 from kitlib.ingestion.sink import Sink, to_arrow
 from kitlib.sources import SourceFile, check_output, count_lines, discover_all, head

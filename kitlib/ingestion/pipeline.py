@@ -13,7 +13,8 @@ import pandas as pd
 from kitlib import formats, registry, tables
 from kitlib.extract import BuildError
 from kitlib.formats import Context, Format, first_nul, unknown_lines
-from kitlib.guard import account_rest, cut_line_note, not_read_rows
+from kitlib.formats.unreached import account_rest
+from kitlib.ingestion.accounting import cut_line_note, not_read_rows
 from kitlib.ingestion.sink import Sink
 from kitlib.sources import CR_NOTE, SourceFile, close_archives, discover_all, head
 from kitlib.summary import BundleSummary

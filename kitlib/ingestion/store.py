@@ -13,7 +13,7 @@ import pyarrow.parquet as pq
 
 from kitlib import tables
 from kitlib.events import to_pandas
-from kitlib.guard import fresh_output, is_kit_output
+from kitlib.ingestion.guard import fresh_output, is_kit_output
 from kitlib.ingestion.pipeline import run
 from kitlib.ingestion.sink import to_arrow
 from kitlib.sources import check_output, shown

@@ -1,18 +1,14 @@
-"""The promises an ingest keeps whatever the bundle holds, as small pieces the pipeline calls:
+"""The promises the kit keeps about what it writes, whatever the bundle holds.
 
-- Outputs: a folder the kit writes carries a marker file (:data:`MARKER`, saying which command
-  wrote it); only such a folder, or an empty one, is ever replaced or emptied. Anything else is
-  refused (:class:`OutputRefused`) before anything is touched. While a command writes an output it
-  holds a lock beside it (a second run into the same output is refused, naming the pid of the
-  first), and the debris a killed run left beside it (its ``.partial`` or ``.old`` folders, marked
-  and with their writer gone) is removed. :func:`fresh_output` writes a folder that replaces the
-  output whole when complete (ingest); :func:`output_lock` and :func:`claim` let a command write
-  into the output in place (the report). :func:`new_file` creates a file in a folder that is not
-  the kit's (a capture into a bundle) without ever replacing one.
-- :func:`account_rest`: when a parser stops on an exception, the lines it had not reached are
-  kept in ``unparsed`` with the reason, so the file's lines still add up.
-- :func:`not_read_rows` / :func:`cut_line_note`: what the kit did not read, and lines it cut, as
-  rows and notes of the ``files`` table.
+A folder the kit writes carries a marker file (:data:`MARKER`, saying which command wrote it);
+only such a folder, or an empty one, is ever replaced or emptied. Anything else is refused
+(:class:`OutputRefused`) before anything is touched. While a command writes an output it holds a
+lock beside it (a second run into the same output is refused, naming the pid of the first), and
+the debris a killed run left beside it (its ``.partial`` or ``.old`` folders, marked and with
+their writer gone) is removed. :func:`fresh_output` writes a folder that replaces the output
+whole when complete (ingest); :func:`output_lock` and :func:`claim` let a command write into the
+output in place (the report). :func:`new_file` creates a file in a folder that is not the kit's
+(a capture into a bundle) without ever replacing one.
 
 Example:
     >>> import tempfile, pathlib
@@ -26,7 +22,7 @@ Example:
     ...     pass
     Traceback (most recent call last):
     ...
-    kitlib.guard.OutputRefused: --out .../mine holds files the kit did not write (no .kitlib-output in it): refusing to touch it; give a new or empty folder, or one a kitlib command wrote
+    kitlib.ingestion.guard.OutputRefused: --out .../mine holds files the kit did not write (no .kitlib-output in it): refusing to touch it; give a new or empty folder, or one a kitlib command wrote
 """
 
 from __future__ import annotations
@@ -330,62 +326,3 @@ def exit_on_sigterm() -> None:
 
     with contextlib.suppress(ValueError):
         signal.signal(signal.SIGTERM, stop)
-
-
-def account_rest(src, ctx, error: BaseException, reason_prefix: str = "not read: the parser stopped"):
-    """After a parser stopped on ``error``: (table, frame) pairs for the lines it had not
-    reached (``ctx.lines`` + 1 onwards), kept in ``unparsed`` with the reason; ``ctx.lines`` is
-    then the file's full line count. Reads the file again with bounded memory."""
-    from kitlib.formats import Context, decode_line, iter_lines, unparsed_frame
-
-    done = ctx.lines
-    probe = Context(src)
-    reason = f"{reason_prefix} ({type(error).__name__})"
-    ns, ts = [], []
-    for n, raw in iter_lines(src, probe):
-        if n <= done:
-            continue
-        ns.append(n)
-        ts.append(decode_line(raw)[0][:4096])
-        if len(ns) >= 100_000:
-            yield "unparsed", unparsed_frame(src, ns, ts, reason)
-            ns, ts = [], []
-    if ns:
-        yield "unparsed", unparsed_frame(src, ns, ts, reason)
-    ctx.lines = max(ctx.lines, probe.lines)
-
-
-def not_read_rows(skipped) -> list[dict]:
-    """``files`` table rows for paths the kit did not read (see :func:`kitlib.sources.discover_all`)."""
-    return [
-        {
-            "file": s.rel,
-            "host": "",
-            "format": "not read",
-            "tz": "",
-            "bytes": None,
-            "lines": None,
-            "parsed": None,
-            "unparsed": None,
-            "rows": 0,
-            "error": f"{s.rel}: not read: {s.reason}",
-            "error_line": None,
-        }
-        for s in skipped
-    ]
-
-
-def cut_line_note(src) -> str:
-    """What the file's error says about lines longer than :data:`kitlib.sources.MAX_LINE` (kept
-    cut to that length, the rest counted), or ''."""
-    cuts = src.meta.get("cut_lines") or []
-    if not cuts:
-        return ""
-    from kitlib.sources import MAX_LINE
-
-    line, dropped = cuts[0]
-    more = f" ({len(cuts)} such lines)" if len(cuts) > 1 else ""
-    return (
-        f"{src.rel} line {line}: longer than {MAX_LINE // (1024 * 1024)} MiB: its first "
-        f"{MAX_LINE // (1024 * 1024)} MiB kept, {dropped:,} bytes after that not stored{more}"
-    )
