@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from kitlib.report import _bundles_in, redact_line, report, report_many
+from kitlib.report import bundles_in, redact_line, report, report_many
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -275,7 +275,7 @@ def samples(tmp_path_factory):
 
 def test_every_sample_bundle_is_reported(samples):
     out, res, measured = samples
-    names = {b.name for b in _bundles_in(ROOT / "sample_data")}
+    names = {b.name for b in bundles_in(ROOT / "sample_data")}
     assert {Path(r["bundle"]).name for r in res["bundles"]} == names
     top = measured[out / "index.html"]
     assert len(top["spans"]) == len(names) and all(re.match(r"\d{4}-\d\d-\d\d ", s) for s in top["spans"]), top["spans"]
@@ -321,7 +321,7 @@ def test_every_chart_draws_marks_of_nonzero_size(samples):
 def test_every_summary_shows_a_time_span(samples):
     out, _, measured = samples
     indexes = sorted(out.glob("*/index.html"))
-    bundles = _bundles_in(Path(__file__).resolve().parents[1] / "sample_data")
+    bundles = bundles_in(Path(__file__).resolve().parents[1] / "sample_data")
     assert len(bundles) >= 5 and len(indexes) == len(bundles), (indexes, bundles)
     for index in indexes:
         spans = measured[index]["spans"]

@@ -1,0 +1,247 @@
+"""Running a report on one bundle: ingest it, triage it, execute the triage notebook and every
+relevant investigation notebook with papermill (several at a time, in threads), turn each executed
+notebook into its page and write the bundle's summary page last.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from kitlib.redact import redact_text
+from kitlib.report.catalog import Notebook, default_bundle, notebook_dir, notebooks
+from kitlib.report.pages import PageContext, page_html, render
+from kitlib.report.summary import summary_view
+
+if TYPE_CHECKING:  # pragma: no cover
+    from kitlib.findings import Triage
+    from kitlib.summary import BundleSummary
+
+EXEC_TIMEOUT = 600  # seconds per cell
+
+
+def default_jobs() -> int:
+    """Notebooks run at once by default: the cores this process may use."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:
+        return max(1, os.cpu_count() or 1)
+
+
+@dataclass
+class BundleReport:
+    """A bundle being reported: what was ingested and found, and the notebooks to run."""
+
+    bundle_path: Path
+    out: Path
+    tables: Path
+    summary: BundleSummary
+    triage: Triage
+    chosen: list[Notebook]
+    nb_dir: Path
+    t0: float
+    up_href: str = ""
+    futures: list[Future] = field(default_factory=list)
+
+
+def prepare(
+    bundle_path: str | Path,
+    out: str | Path,
+    tz: str | None = None,
+    only: list[str] | None = None,
+    notebook_folder: Path | None = None,
+) -> BundleReport:
+    """Ingest the bundle into ``out/tables``, run triage, and pick the relevant notebooks. ``out``
+    must be new, empty or an earlier output of the kit (emptied first: see
+    :func:`kitlib.ingestion.guard.claim`); the caller holds its lock."""
+    import kitlib
+    from kitlib.ingestion.guard import claim
+    from kitlib.sources import check_output
+
+    bundle_path, out = Path(bundle_path).absolute(), Path(out).absolute()
+    check_output(bundle_path, out)  # before anything is written or removed
+    nb_dir = (Path(notebook_folder) if notebook_folder else notebook_dir()).absolute()
+    claim(out, "kitlib report")
+    tables = out / "tables"
+    t0 = time.perf_counter()
+    # replaces out/tables only when complete; the derived tables are built now and written, since
+    # triage and every notebook's kernel read them (built on first use, each kernel would build them)
+    kitlib.ingest(bundle_path, tables, tz=tz, progress=False, derive=True)
+    bundle = kitlib.load(tables)
+    result = kitlib.triage(bundle)
+    chosen = []
+    for n in notebooks():
+        if not (nb_dir / n.file).is_file() or (
+            only is not None and n.file not in only and n.file.removesuffix(".ipynb") not in only
+        ):
+            continue
+        try:
+            relevant = n.relevant(bundle)
+        except Exception:  # noqa: BLE001 - a broken predicate should not hide the notebook
+            relevant = True
+        if relevant:
+            chosen.append(n)
+    return BundleReport(bundle_path, out, tables, bundle.summary, result, chosen, nb_dir, t0)
+
+
+def submit(plan: BundleReport, pool: ThreadPoolExecutor, tz: str | None, timeout: int, show_code: bool, log) -> None:
+    """Queue the plan's notebooks on ``pool``."""
+    pages = [{"html": n.file.replace(".ipynb", ".html"), "title": n.title} for n in plan.chosen]
+    for n in plan.chosen:
+        plan.futures.append(pool.submit(_run_notebook, n, plan, pages, tz, timeout, show_code, log))
+
+
+def finish(plan: BundleReport) -> dict:
+    """Wait for the plan's notebooks, write ``findings.json`` and then ``index.html``, last and
+    whole (a report cut short has no index page, so it never looks complete)."""
+    from kitlib.ingestion.guard import seal, write_atomic
+
+    runs = [f.result() for f in plan.futures]
+    findings = plan.triage.findings
+    index = plan.out / "index.html"
+    view = summary_view(plan, runs)
+    write_atomic(plan.out / "findings.json", redact_text(json.dumps([f.to_dict() for f in findings], indent=2)) + "\n")
+    write_atomic(index, redact_text(render("bundle.html.j2", s=view)))
+    seal(plan.out)
+    return {
+        "bundle": str(plan.bundle_path),
+        "index": str(index),
+        "findings": [f.id for f in findings],
+        "severities": [f.severity for f in findings],
+        "summaries": [f.summary for f in findings],
+        "worst": view["worst"],
+        "span": view["span"],
+        "hosts": view["hosts_text"],
+        "notebooks": runs,
+        "seconds": round(time.perf_counter() - plan.t0, 1),
+    }
+
+
+def report(
+    bundle_path: str | Path,
+    out: str | Path,
+    tz: str | None = None,
+    only: list[str] | None = None,
+    timeout: int = EXEC_TIMEOUT,
+    notebook_folder: Path | None = None,
+    log=print,
+    jobs: int | None = None,
+    show_code: bool = False,
+) -> dict:
+    """Report one bundle into ``out``: ``out/index.html`` (the summary), one HTML per notebook
+    run, the executed notebooks and the ingested tables (``out/tables``). ``jobs`` notebooks run at
+    once (default: the core count). Returns a summary dict with ``index``, ``findings`` and
+    per-notebook ``status``. A failing notebook still yields its partial HTML and an error line;
+    the others are still written. ``out`` is locked while written; one the kit did not write is
+    refused (:class:`kitlib.ingestion.guard.OutputRefused`) before anything is touched."""
+    from kitlib.ingestion.guard import check_replaceable, output_lock
+    from kitlib.sources import check_output
+
+    check_output(bundle_path, out)
+    check_replaceable(out)
+    with output_lock(out), ThreadPoolExecutor(max_workers=jobs or default_jobs()) as pool:
+        plan = prepare(bundle_path, out, tz, only, notebook_folder)
+        submit(plan, pool, tz, timeout, show_code, log)
+        return finish(plan)
+
+
+def _run_notebook(
+    n: Notebook, plan: BundleReport, pages: list[dict], tz: str | None, timeout: int, show_code: bool, log
+) -> dict:
+    import papermill as pm
+
+    executed = plan.out / n.file
+    html_path = plan.out / n.file.replace(".ipynb", ".html")
+    status: dict[str, Any] = {
+        "notebook": n.file,
+        "title": n.title,
+        "question": n.question,
+        "html": html_path.name,
+        "error": "",
+    }
+    t = time.perf_counter()
+    try:
+        pm.execute_notebook(
+            str(plan.nb_dir / n.file),
+            str(executed),
+            parameters={"BUNDLE": str(plan.tables.resolve()), "TZ": tz},
+            # the kernel starts in the notebooks' folder; papermill's own cwd= would
+            # chdir this whole process, which notebooks running in threads must not do
+            resources={"metadata": {"path": str(plan.nb_dir)}},
+            kernel_name="python3",
+            execution_timeout=timeout,
+            progress_bar=False,
+            log_output=False,
+            # the kernel's own start-up warnings (TCP on loopback) are noise in a report run
+            extra_arguments=["--IPKernelApp.log_level=ERROR"],
+        )
+    except Exception as e:  # noqa: BLE001 - reported in the index, partial HTML still written
+        status["error"] = short_error(e)
+    default = default_bundle(plan.nb_dir / n.file)
+    ctx = PageContext(
+        bundle=plan.bundle_path.name,
+        page=html_path.name,
+        pages=pages,
+        show_code=show_code,
+        demo=default is not None and default == plan.bundle_path.resolve(),
+        parameters=[("time zone", tz or "bundle manifest, else UTC")],
+    )
+    try:
+        if executed.is_file():
+            redact_notebook(executed)
+            html_path.write_text(page_html(executed, ctx), encoding="utf-8")
+        else:
+            html_path.write_text(render("failed.html.j2", title=n.title, error=status["error"]), encoding="utf-8")
+    except Exception as e:  # noqa: BLE001
+        status["error"] = status["error"] or f"HTML conversion failed: {short_error(e)}"
+        html_path.write_text(render("failed.html.j2", title=n.title, error=status["error"]), encoding="utf-8")
+    status["seconds"] = round(time.perf_counter() - t, 1)
+    log(
+        f"  {plan.bundle_path.name}/{n.file:24} {'FAILED: ' + status['error'] if status['error'] else 'ok'} "
+        f"({status['seconds']} s)"
+    )
+    return status
+
+
+def redact_notebook(path: Path) -> None:
+    """Rewrite an executed notebook with every cell output passed through the redaction rules
+    (text, HTML, streams, error messages), so neither it nor its HTML holds a secret."""
+    import nbformat
+
+    nb = nbformat.read(str(path), as_version=4)
+    changed = False
+
+    def fix(v):
+        nonlocal changed
+        if isinstance(v, str):
+            r = redact_text(v)
+            changed |= r != v
+            return r
+        if isinstance(v, list):
+            return [fix(x) for x in v]
+        return v
+
+    for cell in nb.cells:
+        for o in cell.get("outputs", []):
+            if "text" in o:
+                o["text"] = fix(o["text"])
+            for mime, v in list(o.get("data", {}).items()):
+                if mime.startswith("text/") or mime.endswith("json") and isinstance(v, str):
+                    o["data"][mime] = fix(v)
+            if "evalue" in o:
+                o["evalue"] = fix(o["evalue"])
+            if "traceback" in o:
+                o["traceback"] = fix(o["traceback"])
+    if changed:
+        nbformat.write(nb, str(path))
+
+
+def short_error(e: Exception) -> str:
+    name = getattr(e, "ename", type(e).__name__)
+    value = getattr(e, "evalue", str(e))
+    return f"{name}: {value}".strip()[:500]

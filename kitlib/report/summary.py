@@ -1,0 +1,120 @@
+"""The summary page of a bundle's report: what happened, when, where, the findings ranked by
+severity with their fix, and an evidence appendix quoting the cited lines (:mod:`.evidence`).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from kitlib.report.evidence import cited_lines, line_number
+
+EVIDENCE_PER_FINDING = 10  # cited lines quoted per finding in the appendix
+SEVERITY_RANK = {"critical": 0, "high": 1, "medium": 2, "low": 3, "info": 4}
+
+
+def span_text(time_span) -> str:
+    """``2024-05-22 00:00:01 → 00:01:03 UTC (62 s)`` from a summary's ISO time span.
+
+    Example:
+        >>> span_text(["2024-05-22T00:00:01+00:00", "2024-05-23T01:00:00+00:00"])
+        '2024-05-22 00:00:01 → 2024-05-23 01:00:00 UTC (25.0 h)'
+        >>> span_text(None)
+        'no timestamps in the bundle'
+    """
+    import pandas as pd
+
+    if not time_span:
+        return "no timestamps in the bundle"
+    lo, hi = (pd.Timestamp(t) for t in time_span[:2])
+    lo = lo.tz_localize("UTC") if lo.tzinfo is None else lo.tz_convert("UTC")
+    hi = hi.tz_localize("UTC") if hi.tzinfo is None else hi.tz_convert("UTC")
+    secs = (hi - lo).total_seconds()
+    dur = (
+        f"{secs:.0f} s"
+        if secs < 120
+        else f"{secs / 60:.0f} min"
+        if secs < 7200
+        else f"{secs / 3600:.1f} h"
+        if secs < 3 * 86400
+        else f"{secs / 86400:.1f} days"
+    )
+    end = f"{hi:%H:%M:%S}" if lo.date() == hi.date() else f"{hi:%Y-%m-%d %H:%M:%S}"
+    return f"{lo:%Y-%m-%d %H:%M:%S} → {end} UTC ({dur})"
+
+
+def summary_view(plan, runs: list[dict]) -> dict:
+    """Everything the summary template shows, as plain values: ``plan`` is the bundle's
+    :class:`kitlib.report.run.BundleReport` (its summary, triage, bundle path and link up), ``runs``
+    its notebooks' statuses."""
+    from kitlib.findings import value_text
+
+    s, findings = plan.summary, sorted(plan.triage.findings, key=lambda f: SEVERITY_RANK.get(f.severity, 9))
+    pages = {r["notebook"]: r for r in runs}
+    lines = cited_lines(plan.bundle_path, [e for f in findings for e in f.evidence[:EVIDENCE_PER_FINDING]])
+    fviews = []
+    for f in findings:
+        page = pages.get(Path(f.notebook).name) if f.notebook else None
+        ev = []
+        for e in f.evidence[:EVIDENCE_PER_FINDING]:
+            key = (str(e.get("file") or ""), line_number(e.get("line")))
+            got = lines.get(key)
+            ev.append(
+                {
+                    "host": e.get("host") or "",
+                    "where": f"{key[0]}:{key[1]}" if key[1] else key[0],
+                    "ts": _short_ts(e.get("ts")),
+                    "text": got[1] if got else (e.get("text") or ""),
+                    "before": got[0] if got else [],
+                    "after": got[2] if got else [],
+                    "quoted": e.get("text") or "",
+                }
+            )
+        fviews.append(
+            {
+                "id": f.id,
+                "severity": f.severity,
+                "summary": f.summary,
+                "recommendation": f.recommendation,
+                "numbers": [(k, value_text(v)) for k, v in f.numbers.items()],
+                "page": page,
+                "evidence": ev,
+                "more": max(0, len(f.evidence) - EVIDENCE_PER_FINDING),
+            }
+        )
+    runs_ = plan.triage.runs
+    worst = findings[0].severity if findings else "none"
+    if findings:
+        more = f" (and {len(findings) - 1} more finding{'s' if len(findings) > 2 else ''})" if len(findings) > 1 else ""
+        headline = f"{findings[0].severity.capitalize()}: {findings[0].summary}{more}"
+    else:
+        ran = sum(r.status == "ok" for r in runs_)
+        headline = f"No problem found: {ran} checks ran on this bundle and none fired."
+    return {
+        "bundle": plan.bundle_path.name,
+        "up_href": plan.up_href,
+        "headline": headline,
+        "worst": worst,
+        "span": span_text(s.time_span),
+        "hosts": list(s.hosts),
+        "hosts_text": f"{len(s.hosts)} host{'s' if len(s.hosts) != 1 else ''}: " + ", ".join(s.hosts)
+        if s.hosts
+        else "no hosts",
+        "files_text": f"{s.files} files ({s.bytes:,} bytes)",
+        "formats_text": ", ".join(f"{k} ({v})" for k, v in s.formats.items()) or "–",
+        "unparsed": f"{s.unparsed_lines:,}",
+        "errors": list(s.errors),
+        "findings": fviews,
+        "pages": runs,
+        "checked_text": "Checked: " + "; ".join(r.checks for r in runs_ if r.status == "ok"),
+        "checks": [
+            {"investigation": r.investigation, "checks": r.checks, "status": r.status, "reason": r.reason}
+            for r in runs_
+        ],
+        "checks_ok": sum(r.status == "ok" for r in runs_),
+        "checks_skipped": sum(r.status == "skipped" for r in runs_),
+        "checks_failed": sum(r.status == "failed" for r in runs_),
+    }
+
+
+def _short_ts(ts) -> str:
+    return str(ts).replace("T", " ")[:23] if ts else ""
