@@ -166,7 +166,7 @@ def main(argv=None) -> int:
         ["/usr/bin/time", "-f", "%e %M", kit, "triage", str(store), "--json"], capture_output=True, text=True
     )
     t_wall, t_kb = r.stderr.strip().splitlines()[-1].split()
-    nb = ROOT / "kitlib" / "notebooks" / "triage.ipynb"
+    nb = ROOT / "notebooks" / "triage.ipynb"
     r = subprocess.run(
         [
             "/usr/bin/time",

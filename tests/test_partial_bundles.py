@@ -12,7 +12,7 @@ import kitlib
 from kitlib import registry
 
 ROOT = Path(__file__).resolve().parents[1]
-NOTEBOOKS = ROOT / "kitlib" / "notebooks"
+NOTEBOOKS = ROOT / "notebooks"
 pytestmark = pytest.mark.slow
 
 

@@ -1,7 +1,13 @@
 """kitlib report: one HTML per relevant notebook plus index.html; a failing notebook still yields
-its partial HTML and an error in the index while the others are written."""
+its partial HTML and an error in the index while the others are written. The notebooks ship in the
+wheel (a report runs from an install outside the repository), and `kitlib notebooks DIR` copies
+them for an analyst without ever replacing a file the kit did not write."""
 
+import json
+import os
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import nbformat
@@ -10,9 +16,10 @@ import pytest
 from kitlib.report import report
 
 ROOT = Path(__file__).resolve().parents[1]
-pytestmark = pytest.mark.slow  # each runs notebooks in Jupyter kernels
+NOTEBOOKS = ROOT / "notebooks"
 
 
+@pytest.mark.slow  # runs notebooks in Jupyter kernels, as the two tests after it
 def test_report_on_a_sample_bundle(tmp_path):
     res = report(ROOT / "sample_data" / "compaction", tmp_path / "out", log=lambda *a: None)
     names = [n["notebook"] for n in res["notebooks"]]
@@ -27,11 +34,12 @@ def test_report_on_a_sample_bundle(tmp_path):
     assert res["findings"] == ["cleaner-buffer-too-small", "cleaner-no-reclaim"]
 
 
+@pytest.mark.slow
 def test_a_failing_notebook_is_reported_and_the_rest_still_written(tmp_path):
     nbdir = tmp_path / "notebooks"
     nbdir.mkdir()
-    shutil.copy(ROOT / "kitlib" / "notebooks" / "triage.ipynb", nbdir / "triage.ipynb")
-    nb = nbformat.read(str(ROOT / "kitlib" / "notebooks" / "compaction.ipynb"), as_version=4)
+    shutil.copy(NOTEBOOKS / "triage.ipynb", nbdir / "triage.ipynb")
+    nb = nbformat.read(str(NOTEBOOKS / "compaction.ipynb"), as_version=4)
     nb.cells.insert(3, nbformat.v4.new_code_cell("raise RuntimeError('cleaner chart exploded')"))
     nbformat.write(nb, str(nbdir / "compaction.ipynb"))
     res = report(ROOT / "sample_data" / "compaction", tmp_path / "out", notebook_folder=nbdir, log=lambda *a: None)
@@ -44,6 +52,7 @@ def test_a_failing_notebook_is_reported_and_the_rest_still_written(tmp_path):
     assert "notebook failed" in index and "cleaner chart exploded" in index
 
 
+@pytest.mark.slow
 def test_report_on_the_kip405_bundle_runs_every_relevant_notebook_cleanly(tmp_path):
     """remote-storage has no I/O traces and no probes: notebooks must cope with absent tables."""
     res = report(ROOT / "sample_data" / "remote-storage", tmp_path / "out", log=lambda *a: None)
@@ -209,3 +218,145 @@ def test_every_notebook_documents_its_parameters_for_papermill():
         for name, p in params.items():
             assert p["inferred_type_name"] not in ("None", "", None) and p["help"].strip(), (path.name, name, p)
         assert {"BUNDLE", "TZ"} <= set(params), path.name  # what kitlib report passes
+
+
+# ---------------------------------------------------------------------------------------------
+# where the notebooks live, and the analyst's copy
+
+
+def test_the_report_runs_the_notebooks_of_the_repository():
+    from kitlib.report import notebook_dir, notebooks
+
+    assert notebook_dir() == NOTEBOOKS
+    assert not (ROOT / "kitlib" / "notebooks").exists()  # one home: notebooks/ at the top
+    assert {n.file for n in notebooks()} == {p.name for p in NOTEBOOKS.glob("*.ipynb")}
+
+
+def test_every_notebook_opens_its_bundle_in_one_line():
+    """The preamble is ``bundle = kitlib.open(...)``: no notebook builds its window by hand or
+    reaches for a private name of the kit."""
+    for path in sorted(NOTEBOOKS.glob("*.ipynb")):
+        code = [c.source for c in nbformat.read(str(path), as_version=4).cells if c.cell_type == "code"]
+        assert any(line.startswith("bundle = kitlib.open(") for c in code for line in c.splitlines()), path.name
+        assert not [c for c in code if "load_bundle(" in c or "._" in c], path.name
+
+
+def test_notebooks_are_copied_for_an_analyst_and_their_work_is_never_replaced(tmp_path):
+    from kitlib.ingestion.guard import OutputRefused
+    from kitlib.report import copy_notebooks
+
+    work = tmp_path / "work"
+    written = copy_notebooks(work)
+    names = sorted(p.name for p in NOTEBOOKS.glob("*.ipynb"))
+    assert sorted(p.name for p in written) == names and len(names) >= 9
+    assert (work / "triage.ipynb").read_bytes() == (NOTEBOOKS / "triage.ipynb").read_bytes()
+    record = json.loads((work / ".kitlib-notebooks").read_text())
+    assert record["writer"] == "kitlib notebooks" and sorted(record["wrote"]) == names
+    (work / "notes.md").write_text("mine")
+    assert len(copy_notebooks(work)) == len(names)  # copies left as the kit wrote them: replaced
+    # the analyst's changes, and a file of the same name the kit did not write, stop the copy whole
+    (work / "compaction.ipynb").write_text((work / "compaction.ipynb").read_text().replace("cleaner", "CLEANER"))
+    before = {p.name: p.read_bytes() for p in work.iterdir()}
+    with pytest.raises(OutputRefused, match="compaction.ipynb"):
+        copy_notebooks(work)
+    assert {p.name: p.read_bytes() for p in work.iterdir()} == before
+    other = tmp_path / "other"
+    other.mkdir()
+    (other / "triage.ipynb").write_text("{}")
+    with pytest.raises(OutputRefused, match="triage.ipynb"):
+        copy_notebooks(other)
+    assert [p.name for p in other.iterdir()] == ["triage.ipynb"]
+    (tmp_path / "file").write_text("x")
+    with pytest.raises(OutputRefused):
+        copy_notebooks(tmp_path / "file")
+
+
+def test_kitlib_notebooks_command(tmp_path):
+    from kitlib.cli import main
+
+    assert main(["notebooks", str(tmp_path / "nb")]) == 0
+    assert (tmp_path / "nb" / "triage.ipynb").is_file()
+    (tmp_path / "nb" / "triage.ipynb").write_text("{}")
+    assert main(["notebooks", str(tmp_path / "nb")]) == 2
+    assert (tmp_path / "nb" / "triage.ipynb").read_text() == "{}"
+
+
+def _wheel(tmp_path: Path) -> Path:
+    """A wheel of the kit built from a copy of the source tree (nothing is written into the checkout)."""
+    src = tmp_path / "src"
+    src.mkdir()
+    for name in ("pyproject.toml", "setup.py", "README.md", "LICENSE"):
+        shutil.copy(ROOT / name, src / name)
+    skip = shutil.ignore_patterns("__pycache__", "*.so", ".ipynb_checkpoints")
+    shutil.copytree(ROOT / "kitlib", src / "kitlib", ignore=skip)
+    shutil.copytree(NOTEBOOKS, src / "notebooks", ignore=skip)
+    dist = tmp_path / "dist"
+    uv = Path(sys.executable).parent / "uv"
+    cmd = (
+        [str(uv), "build", "--wheel", "--offline", "-q", "-o", str(dist), str(src)]
+        if uv.exists()
+        else [
+            sys.executable,
+            "-m",
+            "pip",
+            "wheel",
+            "-q",
+            "--no-deps",
+            "--no-build-isolation",
+            "-w",
+            str(dist),
+            str(src),
+        ]
+    )
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=900, cwd=tmp_path, check=False)
+    assert r.returncode == 0, r.stdout + r.stderr
+    return next(dist.glob("*.whl"))
+
+
+@pytest.mark.slow
+def test_a_wheel_installed_outside_the_repository_runs_the_report(tmp_path):
+    """The wheel carries the notebooks and templates: installed into a new virtualenv (its
+    dependencies borrowed from this one by a .pth line, so nothing is downloaded), its `kitlib
+    report` runs from a folder outside the checkout, and `kitlib notebooks` copies them."""
+    import zipfile
+
+    whl = _wheel(tmp_path)
+    listed = zipfile.ZipFile(whl).namelist()
+    assert {f"kitlib/notebooks/{p.name}" for p in NOTEBOOKS.glob("*.ipynb")} <= set(listed)
+    assert "kitlib/templates/nbconvert/kit/index.html.j2" in listed
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True, timeout=120)
+    py = venv / "bin" / "python"
+    uv = Path(sys.executable).parent / "uv"
+    cmd = (
+        [str(uv), "pip", "install", "-q", "--offline", "--no-deps", "--python", str(py), str(whl)]
+        if uv.exists()
+        else [sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--prefix", str(venv), str(whl)]
+    )
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=600, cwd=tmp_path, check=False)
+    assert r.returncode == 0, r.stdout + r.stderr
+    site = next((venv / "lib").glob("python*/site-packages"))
+    (site / "zz-test-deps.pth").write_text("\n".join(p for p in sys.path if p.endswith("site-packages")) + "\n")
+    away = tmp_path / "elsewhere"
+    away.mkdir()
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    # the kernel is the new venv's python; nbconvert's base templates are data files of this environment
+    env["PATH"] = f"{venv / 'bin'}{os.pathsep}{env.get('PATH', '')}"
+    env["JUPYTER_PATH"] = str(Path(sys.prefix) / "share" / "jupyter")
+
+    def run(*args, timeout=900):
+        return subprocess.run(
+            list(args), capture_output=True, text=True, cwd=away, env=env, timeout=timeout, check=False
+        )
+
+    where = run(str(py), "-c", "import kitlib.report as r; print(r.notebook_dir())")
+    assert where.returncode == 0 and Path(where.stdout.strip()) == site / "kitlib" / "notebooks", where
+    out = tmp_path / "report"
+    r = run(str(venv / "bin" / "kitlib"), "report", str(ROOT / "sample_data" / "healthy"), "--out", str(out))
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert (out / "index.html").is_file() and (out / "triage.html").is_file()
+    executed = nbformat.read(str(out / "triage.ipynb"), as_version=4)
+    assert not [o for c in executed.cells for o in c.get("outputs", []) if o.get("output_type") == "error"]
+    r = run(str(venv / "bin" / "kitlib"), "notebooks", str(away / "mine"))
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert sorted(p.name for p in (away / "mine").glob("*.ipynb")) == sorted(p.name for p in NOTEBOOKS.glob("*.ipynb"))

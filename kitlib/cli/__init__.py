@@ -26,7 +26,7 @@ COMMAND_MODULES = [
     "kitlib.cli.bundle_commands",  # ingest, summary
     "kitlib.cli.triage",  # triage
     "kitlib.cli.catalogue",  # investigations, tables, formats
-    "kitlib.report",  # report
+    "kitlib.report",  # report, notebooks
     "kitlib.cli.lab",  # lab start|stop|status|jars
     "kitlib.cli.capture",  # capture, probe
 ]
