@@ -367,13 +367,13 @@ def test_a_lock_file_left_by_a_killed_run_does_not_block(tmp_path):
 
 
 def test_capture_files_never_replace_a_file_in_the_bundle(tmp_path):
-    from kitlib.capture import _Writer
+    from kitlib.capture.writer import Writer
 
     plant(tmp_path, "all")
     taken = tmp_path / "capture-20261123-104500.jsonl"
     taken.write_text("the user's own file\n")
     before = tree(tmp_path)
-    w = _Writer(taken, "cluster", "127.0.0.1:9092")
+    w = Writer(taken, "cluster", "127.0.0.1:9092")
     w.row("brokers", broker_id=1)
     path = w.close()
     assert path == tmp_path / "capture-20261123-104500-2.jsonl"
