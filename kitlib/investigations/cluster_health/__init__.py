@@ -3,7 +3,7 @@ brokers and lost sessions, failed log directories, GC pauses and out-of-memory, 
 elections, on one timeline across every host."""
 
 from kitlib.investigations import Investigation, has_rows
-from kitlib.investigations.cluster_health import analysis, gclog, state  # noqa: F401  (registers its format, tables and detectors; charts load with the notebook)
+from kitlib.investigations.cluster_health import detectors, gclog, state  # noqa: F401  (registers its format, tables and detectors; charts load with the notebook)
 
 INVESTIGATION = Investigation(
     name="cluster_health",

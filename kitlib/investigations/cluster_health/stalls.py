@@ -26,6 +26,9 @@ import numpy as np
 import pandas as pd
 
 from kitlib.findings import Finding, evidence
+from kitlib.investigations.cluster_health.analysis import isr_episodes, node_col, node_ids, shrink_rows
+from kitlib.investigations.cluster_health.causes import drop_explained, explained_rows, gc_links
+from kitlib.investigations.cluster_health.failover import failover_owned, failovers
 
 GAP_MIN_S = 3.0  # a sampling gap shorter than this is noise
 GAP_FACTOR = 4  # ... or shorter than this many of the host's usual sampling intervals
@@ -54,7 +57,7 @@ class StallStory:
     stalls: list[Stall]
     shrinks: pd.DataFrame  # shrink_rows of this node inside a stall (ISR departures)
     session: pd.DataFrame  # node_events about it: fenced, broker_failed, zk_*, heartbeat_timeout
-    failovers: list = field(default_factory=list)  # analysis.Failover started by a stall
+    failovers: list = field(default_factory=list)  # failover.Failover started by a stall
     failover_rows: pd.DataFrame = field(default_factory=pd.DataFrame)  # rows those failovers own
 
     @property
@@ -251,20 +254,18 @@ def stall_stories(bundle) -> list[StallStory]:
     """Per node that stalled: the ISR departures, session losses and controller elections its
     stalls explain (module doc), GC-explained rows left to the gc-pauses finding. Nodes whose
     stalls explain nothing are left out."""
-    from kitlib.investigations.cluster_health import analysis as a
-
-    ids = a.node_ids(bundle)
+    ids = node_ids(bundle)
     found = stalls(bundle, ids)
     if not found:
         return []
-    gc = a._explained(a.gc_links(bundle))
-    sh = a.shrink_rows(bundle)
+    gc = explained_rows(gc_links(bundle))
+    sh = shrink_rows(bundle)
     ne = bundle.table("node_events")
     sess = ne[
         ne["kind"].isin(["fenced", "broker_failed", "zk_session_timeout", "zk_session_expired", "heartbeat_timeout"])
     ]
-    sess = sess.assign(about=a._node_col(sess, ids)) if len(sess) else sess.assign(about=pd.Series(dtype="Int64"))
-    fos = a.failovers(bundle)
+    sess = sess.assign(about=node_col(sess, ids)) if len(sess) else sess.assign(about=pd.Series(dtype="Int64"))
+    fos = failovers(bundle)
     slack = pd.Timedelta(seconds=1)
     out = []
     for node in sorted({st.node for st in found}):
@@ -289,9 +290,9 @@ def stall_stories(bundle) -> list[StallStory]:
                 for st in mine
             )
         ]
-        owned = a._failover_owned(bundle, started) if started else ne.iloc[0:0]
+        owned = failover_owned(bundle, started) if started else ne.iloc[0:0]
         if gc:
-            shr, ses = a._drop_explained(shr, gc), a._drop_explained(ses, gc)
+            shr, ses = drop_explained(shr, gc), drop_explained(ses, gc)
         if not len(shr) and not len(ses) and not started:
             continue
         out.append(StallStory(node, mine[0].host, mine, shr, ses, started, owned))
@@ -321,8 +322,6 @@ def stall_finding(bundle, story: StallStory, finding_id: str, urp_mbean: str) ->
     """The one finding of a node's stalls: what stopped, for how long, and every consequence with
     its evidence (ISR departures and whether each came back by any source, the session it lost,
     the controller elections it set off)."""
-    from kitlib.investigations.cluster_health import analysis as a
-
     node, st = story.node, story.stalls
     secs = np.array([(s.end - s.start).total_seconds() for s in st])
     how = " and ".join(sorted({w for s in st for w in s.how.split(" and ")}))
@@ -371,10 +370,10 @@ def stall_finding(bundle, story: StallStory, finding_id: str, urp_mbean: str) ->
     conseq = []
     sh = story.shrinks
     if len(sh):
-        ep = a.isr_episodes(bundle)
+        ep = isr_episodes(bundle)
         ep = ep.merge(sh[["file", "line"]].astype({"file": str}).drop_duplicates(), on=["file", "line"])
         ep = ep[ep["node"] == node]
-        back_by = recovered_by(bundle, ep, {v: k for k, v in a.node_ids(bundle).items()}, urp_mbean)
+        back_by = recovered_by(bundle, ep, {v: k for k, v in node_ids(bundle).items()}, urp_mbean)
         never = int(back_by.isna().sum())
         longest = float(ep["out_s"].max()) if len(ep) else float("nan")
         n_parts = sh[["topic", "partition"]].drop_duplicates().shape[0]
