@@ -35,7 +35,7 @@ check: $(STAMP)
 test: check chromium
 	$(PYTEST) -m broker tests
 	$(PYTEST) -n 2 --dist loadfile -m "(chromium or slow) and not broker" tests
-	$(PYTEST) -n 2 --dist loadfile kitlib/notebooks --nbval --nbval-sanitize-with tests/nbval-sanitize.cfg
+	$(PYTEST) -n 2 --dist loadfile notebooks --nbval --nbval-sanitize-with tests/nbval-sanitize.cfg
 
 venv: $(STAMP)
 
@@ -60,7 +60,7 @@ chromium:
 # Re-execute every notebook in place on its default (sample) bundle, refreshing the stored
 # outputs that nbval compares against. Run after changing kitlib, a notebook or sample data.
 notebooks: $(STAMP)
-	cd kitlib/notebooks && for nb in *.ipynb; do ../../$(BIN)/papermill -k python3 --cwd . "$$nb" "$$nb" || exit 1; done
+	cd notebooks && for nb in *.ipynb; do ../$(BIN)/papermill -k python3 --cwd . "$$nb" "$$nb" || exit 1; done
 
 bench: $(STAMP)
 	$(BIN)/python bench/ingest_bench.py --size-mb 1024

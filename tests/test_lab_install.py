@@ -43,9 +43,10 @@ def _install(tmp_path: Path) -> Path:
     (a .pth line), so the test needs no download beyond the build backend."""
     src = tmp_path / "src"  # a copy, so the build leaves nothing in the checkout
     src.mkdir()
-    for name in ("pyproject.toml", "README.md"):
+    for name in ("pyproject.toml", "setup.py", "README.md"):
         shutil.copy(REPO / name, src / name)
     shutil.copytree(REPO / "kitlib", src / "kitlib", ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copytree(REPO / "notebooks", src / "notebooks")  # shipped as kitlib/notebooks (setup.py)
     venv = tmp_path / "venv"
     subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=120)
     py = venv / "bin" / "python"
