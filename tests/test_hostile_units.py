@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from kitlib.guard import fresh_output
-from kitlib.report import _bundles_in
+from kitlib.report import bundles_in as _bundles_in
 from kitlib.sources import ManifestError, SourceFile, cap_lines, check_output, load_manifest
 from kitlib.terminal import visible
 

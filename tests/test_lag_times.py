@@ -338,7 +338,7 @@ def _summary_page(findings, tmp_path) -> str:
         time_span=None, hosts=["broker-1"], files=1, bytes=10, formats={"log4j": 1}, unparsed_lines=0, errors=[]
     )
     plan = SimpleNamespace(summary=summary, triage=Triage(findings, []), bundle_path=tmp_path, up_href="")
-    return report._render("bundle.html.j2", s=report.summary_view(plan, []))
+    return report.pages.render("bundle.html.j2", s=report.summary_view(plan, []))
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])

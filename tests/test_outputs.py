@@ -273,7 +273,7 @@ def test_a_report_cut_short_leaves_no_index(tmp_path, monkeypatch):
         assert not (out / "index.html").exists() and not (out / "findings.json").exists()
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(rep, "summary_view", cut)
+    monkeypatch.setattr(rep.run, "summary_view", cut)
     with pytest.raises(KeyboardInterrupt):
         rep.report(bundle(tmp_path / "b"), out, only=["none"], log=lambda *a: None)
     assert not (out / "index.html").exists() and not (out / "findings.json").exists()

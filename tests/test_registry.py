@@ -16,7 +16,7 @@ from kitlib import registry
 from kitlib.findings import Detector, Finding
 
 ROOT = Path(__file__).resolve().parents[1]
-NOTEBOOKS = ROOT / "kitlib" / "notebooks"
+NOTEBOOKS = ROOT / "notebooks"
 
 
 def kit(*args, **kw):

@@ -2,7 +2,7 @@
 
 An investigation is the unit the kit grows by. Its package under ``kitlib/investigations/``
 holds what it derives from log records (extractors), its model and detectors, and its charts; its
-notebook is ``kitlib/notebooks/<name>.ipynb``. The package's ``__init__`` imports those modules
+notebook is ``notebooks/<name>.ipynb``. The package's ``__init__`` imports those modules
 and declares the investigation with :class:`Investigation` in a module-level ``INVESTIGATION``.
 The report, the triage page's "where to look next", the notebooks' finding filters, ``kitlib
 investigations`` and the tests all read that declaration; nothing lists investigations by hand.
@@ -36,7 +36,7 @@ class Investigation:
     - ``finding_ids``: every finding id its detectors may emit (each id belongs to exactly one
       investigation);
     - ``relevant``: whether a bundle holds what it looks at (the report runs its notebook then);
-    - ``notebook``: the notebook file under ``kitlib/notebooks/`` (default ``<name>.ipynb``);
+    - ``notebook``: the notebook file under ``notebooks/`` (default ``<name>.ipynb``);
     - ``package``: the module that declared it (detectors defined under it belong to it);
     - ``examples``: its sample bundles under ``sample_data/`` and the finding ids each must yield
       (the tests check every sample bundle against every investigation's examples; a bundle no
