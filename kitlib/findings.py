@@ -14,6 +14,7 @@ Example:
 from __future__ import annotations
 
 import datetime as dt
+import enum
 import math
 import re
 from collections.abc import Callable, Iterable
@@ -24,7 +25,68 @@ import pandas as pd
 
 from kitlib.registry import DETECTORS
 
-SEVERITIES = ("critical", "high", "medium", "low", "info")
+
+class Severity(enum.StrEnum):
+    """How much a finding matters, most severe first. A member is its plain text (``"high"``) in
+    JSON, pages and the terminal; comparisons rank by severity (a more severe one is greater),
+    and a plain string compares as the severity it names.
+
+    Example:
+        >>> Severity("critical") > Severity.HIGH > "low", Severity.of("info").rank
+        (True, 4)
+        >>> sorted(["low", "critical", "medium"], key=Severity.rank_of)
+        ['critical', 'medium', 'low']
+    """
+
+    CRITICAL = "critical"
+    HIGH = "high"
+    MEDIUM = "medium"
+    LOW = "low"
+    INFO = "info"
+
+    @classmethod
+    def of(cls, value: str) -> Severity:
+        """The severity ``value`` names (ValueError naming the known ones otherwise)."""
+        try:
+            return cls(value)
+        except ValueError:
+            raise ValueError(f"severity must be one of {tuple(m.value for m in cls)}: {value!r}") from None
+
+    @property
+    def rank(self) -> int:
+        """0 for the most severe, counting up."""
+        return list(Severity).index(self)
+
+    @staticmethod
+    def rank_of(value: str) -> int:
+        """The rank of the severity ``value`` names; anything else (``"none"``) ranks after every one."""
+        try:
+            return Severity(value).rank
+        except ValueError:
+            return len(Severity)
+
+    def _ranks(self, other: object) -> tuple[int, int] | None:
+        if not isinstance(other, str):
+            return None
+        return Severity.rank_of(other), self.rank
+
+    def __lt__(self, other: object) -> bool:
+        r = self._ranks(other)
+        return NotImplemented if r is None else r[0] < r[1]
+
+    def __le__(self, other: object) -> bool:
+        r = self._ranks(other)
+        return NotImplemented if r is None else r[0] <= r[1]
+
+    def __gt__(self, other: object) -> bool:
+        r = self._ranks(other)
+        return NotImplemented if r is None else r[0] > r[1]
+
+    def __ge__(self, other: object) -> bool:
+        r = self._ranks(other)
+        return NotImplemented if r is None else r[0] >= r[1]
+
+
 _ID = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")
 EVIDENCE_TEXT_MAX = 500
 
@@ -32,7 +94,7 @@ EVIDENCE_TEXT_MAX = 500
 @dataclass
 class Finding:
     id: str
-    severity: str
+    severity: str  # a Severity's value; held as the Severity from here on
     summary: str
     numbers: dict = field(default_factory=dict)
     recommendation: str = ""
@@ -47,8 +109,7 @@ class Finding:
     def __post_init__(self):
         if not _ID.match(self.id):
             raise ValueError(f"finding id must be kebab-case: {self.id!r}")
-        if self.severity not in SEVERITIES:
-            raise ValueError(f"severity must be one of {SEVERITIES}: {self.severity!r}")
+        self.severity = Severity.of(self.severity)
         # evidence rows are plain values from here on (None for a missing time, host or line), so
         # every page and terminal that shows them reads what --json prints
         self.evidence = [{str(k): plain(v) for k, v in e.items()} for e in self.evidence]
@@ -57,7 +118,7 @@ class Finding:
         """Plain JSON-able dict (the shape ``kitlib triage --json`` prints)."""
         return {
             "id": self.id,
-            "severity": self.severity,
+            "severity": str(self.severity),
             "summary": self.summary,
             "numbers": {str(k): plain(v) for k, v in self.numbers.items()},
             "recommendation": self.recommendation,
@@ -283,7 +344,7 @@ def triage(bundle, investigations: Iterable[str] | None = None) -> Triage:
                 f"emitted undeclared finding ids {stray}" if stray else "",
             )
         )
-    found.sort(key=lambda f: (SEVERITIES.index(f.severity), f.id))
+    found.sort(key=lambda f: (Severity.rank_of(f.severity), f.id))
     return Triage(found, runs)
 
 

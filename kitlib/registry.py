@@ -8,8 +8,11 @@ investigation package). :func:`load` imports every such module once, explicitly 
 the core formats and shared tables, every package under ``kitlib.investigations``, and every
 module announced under the ``kitlib.investigations`` entry-point group by other installed
 packages. Then it checks the whole: each detector belongs to one investigation and may emit only
-that investigation's finding ids, each finding id belongs to exactly one investigation, each
-table an investigation names is declared.
+the finding ids that investigation declares, each finding id belongs to exactly one
+investigation, each table an investigation reads or is relevant on is declared.
+
+Nothing here imports a module of the kit by name at import time: the registry sits at the bottom
+of the import graph and loads the rest with :mod:`importlib`.
 
 Anything that reads a registry dict calls :func:`load` first; a second call costs nothing.
 
@@ -44,6 +47,7 @@ INVESTIGATIONS: dict[str, Investigation] = {}
 
 ENTRY_POINT_GROUP = "kitlib.investigations"
 # modules outside the investigations that declare tables or register formats and extractors
+# (every module of the packages, at any depth)
 CORE_PACKAGES = ("kitlib.formats", "kitlib.extract")
 CORE_MODULES = ("kitlib.events", "kitlib.metrics", "kitlib.ingestion.pipeline")
 
@@ -80,9 +84,10 @@ def load() -> dict[str, Investigation]:
 
 
 def _import_package(name: str) -> None:
+    """Import every module of package ``name``, at any depth."""
     pkg = importlib.import_module(name)
-    for m in pkgutil.iter_modules(pkg.__path__):
-        importlib.import_module(f"{name}.{m.name}")
+    for m in pkgutil.walk_packages(pkg.__path__, prefix=f"{name}."):
+        importlib.import_module(m.name)
 
 
 def _entry_points() -> list:
@@ -93,16 +98,17 @@ def _entry_points() -> list:
 
 def _add(obj: Any, origin: str = "") -> None:
     """Register the investigation a module declares (its ``INVESTIGATION``), or one given directly."""
-    from kitlib.investigations import Investigation
+    # loaded by name: the registry sits below every module that registers into it
+    kind = importlib.import_module("kitlib.investigations").Investigation
 
-    inv = obj if isinstance(obj, Investigation) else getattr(obj, "INVESTIGATION", None)
-    if not isinstance(inv, Investigation):
+    inv = obj if isinstance(obj, kind) else getattr(obj, "INVESTIGATION", None)
+    if not isinstance(inv, kind):
         where = origin or getattr(obj, "__name__", repr(obj))
         raise RegistryError(f"{where} declares no INVESTIGATION")
     if not inv.package:
         from dataclasses import replace
 
-        inv = replace(inv, package=getattr(obj, "__name__", "") if not isinstance(obj, Investigation) else "")
+        inv = replace(inv, package=getattr(obj, "__name__", "") if not isinstance(obj, kind) else "")
     if inv.name in INVESTIGATIONS and INVESTIGATIONS[inv.name].package != inv.package:
         raise RegistryError(
             f"investigation {inv.name!r} is declared twice: {INVESTIGATIONS[inv.name].package} and {inv.package}"
@@ -123,6 +129,9 @@ def check() -> None:
         unknown = [t for t in inv.tables if t not in TABLES]
         if unknown:
             raise RegistryError(f"investigation {inv.name!r} reads undeclared tables {unknown}")
+        unknown = [r.table for r in inv.relevance if r.table not in TABLES]
+        if unknown:
+            raise RegistryError(f"investigation {inv.name!r} is relevant on undeclared tables {unknown}")
     for d in DETECTORS.values():
         home = _investigation_of_module(d.module)
         if home is None:

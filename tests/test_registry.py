@@ -19,11 +19,7 @@ ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS = ROOT / "notebooks"
 
 
-def kit(*args, **kw):
-    return subprocess.run([sys.executable, "-m", "kitlib.cli", *map(str, args)], capture_output=True, text=True, **kw)
-
-
-def test_investigations_json_lists_each_with_its_notebook_tables_and_ids():
+def test_investigations_json_lists_each_with_its_notebook_tables_and_ids(kit):
     r = kit("investigations", "--json")
     assert r.returncode == 0, r.stderr
     listed = {i["name"]: i for i in json.loads(r.stdout)}
@@ -44,6 +40,44 @@ def test_investigations_json_lists_each_with_its_notebook_tables_and_ids():
 def test_every_notebook_belongs_to_an_investigation_or_is_the_triage_page():
     names = {p.name for p in NOTEBOOKS.glob("*.ipynb")}
     assert names == {"triage.ipynb"} | {inv.notebook for inv in registry.investigations()}
+
+
+def test_relevance_is_data_on_declared_tables(monkeypatch):
+    from dataclasses import replace
+
+    from kitlib.investigations import Rows
+
+    registry.load()
+    for inv in registry.investigations():
+        assert inv.relevant_when and all(isinstance(r, (str, Rows)) for r in inv.relevant_when), inv.name
+        for b in inv.examples:
+            assert inv.relevant(sample(b)), f"{inv.name} is not relevant on its own sample bundle {b}"
+    # healthy has metrics, but none of the request handlers' idle meters; remote-storage has only
+    # remote log lines, of which the copies make tiered storage relevant
+    assert not registry.investigation("client_requests").relevant(sample("healthy"))
+    assert registry.investigation("tiered_storage").relevant(sample("remote-storage"))
+    assert not registry.investigation("throughput").relevant(sample("codecs"))
+    odd = replace(registry.INVESTIGATIONS["compaction"], relevant_when=("cleaner_runs", Rows("no_such_table")))
+    monkeypatch.setitem(registry.INVESTIGATIONS, "compaction", odd)
+    with pytest.raises(registry.RegistryError, match="relevant on undeclared tables.*no_such_table"):
+        registry.check()
+
+
+def test_the_registry_imports_nothing_of_the_kit_but_through_importlib():
+    """The registry sits at the bottom of the import graph: the modules above it register into it
+    and it loads them by name, so it has no import of them outside ``TYPE_CHECKING``."""
+    import ast
+
+    tree = ast.parse((ROOT / "kitlib" / "registry.py").read_text())
+    checking = [n for n in ast.walk(tree) if isinstance(n, ast.If) and getattr(n.test, "id", "") == "TYPE_CHECKING"]
+    hidden = {id(x) for n in checking for x in ast.walk(n)}
+    found = []
+    for n in ast.walk(tree):
+        if id(n) in hidden or not isinstance(n, (ast.Import, ast.ImportFrom)):
+            continue
+        names = [a.name for a in n.names] if isinstance(n, ast.Import) else [n.module or ""]
+        found += [ast.unparse(n) for x in names if x == "kitlib" or x.startswith("kitlib.")]
+    assert found == []
 
 
 def test_a_detector_with_an_undeclared_id_is_refused(monkeypatch):
@@ -98,7 +132,7 @@ def test_undeclared_ids_at_run_time_are_dropped_and_reported(monkeypatch):
     assert any(f.detector == "detect_liar" and f.investigation == "compaction" for f in result.findings)
 
 
-def test_a_detector_whose_tables_are_empty_is_skipped_not_run():
+def test_a_detector_whose_tables_are_empty_is_skipped_not_run(kit):
     b = sample("codecs")
     result = kitlib.triage(b)
     runs = {r.detector: r for r in result.runs}
@@ -108,13 +142,13 @@ def test_a_detector_whose_tables_are_empty_is_skipped_not_run():
     assert "[skipped: no rows in cleaner_events]" in text
 
 
-def test_a_third_party_investigation_arrives_through_an_entry_point(tmp_path):
+def test_a_third_party_investigation_arrives_through_an_entry_point(kit, tmp_path):
     pkg = tmp_path / "acme_kafka"
     pkg.mkdir()
     (pkg / "__init__.py").write_text(
         textwrap.dedent("""
         from kitlib.findings import Finding, detector
-        from kitlib.investigations import Investigation, has_rows
+        from kitlib.investigations import FindingKind, Investigation
 
         @detector(ids=["acme-too-many-warnings"], needs=["events"], checks="more than 2 WARN records")
         def detect_warnings(bundle):
@@ -122,8 +156,8 @@ def test_a_third_party_investigation_arrives_through_an_entry_point(tmp_path):
             return [Finding("acme-too-many-warnings", "low", f"{len(warn)} warnings")] if len(warn) > 2 else []
 
         INVESTIGATION = Investigation(name="acme", title="Acme warnings", question="Too many warnings?",
-                                      tables=("events",), finding_ids=("acme-too-many-warnings",),
-                                      relevant=lambda b: has_rows(b, "events"))
+                                      tables=("events",), relevant_when=("events",),
+                                      findings=(FindingKind("acme-too-many-warnings", "low", "many warnings"),))
     """)
     )
     dist = tmp_path / "acme_kafka-0.1.dist-info"
@@ -178,7 +212,7 @@ def berlin_bundle(tmp_path):
     return b
 
 
-def test_timezone_rule_is_option_then_manifest_then_utc_in_every_command(berlin_bundle, tmp_path):
+def test_timezone_rule_is_option_then_manifest_then_utc_in_every_command(kit, berlin_bundle, tmp_path):
     # Berlin is UTC+2 in May: the manifest's zone applies unless --tz says otherwise
     assert kitlib.load_bundle(berlin_bundle).summary.time_span[0].startswith("2024-05-22T08:00:00")
     assert kitlib.load_bundle(berlin_bundle, tz="UTC").summary.time_span[0].startswith("2024-05-22T10:00:00")

@@ -18,12 +18,51 @@ Example:
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from kitlib.findings import Severity
+
 if TYPE_CHECKING:  # pragma: no cover
     from kitlib.bundle import Bundle
+
+
+@dataclass(frozen=True)
+class FindingKind:
+    """One finding id an investigation's detectors may emit: the ``id``, the ``severity`` it has
+    unless the evidence makes it worse or milder, and what it means in one line. The findings
+    catalogue (``docs/findings.md``, ``python -m kitlib.investigations.catalogue``) lists them.
+
+    Example:
+        >>> FindingKind("demo-x", "high", "something demonstrated").severity.rank
+        1
+    """
+
+    id: str
+    severity: Severity
+    meaning: str
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "severity", Severity.of(self.severity))
+
+
+@dataclass(frozen=True)
+class Rows:
+    """Rows of ``table`` that make an investigation relevant. With no ``column``, any row; with a
+    ``column``, a row where it is set, or, when ``among``, ``mentions`` or ``other_than`` is
+    given, where it is one of ``among``, contains one of ``mentions`` as text, or is none of
+    ``other_than``. A bare table name in ``relevant_when`` stands for ``Rows(name)``.
+
+    Example:
+        >>> Rows("metrics", "mbean", mentions=("BytesInPerSec",)).table
+        'metrics'
+    """
+
+    table: str
+    column: str = ""
+    among: tuple[str, ...] = ()
+    mentions: tuple[str, ...] = ()
+    other_than: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -33,9 +72,10 @@ class Investigation:
     - ``name``: one name used everywhere (package folder, notebook stem, docs);
     - ``title`` and ``question``: what it is called and the question it answers;
     - ``tables``: the tables it reads (its notebook and detectors);
-    - ``finding_ids``: every finding id its detectors may emit (each id belongs to exactly one
-      investigation);
-    - ``relevant``: whether a bundle holds what it looks at (the report runs its notebook then);
+    - ``findings``: every finding its detectors may emit, as :class:`FindingKind` (each id belongs
+      to exactly one investigation); ``finding_ids`` lists their ids;
+    - ``relevant_when``: the rows that make a bundle worth its notebook (the report runs it
+      then): table names and :class:`Rows`, any one of them enough; see :func:`relevant`;
     - ``notebook``: the notebook file under ``notebooks/`` (default ``<name>.ipynb``);
     - ``package``: the module that declared it (detectors defined under it belong to it);
     - ``examples``: its sample bundles under ``sample_data/`` and the finding ids each must yield
@@ -47,8 +87,8 @@ class Investigation:
     title: str
     question: str
     tables: tuple[str, ...]
-    finding_ids: tuple[str, ...]
-    relevant: Callable[[Bundle], bool]
+    findings: tuple[FindingKind, ...]
+    relevant_when: tuple[str | Rows, ...]
     notebook: str = ""
     package: str = ""
     examples: dict[str, tuple[str, ...]] = field(default_factory=dict)
@@ -56,6 +96,21 @@ class Investigation:
     def __post_init__(self) -> None:
         if not self.notebook:
             object.__setattr__(self, "notebook", f"{self.name}.ipynb")
+        object.__setattr__(self, "relevant_when", tuple(self.relevant_when))
+
+    @property
+    def finding_ids(self) -> tuple[str, ...]:
+        """The ids of ``findings``, in their declared order."""
+        return tuple(k.id for k in self.findings)
+
+    @property
+    def relevance(self) -> tuple[Rows, ...]:
+        """``relevant_when`` with every bare table name as :class:`Rows`."""
+        return tuple(Rows(r) if isinstance(r, str) else r for r in self.relevant_when)
+
+    def relevant(self, bundle: Bundle) -> bool:
+        """Whether ``bundle`` holds what this investigation looks at (:func:`relevant`)."""
+        return relevant(self, bundle)
 
     def to_dict(self) -> dict:
         """The JSON shape ``kitlib investigations --json`` prints."""
@@ -71,25 +126,31 @@ class Investigation:
         }
 
 
-def has_rows(bundle: Bundle, table: str, condition: Callable | None = None) -> bool:
-    """True when ``table`` has rows in the bundle (and ``condition(frame)`` holds, if given).
+def relevant(inv: Investigation, bundle: Bundle) -> bool:
+    """True when ``bundle`` has rows that make ``inv`` relevant: any entry of its
+    ``relevant_when`` matching is enough, looked at in their declared order.
 
     Example:
         >>> from kitlib.bundle import Bundle
-        >>> has_rows(Bundle("x", {}), "commits")
+        >>> inv = Investigation("demo", "Demo", "?", ("commits",), (), ("commits",))
+        >>> relevant(inv, Bundle("x", {}))
         False
     """
-    df = bundle.table(table)
+    return any(_matches(rows, bundle) for rows in inv.relevance)
+
+
+def _matches(rows: Rows, bundle: Bundle) -> bool:
+    df = bundle.table(rows.table)
     if not len(df):
         return False
-    return bool(condition(df)) if condition else True
-
-
-def metrics_mention(*words: str) -> Callable:
-    """A condition on the metrics table: some MBean name contains one of ``words``."""
-
-    def condition(df) -> bool:
-        col = df["mbean"].astype("string")
-        return any(col.str.contains(w, regex=False).any() for w in words)
-
-    return condition
+    if not rows.column:
+        return True
+    col = df[rows.column]
+    if rows.among:
+        return bool(col.astype("string").isin(rows.among).any())
+    if rows.mentions:
+        text = col.astype("string")
+        return any(text.str.contains(w, regex=False).any() for w in rows.mentions)
+    if rows.other_than:
+        return bool((~col.isin(rows.other_than)).any())
+    return bool(col.notna().any())

@@ -10,7 +10,7 @@ metrics) and its fix is on the broker or in the client's credentials and quotas,
 consumer's poll loop.
 """
 
-from kitlib.investigations import Investigation, has_rows
+from kitlib.investigations import FindingKind, Investigation, Rows
 from kitlib.investigations.client_requests import analysis, auth, quotas  # noqa: F401  (registers tables and detectors)
 
 INVESTIGATION = Investigation(
@@ -19,12 +19,20 @@ INVESTIGATION = Investigation(
     question="Are the brokers refusing clients (authentication, authorization), throttling them (quotas) or "
     "too busy to answer (request handlers, network threads, one slow broker)?",
     tables=("auth_failures", "requests", "metrics", "configs", "quota_changes"),
-    finding_ids=("auth-failures", "quota-throttling", "request-saturation"),
-    relevant=lambda b: (
-        has_rows(b, "auth_failures")
-        or has_rows(b, "requests")
-        or has_rows(b, "metrics", analysis.saturation_metrics_present)
+    findings=(
+        FindingKind(
+            "auth-failures",
+            "medium",
+            "clients fail to authenticate (SASL, TLS) or are denied by the authorizer, again and again",
+        ),
+        FindingKind("quota-throttling", "medium", "the brokers delay a client's requests because it exceeds a quota"),
+        FindingKind(
+            "request-saturation",
+            "medium",
+            "request handler or network threads are nearly never idle and requests wait in the queue",
+        ),
     ),
+    relevant_when=("auth_failures", "requests", Rows("metrics", "name", among=analysis.IDLE_NAMES)),
     examples={
         "auth-failures": ("auth-failures",),
         "quota-throttling": ("quota-throttling",),

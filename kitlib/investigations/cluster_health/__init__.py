@@ -2,7 +2,7 @@
 brokers and lost sessions, failed log directories, GC pauses and out-of-memory, unclean
 elections, on one timeline across every host."""
 
-from kitlib.investigations import Investigation, has_rows
+from kitlib.investigations import FindingKind, Investigation
 from kitlib.investigations.cluster_health import detectors, gclog, state  # noqa: F401  (registers its format, tables and detectors; charts load with the notebook)
 
 INVESTIGATION = Investigation(
@@ -21,20 +21,23 @@ INVESTIGATION = Investigation(
         "quorum_status",
         "quorum_replication",
     ),
-    finding_ids=(
-        "isr-shrink",
-        "controller-failover",
-        "broker-fenced",
-        "log-dir-failure",
-        "gc-pauses",
-        "unclean-election",
+    findings=(
+        FindingKind(
+            "isr-shrink", "medium", "replicas leave partitions' in-sync replica sets (ISR), or flap in and out"
+        ),
+        FindingKind("controller-failover", "medium", "the active controller changes after the cluster started"),
+        FindingKind(
+            "broker-fenced", "high", "a broker loses its session with the controller and is fenced or declared failed"
+        ),
+        FindingKind(
+            "log-dir-failure", "high", "a log directory goes offline on an I/O error (a full disk, a failed device)"
+        ),
+        FindingKind(
+            "gc-pauses", "medium", "long or frequent stop-the-world GC pauses, or an out-of-memory error, on a broker"
+        ),
+        FindingKind("unclean-election", "critical", "an out-of-sync replica is elected leader: records are lost"),
     ),
-    relevant=lambda b: (
-        has_rows(b, "gc_pauses")
-        or has_rows(b, "node_events")
-        or has_rows(b, "partition_changes")
-        or has_rows(b, "quorum_status")
-    ),
+    relevant_when=("gc_pauses", "node_events", "partition_changes", "quorum_status"),
     # a controller failover owns the fencing of the node that lost the role (see analysis), so
     # controller-failover alone is expected there; a stalled node's ISR departures are told in
     # its broker-fenced finding (stalls.py)

@@ -1,7 +1,7 @@
 """Log compaction: why does a compacted topic not shrink? Seed 003: the dedupe buffer is too
 small for the dirty section, so the cleaner needs many passes and the first ones reclaim nothing."""
 
-from kitlib.investigations import Investigation, has_rows
+from kitlib.investigations import FindingKind, Investigation
 from kitlib.investigations.compaction import analysis, cleaner  # noqa: F401  (registers its tables and detectors; charts load with the notebook)
 
 INVESTIGATION = Investigation(
@@ -9,7 +9,17 @@ INVESTIGATION = Investigation(
     title="Log compaction",
     question="Why is a compacted topic not shrinking, and how big must the dedupe buffer be?",
     tables=("cleaner_runs", "cleaner_events", "configs", "metrics"),
-    finding_ids=("cleaner-buffer-too-small", "cleaner-no-reclaim", "cleaner-stalled"),
-    relevant=lambda b: has_rows(b, "cleaner_runs"),
+    findings=(
+        FindingKind(
+            "cleaner-buffer-too-small",
+            "medium",
+            "the cleaner's dedupe buffer fills before a partition's dirty section is read, so cleaning takes many passes",
+        ),
+        FindingKind("cleaner-no-reclaim", "medium", "cleaner passes read data but free next to no space"),
+        FindingKind(
+            "cleaner-stalled", "high", "the cleaner stops: uncleanable partitions, a dead cleaner thread, I/O errors"
+        ),
+    ),
+    relevant_when=("cleaner_runs",),
     examples={"compaction": ("cleaner-buffer-too-small", "cleaner-no-reclaim")},
 )

@@ -1,7 +1,7 @@
 """Compression: which codec suits these payloads? Seed 002: gzip vs snappy vs lz4 vs zstd,
 measured on the user's own record samples and against the broker."""
 
-from kitlib.investigations import Investigation, has_rows
+from kitlib.investigations import Investigation
 from kitlib.investigations.compression import analysis  # noqa: F401  (registers its tables and detectors; charts load with the notebook)
 
 INVESTIGATION = Investigation(
@@ -9,7 +9,7 @@ INVESTIGATION = Investigation(
     title="Compression codecs",
     question="Which codec gives the best ratio and speed on these payloads?",
     tables=("probe_codecs", "payload_samples"),
-    finding_ids=(),
-    relevant=lambda b: has_rows(b, "probe_codecs"),
+    findings=(),
+    relevant_when=("probe_codecs",),
     examples={"codecs": ()},
 )

@@ -1,7 +1,7 @@
 """Connect offset commits: why does a Connect task fail to commit offsets under load? Seed 001:
 the producer cannot drain outstanding records within offset.flush.timeout.ms."""
 
-from kitlib.investigations import Investigation, has_rows
+from kitlib.investigations import FindingKind, Investigation
 from kitlib.investigations.connect_offsets import analysis, commits  # noqa: F401  (registers its tables and detectors; charts load with the notebook)
 
 INVESTIGATION = Investigation(
@@ -9,7 +9,13 @@ INVESTIGATION = Investigation(
     title="Connect offset commits",
     question="Why do Connect tasks fail to commit offsets, and which producer setting drains them in time?",
     tables=("commits", "configs", "metrics"),
-    finding_ids=("offset-commit-timeouts",),
-    relevant=lambda b: has_rows(b, "commits"),
+    findings=(
+        FindingKind(
+            "offset-commit-timeouts",
+            "medium",
+            "Connect tasks fail to commit offsets in time (a source task's producer cannot drain its records)",
+        ),
+    ),
+    relevant_when=("commits",),
     examples={"connect-offsets": ("offset-commit-timeouts",), "connect-offsets-2x": ("offset-commit-timeouts",)},
 )

@@ -2,7 +2,7 @@
 look like? Seed 000: a consumer stuck at a fixed rate because the broker down-converted every
 fetch for its 0.8-era client."""
 
-from kitlib.investigations import Investigation, has_rows, metrics_mention
+from kitlib.investigations import FindingKind, Investigation, Rows
 from kitlib.investigations.throughput import analysis  # noqa: F401  (registers its tables and detectors; charts load with the notebook)
 
 INVESTIGATION = Investigation(
@@ -10,11 +10,17 @@ INVESTIGATION = Investigation(
     title="Throughput and down-conversion",
     question="Is a consumer or producer slowed by the broker converting messages for an old client?",
     tables=("metrics", "requests", "probe_throughput"),
-    finding_ids=("down-conversion",),
-    relevant=lambda b: (
-        has_rows(b, "probe_throughput")
-        or has_rows(b, "requests", lambda r: r["conversion_ms"].notna().any())
-        or has_rows(b, "metrics", metrics_mention("MessageConversions", "BytesOutPerSec", "BytesInPerSec"))
+    findings=(
+        FindingKind(
+            "down-conversion",
+            "medium",
+            "the broker converts message formats for clients on old API versions, losing zero-copy fetches",
+        ),
+    ),
+    relevant_when=(
+        "probe_throughput",
+        Rows("requests", "conversion_ms"),
+        Rows("metrics", "mbean", mentions=("MessageConversions", "BytesOutPerSec", "BytesInPerSec")),
     ),
     examples={"down-conversion": ("down-conversion",)},
 )

@@ -2,7 +2,7 @@
 segments reaching the remote store? Seed 004 (tier-state metadata growth) and Apache Kafka's
 KIP-405 remote copies."""
 
-from kitlib.investigations import Investigation, has_rows
+from kitlib.investigations import FindingKind, Investigation, Rows
 from kitlib.investigations.tiered_storage import analysis, remote_log, tierstate  # noqa: F401  (registers its tables and detectors; charts load with the notebook)
 
 INVESTIGATION = Investigation(
@@ -10,12 +10,20 @@ INVESTIGATION = Investigation(
     title="Tiered storage and broker I/O",
     question="Is tier-state metadata or a failing remote store behind one broker's I/O or lag?",
     tables=("tierstate_events", "file_io", "restarts", "remote_log_events", "metrics"),
-    finding_ids=("tierstate-metadata-growth", "broker-io-imbalance", "remote-copy-errors"),
-    relevant=lambda b: (
-        has_rows(b, "tierstate_events")
-        or has_rows(b, "file_io")
-        or has_rows(b, "remote_log_events", lambda r: (r["kind"] != "other").any())
+    findings=(
+        FindingKind(
+            "tierstate-metadata-growth",
+            "high",
+            "tier-state metadata files grow until their migration on start-up takes minutes (Confluent Tiered Storage)",
+        ),
+        FindingKind(
+            "broker-io-imbalance",
+            "high",
+            "one broker reads far more from its disks than its peers, interval after interval",
+        ),
+        FindingKind("remote-copy-errors", "high", "segment copies to the remote store fail (KIP-405 tiered storage)"),
     ),
+    relevant_when=("tierstate_events", "file_io", Rows("remote_log_events", "kind", other_than=("other",))),
     examples={
         "tiered-storage": ("tierstate-metadata-growth", "broker-io-imbalance"),
         "remote-storage": ("remote-copy-errors",),
