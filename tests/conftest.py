@@ -1,9 +1,37 @@
-"""Shared fixtures. ``broker``: one real Apache Kafka 3.9.1 broker (kitlib.lab) per test session;
-``cluster``: one real three-node KRaft cluster per test session."""
+"""Shared fixtures. ``kit``: the ``kitlib`` command run as a child process; ``broker``: one real
+Apache Kafka 3.9.1 broker (kitlib.lab) per test session; ``cluster``: one real three-node KRaft
+cluster per test session."""
 
 import shutil
+import subprocess
+import sys
 
 import pytest
+
+
+class Kit:
+    """The ``kitlib`` command in a child process, as a user runs it. ``kit("triage", path)`` waits
+    for it and returns the finished run (``returncode``, ``stdout``, ``stderr``, as text);
+    ``kit.start(...)`` returns the running process, for tests that signal or kill it. Arguments
+    may be paths."""
+
+    command = (sys.executable, "-m", "kitlib.cli")
+
+    def __call__(self, *args, env=None, timeout=None) -> subprocess.CompletedProcess:
+        return subprocess.run(
+            [*self.command, *map(str, args)], capture_output=True, text=True, env=env, timeout=timeout
+        )
+
+    def start(self, *args, **popen) -> subprocess.Popen:
+        """The command started with its output piped (as text) unless ``popen`` says otherwise."""
+        popen = {"stdout": subprocess.PIPE, "stderr": subprocess.PIPE, "text": True, **popen}
+        return subprocess.Popen([*self.command, *map(str, args)], **popen)
+
+
+@pytest.fixture(scope="session")
+def kit() -> Kit:
+    """The ``kitlib`` command run as a child process (:class:`Kit`)."""
+    return Kit()
 
 
 def _need_java_tools() -> None:

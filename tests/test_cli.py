@@ -1,7 +1,6 @@
 """The kitlib command on a small bundle: ingest writes Parquet + summary, summary reads it back."""
 
 import json
-import subprocess
 import sys
 
 LOG = (
@@ -10,11 +9,7 @@ LOG = (
 )
 
 
-def kit(*args):
-    return subprocess.run([sys.executable, "-m", "kitlib.cli", *map(str, args)], capture_output=True, text=True)
-
-
-def test_ingest_then_summary(tmp_path):
+def test_ingest_then_summary(kit, tmp_path):
     b = tmp_path / "bundle" / "broker-1"
     b.mkdir(parents=True)
     (b / "server.log").write_text("stray line before any record\n" + "".join(LOG.format(i=i) for i in range(5)))
@@ -29,7 +24,7 @@ def test_ingest_then_summary(tmp_path):
     assert r.returncode == 0 and json.loads(r.stdout)["rows"]["events"] == 5
 
 
-def test_errors_are_one_clear_line(tmp_path):
+def test_errors_are_one_clear_line(kit, tmp_path):
     r = kit("ingest", tmp_path / "missing", "--out", tmp_path / "o")
     assert r.returncode == 2
     assert r.stderr.strip().startswith("kitlib ingest: error: bundle not found")

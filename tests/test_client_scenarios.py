@@ -8,8 +8,6 @@ import itertools
 import json
 import re
 import signal
-import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -20,7 +18,6 @@ import kitlib
 
 pytestmark = pytest.mark.broker
 SCEN = Path(__file__).resolve().parents[1] / "lab" / "scenarios"
-CLI = [sys.executable, "-c", "import sys; from kitlib.cli import main; sys.exit(main(sys.argv[1:]))"]
 
 
 def scenario(name):
@@ -96,28 +93,22 @@ def first_snapshot_written(folder: Path, rows: int = 2, timeout: float = 60) -> 
     raise AssertionError(f"no lag snapshot in {folder} after {timeout} s")
 
 
-def test_capture_every_writes_n_timestamped_snapshots(lagging_group, tmp_path):
+def test_capture_every_writes_n_timestamped_snapshots(kit, lagging_group, tmp_path):
     from kafka import KafkaProducer
 
     out = tmp_path / "bundle" / "live"
-    proc = subprocess.Popen(
-        [
-            *CLI,
-            "capture",
-            "--bootstrap",
-            lagging_group.bootstrap,
-            "--out",
-            str(out),
-            "--every",
-            "2",
-            "--count",
-            "4",
-            "--group",
-            "lag-hist",
-        ],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
+    proc = kit.start(
+        "capture",
+        "--bootstrap",
+        lagging_group.bootstrap,
+        "--out",
+        out,
+        "--every",
+        2,
+        "--count",
+        4,
+        "--group",
+        "lag-hist",
     )
     first_snapshot_written(out)
     # grow the log after the first snapshot: end offsets (and lag) must move in the series
@@ -148,23 +139,9 @@ def test_capture_every_writes_n_timestamped_snapshots(lagging_group, tmp_path):
     assert set(lag["group_state"]) == {"Empty"} and lag["consumer_id"].isna().all()
 
 
-def test_capture_every_stops_on_ctrl_c_keeping_whole_snapshots(lagging_group, tmp_path):
-    proc = subprocess.Popen(
-        [
-            *CLI,
-            "capture",
-            "--bootstrap",
-            lagging_group.bootstrap,
-            "--out",
-            str(tmp_path),
-            "--every",
-            "0.5",
-            "--group",
-            "lag-hist",
-        ],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
+def test_capture_every_stops_on_ctrl_c_keeping_whole_snapshots(kit, lagging_group, tmp_path):
+    proc = kit.start(
+        "capture", "--bootstrap", lagging_group.bootstrap, "--out", tmp_path, "--every", 0.5, "--group", "lag-hist"
     )
     first_snapshot_written(tmp_path, rows=4)  # two snapshots of two partitions on disk
     proc.send_signal(signal.SIGINT)
@@ -181,15 +158,9 @@ def test_capture_every_stops_on_ctrl_c_keeping_whole_snapshots(lagging_group, tm
     assert n == len(per_snapshot)
 
 
-def test_capture_every_rejects_bad_arguments(tmp_path):
+def test_capture_every_rejects_bad_arguments(kit, tmp_path):
     for args in (["--every", "0"], ["--count", "3"], ["--every", "1", "--count", "0"]):
-        r = subprocess.run(
-            [*CLI, "capture", "--bootstrap", "127.0.0.1:1", "--out", str(tmp_path), *args],
-            capture_output=True,
-            text=True,
-            timeout=60,
-            check=False,
-        )
+        r = kit("capture", "--bootstrap", "127.0.0.1:1", "--out", tmp_path, *args, timeout=60)
         assert r.returncode == 2 and "Traceback" not in r.stderr and "--" in r.stderr
     assert not list(tmp_path.iterdir())
 

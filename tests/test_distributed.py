@@ -84,7 +84,7 @@ def test_cuts_fall_on_record_headers_with_exact_line_numbers(fleet):
         assert not data[pos:].startswith(b"\tat")
 
 
-def test_a_separate_scheduler_and_workers_give_the_single_process_tables(fleet, tmp_path):
+def test_a_separate_scheduler_and_workers_give_the_single_process_tables(kit, fleet, tmp_path):
     """Both ways of handling derived tables: built on the workers, one task per host (the
     default), and left to first use (``--no-derive``)."""
     single, single_derived = tmp_path / "single", tmp_path / "single-derived"
@@ -137,24 +137,17 @@ def test_a_separate_scheduler_and_workers_give_the_single_process_tables(fleet, 
         units, _ = plan(fleet, None, split)
         parts = [u for u in units if u.src.rel == "broker-1/server.log"]
         assert len(parts) >= 3  # the big log really is split
-        r = subprocess.run(
-            [
-                sys.executable,
-                "-m",
-                "kitlib.cli",
-                "ingest",
-                str(fleet),
-                "--out",
-                str(tmp_path / "dist"),
-                "--scheduler",
-                address,
-                "--split-mb",
-                "1",
-                "--no-progress",
-                "--no-derive",
-            ],
-            capture_output=True,
-            text=True,
+        r = kit(
+            "ingest",
+            fleet,
+            "--out",
+            tmp_path / "dist",
+            "--scheduler",
+            address,
+            "--split-mb",
+            1,
+            "--no-progress",
+            "--no-derive",
             timeout=300,
         )
         assert r.returncode == 0, r.stderr
@@ -197,26 +190,10 @@ def test_a_separate_scheduler_and_workers_give_the_single_process_tables(fleet, 
     assert (traces["nlines"] == 14).all() and traces["message"].str.count("\tat ").eq(12).all()
 
 
-def test_a_local_cluster_from_the_cli(fleet, tmp_path):
+def test_a_local_cluster_from_the_cli(kit, fleet, tmp_path):
     single = tmp_path / "single"
     kitlib.ingest(fleet, single, progress=False, derive=True)  # a Dask ingest builds them on the workers
-    r = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "kitlib.cli",
-            "ingest",
-            str(fleet),
-            "--out",
-            str(tmp_path / "dist"),
-            "--workers",
-            "2",
-            "--no-progress",
-        ],
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    r = kit("ingest", fleet, "--out", tmp_path / "dist", "--workers", 2, "--no-progress", timeout=300)
     assert r.returncode == 0, r.stderr
     assert "Dask dashboard: http://127.0.0.1:" in r.stdout
     assert_same(single, tmp_path / "dist")

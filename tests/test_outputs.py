@@ -30,7 +30,6 @@ from kitlib import guard
 
 ROOT = Path(__file__).resolve().parents[1]
 SAMPLE = ROOT / "sample_data"
-KIT = [sys.executable, "-m", "kitlib.cli"]
 
 LOG = (
     "[2026-11-23 10:00:00,000] INFO [KafkaServer id=1] started (kafka.server.KafkaServer)\n"
@@ -286,13 +285,8 @@ def test_a_report_cut_short_leaves_no_index(tmp_path, monkeypatch):
 # --- killed and concurrent runs -------------------------------------------------------------------
 
 
-def _start_ingest(b: Path, out: Path) -> subprocess.Popen:
-    return subprocess.Popen(
-        [*KIT, "ingest", str(b), "--out", str(out), "--no-progress"],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+def _start_ingest(kit, b: Path, out: Path) -> subprocess.Popen:
+    return kit.start("ingest", b, "--out", out, "--no-progress")
 
 
 def _partial(out: Path) -> list[Path]:
@@ -300,9 +294,9 @@ def _partial(out: Path) -> list[Path]:
     return [p for p in out.parent.glob(f".{out.name}.partial-*") if guard.is_kit_output(p)]
 
 
-def test_a_killed_ingest_leaves_debris_the_next_run_removes(big_bundle, tmp_path):
+def test_a_killed_ingest_leaves_debris_the_next_run_removes(kit, big_bundle, tmp_path):
     out = tmp_path / "o"
-    p = _start_ingest(big_bundle, out)
+    p = _start_ingest(kit, big_bundle, out)
     try:
         wait_for(lambda: _partial(out), proc=p)
         p.kill()
@@ -328,9 +322,9 @@ def test_a_killed_ingest_leaves_debris_the_next_run_removes(big_bundle, tmp_path
     assert (out / "summary.json").is_file()
 
 
-def test_a_terminated_ingest_removes_its_own_partial_folder(big_bundle, tmp_path):
+def test_a_terminated_ingest_removes_its_own_partial_folder(kit, big_bundle, tmp_path):
     out = tmp_path / "o"
-    p = _start_ingest(big_bundle, out)
+    p = _start_ingest(kit, big_bundle, out)
     try:
         wait_for(lambda: _partial(out), proc=p)
         p.terminate()
@@ -341,9 +335,9 @@ def test_a_terminated_ingest_removes_its_own_partial_folder(big_bundle, tmp_path
     assert debris(tmp_path, "o") == [] and not out.exists()
 
 
-def test_two_ingests_into_one_output_one_refuses_naming_the_other(big_bundle, tmp_path):
+def test_two_ingests_into_one_output_one_refuses_naming_the_other(kit, big_bundle, tmp_path):
     out = tmp_path / "o"
-    p = _start_ingest(big_bundle, out)
+    p = _start_ingest(kit, big_bundle, out)
     try:
         wait_for(lambda: _partial(out), proc=p)
         rc, err = run_here("ingest", bundle(tmp_path / "b"), "--out", out, "--no-progress")
@@ -386,16 +380,11 @@ def test_capture_files_never_replace_a_file_in_the_bundle(tmp_path):
 
 
 @pytest.mark.slow
-def test_a_dask_ingest_replaces_a_kit_output(tmp_path):
+def test_a_dask_ingest_replaces_a_kit_output(kit, tmp_path):
     out = tmp_path / "o"
     rc, err = run_here("ingest", SAMPLE / "compaction", "--out", out, "--no-progress")
     assert rc == 0, err
-    r = subprocess.run(
-        [*KIT, "ingest", str(bundle(tmp_path / "b")), "--out", str(out), "--no-progress", "--workers", "1"],
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    r = kit("ingest", bundle(tmp_path / "b"), "--out", out, "--no-progress", "--workers", "1", timeout=300)
     assert r.returncode == 0, r.stderr
     assert json.loads((out / ".kitlib-output").read_text())["writer"] == "kitlib ingest on Dask"
     assert not (out / "metrics.parquet").exists() and (out / "events").is_dir()
@@ -410,18 +399,18 @@ def _bundle_of(store: Path) -> str | None:
 
 
 @pytest.mark.slow
-def test_a_report_killed_part_way_never_looks_complete(tmp_path):
+def test_a_report_killed_part_way_never_looks_complete(kit, tmp_path):
     out = tmp_path / "r"
     small = bundle(tmp_path / "b")
-    first = subprocess.run(
-        [*KIT, "report", str(SAMPLE / "compaction"), "--out", str(out), "--notebook", "triage"],
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
+    first = kit("report", SAMPLE / "compaction", "--out", out, "--notebook", "triage", timeout=600)
     assert first.returncode in (0, 1) and (out / "index.html").is_file(), first.stderr
-    p = subprocess.Popen(
-        [*KIT, "report", str(small), "--out", str(out), "--notebook", "triage"],
+    p = kit.start(
+        "report",
+        small,
+        "--out",
+        out,
+        "--notebook",
+        "triage",
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
         start_new_session=True,  # the notebook's kernel dies with it
@@ -436,12 +425,7 @@ def test_a_report_killed_part_way_never_looks_complete(tmp_path):
             os.killpg(p.pid, signal.SIGKILL)
     assert not (out / "index.html").exists(), "the previous bundle's index stayed over the new tables"
     assert not (out / "findings.json").exists()
-    again = subprocess.run(
-        [*KIT, "report", str(small), "--out", str(out), "--notebook", "triage"],
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
+    again = kit("report", small, "--out", out, "--notebook", "triage", timeout=600)
     assert again.returncode in (0, 1), again.stderr
     assert (out / "index.html").is_file() and (out / "triage.html").is_file()
     assert _bundle_of(out / "tables") == str(small)

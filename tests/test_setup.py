@@ -2,8 +2,6 @@
 pip dependency lists agree, every CLI subcommand has --help, the table docs are current."""
 
 import re
-import subprocess
-import sys
 import tomllib
 from pathlib import Path
 
@@ -48,7 +46,7 @@ def _subcommands():
     return sorted(action.choices)
 
 
-def test_cli_help_on_every_subcommand(capsys):
+def test_cli_help_on_every_subcommand(capsys, kit):
     from kitlib.cli import main
 
     subs = _subcommands()
@@ -59,12 +57,13 @@ def test_cli_help_on_every_subcommand(capsys):
         assert done.value.code == 0, cmd
         out = capsys.readouterr().out
         assert out.startswith("usage: kitlib"), (cmd, out[:200])
-    r = subprocess.run([sys.executable, "-m", "kitlib.cli", "--help"], capture_output=True, text=True)
+    r = kit("--help")
     assert r.returncode == 0 and "usage: kitlib" in r.stdout  # and as a program
 
 
-def test_tables_doc_is_current():
-    r = subprocess.run([sys.executable, "-m", "kitlib.cli", "tables"], capture_output=True, text=True, check=True)
+def test_tables_doc_is_current(kit):
+    r = kit("tables")
+    assert r.returncode == 0, r.stderr
     doc = ROOT / "TABLES.md"
     assert doc.read_text() == r.stdout, "TABLES.md is stale: regenerate with `kitlib tables > TABLES.md`"
 

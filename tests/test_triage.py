@@ -3,8 +3,6 @@ as examples (a bundle no investigation names, such as healthy, yields none), as 
 can rely on."""
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -33,19 +31,11 @@ def triage_json(bundle: str) -> list[dict]:
     return json.loads(json.dumps([f.to_dict() for f in kitlib.triage(sample(bundle)).findings]))
 
 
-def test_the_cli_prints_the_same_json_and_exit_status():
-    r = subprocess.run(
-        [sys.executable, "-m", "kitlib.cli", "triage", str(ROOT / "sample_data" / "compaction"), "--json"],
-        capture_output=True,
-        text=True,
-    )
+def test_the_cli_prints_the_same_json_and_exit_status(kit):
+    r = kit("triage", ROOT / "sample_data" / "compaction", "--json")
     assert r.returncode == 1, r.stderr
     assert json.loads(r.stdout) == triage_json("compaction")
-    r = subprocess.run(
-        [sys.executable, "-m", "kitlib.cli", "triage", str(ROOT / "sample_data" / "healthy"), "--json"],
-        capture_output=True,
-        text=True,
-    )
+    r = kit("triage", ROOT / "sample_data" / "healthy", "--json")
     assert r.returncode == 0 and json.loads(r.stdout) == []
 
 
