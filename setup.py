@@ -1,4 +1,4 @@
-"""The compiled part of the kit: one C file, the log4j block scan (kitlib/formats/_log4j_scan.c).
+"""The compiled part of the kit: one C file, the log4j block scan (kitlib/formats/logs/_scan.c).
 
 It is optional: where no C compiler is found the install goes on without it, and the log4j parser
 uses its numpy path for every block (same tables, slower).
@@ -15,10 +15,10 @@ setup(
     package_dir={"kitlib.notebooks": "notebooks"},
     ext_modules=[
         Extension(
-            "kitlib.formats._log4j_scan",
-            ["kitlib/formats/_log4j_scan.c"],
+            "kitlib.formats.logs._scan",
+            ["kitlib/formats/logs/_scan.c"],
             extra_compile_args=["-O2"],
             optional=True,
         )
-    ]
+    ],
 )

@@ -24,7 +24,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from kitlib.formats import Context, jsonlog, layouts, log4j  # noqa: E402
+from kitlib.formats import Context  # noqa: E402
+from kitlib.formats.logs import jsonlog, layouts, log4j, patterned  # noqa: E402
 from kitlib.sources import SourceFile  # noqa: E402
 
 HEADER = re.compile(rb"^\[(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3})\] (\w+) (.*) \(([^()\s]+)\)$", re.MULTILINE)
@@ -104,9 +105,9 @@ def main() -> None:
     lay = layouts.compile_pattern("%d{ISO8601} %-5p [%t] %c - %m%n")
     runs = [
         ("fast path, Kafka default layout", log4j.parse, default),
-        ("general path, %d{ISO8601} %-5p [%t] %c - %m%n", lambda s, c: layouts.parse(s, c, layout=lay), other),
-        ("general path, same file, layout inferred", layouts.parse, other),
-        ("compiled scan, Strimzi's %d{ISO8601} %p %m (%c) [%t]%n, inferred", layouts.parse, strimzi),
+        ("general path, %d{ISO8601} %-5p [%t] %c - %m%n", lambda s, c: patterned.parse(s, c, layout=lay), other),
+        ("general path, same file, layout inferred", patterned.parse, other),
+        ("compiled scan, Strimzi's %d{ISO8601} %p %m (%c) [%t]%n, inferred", patterned.parse, strimzi),
     ]
     if args.json:
         ecs = work / "server-ecs.json"

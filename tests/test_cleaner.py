@@ -8,7 +8,7 @@ import pytest
 from samples import sample
 
 import kitlib
-from kitlib.formats.log4j import parse_bytes
+from kitlib.formats.logs import parse_bytes
 from kitlib.investigations.compaction import analysis as c
 from kitlib.investigations.compaction.cleaner import build_events, build_runs, parse_stats
 

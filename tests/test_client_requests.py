@@ -11,7 +11,7 @@ from samples import sample
 
 import kitlib
 from kitlib.bundle import Bundle
-from kitlib.formats.log4j import parse_bytes
+from kitlib.formats.logs import parse_bytes
 from kitlib.investigations.client_requests import analysis, auth
 
 FIX = Path(__file__).parent / "fixtures" / "clients"

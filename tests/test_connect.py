@@ -104,7 +104,7 @@ def test_commits_3x_context_pending_and_sink(tmp_path):
 def test_commits_28_style_without_start_lines():
     # 2.8+: 'Committing offsets' and 'Finished ...' are DEBUG; only 'flushing N' remains at INFO
     lines = (FIX / "connect-2x-idle.log").read_text().splitlines()
-    from kitlib.formats.log4j import parse_bytes
+    from kitlib.formats.logs import parse_bytes
 
     ev, _ = parse_bytes(("\n".join(lines) + "\n").encode())
     ev["host"], ev["file"] = "w", "w/connect.log"

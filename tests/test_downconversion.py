@@ -6,7 +6,7 @@ from samples import sample
 
 import kitlib
 from kitlib.extract.requests import build, client_versions
-from kitlib.formats.log4j import parse_bytes
+from kitlib.formats.logs import parse_bytes
 from kitlib.investigations.throughput.analysis import detect_down_conversion, old_clients
 
 JSON_LINE = (

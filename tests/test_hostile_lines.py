@@ -12,7 +12,10 @@ import pandas as pd
 import pytest
 
 import kitlib
-from kitlib.formats import Context, jmxtool, layouts, log4j, times
+from kitlib.formats import Context, times
+from kitlib.formats.cli import jmxtool
+from kitlib.formats.logs import blocks, inference, layouts, log4j, parse_bytes, patterned
+from kitlib.formats.logs import records as log_records
 from kitlib.investigations.cluster_health import gclog
 from kitlib.sources import SourceFile, read_chunks
 
@@ -23,9 +26,9 @@ UTC = "UTC"
 @pytest.fixture(params=["compiled", "numpy"])
 def path(request, monkeypatch):
     """Every log4j test runs through the compiled scan and through its numpy reference."""
-    if request.param == "compiled" and log4j._log4j_scan is None:
+    if request.param == "compiled" and log_records.SCAN is None:
         pytest.skip("the compiled scan is not built")
-    monkeypatch.setattr(log4j, "NATIVE", request.param == "compiled")
+    monkeypatch.setattr(log_records, "NATIVE", request.param == "compiled")
     return request.param
 
 
@@ -45,7 +48,7 @@ def ingest(bundle: Path, tmp_path: Path) -> kitlib.Bundle:
 
 # --- 1. lines ending with a lone CR -------------------------------------------------------------
 def test_cr_only_file_gives_one_event_per_record(path):
-    ev, un = log4j.parse_bytes(("\r".join(records(31)) + "\r").encode())
+    ev, un = parse_bytes(("\r".join(records(31)) + "\r").encode())
     assert len(ev) == 31 and len(un) == 0
     assert ev["line"].tolist() == list(range(1, 32))
     assert ev["message"].tolist() == [f"Completed fetch of partition orders-{i}" for i in range(31)]
@@ -56,7 +59,7 @@ def test_cr_only_continuations_and_a_last_line_without_cr(path):
     text = "\r".join(
         records(2)[:1] + ["java.lang.IllegalStateException: boom", "\tat a.B.c(B.java:1)"] + records(2)[1:]
     )
-    ev, un = log4j.parse_bytes(text.encode())  # no CR after the last line
+    ev, un = parse_bytes(text.encode())  # no CR after the last line
     assert ev["line"].tolist() == [1, 4] and ev["nlines"].tolist() == [3, 1]
     assert ev.loc[0, "message"].endswith("boom\n\tat a.B.c(B.java:1)")
 
@@ -98,7 +101,7 @@ def test_cr_only_bundle_accounts_every_line_in_every_reader(tmp_path):
 # --- 2. four-digit years out of range -----------------------------------------------------------
 def test_year_0001_is_unparsed_never_2001(path):
     data = "\n".join(records(1) + ["[0001-01-01 00:00:00,000] INFO year one (kafka.server.KafkaServer)"] + records(1))
-    ev, un = log4j.parse_bytes((data + "\n").encode())
+    ev, un = parse_bytes((data + "\n").encode())
     assert ev["line"].tolist() == [1, 3] and (ev["ts"].dt.year == 2026).all()
     assert un[["line", "reason"]].values.tolist() == [[2, "timestamp year 0001 is out of range (1678-2261)"]]
 
@@ -112,7 +115,7 @@ def test_year_0001_is_unparsed_never_2001(path):
 )
 def test_a_layout_year_out_of_range_costs_its_record(pattern, line):
     good = line.replace(line[:4], "2026", 1)
-    ev, un = layouts.parse_bytes(f"{good}\n{line}\n  its continuation\n{good}\n".encode(), pattern)
+    ev, un = parse_bytes(f"{good}\n{line}\n  its continuation\n{good}\n".encode(), pattern)
     assert ev["line"].tolist() == [1, 4] and (ev["ts"].dt.year == 2026).all()
     year = line[:4]
     assert un[["line", "reason"]].values.tolist() == [
@@ -122,7 +125,7 @@ def test_a_layout_year_out_of_range_costs_its_record(pattern, line):
 
 
 def test_a_two_digit_year_is_still_this_century():
-    ev, _ = layouts.parse_bytes(b"26-11-23 06:47:01,000 INFO a.B - x\n", "%d{yy-MM-dd HH:mm:ss,SSS} %p %c - %m%n")
+    ev, _ = parse_bytes(b"26-11-23 06:47:01,000 INFO a.B - x\n", "%d{yy-MM-dd HH:mm:ss,SSS} %p %c - %m%n")
     assert ev.loc[0, "ts"] == pd.Timestamp("2026-11-23 06:47:01", tz=UTC)
 
 
@@ -166,9 +169,9 @@ def test_a_backtracking_pattern_is_matched_in_linear_time():
     lay = layouts.compile_pattern(CRAFTED)
     crafted = [b"2026-11-23 06:47:02,000 " + b"a " * 400 + b"x"] * 200  # Python's re took minutes on one
     t = time.perf_counter()
-    assert layouts.score(lay, crafted) == (0, 0)
+    assert inference.score(lay, crafted) == (0, 0)
     buf = b"\n".join(crafted) + b"\n"
-    assert layouts._last_header_start(buf, lay, False) == -1
+    assert patterned.last_header_start(buf, lay, False) == -1
     assert time.perf_counter() - t < 2
 
 
@@ -198,9 +201,9 @@ def test_patterns_that_cannot_be_bounded_are_refused(pattern, why):
 def test_a_crafted_definition_is_read_in_linear_time():
     text = "<Configuration>" + "<PatternLayout " * 60_000 + "<pattern>" * 60_000
     t = time.perf_counter()
-    assert layouts.patterns_in_definition(text, "log4j2.xml") == []
+    assert inference.patterns_in_definition(text, "log4j2.xml") == []
     ok = '<PatternLayout pattern="%d %p %c - %m%n"/><Property name="p">%d</Property><pattern>%t %m%n</pattern>'
-    assert layouts.patterns_in_definition(ok, "log4j2.xml") == ["%d %p %c - %m%n", "%t %m%n"]
+    assert inference.patterns_in_definition(ok, "log4j2.xml") == ["%d %p %c - %m%n", "%t %m%n"]
     assert time.perf_counter() - t < 2
 
 
@@ -222,7 +225,7 @@ def autumn_log() -> bytes:
 
 
 def test_the_repeated_hour_is_placed_from_the_order_of_the_lines(path):
-    ev, _ = log4j.parse_bytes(autumn_log(), tz="Europe/Berlin")
+    ev, _ = parse_bytes(autumn_log(), tz="Europe/Berlin")
     ts = ev["ts"]
     assert ts.is_monotonic_increasing and ts.is_unique  # strictly ordered in UTC
     assert ts.iloc[0] == pd.Timestamp("2026-10-24 23:40", tz=UTC)  # 01:40 CEST
@@ -315,10 +318,10 @@ def test_a_million_unparsed_tiny_lines_come_in_bounded_pieces(path):
     n = 600_000
     data = records(1)[0].encode() + b"\n\xff\n" + b"x\n" * n
     block = memoryview(data)
-    pieces = list(log4j.line_pieces(block, True))
+    pieces = list(blocks.line_pieces(block, True))
     assert [p[1] for p in pieces] == [True, False, False]  # 600,002 lines in pieces of 262,144
     assert sum(len(p[0]) for p in pieces) == len(data)
-    ev, un = log4j.parse_bytes(data)
+    ev, un = parse_bytes(data)
     assert len(ev) == 1 and len(un) == n + 1
     assert un["line"].tolist() == list(range(2, n + 3))
     assert un["reason"].iloc[0] == "invalid UTF-8" and un["text"].iloc[0] == "\\xff"
@@ -335,7 +338,7 @@ def test_unparsed_rows_are_compact(path):
     data = b"\xff\n" + b"x\n" * n
     src = SourceFile(Path("x.log"), "x.log", "h")
     a = np.frombuffer(data, np.uint8)
-    _, un, _, nlines = log4j._parse_block_numpy(memoryview(data), 0, src, True)
+    _, un, _, nlines = log4j.parse_block_numpy(memoryview(data), 0, src, True)
     assert nlines == n + 1 and len(un) == n + 1
     assert un.memory_usage(deep=False).sum() < 40 * len(un)  # no Python string per line
     assert un["text"].iloc[-1] == "x" and len(a) == len(data)

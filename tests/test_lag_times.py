@@ -32,7 +32,7 @@ import kitlib
 from kitlib.cli import main
 from kitlib.display import findings_html
 from kitlib.findings import Finding, Triage, evidence, plain, triage_text, value_text
-from kitlib.formats._cli import glued_stamp, name_stamp
+from kitlib.formats.cli.frame import glued_stamp, name_stamp
 from kitlib.investigations.consumer_groups import lag
 
 CASES = Path(__file__).resolve().parent / "adversarial" / "cases"

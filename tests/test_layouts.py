@@ -11,8 +11,10 @@ import pytest
 import kitlib
 from kitlib import formats
 from kitlib.events import to_pandas
-from kitlib.formats import Context, jsonlog, layouts
-from kitlib.formats.layouts import PatternError, compile_pattern, parse_bytes, patterns_in_definition
+from kitlib.formats import Context
+from kitlib.formats.logs import inference, parse_bytes
+from kitlib.formats.logs.inference import patterns_in_definition
+from kitlib.formats.logs.layouts import PatternError, compile_pattern
 from kitlib.sources import discover, head
 
 REAL = Path(__file__).parent / "fixtures" / "real_logs"
@@ -83,7 +85,7 @@ def test_iso_dates_with_zones_and_the_file_zone():
         b"2024-05-22T00:32:03,023Z ERROR [main] kafka.server.KafkaServer - zulu\n"
         b"2024-05-22T02:32:03.023 INFO  [main] kafka.server.KafkaServer - local\n"
     )
-    ev, un = parse_bytes(data, tz="Europe/Berlin")
+    ev, un = parse_bytes(data, None, tz="Europe/Berlin")
     assert len(un) == 0
     utc = pd.Timestamp("2024-05-22 00:32:03.023", tz="UTC")
     assert ev["ts"].tolist() == [utc, utc, utc]  # the zone-less one is read in Berlin time
@@ -134,7 +136,7 @@ def test_container_stamp_used_when_the_line_has_none():
         b"2024-05-22T00:32:04.6Z java.lang.RuntimeException: x\n"
         b"2024-05-22T00:32:04.7Z \tat a.B(B.java:1)\n"
     )
-    ev, un = parse_bytes(data)
+    ev, un = parse_bytes(data, None)
     assert len(un) == 0
     assert ev["ts"].tolist() == [
         pd.Timestamp("2024-05-22 00:32:03.023", tz="UTC"),
@@ -149,7 +151,7 @@ def test_compose_prefix_on_another_layout():
         b"connect-1  | 2024-05-22 00:32:04,000 ERROR [task-1] o.a.k.connect.runtime.WorkerTask - failed\n"
         b"connect-1  | org.apache.kafka.connect.errors.ConnectException: boom\n"
     )
-    ev, un = parse_bytes(data)
+    ev, un = parse_bytes(data, None)
     assert len(un) == 0
     assert ev["logger"].tolist() == ["o.a.k.connect.runtime.Worker", "o.a.k.connect.runtime.WorkerTask"]
     assert ev.loc[1, "message"] == "failed\norg.apache.kafka.connect.errors.ConnectException: boom"
@@ -185,7 +187,7 @@ def test_json_bad_lines_go_to_unparsed_and_types_may_vary():
         b'{"@timestamp":"2024-05-22T00:32:04.023Z","level":"WARN","logger_name":"a.B","message":"two","n":"x"}\n'
         b'{"@timestamp":"2024-05-22T00:32:05.023Z","level":"INFO","logger_name":"a.B","message":"cut\n'
     )
-    ev, un = jsonlog.parse_bytes(data)
+    ev, un = parse_bytes(data, "json")
     assert ev["message"].tolist() == ["one", "two"] and ev["line"].tolist() == [1, 3]
     assert un["line"].tolist() == [2, 4] and set(un["reason"]) == {"not a JSON record"}
 
@@ -328,15 +330,15 @@ def test_manifest_json(tmp_path):
 
 
 def test_inference_picks_fields():
-    lay, wrapped = layouts.best_layout(
-        layouts.inferred_layouts(), b"10:15:30.123 [main] INFO  o.a.k.clients.consumer.KafkaConsumer - hi\n"
+    lay, wrapped = inference.best_layout(
+        inference.inferred_layouts(), b"10:15:30.123 [main] INFO  o.a.k.clients.consumer.KafkaConsumer - hi\n"
     )
     assert lay.pattern == "%d{ANY_TIME} [%t] %-5p %c - %m%n" and not wrapped
-    lay, wrapped = layouts.best_layout(
-        layouts.inferred_layouts(), b"kafka-1  | 2024-05-22 00:32:03,023 INFO hi (kafka.Foo) [main]\n"
+    lay, wrapped = inference.best_layout(
+        inference.inferred_layouts(), b"kafka-1  | 2024-05-22 00:32:03,023 INFO hi (kafka.Foo) [main]\n"
     )
     assert lay.pattern == "%d{ANY_ISO} %p %m (%c) [%t]%n" and wrapped
-    assert layouts.best_layout(layouts.inferred_layouts(), b"just some notes\nno log here\n")[0] is None
+    assert inference.best_layout(inference.inferred_layouts(), b"just some notes\nno log here\n")[0] is None
 
 
 # --- detection: Kafka's default layout keeps the fast path ------------------------------------------
@@ -370,8 +372,8 @@ def test_records_cross_block_boundaries_whole():
         b"\tat a.B.c%d(B.java:1)\n" % i for i in range(40)
     )
     data = rec * 50
-    one, _ = parse_bytes(data, threads=1)
-    small, un = parse_bytes(data, threads=2, block_size=997)
+    one, _ = parse_bytes(data, None, threads=1)
+    small, un = parse_bytes(data, None, threads=2, block_size=997)
     assert len(un) == 0 and len(small) == 50
     assert small["message"].tolist() == one["message"].tolist() and (small["nlines"] == 42).all()
     assert small["line"].tolist() == list(range(1, 50 * 42, 42))
@@ -390,5 +392,5 @@ def test_bad_bytes_cost_only_their_line():
 
 def test_secrets_redacted_in_other_layouts():
     data = b'2024-05-22 00:32:03,023 INFO  [main] o.a.k.Foo - sasl.jaas.config = org.apache.kafka.common.security.plain.PlainLoginModule required username="u" password="hunter2";\n'
-    ev, _ = parse_bytes(data)
+    ev, _ = parse_bytes(data, None)
     assert "hunter2" not in ev.loc[0, "message"]

@@ -5,14 +5,14 @@ import gzip
 import pandas as pd
 import pytest
 
-from kitlib.formats import detect, log4j
-from kitlib.formats.log4j import parse_bytes
+from kitlib.formats import detect
+from kitlib.formats.logs import parse_bytes, records
 
 
 @pytest.fixture(autouse=True, params=["compiled", "numpy"])
 def block_parser(request, monkeypatch):
     """Every test here runs through the compiled scan and through the numpy path (the reference)."""
-    monkeypatch.setattr(log4j, "NATIVE", request.param == "compiled")
+    monkeypatch.setattr(records, "NATIVE", request.param == "compiled")
     return request.param
 
 
@@ -162,8 +162,9 @@ def test_secrets_in_messages_are_redacted():
 def test_block_boundaries_do_not_change_the_result(block_size, tmp_path):
     import pyarrow as pa
 
+    from kitlib.events import to_pandas
     from kitlib.formats import Context
-    from kitlib.formats.log4j import parse, to_pandas
+    from kitlib.formats.logs.log4j import parse
     from kitlib.sources import SourceFile
 
     data = (SERVER + CLEANER + CONNECT) * 7
@@ -193,7 +194,7 @@ def test_random_damage_never_loses_a_line(seed, tmp_path):
     import random
 
     from kitlib.formats import Context
-    from kitlib.formats.log4j import parse
+    from kitlib.formats.logs.log4j import parse
     from kitlib.sources import SourceFile
 
     rnd = random.Random(seed)

@@ -19,10 +19,11 @@ from hypothesis import strategies as st
 from parsecheck import assert_same
 
 from kitlib import redact
-from kitlib.formats import container, detect, log4j
+from kitlib.formats import detect
+from kitlib.formats.logs import containers, log4j, records
 from kitlib.sources import SourceFile, head
 
-scan = pytest.importorskip("kitlib.formats._log4j_scan", reason="the compiled scan is not built")
+scan = pytest.importorskip("kitlib.formats.logs._scan", reason="the compiled scan is not built")
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -34,20 +35,20 @@ def both_ways(block: bytes, src=Src, monkeypatch=None):
     """parse_block through the compiled scan and through numpy; (native result, numpy result,
     whether the scan took the block)."""
     took = scan.scan(block) is not None
-    old = log4j.NATIVE
+    old = records.NATIVE
     try:
-        log4j.NATIVE = True
+        records.NATIVE = True
         native = log4j.parse_block(block, 0, src)
-        log4j.NATIVE = False
+        records.NATIVE = False
         reference = log4j.parse_block(block, 0, src)
     finally:
-        log4j.NATIVE = old
+        records.NATIVE = old
     return native, reference, took
 
 
 def test_the_scan_is_built_by_the_install():
     # an install with a C compiler builds it (setup.py); without it every block takes numpy
-    assert log4j._log4j_scan is not None and log4j.NATIVE
+    assert records.SCAN is not None and records.NATIVE
 
 
 def log4j_files() -> list[Path]:
@@ -76,8 +77,8 @@ def test_there_are_log4j_files_to_compare():
 @pytest.mark.parametrize("path", FILES, ids=[str(p.relative_to(ROOT)) for p in FILES])
 def test_every_log4j_file_of_the_samples_parses_the_same_both_ways(path):
     data = path.read_bytes()
-    if log4j._wrapped(data[:65536]):  # container prefixes are stripped before blocks are cut
-        data = container.strip(data)
+    if log4j.wrapped(data[:65536]):  # container prefixes are stripped before blocks are cut
+        data = containers.strip(data)
     native, reference, _ = both_ways(data)
     assert_same(native, reference)
 
@@ -95,7 +96,7 @@ def test_a_generated_broker_log_is_taken_by_the_scan_and_parses_the_same():
     buf = io.BytesIO()
     genlog.generate(2 << 20, buf)
     data = buf.getvalue()
-    block = data[: log4j._last_header_start(data)]
+    block = data[: log4j.last_header_start(data)]
     native, reference, took = both_ways(block)
     assert took
     assert native[0].num_rows > 5000

@@ -8,7 +8,8 @@ from __future__ import annotations
 import pyarrow as pa
 import pytest
 
-from kitlib.formats import log4j, unknown_lines, unparsed_frame
+from kitlib.formats import unknown_lines, unparsed_frame
+from kitlib.formats.logs import parse_bytes, records
 from kitlib.redact import PREFILTER, REDACTED, LineCarry, redact_lines, redact_text, redact_value
 from kitlib.sources import SourceFile
 
@@ -164,7 +165,7 @@ def test_redact_value_masks_a_key_named_config_marked_not_sensitive():
 def test_the_compiled_pre_check_flags_every_shape():
     """The log4j scan decides in C which messages go to the rules: every shape, and every line of it,
     must be flagged there whenever the RE2 pre-check would flag it."""
-    scan = pytest.importorskip("kitlib.formats._log4j_scan")
+    scan = pytest.importorskip("kitlib.formats.logs._scan")
     import pyarrow.compute as pc
 
     texts = [t for t, _ in SHAPES] + [ln for t, _ in SHAPES for ln in t.split("\n")] + INNOCENT
@@ -178,17 +179,17 @@ def test_the_compiled_pre_check_flags_every_shape():
 def test_log_records_are_masked_on_both_parser_paths(native, monkeypatch):
     """Each shape as a log4j record's message (multi-line ones spread over the record's lines),
     through the compiled scan and through the numpy path: the same messages, no secret."""
-    monkeypatch.setattr(log4j, "NATIVE", native)
+    monkeypatch.setattr(records, "NATIVE", native)
     lines = []
     for i, (text, _) in enumerate(SHAPES):
         lines.append(f"[2026-11-23 08:{i // 60:02d}:{i % 60:02d},000] INFO {text} (io.example.C{i})")
-    ev, un = log4j.parse_bytes(("\n".join(lines) + "\n").encode())
+    ev, un = parse_bytes(("\n".join(lines) + "\n").encode())
     assert len(ev) == len(SHAPES) and un.empty
     joined = "\n".join(ev.message)
     assert not [s for _, s in SHAPES if s in joined]
     if native:
-        monkeypatch.setattr(log4j, "NATIVE", False)
-        ev2, _ = log4j.parse_bytes(("\n".join(lines) + "\n").encode())
+        monkeypatch.setattr(records, "NATIVE", False)
+        ev2, _ = parse_bytes(("\n".join(lines) + "\n").encode())
         assert list(ev.message) == list(ev2.message)
 
 

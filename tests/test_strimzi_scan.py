@@ -1,7 +1,7 @@
 """The compiled scan reads Strimzi's layout (``%d{ISO8601} %p %m (%c) [%t]%n``) as the general
 layout path does.
 
-The general path (:func:`kitlib.formats.layouts.parse_block` with the scan switched off) is the
+The general path (:func:`kitlib.formats.logs.patterned.parse_block` with the scan switched off) is the
 reference: blocks are parsed both ways and compared column by column, on generated Strimzi logs
 and on blocks that mix what such logs hold with what could be read another way (threads with
 brackets, loggers that are no names, tails alone on a record's last line, blank lines, CRLF,
@@ -17,10 +17,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from parsecheck import assert_same
 
-from kitlib.formats import layouts, log4j
+from kitlib.formats.logs import inference, layouts, patterned, records
 from kitlib.sources import SourceFile, head
 
-scan = pytest.importorskip("kitlib.formats._log4j_scan", reason="the compiled scan is not built")
+scan = pytest.importorskip("kitlib.formats.logs._scan", reason="the compiled scan is not built")
 ROOT = Path(__file__).resolve().parents[1]
 INFERRED = layouts.compile_pattern("%d{ANY_ISO} %p %m (%c) [%t]%n")
 GIVEN = layouts.compile_pattern("%d{ISO8601} %p %X{connector.context}%m (%c) [%t]%n")
@@ -33,14 +33,14 @@ class Src:
 def both_ways(block: bytes, layout=INFERRED):
     """(scan's result, general path's result, whether the scan took the block)."""
     took = scan.scan(block, 1) is not None
-    old = log4j.NATIVE
+    old = records.NATIVE
     try:
-        log4j.NATIVE = True
-        native = layouts.parse_block(block, 7, Src, layout)
-        log4j.NATIVE = False
-        reference = layouts.parse_block(block, 7, Src, layout)
+        records.NATIVE = True
+        native = patterned.parse_block(block, 7, Src, layout)
+        records.NATIVE = False
+        reference = patterned.parse_block(block, 7, Src, layout)
     finally:
-        log4j.NATIVE = old
+        records.NATIVE = old
     return native, reference, took
 
 
@@ -83,12 +83,12 @@ def test_a_strimzi_file_is_inferred_and_read_through_the_scan(tmp_path, monkeypa
     p = tmp_path / "kafka.log"
     p.write_bytes(strimzi_log(1 << 20))
     src = SourceFile(p, "kafka-0/kafka.log", "kafka-0", "UTC")
-    assert layouts.scan_style(layouts.choose_layout(head(src), src)) == 1
+    assert layouts.scan_style(inference.choose_layout(head(src), src)) == 1
     taken = []
     real = scan.scan
-    monkeypatch.setattr(log4j._log4j_scan, "scan", lambda b, style=0: taken.append(style) or real(b, style))
+    monkeypatch.setattr(records.SCAN, "scan", lambda b, style=0: taken.append(style) or real(b, style))
     ctx = Context(src)
-    rows = sum(c.num_rows for name, c in layouts.parse(src, ctx, block_size=256 << 10) if name == "events")
+    rows = sum(c.num_rows for name, c in patterned.parse(src, ctx, block_size=256 << 10) if name == "events")
     assert rows > 2000 and taken and set(taken) == {1}
     assert ctx.parsed == ctx.lines and not ctx.error
 
@@ -266,7 +266,7 @@ def test_a_real_strimzi_broker_log_is_taken_and_parses_the_same():
     # tests/fixtures/real_logs/strimzi_broker: a public excerpt of a Strimzi broker's log
     path = ROOT / "tests" / "fixtures" / "real_logs" / "strimzi_broker" / "kafka-0.log"
     src = SourceFile(path, "kafka-0/kafka-0.log", "kafka-0", "UTC")
-    layout = layouts.choose_layout(head(src), src)
+    layout = inference.choose_layout(head(src), src)
     assert layout is not None and layouts.scan_style(layout) == 1
     data = path.read_bytes()
     native, reference, took = both_ways(data, layout)

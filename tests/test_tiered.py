@@ -7,7 +7,7 @@ from samples import sample
 
 import kitlib
 from kitlib.formats import detect
-from kitlib.formats.log4j import parse_bytes
+from kitlib.formats.logs import parse_bytes
 from kitlib.investigations.tiered_storage import analysis as tiered
 from kitlib.investigations.tiered_storage.tierstate import build, parse_line
 

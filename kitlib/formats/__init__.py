@@ -12,6 +12,11 @@ A format module calls :func:`register` with
 
 Formats are tried in ``priority`` order (lower first); the first whose ``detect`` says yes wins.
 
+Where the formats live: log files (Kafka's log4j layout, other pattern layouts, JSON logs) in
+:mod:`kitlib.formats.logs`; the outputs of Kafka's command-line tools (kafka-topics,
+kafka-consumer-groups, kafka-configs, ...) in :mod:`kitlib.formats.cli`; metrics, captures and
+traces in modules of this package. Times every format reads are in :mod:`kitlib.formats.times`.
+
 Example:
     >>> from kitlib import formats
     >>> formats.detect(b"[2024-05-22 00:32:03,023] INFO hi (x.Y)\\n").name
@@ -94,12 +99,13 @@ class Context:
 
 
 def unparsed_frame(
-    src: SourceFile, lines: list[int], texts: list[str], reason: str, carry: LineCarry | None = None
+    src: SourceFile, lines: list[int], texts: list[str], reason: str | list[str], carry: LineCarry | None = None
 ) -> pd.DataFrame:
-    """Rows for the ``unparsed`` table (text passes through secret redaction as lines of one file,
-    :func:`kitlib.redact.redact_lines`: a value on the line after its key and a PEM key's body
-    lines are masked too; ``carry``, one per file, continues that across the calls of a file read
-    in pieces)."""
+    """Rows for the ``unparsed`` table: the lines' numbers and texts, and why they were not parsed
+    (one ``reason`` for all, or one per line). The text passes through secret redaction as lines of
+    one file (:func:`kitlib.redact.redact_lines`: a value on the line after its key and a PEM
+    key's body lines are masked too; ``carry``, one per file, continues that across the calls of a
+    file read in pieces)."""
     import pyarrow as pa
 
     from kitlib.redact import redact_lines

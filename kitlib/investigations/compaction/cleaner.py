@@ -1,7 +1,7 @@
 """The log cleaner's records (log-cleaner.log) -> ``cleaner_runs`` (one row per cleaned log, from
 the statistics block) and ``cleaner_events`` (the per-run progress lines and the problems).
 
-The statistics block is one multi-line record (see :mod:`kitlib.formats.log4j`); its numbers
+The statistics block is one multi-line record (see :mod:`kitlib.formats.logs.log4j`); its numbers
 carry thousands separators, and an empty clean prints ``NaN``/``Infinity``. The wording is the
 same from 1.0 to 4.1; the logger moved from ``kafka.log.LogCleaner`` to
 ``org.apache.kafka.storage.internals.log.LogCleaner$CleanerThread`` / ``...Cleaner`` in 4.1.

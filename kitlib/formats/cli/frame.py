@@ -1,6 +1,7 @@
-"""Shared pieces of the parsers for Kafka's command-line tool outputs (consumer groups, topics,
-configs, dump-log, metadata quorum, log dirs): snapshot time lines, comment lines, and a small
-collector of rows and unparsed lines. Registers no format itself.
+"""The frame every parser of a Kafka command-line tool's output shares (consumer groups, topics,
+configs, metadata quorum, log dirs; dump-log uses its collector): snapshot time lines, comment
+lines, a collector of rows and unparsed lines, and :class:`ToolOutput`, the line loop around
+what a parser says is its own. Registers no format itself.
 
 People save tool output in loops (``while true; do date; kafka-consumer-groups ...; sleep 60;
 done >> lag.txt``), so a line holding only a time stamps the rows after it:
@@ -32,7 +33,8 @@ from dataclasses import dataclass, field
 
 import pandas as pd
 
-from kitlib.formats import Context, ts_in_range, unparsed_frame, with_provenance
+from kitlib.formats import Context, text_lines, ts_in_range, unparsed_frame, with_provenance
+from kitlib.sources import SourceFile
 
 # `date` (C locale): "Mon Nov 23 11:35:41 UTC 2026"; ISO-8601 with optional zone; epoch seconds/ms
 _DATE_CMD = re.compile(
@@ -143,7 +145,7 @@ def is_comment(text: str) -> bool:
 class Collector:
     """Rows per table and unparsed lines (with reasons) of one file."""
 
-    src: object
+    src: SourceFile
     ctx: Context
     rows: dict[str, list[dict]] = field(default_factory=dict)
     bad_n: list[int] = field(default_factory=list)
@@ -164,13 +166,73 @@ class Collector:
         self.bad_r.append(reason)
 
     def frames(self, **constants):
-        """(table, frame) for every table with rows, then the unparsed lines."""
+        """(table, frame) for every table with rows, then the unparsed lines; the file's error
+        names the first unparsed line."""
+        if self.bad_n:
+            self.ctx.fail(f"{self.src.rel} line {self.bad_n[0]}: {self.bad_r[0]}", self.bad_n[0])
         for table, rows in self.rows.items():
             yield table, with_provenance(pd.DataFrame(rows), self.src, **constants)
         if self.bad_n:
-            un = unparsed_frame(self.src, self.bad_n, self.bad_t, "")
-            un["reason"] = self.bad_r
-            yield "unparsed", un
+            yield "unparsed", unparsed_frame(self.src, self.bad_n, self.bad_t, self.bad_r)
+
+
+class ToolOutput:
+    """A parse of one file of a tool's output, line by line. The frame takes the lines every
+    tool's output may hold: undecodable bytes (unparsed), ``#`` comments and the tool's banner
+    lines (:meth:`banner`), and time lines, which set :attr:`snap` for the rows after them
+    (:meth:`time`). A subclass says what is its own: :meth:`line` for every other line, and
+    :meth:`end` for what it holds when the file ends. Its rows and unparsed lines go to
+    :attr:`out`.
+
+    Example:
+        >>> class Words(ToolOutput):
+        ...     def line(self, n, text):
+        ...         self.out.add("words", n, snapshot_ts=self.snap, word=text.strip())
+        ...         self.out.structure()
+    """
+
+    def __init__(self, src: SourceFile, ctx: Context):
+        self.src, self.ctx = src, ctx
+        self.out = Collector(src, ctx)
+        self.snap: pd.Timestamp | None = None
+
+    @classmethod
+    def parse(cls, src: SourceFile, ctx: Context):
+        """The format's ``parse``: (table, frame) pairs of the file's rows and unparsed lines."""
+        return cls(src, ctx).run()
+
+    def run(self):
+        out = self.out
+        for n, text, ok in text_lines(self.src, self.ctx):
+            if not ok:
+                out.bad(n, text, "not valid UTF-8")
+                continue
+            if is_comment(text) or self.banner(text):
+                out.structure()
+                continue
+            t = stamp_line(text, self.src.tz)
+            if t is not None:
+                self.time(t)
+                out.structure()
+                continue
+            self.line(n, text)
+        self.end()
+        yield from out.frames()
+
+    def banner(self, text: str) -> bool:
+        """Is this line one the tool prints around its output (taken as structure)?"""
+        return False
+
+    def time(self, t: pd.Timestamp) -> None:
+        """A time line: the rows after it are of the snapshot taken then."""
+        self.snap = t
+
+    def line(self, n: int, text: str) -> None:
+        """Any other line (number ``n``): a row, structure, or unparsed with a reason."""
+        raise NotImplementedError
+
+    def end(self) -> None:
+        """The file ended (rows still held are added here)."""
 
 
 def head_lines(head: bytes, n: int = 60) -> list[str]:

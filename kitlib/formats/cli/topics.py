@@ -22,8 +22,8 @@ from __future__ import annotations
 import re
 
 from kitlib import tables
-from kitlib.formats import Context, register, text_lines
-from kitlib.formats._cli import Collector, head_lines, is_comment, stamp_line, to_int
+from kitlib.formats import register
+from kitlib.formats.cli.frame import ToolOutput, head_lines, to_int
 from kitlib.redact import redact_value
 
 tables.declare(
@@ -98,26 +98,19 @@ def _ids(s: str | None) -> list[str]:
     return [x for x in (s or "").split(",") if x.strip()]
 
 
-def parse(src, ctx: Context):
-    out = Collector(src, ctx)
-    topic_info: dict[str, dict] = {}
-    snap = None
-    for n, text, ok in text_lines(src, ctx):
-        if not ok:
-            out.bad(n, text, "not valid UTF-8")
-            continue
-        if is_comment(text):
-            out.structure()
-            continue
-        t = stamp_line(text, src.tz)
-        if t is not None:
-            snap = t
-            out.structure()
-            continue
+class Topics(ToolOutput):
+    """``kafka-topics --describe``: a topic's line, then a line per partition."""
+
+    def __init__(self, src, ctx):
+        super().__init__(src, ctx)
+        self.topic_info: dict[str, dict] = {}  # a topic's own line, repeated on its partitions
+
+    def line(self, n: int, text: str) -> None:
+        out, snap, topic_info = self.out, self.snap, self.topic_info
         kv = _pairs(text)
         if not kv or "topic" not in kv:
             out.bad(n, text, "not a kafka-topics --describe line")
-            continue
+            return
         if "partition" not in kv:  # the topic's own line
             topic_info[kv["topic"]] = {
                 "topic_id": kv.get("topic_id"),
@@ -138,11 +131,11 @@ def parse(src, ctx: Context):
                     value=redact_value(key, value),
                 )
             out.structure()
-            continue
+            return
         part = to_int(kv["partition"])
         if part is None:
             out.bad(n, text, "partition is not a number")
-            continue
+            return
         leader = to_int(kv.get("leader"))
         replicas, isr = _ids(kv.get("replicas")), _ids(kv.get("isr"))
         adding = _ids(kv.get("adding_replicas"))  # replicas being added do not count until they join
@@ -167,15 +160,12 @@ def parse(src, ctx: Context):
             **topic_info.get(kv["topic"], {}),
         )
         out.structure()
-    if out.bad_n:
-        ctx.fail(f"{src.rel} line {out.bad_n[0]}: {out.bad_r[0]}", out.bad_n[0])
-    yield from out.frames()
 
 
 register(
     "topics",
     detect=detect,
-    parse=parse,
+    parse=Topics.parse,
     tables=("topic_partitions", "configs"),
     priority=26,
     doc="kafka-topics --describe output (also --under-replicated-partitions / --unavailable-partitions)",

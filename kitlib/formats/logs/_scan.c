@@ -1,6 +1,6 @@
 /*
  * One pass over a block of Kafka log4j text, in compiled code: the hot path of
- * kitlib/formats/log4j.py.
+ * kitlib/formats/logs/log4j.py.
  *
  * scan(block) reads the block once and returns the columns of its records (line of the
  * header, lines spanned, wall-clock milliseconds, level, logger, message) plus which
@@ -1021,9 +1021,9 @@ static PyMethodDef METHODS[] = {
     {NULL, NULL, 0, NULL},
 };
 
-static struct PyModuleDef MODULE = {PyModuleDef_HEAD_INIT, "_log4j_scan", "Compiled log4j block scan.", -1, METHODS};
+static struct PyModuleDef MODULE = {PyModuleDef_HEAD_INIT, "_scan", "Compiled log4j block scan.", -1, METHODS};
 
-PyMODINIT_FUNC PyInit__log4j_scan(void) {
+PyMODINIT_FUNC PyInit__scan(void) {
     for (int c = 0; c < 256; c++) {
         LOWER[c] = (unsigned char)((c >= 'A' && c <= 'Z') ? c + 32 : c);
         B64[c] = (unsigned char)((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||

@@ -33,8 +33,8 @@ from __future__ import annotations
 import re
 
 from kitlib import tables
-from kitlib.formats import Context, register, text_lines
-from kitlib.formats._cli import Collector, glued_stamp, head_lines, is_comment, name_stamp, stamp_line, to_int
+from kitlib.formats import register
+from kitlib.formats.cli.frame import Collector, ToolOutput, glued_stamp, head_lines, name_stamp, to_int
 
 _SNAP = (
     "snapshot_ts",
@@ -199,35 +199,33 @@ def _state_row(header: list[str], text: str) -> dict | None:
     return row
 
 
-def parse(src, ctx: Context):
-    out = Collector(src, ctx)
-    kind, header = None, []
-    snap = name_stamp(src.rel, src.tz)  # until a time line says otherwise
-    source = "file name" if snap is not None else None
-    for n, text, ok in text_lines(src, ctx):
-        if not ok:
-            out.bad(n, text, "not valid UTF-8")
-            continue
-        if is_comment(text) or text.strip() in _INFO:
-            out.structure()
-            continue
-        t = stamp_line(text, src.tz)
-        if t is not None:
-            snap, source = t, "content"
-            out.structure()
-            continue
-        text, glued = glued_stamp(text, src.tz)
+class Groups(ToolOutput):
+    """``kafka-consumer-groups --describe``: tables (offsets, members, state) under their header
+    lines, the tool's notes, one snapshot or many."""
+
+    def __init__(self, src, ctx):
+        super().__init__(src, ctx)
+        self.kind: str | None = None  # the table under way, and its columns
+        self.header: list[str] = []
+        self.snap = name_stamp(src.rel, src.tz)  # until a time line says otherwise
+        self.source = "file name" if self.snap is not None else None
+
+    def banner(self, text: str) -> bool:
+        return text.strip() in _INFO
+
+    def time(self, t) -> None:
+        self.snap, self.source = t, "content"
+
+    def line(self, n: int, text: str) -> None:
+        text, glued = glued_stamp(text, self.src.tz)
         hk = _header_kind(text)
         if hk:
-            kind, header = hk, text.split()
-            out.structure()
+            self.kind, self.header = hk, text.split()
+            self.out.structure()
         else:
-            _row(out, n, text, kind, header, snapshot_ts=snap, ts_source=source)
+            _row(self.out, n, text, self.kind, self.header, snapshot_ts=self.snap, ts_source=self.source)
         if glued is not None:  # the next snapshot's date, glued to the end of this line
-            snap, source = glued, "content"
-    if out.bad_n:
-        ctx.fail(f"{src.rel} line {out.bad_n[0]}: {out.bad_r[0]}", out.bad_n[0])
-    yield from out.frames()
+            self.time(glued)
 
 
 def _row(out: Collector, n: int, text: str, kind: str | None, header: list[str], **snap) -> None:
@@ -254,7 +252,7 @@ def _row(out: Collector, n: int, text: str, kind: str | None, header: list[str],
 register(
     "consumer_groups",
     detect=detect,
-    parse=parse,
+    parse=Groups.parse,
     tables=("group_offsets", "group_members", "group_states"),
     priority=26,
     doc="kafka-consumer-groups --describe output (offsets/lag, --members, --state; one or many snapshots)",

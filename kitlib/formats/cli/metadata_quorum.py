@@ -35,8 +35,8 @@ import re
 import pandas as pd
 
 from kitlib import tables
-from kitlib.formats import Context, register, text_lines, times
-from kitlib.formats._cli import Collector, head_lines, is_comment, stamp_line, to_int
+from kitlib.formats import register, times
+from kitlib.formats.cli.frame import ToolOutput, head_lines, to_int
 
 tables.declare(
     "quorum_status",
@@ -125,36 +125,36 @@ def _time(v: str) -> tuple[pd.Timestamp | None, int | None]:
     return (times.timestamp(n, "ms") if n is not None and n > 0 else None), None
 
 
-def parse(src, ctx: Context):
-    out = Collector(src, ctx)
-    snap, header = None, None
-    status: dict | None = None
+class Quorum(ToolOutput):
+    """``kafka-metadata-quorum describe``: the ``--status`` lines of a run make one row (added when
+    the next run or time line starts, or the file ends); ``--replication`` a row per line."""
 
-    def flush():
-        if status:
-            out.add("quorum_status", status.pop("_line"), snapshot_ts=snap, **status)
+    header: list[str] | None = None  # the --replication table's columns
+    status: dict | None = None  # the --status run being read, with its first line as "_line"
 
-    for n, text, ok in text_lines(src, ctx):
-        if not ok:
-            out.bad(n, text, "not valid UTF-8")
-            continue
-        if is_comment(text):
-            out.structure()
-            continue
-        t = stamp_line(text, src.tz)
-        if t is not None:
-            flush()
-            status, snap = None, t
-            out.structure()
-            continue
+    def flush(self) -> None:
+        if self.status:
+            status = self.status
+            self.out.add("quorum_status", status.pop("_line"), snapshot_ts=self.snap, **status)
+
+    def time(self, t) -> None:
+        self.flush()
+        self.status, self.snap = None, t
+
+    def end(self) -> None:
+        self.flush()
+
+    def line(self, n: int, text: str) -> None:
+        out, snap = self.out, self.snap
         m = _KV.match(text)
         if m and m.group(1) in _STATUS:
             key, value = _STATUS[m.group(1)], m.group(2)
             if key == "cluster_id":
-                flush()
-                status = {"_line": n}
-            if status is None:
-                status = {"_line": n}
+                self.flush()
+                self.status = {"_line": n}
+            if self.status is None:
+                self.status = {"_line": n}
+            status = self.status
             if key in ("voters", "observers"):
                 status[key], eps = _nodes(value)
                 if key == "voters":
@@ -162,13 +162,14 @@ def parse(src, ctx: Context):
             else:
                 status[key] = to_int(value) if key != "cluster_id" else value
             out.structure()
-            continue
+            return
         cells = [c.strip() for c in text.split("\t")] if "\t" in text else text.split()
         cells = [c for c in cells if c] if "\t" not in text else cells
         if "NodeId" in cells and "LogEndOffset" in cells:
-            header = [c for c in cells if c]
+            self.header = [c for c in cells if c]
             out.structure()
-            continue
+            return
+        header = self.header
         if header:
             vals = [c for c in cells if c != ""] if len(cells) > len(header) else cells
             if len(vals) >= len(header) and to_int(vals[0]) is not None:
@@ -183,18 +184,14 @@ def parse(src, ctx: Context):
                         row[col] = v
                 out.add("quorum_replication", n, snapshot_ts=snap, **row)
                 out.structure()
-                continue
+                return
         out.bad(n, text, "not kafka-metadata-quorum output")
-    flush()
-    if out.bad_n:
-        ctx.fail(f"{src.rel} line {out.bad_n[0]}: {out.bad_r[0]}", out.bad_n[0])
-    yield from out.frames()
 
 
 register(
     "metadata_quorum",
     detect=detect,
-    parse=parse,
+    parse=Quorum.parse,
     tables=("quorum_status", "quorum_replication"),
     priority=26,
     doc="kafka-metadata-quorum describe --status / --replication output",

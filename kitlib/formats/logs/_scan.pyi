@@ -1,4 +1,4 @@
-# The compiled log4j block scan (_log4j_scan.c): what it takes and returns.
+# The compiled log4j block scan (_scan.c): what it takes and returns.
 def scan(
     block: bytes | memoryview, style: int = 0, /
 ) -> tuple[int, bytes, bytes, bytes, bytes, bytes, bytes, bytes, bytes, bytes, bytes, bytes] | None: ...

@@ -26,8 +26,8 @@ from __future__ import annotations
 
 import re
 
-from kitlib.formats import Context, register, text_lines
-from kitlib.formats._cli import Collector, head_lines, is_comment, stamp_line
+from kitlib.formats import register
+from kitlib.formats.cli.frame import ToolOutput, head_lines
 from kitlib.redact import redact_value
 
 _BLOCK = re.compile(
@@ -93,30 +93,23 @@ def _scram(value: str) -> str:
     return f"iterations={m.group(1)}" if m else "[redacted]"
 
 
-def parse(src, ctx: Context):
-    out = Collector(src, ctx)
-    snap, block = None, None
-    for n, text, ok in text_lines(src, ctx):
-        if not ok:
-            out.bad(n, text, "not valid UTF-8")
-            continue
-        if is_comment(text):
-            out.structure()
-            continue
-        t = stamp_line(text, src.tz)
-        if t is not None:
-            snap = t
-            out.structure()
-            continue
+class Configs(ToolOutput):
+    """``kafka-configs --describe``: blocks of entries under a ``... configs for ... are:`` line,
+    and the one-line quota and SCRAM listings."""
+
+    block: tuple[str, str] | None = None  # (scope, entity) of the entries that follow
+
+    def line(self, n: int, text: str) -> None:
+        out, snap = self.out, self.snap
         m = _BLOCK.match(text)
         if m:
             if m.group("dscope"):
-                block = (_scope(m.group("dscope") + "s"), "<default>")
+                self.block = (_scope(m.group("dscope") + "s"), "<default>")
             else:
-                block = (_scope(m.group("scope") + "s"), m.group("entity").strip("'"))
+                self.block = (_scope(m.group("scope") + "s"), m.group("entity").strip("'"))
             out.structure()
-            continue
-        m = _ENTRY.match(text)
+            return
+        m, block = _ENTRY.match(text), self.block
         if m and block:
             key = m.group("key")
             value = "[redacted]" if m.group("sens") == "true" else redact_value(key, m.group("value"))
@@ -134,12 +127,12 @@ def parse(src, ctx: Context):
                 origin=origin,
             )
             out.structure()
-            continue
+            return
         m = _INLINE.match(text)
         got = _inline(m) if m else None
         if m is None or got is None:
             out.bad(n, text, "not a kafka-configs --describe line")
-            continue
+            return
         scope, entity, items = got
         origin = "SCRAM_CREDENTIAL" if m.group("what") == "SCRAM credential" else None
         for k, v in items:
@@ -155,15 +148,12 @@ def parse(src, ctx: Context):
                 origin=origin,
             )
         out.structure()
-    if out.bad_n:
-        ctx.fail(f"{src.rel} line {out.bad_n[0]}: {out.bad_r[0]}", out.bad_n[0])
-    yield from out.frames()
 
 
 register(
     "configs_cli",
     detect=detect,
-    parse=parse,
+    parse=Configs.parse,
     tables=("configs",),
     priority=26,
     doc="kafka-configs --describe output (brokers, topics, clients, users, quotas; old and new layouts)",

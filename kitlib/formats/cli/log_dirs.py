@@ -22,8 +22,8 @@ from __future__ import annotations
 
 import json
 
-from kitlib.formats import Context, register, text_lines
-from kitlib.formats._cli import Collector, head_lines, is_comment, stamp_line
+from kitlib.formats import register
+from kitlib.formats.cli.frame import ToolOutput, head_lines
 
 _TEXT = ("Querying brokers for log directories information", "Received log directory information from brokers")
 
@@ -56,42 +56,31 @@ def _rows(doc: dict):
                 )
 
 
-def parse(src, ctx: Context):
-    out = Collector(src, ctx)
-    snap = None
-    for n, text, ok in text_lines(src, ctx):
-        s = text.strip()
-        if not ok:
-            out.bad(n, text, "not valid UTF-8")
-            continue
-        if is_comment(s) or s.startswith(_TEXT):
-            out.structure()
-            continue
-        t = stamp_line(s, src.tz)
-        if t is not None:
-            snap = t
-            out.structure()
-            continue
+class LogDirs(ToolOutput):
+    """``kafka-log-dirs --describe``: two text lines, then one JSON document per run."""
+
+    def banner(self, text: str) -> bool:
+        return text.strip().startswith(_TEXT)
+
+    def line(self, n: int, text: str) -> None:
+        out, snap, s = self.out, self.snap, text.strip()
         try:
             doc = json.loads(s) if s.startswith("{") else None
         except json.JSONDecodeError as e:
             out.bad(n, text, f"invalid JSON ({e.msg} at column {e.colno})")
-            continue
+            return
         if not isinstance(doc, dict) or "brokers" not in doc:
             out.bad(n, text, "not kafka-log-dirs output")
-            continue
+            return
         for r in _rows(doc):
             out.add("log_dirs", n, ts=snap, **r)
         out.structure()
-    if out.bad_n:
-        ctx.fail(f"{src.rel} line {out.bad_n[0]}: {out.bad_r[0]}", out.bad_n[0])
-    yield from out.frames()
 
 
 register(
     "log_dirs_cli",
     detect=detect,
-    parse=parse,
+    parse=LogDirs.parse,
     tables=("log_dirs",),
     priority=26,
     doc="kafka-log-dirs --describe output (text lines and the JSON document)",

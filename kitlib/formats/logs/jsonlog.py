@@ -24,8 +24,9 @@ that Arrow cannot read (a line that is not JSON, a key whose type changes) is re
 with Python's ``json``, and its bad lines go to ``unparsed``.
 
 Example:
+    >>> from kitlib.formats.logs import parse_bytes
     >>> ev, un = parse_bytes(b'{"@timestamp":"2024-05-22T00:32:03.023Z","log.level":"WARN",'
-    ...                      b'"message":"hi","log.logger":"kafka.Foo"}\\n')
+    ...                      b'"message":"hi","log.logger":"kafka.Foo"}\\n', "json")
     >>> ev.loc[0, ["level", "logger", "message"]].tolist()
     ['WARN', 'kafka.Foo', 'hi']
 """
@@ -37,33 +38,34 @@ import json
 from dataclasses import dataclass
 
 import numpy as np
-import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.json as pj
 
-from kitlib.events import EVENTS_SCHEMA, LEVELS, empty_events, to_pandas
-from kitlib.formats import Context, container, register, unparsed_frame
-from kitlib.formats.container import NO_STAMP, line_bounds, lines_array, unwrap_block
-from kitlib.formats.layouts import (
-    ANY_ISO,
-    _head_lines,
-    _junk,
-    _level_codes,
-    fields_to_wall_ms,
-    manifest_layout,
-    to_utc_ms,
-    zone_offsets_ms,
-)
-from kitlib.formats.log4j import _clean_loggers, _redact
+from kitlib.events import EVENTS_SCHEMA, LEVELS, empty_events
+from kitlib.formats import Context, register, unparsed_frame
+from kitlib.formats.logs import containers
+from kitlib.formats.logs.blocks import head_lines, junk_lines, line_bounds, lines_array
+from kitlib.formats.logs.containers import unwrap_block
+from kitlib.formats.logs.dates import ANY_ISO, NO_STAMP, fields_to_wall_ms, to_utc_ms, zone_offsets_ms
+from kitlib.formats.logs.inference import manifest_layout
+from kitlib.formats.logs.records import clean_loggers, level_codes, redact_messages
 from kitlib.sources import SourceError, SourceFile, read_chunks
 from kitlib.sources import head as source_head
 
 # candidate paths per role, in order of preference; a path is a key or key/subkey
 TIME_KEYS = ["@timestamp", "timestamp", "time", "instant", "timeMillis", "date"]
+
+
 LEVEL_KEYS = ["log.level", "log/level", "level", "severity", "loglevel"]
+
+
 LOGGER_KEYS = ["log.logger", "log/logger", "logger_name", "loggerName", "logger", "logger.name"]
+
+
 MESSAGE_KEYS = ["message", "msg", "@message"]
+
+
 TRACE_KEYS = [
     "error.stack_trace",
     "error/stack_trace",
@@ -73,6 +75,8 @@ TRACE_KEYS = [
     "thrown/extendedStackTrace",
     "stacktrace",
 ]
+
+
 BLOCK = 16 * 1024 * 1024
 
 
@@ -141,9 +145,9 @@ def dialect_of(objs: list[dict]) -> Dialect | None:
 def _objects(head: bytes) -> tuple[list[dict], int]:
     """JSON objects among the first lines of ``head`` (container prefixes stripped), and how
     many non-blank lines were looked at."""
-    lines = [ln for ln in _head_lines(head, 100) if ln.strip()]
-    if container.has_prefix(lines):
-        lines = [container.PREFIX.sub(b"", ln, count=1) for ln in lines]
+    lines = [ln for ln in head_lines(head, 100) if ln.strip()]
+    if containers.has_prefix(lines):
+        lines = [containers.PREFIX.sub(b"", ln, count=1) for ln in lines]
     objs = []
     for ln in lines:
         s = ln.strip()
@@ -279,7 +283,7 @@ def parse_block(block: bytes, lines_before: int, src: SourceFile, dialect: Diale
     starts, ends = line_bounds(a, block)
     nlines = len(starts)
     eff = ends - ((ends > starts) & (a[np.maximum(ends - 1, 0)] == 13))
-    is_j, junk_reason = _junk(a, block, starts, ends)
+    is_j, junk_reason = junk_lines(a, block, starts, ends)
     arr = lines_array(block, starts, ~is_j)
     trimmed = pc.utf8_trim_whitespace(pc.fill_null(arr, ""))
     blank = pc.equal(trimmed, "").to_numpy(zero_copy_only=False) & ~is_j
@@ -307,9 +311,8 @@ def parse_block(block: bytes, lines_before: int, src: SourceFile, dialect: Diale
             block[starts[i] : eff[i]].decode("utf-8", errors="backslashreplace").replace("\x00", "\\x00")
             for i in un_i.tolist()
         ],
-        "",
+        [junk_reason.get(i, "not a JSON record") for i in un_i.tolist()],
     )
-    un["reason"] = [junk_reason.get(i, "not a JSON record") for i in un_i.tolist()]
     n_parsed = int(blank.sum())
     if table is None or table.num_rows == 0:
         return empty_events(), un, n_parsed, nlines
@@ -325,14 +328,14 @@ def parse_block(block: bytes, lines_before: int, src: SourceFile, dialect: Diale
         has = pc.greater(pc.utf8_length(trace), 0)
         joined = pc.binary_join_element_wise(msg, trace, pa.scalar("\n", pa.large_string()))
         msg = pc.if_else(has, joined, msg)
-    lvl = _level_codes(_as_str(_column(table, dialect.level), n)) if dialect.level else np.full(n, -1, np.int8)
-    logger, _ = _clean_loggers(_as_str(_column(table, dialect.logger), n))
+    lvl = level_codes(_as_str(_column(table, dialect.level), n)) if dialect.level else np.full(n, -1, np.int8)
+    logger, _ = clean_loggers(_as_str(_column(table, dialect.logger), n))
     t = pa.Table.from_arrays(
         [
             pa.array(ts, pa.timestamp("ms", tz="UTC"), mask=~ok),
             pa.DictionaryArray.from_arrays(pa.array(lvl, mask=lvl < 0), pa.array(LEVELS)),
             logger,
-            _redact(pc.cast(msg, pa.large_string())),
+            redact_messages(pc.cast(msg, pa.large_string())),
             pa.DictionaryArray.from_arrays(pa.array(np.zeros(n, np.int32)), pa.array([src.host])),
             pa.DictionaryArray.from_arrays(pa.array(np.zeros(n, np.int32)), pa.array([src.rel])),
             pa.array((lines_before + ok_idx + 1).astype(np.int64)),
@@ -353,8 +356,8 @@ def parse(src: SourceFile, ctx: Context, block_size: int = BLOCK):
 
         yield from unknown_lines(src, ctx)
         return
-    raw = [ln for ln in _head_lines(head, 100) if ln.strip()]
-    wrapped = container.has_prefix(raw) and not raw[0].lstrip().startswith(b"{")
+    raw = [ln for ln in head_lines(head, 100) if ln.strip()]
+    wrapped = containers.has_prefix(raw) and not raw[0].lstrip().startswith(b"{")
     carry, lines_before = b"", 0
 
     def emit(block):
@@ -387,25 +390,6 @@ def parse(src: SourceFile, ctx: Context, block_size: int = BLOCK):
     if carry:
         out, nl = emit(carry)
         yield from out
-
-
-def parse_bytes(data: bytes, host: str = "test", rel: str = "test.log", tz: str = "UTC"):
-    """Parse a JSON log held in memory; returns (events frame, unparsed frame)."""
-    import tempfile
-    from pathlib import Path
-
-    with tempfile.TemporaryDirectory() as d:
-        p = Path(d) / "x.log"
-        p.write_bytes(data)
-        src = SourceFile(p, rel, host, tz)
-        ctx = Context(src)
-        evs: list[pa.Table] = []
-        uns: list[pd.DataFrame] = []
-        for name, chunk in parse(src, ctx):
-            (evs if name == "events" else uns).append(chunk)
-    ev = to_pandas(pa.concat_tables(evs)) if evs else to_pandas(empty_events())
-    un = pd.concat(uns, ignore_index=True) if uns else unparsed_frame(src, [], [], "")
-    return ev, un
 
 
 register(

@@ -38,7 +38,7 @@ import pyarrow.compute as pc
 
 from kitlib import tables
 from kitlib.formats import Context, register, text_lines, times
-from kitlib.formats._cli import Collector, head_lines, is_comment
+from kitlib.formats.cli.frame import Collector, head_lines, is_comment
 
 _WHERE = [
     ("segment", "str", "the dumped file, as printed after 'Dumping'"),
@@ -323,8 +323,6 @@ def parse(src, ctx: Context):
             buf_n, buf_t = [], []
     if buf_n:
         yield from _chunk(buf_n, buf_t, carry, out, ctx)
-    if out.bad_n:
-        ctx.fail(f"{src.rel} line {out.bad_n[0]}: {out.bad_r[0]}", out.bad_n[0])
     yield from out.frames()
 
 

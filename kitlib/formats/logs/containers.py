@@ -8,7 +8,7 @@ Recognised, alone or combined, in this order:
   line) or ``P`` (partial: the runtime cut a long line; the rest follows on the next line).
 
 A stamp is only taken for a prefix when the layout matches more lines without it (a layout
-whose own dates are RFC 3339 keeps them; see ``layouts.wrapped``).
+whose own dates are RFC 3339 keeps them; see :func:`kitlib.formats.logs.inference.wrapped`).
 
 :func:`unwrap_block` removes the prefixes from a block of whole lines with numpy (line count and
 numbering unchanged) and returns each line's stamp, so a record whose own layout has no
@@ -29,15 +29,26 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from kitlib.formats.logs.blocks import line_bounds, lines_array
+from kitlib.formats.logs.dates import NO_STAMP, fields_to_wall_ms, zone_offsets_ms
+
 # one home for the prefix grammar; the bytes form (Python re) is used by the log4j fast path
 # and for detection, the RE2 form (named groups) on Arrow string columns
 _STAMP = (
     r"(?P<cY>\d{4})-(?P<cMo>\d{2})-(?P<cD>\d{2})T(?P<ch>\d{2}):(?P<cmi>\d{2}):(?P<cs>\d{2})"
     r"(?:\.(?P<cf>\d{1,9}))?(?P<ctz>Z|[+-]\d{2}:?\d{2})?"
 )
+
+
 _SERVICE = r"[\w.-]+ +\| ?"
+
+
 _CRI = r" (?:stdout|stderr) (?P<cflag>[FP])"
+
+
 PREFIX_RE2 = rf"^(?P<cpre>(?:{_SERVICE})?(?:{_STAMP}(?:{_CRI})? )?)"
+
+
 PREFIX = re.compile(
     rb"^(?:"
     + _SERVICE.encode()
@@ -46,10 +57,11 @@ PREFIX = re.compile(
     + rb"(?: (?:stdout|stderr) [FP])? )?",
     re.MULTILINE,
 )
+
+
 CRI_LINE = re.compile(
     rb"^(?:" + _SERVICE.encode() + rb")?\d{4}-\d{2}-\d{2}T[\d:.]+(?:Z|[+-][\d:]+) (?:stdout|stderr) [FP] ", re.MULTILINE
 )
-NO_STAMP = np.iinfo(np.int64).min
 
 
 def strip(text: bytes) -> bytes:
@@ -102,32 +114,6 @@ def join_partials(block: bytes) -> bytes:
     return b"\n".join(lines) if changed else block
 
 
-def line_bounds(a: np.ndarray, block: bytes) -> tuple[np.ndarray, np.ndarray]:
-    """Start and end (the newline's offset, or the block's end) of every line of ``block``."""
-    nl = np.flatnonzero(a == 10)
-    starts = np.empty(len(nl) + 1, np.int64)
-    starts[0] = 0
-    starts[1:] = nl + 1
-    ends = np.empty(len(nl) + 1, np.int64)
-    ends[:-1] = nl
-    ends[-1] = len(a)
-    if block.endswith(b"\n") or not block:
-        starts, ends = starts[:-1], ends[:-1]
-    return starts, ends
-
-
-def lines_array(block: bytes, starts: np.ndarray, valid: np.ndarray | None = None) -> pa.LargeStringArray:
-    """The lines of ``block`` as an Arrow string array over the block's own buffer (no copy);
-    each value keeps its newline. ``valid`` False makes a line null (bad bytes)."""
-    offsets = np.append(starts, len(block)).astype(np.int64)
-    vbuf = None
-    null_count = 0
-    if valid is not None and not valid.all():
-        vbuf = pa.py_buffer(np.packbits(valid, bitorder="little"))
-        null_count = int((~valid).sum())
-    return pa.LargeStringArray.from_buffers(len(starts), pa.py_buffer(offsets), pa.py_buffer(block), vbuf, null_count)
-
-
 def unwrap_block(block: bytes, valid: np.ndarray | None = None) -> tuple[bytes, np.ndarray | None]:
     """``block`` (whole lines) without container prefixes, and each line's container stamp in
     ms since the epoch, UTC (``NO_STAMP`` where none); the stamps are None when no line had a
@@ -154,9 +140,7 @@ def unwrap_block(block: bytes, valid: np.ndarray | None = None) -> tuple[bytes, 
 def stamp_ms(m: pa.StructArray, p: str = "") -> np.ndarray:
     """Epoch ms (UTC) from the date/time groups ``{p}Y, {p}Mo, {p}D, {p}h, {p}mi, {p}s, {p}f,
     {p}tz`` of an ``extract_regex`` result; ``NO_STAMP`` where they are missing. Zone-less
-    stamps are taken as UTC (see :func:`kitlib.formats.layouts.to_epoch` for local zones)."""
-    from kitlib.formats.layouts import fields_to_wall_ms, zone_offsets_ms
-
+    stamps are taken as UTC (see :func:`kitlib.formats.logs.dates.to_utc_ms` for local zones)."""
     wall, ok = fields_to_wall_ms(m, p)
     names = {m.type.field(i).name for i in range(m.type.num_fields)}
     off = zone_offsets_ms(m.field(f"{p}tz")) if f"{p}tz" in names else np.zeros(len(m), np.int64)
