@@ -1,4 +1,4 @@
-"""The compiled log4j scan (kitlib/formats/_log4j_scan.c) gives the numpy path's tables.
+"""The compiled log4j scan (kitlib/formats/logs/_scan.c) gives the numpy path's tables.
 
 The numpy path is the reference: every block is parsed both ways and compared column by column,
 on every log4j file of the sample bundles and test fixtures, and on generated blocks that mix
