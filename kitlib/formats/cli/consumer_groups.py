@@ -32,9 +32,12 @@ from __future__ import annotations
 
 import re
 
+import pandas as pd
+
 from kitlib import tables
-from kitlib.formats import register
+from kitlib.formats import Context, register
 from kitlib.formats.cli.frame import Collector, ToolOutput, glued_stamp, head_lines, name_stamp, to_int
+from kitlib.sources import SourceFile
 
 _SNAP = (
     "snapshot_ts",
@@ -203,7 +206,7 @@ class Groups(ToolOutput):
     """``kafka-consumer-groups --describe``: tables (offsets, members, state) under their header
     lines, the tool's notes, one snapshot or many."""
 
-    def __init__(self, src, ctx):
+    def __init__(self, src: SourceFile, ctx: Context) -> None:
         super().__init__(src, ctx)
         self.kind: str | None = None  # the table under way, and its columns
         self.header: list[str] = []
@@ -213,7 +216,7 @@ class Groups(ToolOutput):
     def banner(self, text: str) -> bool:
         return text.strip() in _INFO
 
-    def time(self, t) -> None:
+    def time(self, t: pd.Timestamp) -> None:
         self.snap, self.source = t, "content"
 
     def line(self, n: int, text: str) -> None:

@@ -191,7 +191,7 @@ class ToolOutput:
         ...         self.out.structure()
     """
 
-    def __init__(self, src: SourceFile, ctx: Context):
+    def __init__(self, src: SourceFile, ctx: Context) -> None:
         self.src, self.ctx = src, ctx
         self.out = Collector(src, ctx)
         self.snap: pd.Timestamp | None = None

@@ -137,7 +137,7 @@ class Quorum(ToolOutput):
             status = self.status
             self.out.add("quorum_status", status.pop("_line"), snapshot_ts=self.snap, **status)
 
-    def time(self, t) -> None:
+    def time(self, t: pd.Timestamp) -> None:
         self.flush()
         self.status, self.snap = None, t
 

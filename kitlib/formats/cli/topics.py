@@ -22,9 +22,10 @@ from __future__ import annotations
 import re
 
 from kitlib import tables
-from kitlib.formats import register
+from kitlib.formats import Context, register
 from kitlib.formats.cli.frame import ToolOutput, head_lines, to_int
 from kitlib.redact import redact_value
+from kitlib.sources import SourceFile
 
 tables.declare(
     "topic_partitions",
@@ -101,7 +102,7 @@ def _ids(s: str | None) -> list[str]:
 class Topics(ToolOutput):
     """``kafka-topics --describe``: a topic's line, then a line per partition."""
 
-    def __init__(self, src, ctx):
+    def __init__(self, src: SourceFile, ctx: Context) -> None:
         super().__init__(src, ctx)
         self.topic_info: dict[str, dict] = {}  # a topic's own line, repeated on its partitions
 
