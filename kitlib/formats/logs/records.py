@@ -93,7 +93,7 @@ def events_table(columns: list, wall_ms: np.ndarray, tz: str | None) -> pa.Table
 
 
 def from_scan(scanned: tuple, lines_before: int, src: SourceFile, tz: str | None = None):
-    """The events table from the compiled scan's columns (see ``scan`` in ``_log4j_scan.c``);
+    """The events table from the compiled scan's columns (see ``scan`` in ``_scan.c``);
     wall-clock times are read in ``tz`` (default: the file's zone)."""
     nlines, line, span, wall, level, msg_off, msg, logger_index, name_off, name, flagged, unsure = scanned
     nrec = len(line) // 8
