@@ -11,8 +11,10 @@ One module per part:
 - :mod:`.pages`: a notebook's HTML page (nbconvert template, cell tags) and the Jinja2 pages;
 - :mod:`.summary`: the bundle's summary page;
 - :mod:`.evidence`: the cited lines of its evidence appendix, read back and redacted;
-- :mod:`.folders`: a folder of bundles and its index page;
-- :mod:`.command`: ``kitlib report`` and ``kitlib notebooks``.
+- :mod:`.folders`: a folder of bundles and its index page, and :func:`report_path`, which
+  reports either.
+
+``kitlib report`` and ``kitlib notebooks`` are in :mod:`kitlib.cli.report`.
 
 Example:
     >>> from kitlib.report import report
@@ -22,9 +24,8 @@ Example:
 """
 
 from kitlib.report.catalog import Notebook, copy_notebooks, default_bundle, notebook_dir, notebooks
-from kitlib.report.command import register_cli
 from kitlib.report.evidence import cited_lines, redact_line
-from kitlib.report.folders import bundles_in, report_many
+from kitlib.report.folders import bundles_in, report_many, report_path
 from kitlib.report.pages import PageContext, offline_html, page_html, reader_cells, toc
 from kitlib.report.run import EXEC_TIMEOUT, BundleReport, default_jobs, finish, prepare, report, submit
 from kitlib.report.summary import span_text, summary_view
@@ -47,9 +48,9 @@ __all__ = [
     "prepare",
     "reader_cells",
     "redact_line",
-    "register_cli",
     "report",
     "report_many",
+    "report_path",
     "span_text",
     "submit",
     "summary_view",

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from kitlib.redact import redact_text
 from kitlib.report.pages import render
-from kitlib.report.run import EXEC_TIMEOUT, BundleReport, default_jobs, finish, prepare, short_error, submit
+from kitlib.report.run import EXEC_TIMEOUT, BundleReport, default_jobs, finish, prepare, report, short_error, submit
 from kitlib.report.summary import SEVERITY_RANK
 
 BUNDLE_MARKS = ("PROVENANCE.md", "README.md", "bundle.yaml", "bundle.yml", "bundle.json")
@@ -93,6 +93,20 @@ def report_many(
     with output_lock(out):
         claim(out, "kitlib report")
         return _report_bundles(path, out, tz, log, jobs, show_code, only, timeout, notebook_folder)
+
+
+def report_path(path: str | Path, out: str | Path, **kw) -> tuple[dict, list[dict]]:
+    """Report ``path`` into ``out``: with :func:`report_many` when it is a folder of bundles
+    (:func:`bundles_in`), else with :func:`~kitlib.report.run.report` (``kw`` go to either).
+    Returns what that returned and what failed: the notebooks that did not run, and the bundles
+    of a folder that could not be reported at all."""
+    path = Path(path)
+    if path.is_dir() and bundles_in(path):
+        res = report_many(path, out, **kw)
+        failed = [n for r in res["bundles"] for n in r["notebooks"] if n["error"]]
+        return res, failed + [r for r in res["bundles"] if r.get("error")]
+    res = report(path, out, **kw)
+    return res, [n for n in res["notebooks"] if n["error"]]
 
 
 def _report_bundles(

@@ -1,12 +1,11 @@
-"""``kitlib report`` and ``kitlib notebooks``: the command-line side of the report."""
+"""``kitlib report`` and ``kitlib notebooks``: offline HTML reports of a bundle, and the kit's
+notebooks copied for an analyst to work in (:mod:`kitlib.report`)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from kitlib.report.catalog import copy_notebooks
-from kitlib.report.folders import bundles_in, report_many
-from kitlib.report.run import EXEC_TIMEOUT, default_jobs, report
+from kitlib.report import EXEC_TIMEOUT, copy_notebooks, default_jobs, report_path
 
 
 def register_cli(sub) -> None:
@@ -71,14 +70,7 @@ def _cmd(args) -> int:
     if args.jobs is not None and args.jobs < 1:
         raise ValueError("--jobs must be at least 1")
     kw = dict(tz=args.tz, only=args.notebooks, timeout=args.timeout, jobs=args.jobs, show_code=args.show_code)
-    if path.is_dir() and bundles_in(path):
-        res = report_many(path, args.out, **kw)
-        failed = [n for r in res["bundles"] for n in r["notebooks"] if n["error"]] + [
-            r for r in res["bundles"] if r.get("error")
-        ]
-    else:
-        res = report(path, args.out, **kw)
-        failed = [n for n in res["notebooks"] if n["error"]]
+    res, failed = report_path(path, args.out, **kw)
     print(f"\nreports written: open {Path(res['index']).resolve()}")
     return 1 if failed else 0
 
