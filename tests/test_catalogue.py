@@ -18,9 +18,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 def test_docs_findings_md_is_current():
     doc = ROOT / "docs" / "findings.md"
-    assert doc.read_text() == catalogue.markdown(), (
-        "docs/findings.md is stale: python -m kitlib.investigations.catalogue > docs/findings.md"
-    )
+    assert doc.read_text() == catalogue.markdown(), "docs/findings.md is stale: kitlib findings > docs/findings.md"
 
 
 def test_every_finding_id_is_in_the_catalogue_once_with_a_meaning():

@@ -1,4 +1,4 @@
-"""``kitlib investigations``, ``tables`` and ``formats``: what the kit knows, read from its
+"""``kitlib investigations``, ``tables``, ``formats`` and ``findings``: what the kit knows, read from its
 registry (no bundle needed)."""
 
 from __future__ import annotations
@@ -31,6 +31,14 @@ def register_cli(sub) -> None:
     )
     p.set_defaults(func=_cmd_formats)
 
+    p = sub.add_parser(
+        "findings",
+        help="print the findings catalogue (every finding id, its default severity and meaning)",
+        description="Print every finding id the investigations declare, with the severity it has by default "
+        "and what it means, as Markdown (docs/findings.md is this output).",
+    )
+    p.set_defaults(func=_cmd_findings)
+
 
 def _cmd_investigations(args) -> int:
     from kitlib import registry
@@ -61,4 +69,11 @@ def _cmd_formats(args) -> int:
     registry.load()
     for f in sorted(formats.FORMATS.values(), key=lambda f: (f.priority, f.name)):
         print(f"{f.name:12} -> {', '.join(f.tables):30} {f.doc}")
+    return 0
+
+
+def _cmd_findings(args) -> int:
+    from kitlib.investigations import catalogue
+
+    print(catalogue.markdown(), end="")
     return 0

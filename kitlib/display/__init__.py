@@ -110,7 +110,15 @@ def _fmt(v) -> str:
 
 
 def _color(sev: str) -> str:
-    return {"critical": "#b00020", "high": "#d9480f", "medium": "#f59f00", "low": "#1c7ed6"}.get(sev, "#868e96")
+    from kitlib.findings import Severity
+
+    colors: dict[str, str] = {
+        Severity.CRITICAL: "#b00020",
+        Severity.HIGH: "#d9480f",
+        Severity.MEDIUM: "#f59f00",
+        Severity.LOW: "#1c7ed6",
+    }
+    return colors.get(sev, "#868e96")  # info: grey
 
 
 from kitlib.display.tables import missing, table  # noqa: E402  (they build on HTML and esc above)

@@ -7,7 +7,7 @@ the table in ``sample_data/README.md`` (:func:`with_sample_table`), filled from 
 on each sample bundle, so the table cannot promise a finding the kit does not raise.
 
 Usage:
-    python -m kitlib.investigations.catalogue > docs/findings.md
+    kitlib findings > docs/findings.md    # or: python -m kitlib.investigations.catalogue
     python -m kitlib.investigations.catalogue --samples sample_data    # rewrites its README table
     python -m kitlib.investigations.catalogue --samples sample_data --check
 
@@ -43,11 +43,12 @@ def markdown(investigations: Iterable[Investigation] | None = None) -> str:
     out = [
         "# Findings",
         "",
-        "Every finding id the kit's detectors may raise, by investigation: the severity a finding",
-        "has unless its evidence makes it worse or milder, what it means, and the sample bundles",
-        "under `sample_data/` that show it. Generated from the investigations' declarations",
-        "(`python -m kitlib.investigations.catalogue > docs/findings.md`); `kitlib triage` ranks",
-        "findings by severity: " + ", ".join(s.value for s in Severity) + ".",
+        "Every finding id the kit's detectors may raise, by investigation: the severity a finding has",
+        "unless its evidence makes it worse or milder, what it means, and the sample bundles under",
+        "`sample_data/` that show it. Generated from the investigations' declarations:",
+        "`kitlib findings > docs/findings.md`. `kitlib triage` ranks findings by severity: "
+        + ", ".join(s.value for s in Severity)
+        + ".",
     ]
     for inv in invs:
         out += ["", f"## `{inv.name}`: {inv.title}", "", inv.question, ""]

@@ -8,10 +8,10 @@ from __future__ import annotations
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+from kitlib.findings import Severity
 from kitlib.redact import redact_text
 from kitlib.report.pages import render
 from kitlib.report.run import EXEC_TIMEOUT, BundleReport, default_jobs, finish, prepare, report, short_error, submit
-from kitlib.report.summary import SEVERITY_RANK
 
 BUNDLE_MARKS = ("PROVENANCE.md", "README.md", "bundle.yaml", "bundle.yml", "bundle.json")
 _MANIFESTS = ("bundle.yaml", "bundle.yml", "bundle.json")
@@ -188,7 +188,7 @@ def _report_bundles(
                 "failed": [n["notebook"] for n in r["notebooks"] if n["error"]],
             }
         )
-    rows.sort(key=lambda b: (0 if b["error"] else 1, SEVERITY_RANK.get(b["worst"], 9), b["name"]))
+    rows.sort(key=lambda b: (0 if b["error"] else 1, Severity.rank_of(b["worst"]), b["name"]))
     index = out / "index.html"
     write_atomic(index, redact_text(render("reports.html.j2", bundles=rows)))
     seal(out)

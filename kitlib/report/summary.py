@@ -6,10 +6,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from kitlib.findings import Severity
 from kitlib.report.evidence import cited_lines, line_number
 
 EVIDENCE_PER_FINDING = 10  # cited lines quoted per finding in the appendix
-SEVERITY_RANK = {"critical": 0, "high": 1, "medium": 2, "low": 3, "info": 4}
 
 
 def span_text(time_span) -> str:
@@ -48,7 +48,7 @@ def summary_view(plan, runs: list[dict]) -> dict:
     its notebooks' statuses."""
     from kitlib.findings import value_text
 
-    s, findings = plan.summary, sorted(plan.triage.findings, key=lambda f: SEVERITY_RANK.get(f.severity, 9))
+    s, findings = plan.summary, sorted(plan.triage.findings, key=lambda f: Severity.rank_of(f.severity))
     pages = {r["notebook"]: r for r in runs}
     lines = cited_lines(plan.bundle_path, [e for f in findings for e in f.evidence[:EVIDENCE_PER_FINDING]])
     fviews = []

@@ -10,6 +10,7 @@ metrics) and its fix is on the broker or in the client's credentials and quotas,
 consumer's poll loop.
 """
 
+from kitlib.findings import Severity
 from kitlib.investigations import FindingKind, Investigation, Rows
 from kitlib.investigations.client_requests import analysis, auth, quotas  # noqa: F401  (registers tables and detectors)
 
@@ -22,13 +23,15 @@ INVESTIGATION = Investigation(
     findings=(
         FindingKind(
             "auth-failures",
-            "medium",
+            Severity.MEDIUM,
             "clients fail to authenticate (SASL, TLS) or are denied by the authorizer, again and again",
         ),
-        FindingKind("quota-throttling", "medium", "the brokers delay a client's requests because it exceeds a quota"),
+        FindingKind(
+            "quota-throttling", Severity.MEDIUM, "the brokers delay a client's requests because it exceeds a quota"
+        ),
         FindingKind(
             "request-saturation",
-            "medium",
+            Severity.MEDIUM,
             "request handler or network threads are nearly never idle and requests wait in the queue",
         ),
     ),

@@ -2,6 +2,7 @@
 brokers and lost sessions, failed log directories, GC pauses and out-of-memory, unclean
 elections, on one timeline across every host."""
 
+from kitlib.findings import Severity
 from kitlib.investigations import FindingKind, Investigation
 from kitlib.investigations.cluster_health import detectors, gclog, state  # noqa: F401  (registers its format, tables and detectors; charts load with the notebook)
 
@@ -23,19 +24,27 @@ INVESTIGATION = Investigation(
     ),
     findings=(
         FindingKind(
-            "isr-shrink", "medium", "replicas leave partitions' in-sync replica sets (ISR), or flap in and out"
+            "isr-shrink", Severity.MEDIUM, "replicas leave partitions' in-sync replica sets (ISR), or flap in and out"
         ),
-        FindingKind("controller-failover", "medium", "the active controller changes after the cluster started"),
+        FindingKind("controller-failover", Severity.MEDIUM, "the active controller changes after the cluster started"),
         FindingKind(
-            "broker-fenced", "high", "a broker loses its session with the controller and is fenced or declared failed"
+            "broker-fenced",
+            Severity.HIGH,
+            "a broker loses its session with the controller and is fenced or declared failed",
         ),
         FindingKind(
-            "log-dir-failure", "high", "a log directory goes offline on an I/O error (a full disk, a failed device)"
+            "log-dir-failure",
+            Severity.HIGH,
+            "a log directory goes offline on an I/O error (a full disk, a failed device)",
         ),
         FindingKind(
-            "gc-pauses", "medium", "long or frequent stop-the-world GC pauses, or an out-of-memory error, on a broker"
+            "gc-pauses",
+            Severity.MEDIUM,
+            "long or frequent stop-the-world GC pauses, or an out-of-memory error, on a broker",
         ),
-        FindingKind("unclean-election", "critical", "an out-of-sync replica is elected leader: records are lost"),
+        FindingKind(
+            "unclean-election", Severity.CRITICAL, "an out-of-sync replica is elected leader: records are lost"
+        ),
     ),
     relevant_when=("gc_pauses", "node_events", "partition_changes", "quorum_status"),
     # a controller failover owns the fencing of the node that lost the role (see analysis), so

@@ -1,6 +1,7 @@
 """Log compaction: why does a compacted topic not shrink? Seed 003: the dedupe buffer is too
 small for the dirty section, so the cleaner needs many passes and the first ones reclaim nothing."""
 
+from kitlib.findings import Severity
 from kitlib.investigations import FindingKind, Investigation
 from kitlib.investigations.compaction import analysis, cleaner  # noqa: F401  (registers its tables and detectors; charts load with the notebook)
 
@@ -12,12 +13,14 @@ INVESTIGATION = Investigation(
     findings=(
         FindingKind(
             "cleaner-buffer-too-small",
-            "medium",
+            Severity.MEDIUM,
             "the cleaner's dedupe buffer fills before a partition's dirty section is read, so cleaning takes many passes",
         ),
-        FindingKind("cleaner-no-reclaim", "medium", "cleaner passes read data but free next to no space"),
+        FindingKind("cleaner-no-reclaim", Severity.MEDIUM, "cleaner passes read data but free next to no space"),
         FindingKind(
-            "cleaner-stalled", "high", "the cleaner stops: uncleanable partitions, a dead cleaner thread, I/O errors"
+            "cleaner-stalled",
+            Severity.HIGH,
+            "the cleaner stops: uncleanable partitions, a dead cleaner thread, I/O errors",
         ),
     ),
     relevant_when=("cleaner_runs",),

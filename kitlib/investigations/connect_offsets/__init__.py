@@ -1,6 +1,7 @@
 """Connect offset commits: why does a Connect task fail to commit offsets under load? Seed 001:
 the producer cannot drain outstanding records within offset.flush.timeout.ms."""
 
+from kitlib.findings import Severity
 from kitlib.investigations import FindingKind, Investigation
 from kitlib.investigations.connect_offsets import analysis, commits  # noqa: F401  (registers its tables and detectors; charts load with the notebook)
 
@@ -12,7 +13,7 @@ INVESTIGATION = Investigation(
     findings=(
         FindingKind(
             "offset-commit-timeouts",
-            "medium",
+            Severity.MEDIUM,
             "Connect tasks fail to commit offsets in time (a source task's producer cannot drain its records)",
         ),
     ),

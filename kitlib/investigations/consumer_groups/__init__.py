@@ -11,6 +11,7 @@ clients, reads different tables (``requests``, ``auth_failures``, ``metrics``) a
 notebook: :mod:`kitlib.investigations.client_requests`.
 """
 
+from kitlib.findings import Severity
 from kitlib.investigations import FindingKind, Investigation
 from kitlib.investigations.consumer_groups import (  # noqa: F401  (registers tables and detectors)
     groups,
@@ -28,15 +29,15 @@ INVESTIGATION = Investigation(
     "or are transactions timing out, fenced or hanging?",
     tables=("group_events", "txn_events", "consumer_lag", "group_offsets", "group_states", "metrics", "configs"),
     findings=(
-        FindingKind("rebalance-storm", "medium", "a consumer group rebalances over and over within minutes"),
+        FindingKind("rebalance-storm", Severity.MEDIUM, "a consumer group rebalances over and over within minutes"),
         FindingKind(
             "consumer-stalled",
-            "high",
+            Severity.HIGH,
             "a group stops committing offsets, or its lag never shrinks, while producers go on",
         ),
         FindingKind(
             "transaction-timeouts",
-            "medium",
+            Severity.MEDIUM,
             "transactions are rolled back on timeout, producers fenced, or partitions held by a hanging transaction",
         ),
     ),

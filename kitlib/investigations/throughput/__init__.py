@@ -2,6 +2,7 @@
 look like? Seed 000: a consumer stuck at a fixed rate because the broker down-converted every
 fetch for its 0.8-era client."""
 
+from kitlib.findings import Severity
 from kitlib.investigations import FindingKind, Investigation, Rows
 from kitlib.investigations.throughput import analysis  # noqa: F401  (registers its tables and detectors; charts load with the notebook)
 
@@ -13,7 +14,7 @@ INVESTIGATION = Investigation(
     findings=(
         FindingKind(
             "down-conversion",
-            "medium",
+            Severity.MEDIUM,
             "the broker converts message formats for clients on old API versions, losing zero-copy fetches",
         ),
     ),

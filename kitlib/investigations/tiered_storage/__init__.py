@@ -2,6 +2,7 @@
 segments reaching the remote store? Seed 004 (tier-state metadata growth) and Apache Kafka's
 KIP-405 remote copies."""
 
+from kitlib.findings import Severity
 from kitlib.investigations import FindingKind, Investigation, Rows
 from kitlib.investigations.tiered_storage import analysis, remote_log, tierstate  # noqa: F401  (registers its tables and detectors; charts load with the notebook)
 
@@ -13,15 +14,17 @@ INVESTIGATION = Investigation(
     findings=(
         FindingKind(
             "tierstate-metadata-growth",
-            "high",
+            Severity.HIGH,
             "tier-state metadata files grow until their migration on start-up takes minutes (Confluent Tiered Storage)",
         ),
         FindingKind(
             "broker-io-imbalance",
-            "high",
+            Severity.HIGH,
             "one broker reads far more from its disks than its peers, interval after interval",
         ),
-        FindingKind("remote-copy-errors", "high", "segment copies to the remote store fail (KIP-405 tiered storage)"),
+        FindingKind(
+            "remote-copy-errors", Severity.HIGH, "segment copies to the remote store fail (KIP-405 tiered storage)"
+        ),
     ),
     relevant_when=("tierstate_events", "file_io", Rows("remote_log_events", "kind", other_than=("other",))),
     examples={
