@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kitlib.guard import fresh_output
+from kitlib.ingestion.guard import fresh_output
 from kitlib.report import bundles_in as _bundles_in
 from kitlib.sources import ManifestError, SourceFile, cap_lines, check_output, load_manifest
 from kitlib.terminal import visible

@@ -26,7 +26,7 @@ from pathlib import Path
 
 import pytest
 
-from kitlib import guard
+from kitlib.ingestion import guard
 
 ROOT = Path(__file__).resolve().parents[1]
 SAMPLE = ROOT / "sample_data"

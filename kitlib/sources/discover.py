@@ -5,7 +5,7 @@ Host identity, in order of precedence:
    (relative, fnmatch globs) to hosts; ``hosts: {folder: {name:, tz:}}`` renames a folder's
    host and sets its log timezone; ``host:`` names the host of files at the root; ``tz:`` the
    default timezone; ``layouts: {glob: pattern}`` names the log layout of matching files (a
-   log4j/logback pattern, or ``json``), read by :mod:`kitlib.formats.layouts`.
+   log4j/logback pattern, or ``json``), read by :mod:`kitlib.formats.logs.inference`.
 2. The first folder under the bundle root (``broker-3/server.log`` -> ``broker-3``).
 3. For files at the root: the bundle folder's own name.
 
