@@ -23,7 +23,7 @@ from kitlib.window import Window
 
 def is_store(path: str | os.PathLike) -> bool:
     """Whether ``path`` is a folder :func:`ingest` (or a Dask ingest) wrote: it carries the kit's
-    marker (:data:`kitlib.guard.MARKER`, written into every output) beside ``summary.json`` and
+    marker (:data:`kitlib.ingestion.guard.MARKER`, written into every output) beside ``summary.json`` and
     ``files.parquet``. A raw bundle that holds a ``summary.json`` or Parquet files of its own is not
     one: those files are evidence (listed as not read), never taken for the kit's state."""
     p = Path(path)
