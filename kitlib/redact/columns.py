@@ -1,0 +1,243 @@
+"""Applying the rules to whole Arrow columns and tables: one RE2 pass of :data:`PREFILTER` over a
+column flags the few values that go through the Python rules (:func:`redact_array`,
+:func:`redact_flagged`); pandas Series and frames (:func:`redact_series`, :func:`redact_frame`) and
+Arrow tables (:func:`redact_table`); and the name/value tables whose value is masked whole under a
+secret's name (:func:`redact_pairs`).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from kitlib.redact.keys import SECRET_WORDS, harmless, is_secret_key
+from kitlib.redact.lines import redact_lines
+from kitlib.redact.rules import PREFILTER
+from kitlib.redact.text import REDACTED, redact_text
+
+
+def redact_array(arr: pa.Array | pa.ChunkedArray, lines: bool = False):
+    """A string (or dictionary of strings) Arrow array with every value redacted. Only values
+    the RE2 pre-check flags are handled in Python. ``lines=True`` means consecutive values are
+    consecutive lines of one file (the ``unparsed`` table): see :func:`redact_lines`.
+
+    Example:
+        >>> redact_array(pa.array(["ok", "token=abc123"])).to_pylist()
+        ['ok', 'token=[redacted]']
+    """
+    if isinstance(arr, pa.ChunkedArray):
+        if arr.num_chunks == 1 or not lines:
+            return pa.chunked_array([redact_array(c, lines) for c in arr.chunks], arr.type)
+        arr = arr.combine_chunks()
+    t = arr.type
+    if pa.types.is_dictionary(t):
+        if not (pa.types.is_string(t.value_type) or pa.types.is_large_string(t.value_type)):
+            return arr
+        if lines:
+            return redact_array(arr.cast(t.value_type), lines).dictionary_encode()
+        new_dict = redact_array(arr.dictionary)
+        if new_dict is arr.dictionary:
+            return arr
+        return pa.DictionaryArray.from_arrays(arr.indices, new_dict)
+    if not (pa.types.is_string(t) or pa.types.is_large_string(t)) or len(arr) == 0:
+        return arr
+    if lines:
+        return redact_lines(arr)
+    hit = pc.fill_null(pc.match_substring_regex(arr, PREFILTER), False)
+    if not pc.any(hit).as_py():
+        return arr
+    return redact_flagged(arr, np.flatnonzero(hit.to_numpy(zero_copy_only=False)))
+
+
+def redact_flagged(arr: pa.Array, idx: np.ndarray) -> pa.Array:
+    """A string Arrow array whose values at positions ``idx`` (those a pre-check flagged, a
+    superset of those :data:`PREFILTER` matches) pass the rules; the others are kept as they are.
+    Returns ``arr`` itself when nothing changed."""
+    if not len(idx):
+        return arr
+    old = arr.take(pa.array(idx)).to_pylist()
+    new = [redact_text(v) if v is not None else None for v in old]
+    if old == new:
+        return arr
+    mask = np.zeros(len(arr), bool)
+    mask[idx] = True
+    return pc.replace_with_mask(arr, pa.array(mask), pa.array(new, arr.type))
+
+
+def pair_columns(table: str) -> tuple[str, str] | None:
+    """(key column, value column) of tables whose rows are name/value pairs: a secret's name in
+    the key column masks the whole value in the value column."""
+    return PAIRS.get(table)
+
+
+PAIRS = {"configs": ("key", "value"), "metrics": ("attribute", "text")}
+
+
+def redact_pairs(keys: pa.Array, values: pa.Array) -> pa.Array:
+    """``values`` with the whole value masked where ``keys`` names a secret."""
+    if len(keys) == 0:
+        return values
+    kk = keys.cast(keys.type.value_type) if pa.types.is_dictionary(keys.type) else keys
+    hit = pc.fill_null(pc.match_substring_regex(kk, rf"(?i){_PREFILTER_KEYS}"), False)
+    if not pc.any(hit).as_py():
+        return values
+    idx = np.flatnonzero(hit.to_numpy(zero_copy_only=False))
+    vv = values.cast(values.type.value_type) if pa.types.is_dictionary(values.type) else values
+    mask = np.zeros(len(values), bool)
+    for i, k, v in zip(idx.tolist(), kk.take(pa.array(idx)).to_pylist(), vv.take(pa.array(idx)).to_pylist()):
+        if k is not None and v is not None and is_secret_key(k) and not harmless(v):
+            mask[i] = True
+    if not mask.any():
+        return values
+    out = pc.replace_with_mask(vv, pa.array(mask), pa.array([REDACTED] * int(mask.sum()), vv.type))
+    return out.dictionary_encode() if pa.types.is_dictionary(values.type) else out
+
+
+_PREFILTER_KEYS = rf"(?:{SECRET_WORDS.replace('[._-]?', '.?')})|user_"
+
+
+def redact_series(s):
+    """A pandas string/categorical/object Series with every value redacted (same dtype; the
+    Series itself when nothing changed)."""
+    import pandas as pd
+
+    if isinstance(s.dtype, pd.CategoricalDtype):
+        cats = s.cat.categories
+        if not len(cats) or not (pd.api.types.is_string_dtype(cats.dtype) or cats.dtype == object):
+            return s
+        arr = pa.array([c if isinstance(c, str) else None for c in cats], pa.string())
+        new = redact_array(arr)
+        if new is arr:
+            return s
+        names = new.to_pylist()
+        if len(set(names)) == len(names):
+            return s.cat.rename_categories(names)
+        values = np.array(names + [None], dtype=object)[s.cat.codes.to_numpy()]
+        return pd.Series(values, index=s.index, dtype="category")
+    if not len(s):
+        return s
+    try:
+        arr = pa.array(s, from_pandas=True)
+    except (pa.ArrowInvalid, pa.ArrowTypeError):  # mixed objects: only the str values matter
+        vals = [redact_text(v) if isinstance(v, str) else v for v in s.tolist()]
+        return pd.Series(vals, index=s.index, dtype=s.dtype)
+    if pa.types.is_chunked(arr.type) if hasattr(pa.types, "is_chunked") else False:
+        arr = arr.combine_chunks()
+    new = redact_array(arr)
+    if new is arr:
+        return s
+    return pd.Series(
+        new.to_pandas(
+            types_mapper={pa.large_string(): pd.StringDtype("pyarrow"), pa.string(): pd.StringDtype("pyarrow")}.get
+        ),
+        index=s.index,
+    ).astype(s.dtype)
+
+
+def redact_frame(table: str, df):
+    """``df`` (a table being stored) with every string value redacted, and the value column of
+    name/value tables (:func:`pair_columns`) masked where the name is a secret's. Changes ``df``
+    in place and returns it."""
+    import pandas as pd
+
+    text = [
+        c
+        for c in df.columns
+        if isinstance(df[c].dtype, pd.CategoricalDtype)
+        or pd.api.types.is_string_dtype(df[c].dtype)
+        or df[c].dtype == object
+    ]
+    for col, maybe in zip(text, _flagged([_series_values(df[c]) for c in text])):
+        if maybe:
+            s = df[col]
+            new = redact_series(s)
+            if new is not s:
+                df[col] = new
+    pair = pair_columns(table)
+    if pair and pair[0] in df.columns and pair[1] in df.columns and len(df):
+        k = pa.array(df[pair[0]].astype("string"), from_pandas=True)
+        v = pa.array(df[pair[1]].astype("string"), from_pandas=True)
+        new = redact_pairs(k, v)
+        if new is not v:
+            df[pair[1]] = pd.Series(new.to_pylist(), index=df.index, dtype=df[pair[1]].dtype)
+    return df
+
+
+def _series_values(s) -> pa.Array | None:
+    """The distinct texts the rules would look at in a pandas column (a categorical's categories),
+    as Arrow; None when they do not convert (mixed objects: the column is then always redacted
+    value by value)."""
+    import pandas as pd
+
+    if isinstance(s.dtype, pd.CategoricalDtype):
+        cats = s.cat.categories
+        if not (pd.api.types.is_string_dtype(cats.dtype) or cats.dtype == object):
+            return pa.array([], pa.string())
+        return pa.array([c if isinstance(c, str) else None for c in cats], pa.string())
+    try:
+        arr = pa.array(s, from_pandas=True)
+    except (pa.ArrowInvalid, pa.ArrowTypeError):
+        return None
+    return arr if pa.types.is_string(arr.type) or pa.types.is_large_string(arr.type) else pa.array([], pa.string())
+
+
+# up to this many values, the columns of one table are pre-checked in one RE2 pass (each pass
+# compiles the pre-check again, which costs more than scanning a few thousand short values)
+_BATCH_VALUES = 1 << 16
+
+
+def _flagged(arrays: list) -> list[bool]:
+    """For each Arrow string array (or dictionary of strings, or None), whether it may hold a
+    secret: True where the pre-check flags a value, and for None. Small arrays are checked
+    together in one pass; big ones are left to :func:`redact_array`'s own pass (True)."""
+    out = [True] * len(arrays)
+    batch: list[tuple[int, pa.Array]] = []
+    for i, a in enumerate(arrays):
+        if a is None:
+            continue
+        if isinstance(a, pa.ChunkedArray):
+            a = a.combine_chunks()
+        if pa.types.is_dictionary(a.type):
+            a = a.dictionary
+        if not (pa.types.is_string(a.type) or pa.types.is_large_string(a.type)) or len(a) == 0:
+            out[i] = False
+        elif len(a) <= _BATCH_VALUES:
+            batch.append((i, a.cast(pa.large_string())))
+    if batch:
+        both = pa.concat_arrays([a for _, a in batch])
+        hit = np.asarray(pc.fill_null(pc.match_substring_regex(both, PREFILTER), False).to_numpy(zero_copy_only=False))
+        start = 0
+        for i, a in batch:
+            out[i] = bool(hit[start : start + len(a)].any())
+            start += len(a)
+    return out
+
+
+# columns a parser already passed through these rules itself, on its worker threads (the log4j
+# parser redacts each block's messages in parallel; doing it again on the main thread would only
+# cost time)
+REDACTED_BY_PARSER = {"events": ("message",)}
+
+
+def redact_table(table: str, t: pa.Table, skip: tuple[str, ...] = ()) -> pa.Table:
+    """An Arrow table (streamed to Parquet) with every string column redacted, like
+    :func:`redact_frame`; columns in ``skip`` are left as they are."""
+    cols = []
+    changed = False
+    maybe = _flagged([None if f.name in skip else col for f, col in zip(t.schema, t.columns)])
+    for f, col, m in zip(t.schema, t.columns, maybe):
+        new = redact_array(col) if m and f.name not in skip else col
+        changed |= new is not col
+        cols.append(new)
+    pair = pair_columns(table)
+    if pair and pair[0] in t.column_names and pair[1] in t.column_names and t.num_rows:
+        i, j = t.column_names.index(pair[0]), t.column_names.index(pair[1])
+        k = cols[i].combine_chunks() if isinstance(cols[i], pa.ChunkedArray) else cols[i]
+        v = cols[j].combine_chunks() if isinstance(cols[j], pa.ChunkedArray) else cols[j]
+        new = redact_pairs(k, v)
+        if new is not v:
+            cols[j], changed = new, True
+    if not changed:
+        return t
+    return pa.Table.from_arrays(cols, schema=t.schema)
