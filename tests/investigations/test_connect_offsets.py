@@ -11,8 +11,7 @@ from samples import sample
 import kitlib
 from kitlib import tables
 from kitlib.display import MAX_CHART_ROWS
-from kitlib.investigations.connect_offsets import analysis as offsets
-from kitlib.investigations.connect_offsets import charts, drain
+from kitlib.investigations.connect_offsets import arithmetic, charts, detector, drain, views
 from kitlib.investigations.connect_offsets.commits import build_commits, classify
 
 FIX = Path(__file__).parent.parent / "fixtures" / "connect"
@@ -30,10 +29,10 @@ def bundle_of(tmp_path, *names, host="worker-1"):
 
 # ----------------------------------------------------------------------------- model (seed 001)
 def test_seed001_records_per_request_and_x20():
-    rec = offsets.record_bytes(16384, 23)  # ~712-byte records fill a 16 KiB batch with 23
+    rec = arithmetic.record_bytes(16384, 23)  # ~712-byte records fill a 16 KiB batch with 23
     assert 700 < rec < 725
-    assert offsets.records_per_request(16384, rec) == pytest.approx(23, abs=0.5)
-    after = offsets.records_per_request(327680, rec)  # batch.size x20
+    assert arithmetic.records_per_request(16384, rec) == pytest.approx(23, abs=0.5)
+    after = arithmetic.records_per_request(327680, rec)  # batch.size x20
     assert 455 <= after <= 500
     assert after / 23 == pytest.approx(20, rel=0.02)
 
@@ -41,9 +40,9 @@ def test_seed001_records_per_request_and_x20():
 def test_seed001_backlog_cannot_drain_in_5s_but_can_after_change():
     rpr = 23
     # 48437 outstanding, 31120 still outstanding after the 5 s timeout: 17317 acked in 5 s
-    rtt = offsets.round_trip_s(48437, 31120, 5000, rpr, in_flight=1)
+    rtt = arithmetic.round_trip_s(48437, 31120, 5000, rpr, in_flight=1)
     assert rtt * 1000 == pytest.approx(6.64, abs=0.05)  # the round trip the model carries forward
-    t = offsets.what_if(48437, 16384, rpr, rtt, timeout_ms=5000, in_flight=1, new_batch_size=327680)
+    t = arithmetic.what_if(48437, 16384, rpr, rtt, timeout_ms=5000, in_flight=1, new_batch_size=327680)
     now, prop = t.iloc[0], t.iloc[1]
     assert now["requests_to_drain"] > 2000  # "more than 2,000 requests"
     assert now["drain_s"] == pytest.approx(14.0, abs=0.2) and not now["fits_timeout"]
@@ -53,15 +52,15 @@ def test_seed001_backlog_cannot_drain_in_5s_but_can_after_change():
 
 
 def test_model_in_flight_partitions_linger_and_caps():
-    assert offsets.records_per_request(16384, 712, partitions=4) == pytest.approx(92, abs=0.5)
+    assert arithmetic.records_per_request(16384, 712, partitions=4) == pytest.approx(92, abs=0.5)
     # batch.size above max.request.size is capped by it
-    assert offsets.records_per_request(4 << 20, 1024) == pytest.approx(1024)
-    base = offsets.drain_time_s(10000, 23, 0.005)
-    assert offsets.drain_time_s(10000, 23, 0.005, in_flight=5) == pytest.approx(base / 5)
-    assert offsets.drain_time_s(10000, 23, 0.005, linger_ms=20) == pytest.approx(base + 0.02)
-    assert offsets.drain_time_s(0, 23, 0.005) == 0.0
+    assert arithmetic.records_per_request(4 << 20, 1024) == pytest.approx(1024)
+    base = arithmetic.drain_time_s(10000, 23, 0.005)
+    assert arithmetic.drain_time_s(10000, 23, 0.005, in_flight=5) == pytest.approx(base / 5)
+    assert arithmetic.drain_time_s(10000, 23, 0.005, linger_ms=20) == pytest.approx(base + 0.02)
+    assert arithmetic.drain_time_s(0, 23, 0.005) == 0.0
     # default proposal is 20 x batch.size
-    assert offsets.what_if(1000, 16384, 23, 0.005)["batch.size"].tolist() == [16384, 327680]
+    assert arithmetic.what_if(1000, 16384, 23, 0.005)["batch.size"].tolist() == [16384, 327680]
 
 
 # ----------------------------------------------------------------------------- commits table
@@ -129,7 +128,7 @@ def test_commits_empty_bundle_has_schema(tmp_path):
     )
     b = kitlib.load_bundle(tmp_path / "b")
     assert b.commits.empty and list(b.commits.columns) == tables.SCHEMAS["commits"].names
-    assert offsets.detect_offset_commit_timeouts(b) == []
+    assert detector.detect_offset_commit_timeouts(b) == []
 
 
 # ----------------------------------------------------------------------------- detector
@@ -166,7 +165,7 @@ def test_detector_uses_records_per_request_metric_when_present(tmp_path):
         }
     )
     b2 = kitlib.Bundle(b.root, {**b.tables, "metrics": m})
-    f = offsets.detect_offset_commit_timeouts(b2)[0]
+    f = detector.detect_offset_commit_timeouts(b2)[0]
     assert f.numbers["records_per_request"] == 23
     assert f.numbers["round_trip_ms"] == pytest.approx(6.6, abs=0.2)
     assert f.numbers["records_per_request_after"] == pytest.approx(460, abs=5)
@@ -176,19 +175,19 @@ def test_detector_uses_records_per_request_metric_when_present(tmp_path):
 def test_detector_silent_when_healthy(tmp_path):
     b = bundle_of(tmp_path, "connect-2x-idle.log")
     assert len(b.commits) == 3
-    assert offsets.detect_offset_commit_timeouts(b) == []
+    assert detector.detect_offset_commit_timeouts(b) == []
 
 
 def test_detector_stuck_producer_is_not_a_batching_problem(tmp_path):
     b = bundle_of(tmp_path, "connect-2x-stuck.log")
-    f = offsets.detect_offset_commit_timeouts(b)[0]
+    f = detector.detect_offset_commit_timeouts(b)[0]
     assert "not delivering" in f.summary
     assert "batch.size" not in f.recommendation.split("before")[0]
 
 
 def test_sink_failures_reported(tmp_path):
     b = bundle_of(tmp_path, "connect-3x.log")
-    fs = offsets.detect_offset_commit_timeouts(b)
+    fs = detector.detect_offset_commit_timeouts(b)
     assert {f.summary.split(":")[0] for f in fs} == {"Source task orders-src-0", "Sink task s3-sink-3"}
 
 
@@ -277,11 +276,11 @@ def test_metric_panel_groups_and_names():
 def test_sample_bundle_2x_before_after():
     b = sample("connect-offsets-2x")
     assert b.summary.unparsed_lines == 0
-    ba = offsets.before_after(b.commits, b.configs, "my-connector", 0)
+    ba = views.before_after(b.commits, b.configs, "my-connector", 0)
     assert ba["batch.size"].tolist() == ["16384", "327680"]
     assert ba.loc[0, "failed_or_timeout"] > 10 and ba.loc[1, "failed_or_timeout"] == 0
     assert ba.loc[1, "outstanding_max"] < ba.loc[0, "outstanding_max"] / 10
-    f = offsets.detect_offset_commit_timeouts(b)
+    f = detector.detect_offset_commit_timeouts(b)
     assert len(f) == 1 and f[0].severity == "low" and "Resolved" in f[0].summary
     seed = b.commits[b.commits.outstanding == 48437]
     assert seed["remaining"].tolist() == [31120]
@@ -289,7 +288,7 @@ def test_sample_bundle_2x_before_after():
 
 def test_3x_timeout_points_at_offset_store(tmp_path):
     b = bundle_of(tmp_path, "connect-3x.log")
-    f = [x for x in offsets.detect_offset_commit_timeouts(b) if "orders-src" in x.summary][0]
+    f = [x for x in detector.detect_offset_commit_timeouts(b) if "orders-src" in x.summary][0]
     assert "offset write did not complete" in f.summary and "9,120" in f.summary
     assert "offset.storage.topic" in f.recommendation
     assert "producer.override.batch.size=327680" in f.recommendation
@@ -344,8 +343,8 @@ def test_commits_are_the_same_whatever_the_classification_slice(monkeypatch):
 # ----------------------------------------------------------------------------- drain model section
 def _worst(**kw) -> drain.WorstTask:
     b = sample("connect-offsets-2x")
-    commits = offsets.filter_commits(b.commits)
-    return drain.worst_task(b, offsets.task_summary(commits), commits, **kw)
+    commits = views.filter_commits(b.commits)
+    return drain.worst_task(b, views.task_summary(commits), commits, **kw)
 
 
 def test_the_worst_task_of_seed001_and_its_what_if_rows():
@@ -372,15 +371,15 @@ def test_the_settings_tried_are_the_ones_given():
 
 def test_no_failed_source_task_means_no_model():
     commits = tables.empty("commits")
-    worst = drain.worst_task(None, offsets.task_summary(commits), commits)
+    worst = drain.worst_task(None, views.task_summary(commits), commits)
     assert worst.model is None and worst.table().empty
     assert worst.text() == "No source task timed out or failed to commit in this window."
 
 
 def test_a_model_lacking_the_round_trip_says_so_and_has_no_what_if():
     b = sample("connect-offsets-2x")
-    commits = offsets.filter_commits(b.commits)
+    commits = views.filter_commits(b.commits)
     commits = commits.assign(remaining=pd.Series(pd.NA, index=commits.index, dtype="Int64"))
-    worst = drain.worst_task(b, offsets.task_summary(commits), commits)
+    worst = drain.worst_task(b, views.task_summary(commits), commits)
     assert worst.model is not None and worst.whatif.empty and worst.table().empty
     assert "the drain model lacks" in worst.text().splitlines()[-1]

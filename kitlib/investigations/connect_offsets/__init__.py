@@ -3,7 +3,7 @@ the producer cannot drain outstanding records within offset.flush.timeout.ms."""
 
 from kitlib.findings import Severity
 from kitlib.investigations import FindingKind, Investigation
-from kitlib.investigations.connect_offsets import analysis, commits  # noqa: F401  (registers its tables and detectors; charts load with the notebook)
+from kitlib.investigations.connect_offsets import commits, detector  # noqa: F401  (registers its tables and detectors; charts load with the notebook)
 
 INVESTIGATION = Investigation(
     name="connect_offsets",

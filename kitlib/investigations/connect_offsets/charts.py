@@ -200,7 +200,7 @@ def metrics_chart(panel: pd.DataFrame, group: str, name: str, tz: str = "UTC"):
 
 
 def drain_chart(table: pd.DataFrame, name: str = "connect_drain_whatif"):
-    """Bars of the predicted drain time per setting from :func:`kitlib.investigations.connect_offsets.analysis.what_if`,
+    """Bars of the predicted drain time per setting from :func:`kitlib.investigations.connect_offsets.arithmetic.what_if`,
     with the offset.flush.timeout.ms rule."""
     if table.empty:
         return None

@@ -1,12 +1,12 @@
 """The drain model as the notebook shows it: the source task that failed most often in the window,
-its :class:`~kitlib.investigations.connect_offsets.analysis.DrainModel` told in a few lines, and
+its :class:`~kitlib.investigations.connect_offsets.model.DrainModel` told in a few lines, and
 the what-if table of its current and proposed producer settings.
 
 Example:
     >>> from kitlib import tables
-    >>> from kitlib.investigations.connect_offsets import analysis
+    >>> from kitlib.investigations.connect_offsets import views
     >>> commits = tables.empty("commits")
-    >>> worst = worst_task(None, analysis.task_summary(commits), commits)
+    >>> worst = worst_task(None, views.task_summary(commits), commits)
     >>> print(worst.text())
     No source task timed out or failed to commit in this window.
     >>> worst.table().empty
@@ -19,7 +19,8 @@ from dataclasses import dataclass, field
 
 import pandas as pd
 
-from kitlib.investigations.connect_offsets.analysis import DrainModel, task_model, what_if
+from kitlib.investigations.connect_offsets.arithmetic import what_if
+from kitlib.investigations.connect_offsets.model import DrainModel, task_model
 
 # what the drain table and chart say when the bundle cannot give the drain time
 NO_DRAIN = (
@@ -74,7 +75,7 @@ def worst_task(
     new_batch_size: float | None = None,
     new_linger_ms: float | None = None,
 ) -> WorstTask:
-    """The drain model of the source task in ``summary`` (:func:`~.analysis.task_summary` of
+    """The drain model of the source task in ``summary`` (:func:`~.views.task_summary` of
     ``commits``) with the most timed-out or failed commits, and its what-if rows for
     ``new_batch_size`` (default 20 times the current) and ``new_linger_ms`` (default the current
     one, at least 10). ``record_bytes`` is the average record size when the bundle has no producer
