@@ -90,3 +90,18 @@ def test_every_table_an_investigation_shows_lies_in_the_window(investigation, sa
                 if row.get("ts") is not None:
                     ts = pd.Timestamp(row["ts"])
                     assert start <= ts < end, f"{f.id}: evidence at {ts} outside [{start}, {end})"
+
+
+def test_a_window_cuts_the_restarts_table(tmp_path):
+    """START/END cut restarts by when each start-up began, in memory and on an ingest output."""
+    from kitlib.bundle import window
+
+    lo, hi = pd.Timestamp("2026-11-23 12:02:00", tz="UTC"), pd.Timestamp("2026-11-23 12:03:00", tz="UTC")
+    whole = kitlib.load_bundle(SAMPLE_DATA / "controller-failover")
+    assert len(whole.restarts) == 4 and (whole.restarts["start_ts"] < lo).sum() == 3
+    kitlib.ingest(SAMPLE_DATA / "controller-failover", tmp_path / "kit", progress=False)
+    for b in (whole, kitlib.load(tmp_path / "kit")):
+        r = window(b, lo, hi).restarts
+        assert r["host"].astype(str).tolist() == ["broker-3"]
+        assert ((r["start_ts"] >= lo) & (r["start_ts"] < hi)).all()
+        assert len(window(b, None, lo).restarts) == 3

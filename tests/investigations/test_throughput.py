@@ -1,12 +1,12 @@
-"""Request log parsing and the down-conversion finding on real lab data and realistic lines."""
+"""The down-conversion finding on real lab data and realistic request log lines (the request log's
+own parsing is tested in tests/test_requests.py)."""
 
 import json
 
 from samples import sample
 
 import kitlib
-from kitlib.extract.requests import build, client_versions
-from kitlib.formats.logs import parse_bytes
+from kitlib.extract.requests import client_versions
 from kitlib.investigations.throughput.analysis import detect_down_conversion, old_clients
 
 JSON_LINE = (
@@ -18,28 +18,6 @@ JSON_LINE = (
     '{"softwareName":"unknown","softwareVersion":"unknown"},"temporaryMemoryBytes":2134628,'
     '"messageConversionsTime":12.017} (kafka.request.logger)\n'
 )
-TEXT_LINE = (
-    "[2019-06-01 10:00:00,001] DEBUG Completed request:RequestHeader(apiKey=FETCH, apiVersion=2, clientId=old-app, "
-    "correlationId=11) -- {replica_id=-1,max_wait_time=500},response:{throttle_time_ms=0} from connection "
-    "10.0.0.5:9092-10.0.3.18:40000-3;totalTime:5.1,requestQueueTime:0.1,localTime:4.0,remoteTime:0.0,"
-    "throttleTime:0,responseQueueTime:0.1,sendTime:0.9,securityProtocol:PLAINTEXT,principal:User:ANONYMOUS,"
-    "listener:PLAINTEXT,messageConversionsTime:3.5 (kafka.request.logger)\n"
-)
-
-
-def test_request_log_json_and_old_text_forms():
-    ev, _ = parse_bytes((JSON_LINE + TEXT_LINE).encode())
-    r = build(ev)
-    j = r.iloc[0]
-    assert (j["api_name"], j["api_version"], j["client_id"], j["client_address"]) == (
-        "FETCH",
-        1,
-        "secor-0.8",
-        "10.0.3.17:51234",
-    )
-    assert j["conversion_ms"] == 12.017 and j["temporary_memory_bytes"] == 2134628
-    t = r.iloc[1]
-    assert t["client_address"] == "10.0.3.18:40000" and t["total_ms"] == 5.1 and t["conversion_ms"] == 3.5
 
 
 def test_finding_on_the_real_lab_bundle_names_the_old_client():

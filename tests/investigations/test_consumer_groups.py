@@ -15,7 +15,7 @@ import kitlib
 from kitlib.bundle import Bundle
 from kitlib.investigations.consumer_groups import groups, lag, rebalances, stalled, transaction_timeouts
 
-FIX = Path(__file__).parent / "fixtures" / "clients"
+FIX = Path(__file__).parent.parent / "fixtures" / "clients"
 
 
 @pytest.fixture(scope="module")
@@ -348,7 +348,9 @@ def test_late_transactions_metric_alone_is_a_finding():
 def test_consumer_stalled_on_real_describe_snapshots():
     """kafka-consumer-groups --describe run three times on a real 3.9 broker while records were
     produced and the group had no member (fixture recorded with the CLI-output parsers)."""
-    b = kitlib.load_bundle(Path(__file__).parent / "fixtures" / "cli" / "real-3.9-consumer-groups-lag-history-date.txt")
+    b = kitlib.load_bundle(
+        Path(__file__).parent.parent / "fixtures" / "cli" / "real-3.9-consumer-groups-lag-history-date.txt"
+    )
     found = stalled.consumer_stalled(b)
     assert len(found) == 1
     f = found[0]
@@ -444,17 +446,6 @@ def test_reason_patterns_take_member_ids_out_as_python_would():
     got = rebalances.reason_patterns(pd.Series(reasons, dtype="string")).tolist()
     assert got == want
     assert got[1] == "Removing member c\u00a0<member> on LeaveGroup; client reason: not provided"
-
-
-def test_tables_read_from_an_ingest_output_come_in_one_piece(tmp_path):
-    # a column in many pieces makes every take join them all (16 ms against 16 us for 20 rows)
-    from samples import SAMPLE_DATA
-
-    kitlib.ingest(SAMPLE_DATA / "rebalance-storm", tmp_path / "kit", progress=False, derive=True)
-    b = kitlib.load(tmp_path / "kit")
-    for name, col in (("events", "message"), ("group_events", "reason"), ("group_events", "message")):
-        df = b.table(name)
-        assert len(df) and df[col].array._pa_array.num_chunks == 1, (name, col)
 
 
 def _client_rows(file: str, ts: str, kind: str = "poll_timeout") -> dict:

@@ -14,7 +14,7 @@ from kitlib.bundle import Bundle
 from kitlib.formats.logs import parse_bytes
 from kitlib.investigations.client_requests import analysis, auth
 
-FIX = Path(__file__).parent / "fixtures" / "clients"
+FIX = Path(__file__).parent.parent / "fixtures" / "clients"
 
 
 @pytest.fixture(scope="module")

@@ -1,7 +1,8 @@
 """Broker and cluster health: GC-log and partition-state parsers (exact rows, every line accounted
 for), each detector on a bundle that has its incident and on one that does not, and the rule that
-a GC pause explaining a symptom makes one finding. Fixtures are constructed (see
-tests/fixtures/cluster_health/SOURCES.md); the real lab bundles are checked by test_triage.py."""
+a GC pause explaining a symptom makes one finding; ISR episodes with exact answers on a hand-written
+KRaft broker log. Fixtures are constructed (see tests/fixtures/cluster_health/SOURCES.md); the real
+lab bundles are checked by tests/test_triage.py."""
 
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ from kitlib.findings import triage
 from kitlib.investigations.cluster_health import analysis, state
 from kitlib.investigations.cluster_health.gclog import detect, parse_text
 
-FIX = Path(__file__).parent / "fixtures" / "cluster_health"
+FIX = Path(__file__).parent.parent / "fixtures" / "cluster_health"
 MB = 1024**2
 
 
@@ -413,7 +414,8 @@ def test_isr_shrink_from_topics_describe_alone(tmp_path):
     names the brokers missing from each ISR, leaving out replicas a reassignment is still adding."""
     (tmp_path / "ops").mkdir()
     shutil.copy(
-        Path(__file__).parent / "fixtures" / "cli" / "constructed-2.8-topics-under-replicated.txt", tmp_path / "ops"
+        Path(__file__).parent.parent / "fixtures" / "cli" / "constructed-2.8-topics-under-replicated.txt",
+        tmp_path / "ops",
     )
     f = findings(kitlib.load_bundle(tmp_path), "isr-shrink")[0]
     assert f.numbers == {
@@ -427,7 +429,7 @@ def test_isr_shrink_from_topics_describe_alone(tmp_path):
 
 # --- one node's stall, one finding ---
 
-SAMPLES = Path(__file__).parent.parent / "sample_data"
+SAMPLES = Path(__file__).parents[2] / "sample_data"
 
 
 def _elections(root: Path) -> None:
@@ -536,16 +538,48 @@ def test_a_departure_the_logs_do_not_see_back_but_jmx_does(tmp_path):
     assert f.numbers["never_rejoined"] == 1 and "1 departure(s) not seen back in any source" in f.summary
 
 
-def test_a_window_cuts_the_restarts_table(tmp_path):
-    """START/END cut restarts by when each start-up began, in memory and on an ingest output."""
-    from kitlib.bundle import window
+# --- ISR episodes ---
 
-    lo, hi = pd.Timestamp("2026-11-23 12:02:00", tz="UTC"), pd.Timestamp("2026-11-23 12:03:00", tz="UTC")
-    whole = kitlib.load_bundle(SAMPLES / "controller-failover")
-    assert len(whole.restarts) == 4 and (whole.restarts["start_ts"] < lo).sum() == 3
-    kitlib.ingest(SAMPLES / "controller-failover", tmp_path / "kit", progress=False)
-    for b in (whole, kitlib.load(tmp_path / "kit")):
-        r = window(b, lo, hi).restarts
-        assert r["host"].astype(str).tolist() == ["broker-3"]
-        assert ((r["start_ts"] >= lo) & (r["start_ts"] < hi)).all()
-        assert len(window(b, None, lo).restarts) == 3
+
+def _shrink(t: str, p: int, before: str, after: str, out: int) -> str:
+    return (
+        f"[2026-11-23 12:00:{t}] INFO [Partition orders-{p} broker=1] Shrinking ISR from {before} to {after}. "
+        f"Leader: (highWatermark: 10, endOffset: 20). Out of sync replicas: (brokerId: {out}, endOffset: 10, "
+        "lastCaughtUpTimeMs: 1795435189933). (kafka.cluster.Partition)"
+    )
+
+
+def _updated(t: str, p: int, isr: str, version: int) -> str:
+    return (
+        f"[2026-11-23 12:00:{t}] INFO [Partition orders-{p} broker=1] ISR updated to {isr}  and version "
+        f"updated to {version} (kafka.cluster.Partition)"
+    )
+
+
+LOG = [
+    _shrink("01,000", 0, "1,3,2", "1,3", 2),
+    _updated("03,500", 0, "1,3,2", 2),  # broker 2 back on orders-0 after 2.5 s
+    _shrink("05,000", 0, "1,3,2", "1,3", 2),
+    _updated("06,000", 1, "1,3,2", 7),  # a rejoin on another partition: not orders-0's
+    _shrink("09,000", 0, "1,3,2", "1,3", 2),  # no rejoin logged between: back by this shrink
+    _shrink("10,000", 1, "1,2,3", "1,2", 3),  # broker 3 leaves orders-1 and is never seen back
+    _updated("12,000", 0, "1,3,2", 4),  # broker 2 back on orders-0 after the third shrink
+]
+
+
+def test_episodes_pair_each_departure_with_its_own_rejoin(tmp_path: Path):
+    (tmp_path / "broker-1").mkdir()
+    (tmp_path / "broker-1" / "server.log").write_text("\n".join(LOG) + "\n")
+    ep = analysis.isr_episodes(kitlib.load_bundle(tmp_path))
+    ep = ep.sort_values(["left", "node"]).reset_index(drop=True)
+    t = lambda s: pd.Timestamp(f"2026-11-23 12:00:{s}", tz="UTC")
+    assert ep["node"].tolist() == [2, 2, 2, 3]
+    assert ep["partition"].tolist() == [0, 0, 0, 1]
+    assert ep["left"].tolist() == [t("01"), t("05"), t("09"), t("10")]
+    assert ep["rejoined"].tolist()[0] == t("03.5")
+    assert pd.isna(ep["rejoined"][1])  # the next rejoin of orders-0 comes after the next shrink
+    assert ep["back_by"].tolist()[:3] == [t("03.5"), t("09"), t("12")]
+    assert ep["out_s"].tolist()[0] == 2.5 and ep["out_s"].tolist()[2] == 3.0
+    assert pd.isna(ep["back_by"][3]) and pd.isna(ep["rejoined"][3])
+    assert ep["line"].tolist() == [1, 3, 5, 6]
+    assert (ep["file"] == "broker-1/server.log").all()

@@ -12,7 +12,7 @@ from kitlib.formats.logs import parse_bytes
 from kitlib.investigations.compaction import analysis as c
 from kitlib.investigations.compaction.cleaner import build_events, build_runs, parse_stats
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 BLOCK_3X = """[2026-11-23 03:17:40,988] INFO Cleaner 0: Beginning cleaning of log orders-3 (kafka.log.LogCleaner)
 [2026-11-23 03:17:40,990] INFO Cleaner 0: Building offset map for log orders-3 for 31 segments in offset range [0, 412977). (kafka.log.LogCleaner)
