@@ -184,6 +184,7 @@ def test_payload_sample_keeps_sizes_not_values(tmp_path):
     assert bundle.unparsed["line"].tolist() == [32] and "line 32" in f["error"]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("derive", [False, True], ids=["on-first-use", "during-ingest"])
 @pytest.mark.parametrize("sample", ["connect-offsets-2x", "compaction", "down-conversion", "remote-storage"])
 def test_streaming_ingest_derives_the_same_tables_as_loading(tmp_path, sample, derive):
@@ -205,6 +206,7 @@ def test_streaming_ingest_derives_the_same_tables_as_loading(tmp_path, sample, d
     assert len(mem.commits) + len(mem.cleaner_runs) + len(mem.requests) + len(mem.remote_log_events) > 0
 
 
+@pytest.mark.slow
 def test_an_ingest_output_builds_its_derived_tables_on_first_use(tmp_path, monkeypatch):
     """The ingest only parses; the summary lists the derived tables it left. The first read builds
     them all from the stored events (equal to the in-memory tables, also cut to a window and seen
@@ -328,6 +330,7 @@ def test_a_failing_table_builder_is_reported_and_the_rest_loads(monkeypatch):
     assert len(b.events) > 0 and len(b.metrics) > 0
 
 
+@pytest.mark.slow
 def test_a_bundle_read_back_has_every_declared_table(tmp_path):
     """Reports run notebooks on an ingested folder: read back in a fresh interpreter, every table
     the kit declares must be there (empty when the bundle has none), not an AttributeError."""
@@ -346,6 +349,7 @@ def test_a_bundle_read_back_has_every_declared_table(tmp_path):
     assert {"file_io", "probe_throughput", "tierstate_events", "remote_log_events", "commits"} <= set(names)
 
 
+@pytest.mark.slow
 def test_an_ingest_output_answers_without_loading_whole_tables(tmp_path):
     """select() and span() on an ingest output push filters down (nothing is cached), and agree
     with the same questions asked of the bundle loaded in memory, also inside a window."""
@@ -403,6 +407,7 @@ def test_folders_that_name_a_kind_are_not_hosts(tmp_path):
     ]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("sample", ["remote-storage", "isr-flapping"])
 def test_triage_page_tables_are_the_same_from_duckdb(tmp_path, sample):
     """On an ingest output the triage page groups WARN/ERROR messages in DuckDB; the table must be
@@ -421,6 +426,7 @@ def test_triage_page_tables_are_the_same_from_duckdb(tmp_path, sample):
     pd.testing.assert_frame_equal(lazy, mem, check_dtype=False)
 
 
+@pytest.mark.slow
 def test_the_stored_events_keep_statistics_where_reads_filter(tmp_path):
     """Row groups carry min/max for the columns reads filter on (time, host, file, line), so a
     host's or a window's rows are read without the others; levels, loggers and messages carry none

@@ -29,6 +29,7 @@ def test_every_finding_id_is_in_the_catalogue_once_with_a_meaning():
             assert text.count(f"| `{k.id}` | {k.severity} |") == 1
 
 
+@pytest.mark.slow
 def test_sample_readme_table_is_what_triage_finds():
     readme = SAMPLE_DATA / "README.md"
     found = {name: kitlib.triage(sample(name)).findings for name in NAMES}

@@ -3,12 +3,15 @@
 import json
 import sys
 
+import pytest
+
 LOG = (
     "[2024-05-22 00:00:0{i},000] INFO [GroupCoordinator 1]: Stabilized group g{i} generation 3 "
     "(__consumer_offsets-7) with 2 members (kafka.coordinator.group.GroupCoordinator)\n"
 )
 
 
+@pytest.mark.slow
 def test_ingest_then_summary(kit, tmp_path):
     b = tmp_path / "bundle" / "broker-1"
     b.mkdir(parents=True)

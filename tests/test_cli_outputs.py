@@ -51,6 +51,7 @@ def rows(df: pd.DataFrame, cols: list[str]) -> list[tuple]:
     return [tuple(None if pd.isna(v) else v for v in r) for r in df[cols].itertuples(index=False)]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("path", FIXTURES, ids=lambda p: p.name)
 def test_every_fixture_is_detected_and_accounted_for(tmp_path, path):
     fmt = formats.detect(path.read_bytes()[:65536])
@@ -356,6 +357,7 @@ def test_dump_log_old_layouts(tmp_path):
     assert not r.astype(str).apply(lambda col: col.str.contains("do-not-store", regex=False)).any().any()
 
 
+@pytest.mark.slow
 def test_dump_log_bulk_path_is_fast(tmp_path):
     """A 300k-line deep dump (real lines repeated) loads in bulk, not line by line."""
     lines = (CLI / "real-3.9-dump-log-deep.txt").read_text().splitlines()

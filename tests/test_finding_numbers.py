@@ -58,6 +58,7 @@ def recount(bundle, table: str, query: str) -> pd.DataFrame:
     return bundle.table(table).query(query, engine="python")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", NAMES)
 def test_evidence_rows_are_rows_of_the_bundle(name):
     real = provenance(name)
@@ -67,6 +68,7 @@ def test_evidence_rows_are_rows_of_the_bundle(name):
         assert not missing, f"{f.id}: evidence cites rows no table holds: {missing[:5]}"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", NAMES)
 def test_stated_counts_are_recounted_from_their_rows(name):
     b = sample(name)

@@ -72,6 +72,7 @@ def test_a_zip_member_failing_its_crc_costs_only_itself(root, tmp_path):
     assert rc in (0, 1), err
 
 
+@pytest.mark.slow
 def test_a_folder_nested_1500_deep_is_walked(root):
     generate.deep_nest(root, depth=1500)
     t = time.perf_counter()
@@ -85,6 +86,7 @@ def test_a_folder_nested_1500_deep_is_walked(root):
     assert f.loc[bottom + "app.log", "format"] == "log-layout" and f.loc[bottom + "app.log", "parsed"] == 2
 
 
+@pytest.mark.slow
 def test_pipes_sockets_devices_and_odd_zip_members_are_never_opened(root, tmp_path):
     generate.special_files(root)
     run = run_cli("ingest", str(root / "special-files"), "--out", str(tmp_path / "o"), "--no-progress")
@@ -115,6 +117,7 @@ def test_pipes_sockets_devices_and_odd_zip_members_are_never_opened(root, tmp_pa
     assert time.perf_counter() - t < 60
 
 
+@pytest.mark.slow
 def test_zip_members_are_found_without_reading_the_archive_again(root, monkeypatch):
     generate.many_member_zip(root, 2000, "zip-2000")
     reads = []
@@ -130,6 +133,7 @@ def test_zip_members_are_found_without_reading_the_archive_again(root, monkeypat
     assert len(reads) == 1  # the central directory is read once, not once per member (it was 3 per member)
 
 
+@pytest.mark.slow
 def test_nested_zips_are_read_with_bounded_memory_and_depth(root, tmp_path):
     generate.nested_zips(root)
     run = run_cli("ingest", str(root / "nested-zip"), "--out", str(tmp_path / "o"), "--no-progress")
@@ -144,6 +148,7 @@ def test_nested_zips_are_read_with_bounded_memory_and_depth(root, tmp_path):
     assert run.rss_mb < 450, run.rss_mb  # the nested archives went through temporary files
 
 
+@pytest.mark.slow
 def test_many_small_files_make_few_row_groups_and_memory_stays_flat(root, tmp_path):
     generate.small_files(root, 500, "small-500", hosts=20)
     generate.small_files(root, 5000, "small-5000", hosts=20)

@@ -314,6 +314,7 @@ def test_epoch_unit_thresholds():
 
 
 # --- 6. millions of tiny lines ------------------------------------------------------------------
+@pytest.mark.slow
 def test_a_million_unparsed_tiny_lines_come_in_bounded_pieces(path):
     n = 600_000
     data = records(1)[0].encode() + b"\n\xff\n" + b"x\n" * n

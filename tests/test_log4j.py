@@ -133,6 +133,7 @@ def test_invalid_utf8_and_nul_lines_go_to_unparsed_with_reason():
     assert ev["nlines"].sum() + len(un) == 4
 
 
+@pytest.mark.slow
 def test_huge_line_and_timezone():
     big = b"x" * 5_000_000
     data = b"[2024-03-31 02:30:00,000] INFO " + big + b" (a.B)\n[2024-07-01 12:00:00,000] INFO y (a.B)\n"
@@ -187,6 +188,7 @@ def test_detection_by_content():
     assert detect(gzip.compress(SERVER)) is None  # detection sees decompressed content only
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("seed", range(12))
 def test_random_damage_never_loses_a_line(seed, tmp_path):
     """Truncate, splice junk and shuffle real lines at random: the parser never raises and

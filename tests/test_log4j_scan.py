@@ -74,6 +74,7 @@ def test_there_are_log4j_files_to_compare():
     assert len(FILES) >= 20
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("path", FILES, ids=[str(p.relative_to(ROOT)) for p in FILES])
 def test_every_log4j_file_of_the_samples_parses_the_same_both_ways(path):
     data = path.read_bytes()
@@ -194,6 +195,7 @@ def block(draw) -> bytes:
     return text.encode()
 
 
+@pytest.mark.slow
 @settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(block())
 def test_generated_blocks_parse_the_same_both_ways(data):
@@ -274,6 +276,7 @@ FRAGMENTS = st.sampled_from(
 )
 
 
+@pytest.mark.slow
 @settings(max_examples=1500, deadline=None)
 @given(st.lists(FRAGMENTS, max_size=14).map("".join))
 def test_the_scan_flags_everything_re2_flags(text):

@@ -237,6 +237,7 @@ def test_a_kit_output_is_replaced_whole_on_a_rerun(tmp_path):
     assert tree(out) == before
 
 
+@pytest.mark.slow
 def test_a_report_replaces_its_own_output_and_writes_its_index_last(tmp_path):
     from kitlib.report import report
 
@@ -259,6 +260,7 @@ def test_a_report_replaces_its_own_output_and_writes_its_index_last(tmp_path):
     assert debris(tmp_path, "r") == [] and debris(out, "tables") == []
 
 
+@pytest.mark.slow
 def test_a_report_cut_short_leaves_no_index(tmp_path, monkeypatch):
     """The earlier report's index is gone as soon as the new run starts: a report that fails or
     is killed before its end never shows the previous bundle's page over the new tables."""
@@ -294,6 +296,7 @@ def _partial(out: Path) -> list[Path]:
     return [p for p in out.parent.glob(f".{out.name}.partial-*") if guard.is_kit_output(p)]
 
 
+@pytest.mark.slow
 def test_a_killed_ingest_leaves_debris_the_next_run_removes(kit, big_bundle, tmp_path):
     out = tmp_path / "o"
     p = _start_ingest(kit, big_bundle, out)
@@ -322,6 +325,7 @@ def test_a_killed_ingest_leaves_debris_the_next_run_removes(kit, big_bundle, tmp
     assert (out / "summary.json").is_file()
 
 
+@pytest.mark.slow
 def test_a_terminated_ingest_removes_its_own_partial_folder(kit, big_bundle, tmp_path):
     out = tmp_path / "o"
     p = _start_ingest(kit, big_bundle, out)
@@ -335,6 +339,7 @@ def test_a_terminated_ingest_removes_its_own_partial_folder(kit, big_bundle, tmp
     assert debris(tmp_path, "o") == [] and not out.exists()
 
 
+@pytest.mark.slow
 def test_two_ingests_into_one_output_one_refuses_naming_the_other(kit, big_bundle, tmp_path):
     out = tmp_path / "o"
     p = _start_ingest(kit, big_bundle, out)

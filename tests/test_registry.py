@@ -19,6 +19,7 @@ ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS = ROOT / "notebooks"
 
 
+@pytest.mark.slow
 def test_investigations_json_lists_each_with_its_notebook_tables_and_ids(kit):
     r = kit("investigations", "--json")
     assert r.returncode == 0, r.stderr
@@ -42,6 +43,7 @@ def test_every_notebook_belongs_to_an_investigation_or_is_the_triage_page():
     assert names == {"triage.ipynb"} | {inv.notebook for inv in registry.investigations()}
 
 
+@pytest.mark.slow
 def test_relevance_is_data_on_declared_tables(monkeypatch):
     from dataclasses import replace
 
@@ -142,6 +144,7 @@ def test_a_detector_whose_tables_are_empty_is_skipped_not_run(kit):
     assert "[skipped: no rows in cleaner_events]" in text
 
 
+@pytest.mark.slow
 def test_a_third_party_investigation_arrives_through_an_entry_point(kit, tmp_path):
     pkg = tmp_path / "acme_kafka"
     pkg.mkdir()
@@ -212,6 +215,7 @@ def berlin_bundle(tmp_path):
     return b
 
 
+@pytest.mark.slow
 def test_timezone_rule_is_option_then_manifest_then_utc_in_every_command(kit, berlin_bundle, tmp_path):
     # Berlin is UTC+2 in May: the manifest's zone applies unless --tz says otherwise
     assert kitlib.load_bundle(berlin_bundle).summary.time_span[0].startswith("2024-05-22T08:00:00")

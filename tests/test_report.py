@@ -141,6 +141,7 @@ def _svg_texts(chart) -> list[str]:
     return [re.sub(r"<[^>]+>", "", t) for t in re.findall(r"<text[^>]*>(.*?)</text>", svg)]
 
 
+@pytest.mark.slow
 def test_time_axis_reads_the_same_from_milliseconds_to_weeks():
     import re
 

@@ -46,6 +46,7 @@ def _subcommands():
     return sorted(action.choices)
 
 
+@pytest.mark.slow
 def test_cli_help_on_every_subcommand(capsys, kit):
     from kitlib.cli import main
 

@@ -67,6 +67,7 @@ def test_strimzi_layouts_are_the_ones_the_scan_reads():
         assert layouts.scan_style(layouts.compile_pattern(other)) is None
 
 
+@pytest.mark.slow
 def test_a_generated_strimzi_log_is_taken_by_the_scan_and_parses_the_same():
     data = strimzi_log(2 << 20)
     for layout in (INFERRED, GIVEN):
@@ -199,6 +200,7 @@ def block(draw, plain: bool = False) -> bytes:
     return text.encode()
 
 
+@pytest.mark.slow
 @settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(block(plain=True))
 def test_blocks_of_plain_headers_are_taken_and_parse_the_same_both_ways(data):
@@ -209,6 +211,7 @@ def test_blocks_of_plain_headers_are_taken_and_parse_the_same_both_ways(data):
     assert_same(native, reference)
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(block())
 def test_any_block_parses_the_same_both_ways(data):

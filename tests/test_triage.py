@@ -31,6 +31,7 @@ def triage_json(bundle: str) -> list[dict]:
     return json.loads(json.dumps([f.to_dict() for f in kitlib.triage(sample(bundle)).findings]))
 
 
+@pytest.mark.slow
 def test_the_cli_prints_the_same_json_and_exit_status(kit):
     r = kit("triage", ROOT / "sample_data" / "compaction", "--json")
     assert r.returncode == 1, r.stderr
@@ -39,6 +40,7 @@ def test_the_cli_prints_the_same_json_and_exit_status(kit):
     assert r.returncode == 0 and json.loads(r.stdout) == []
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("bundle", BUNDLES)
 def test_triage_json(bundle):
     found = triage_json(bundle)

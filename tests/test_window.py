@@ -68,6 +68,7 @@ def cases():
             yield pytest.param(inv.name, name, id=f"{inv.name}-{name}")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("investigation,sample_name", list(cases()))
 def test_every_table_an_investigation_shows_lies_in_the_window(investigation, sample_name, stores):
     inv = registry.investigation(investigation)
@@ -92,6 +93,7 @@ def test_every_table_an_investigation_shows_lies_in_the_window(investigation, sa
                     assert start <= ts < end, f"{f.id}: evidence at {ts} outside [{start}, {end})"
 
 
+@pytest.mark.slow
 def test_a_window_cuts_the_restarts_table(tmp_path):
     """START/END cut restarts by when each start-up began, in memory and on an ingest output."""
     from kitlib.bundle import window

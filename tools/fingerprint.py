@@ -25,7 +25,6 @@ from pathlib import Path
 
 import pandas as pd
 
-
 # columns that time the kit's own work, and differ from run to run
 TIMINGS = {"files": ["seconds"]}
 
@@ -105,9 +104,13 @@ def diff(before: dict, after: dict) -> list[str]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     ap.add_argument("root", nargs="?", default="sample_data", help="a folder of bundles (default: sample_data)")
-    ap.add_argument("--diff", nargs=2, metavar=("BEFORE", "AFTER"), help="compare two fingerprints and list the differences")
+    ap.add_argument(
+        "--diff", nargs=2, metavar=("BEFORE", "AFTER"), help="compare two fingerprints and list the differences"
+    )
     args = ap.parse_args(argv)
     if args.diff:
         before, after = (json.loads(Path(p).read_text()) for p in args.diff)

@@ -285,6 +285,7 @@ def test_combined_kraft_nodes_are_not_read_as_saturated():
 @pytest.mark.parametrize(
     "bundle", ["healthy-cluster", "gc-pressure", "isr-flapping", "controller-failover", "log-dir-failure"]
 )
+@pytest.mark.slow
 def test_request_saturation_silent_on_the_lab_cluster_bundles(bundle):
     """Three combined broker+controller nodes under other incidents: no request queueing, no finding."""
     b = sample(bundle)

@@ -210,6 +210,7 @@ def test_zookeeper_mode_tables():
 # --- detectors ---
 
 
+@pytest.mark.slow
 def test_zookeeper_failover_bundle_findings():
     b = kitlib.load_bundle(FIX / "zk-failover")
     assert ids_of(b) == ["broker-fenced", "controller-failover", "isr-shrink", "log-dir-failure", "unclean-election"]
@@ -462,6 +463,7 @@ def _elections(root: Path) -> None:
             f.write("\n".join(add) + "\n")
 
 
+@pytest.mark.slow
 def test_a_frozen_broker_is_one_finding_with_its_consequences(tmp_path):
     """Node 2 of the isr-flapping lab bundle was frozen four times (its JmxTool got no answer for
     5-15 s each time), fenced in the last; with the elections its resumes set off added, the
@@ -490,6 +492,7 @@ def test_a_frozen_broker_is_one_finding_with_its_consequences(tmp_path):
     assert ("broker-2/jmx-broker.csv", 25) in cited  # the first sample after the 14.7 s gap
 
 
+@pytest.mark.slow
 def test_the_lab_stall_absorbs_the_isr_shrinks_and_all_came_back():
     """The sample as captured: the last departure (orders-3 from broker 3's ISR) has no rejoin line
     before the logs end, but broker 3's UnderReplicatedPartitions is back at 0 a few seconds later:
