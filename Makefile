@@ -20,7 +20,7 @@ OUT    ?= reports
 FAST   := -p no:nbval -m "not broker and not chromium and not slow"
 PYTEST := $(BIN)/python -m pytest -q -p no:cacheprovider
 
-.PHONY: report test check venv chromium bench notebooks clean
+.PHONY: report test check venv chromium bench notebooks statements clean
 
 report: $(STAMP)
 	$(BIN)/kitlib report sample_data --out $(OUT)
@@ -61,6 +61,12 @@ chromium:
 # outputs that nbval compares against. Run after changing kitlib, a notebook or sample data.
 notebooks: $(STAMP)
 	cd notebooks && for nb in *.ipynb; do ../$(BIN)/papermill -k python3 --cwd . "$$nb" "$$nb" || exit 1; done
+
+# The catalogue of Kafka's own log statements that ships with the kit, read from a git clone of
+# Apache Kafka (every release tag and the clone's HEAD; nothing is checked out). Never edit the file.
+statements: $(STAMP)
+	@test -n "$(KAFKA_CLONE)" || { echo "usage: make statements KAFKA_CLONE=DIR (a git clone of apache/kafka)"; exit 2; }
+	$(BIN)/python -m kitlib.formats.logs.statements $(KAFKA_CLONE) --out kitlib/formats/logs/statements.json.gz
 
 bench: $(STAMP)
 	$(BIN)/python bench/ingest_bench.py --size-mb 1024
