@@ -689,7 +689,7 @@ def extract(clone: Path | str, tags: list[str] | None = None, trunk: bool = True
         rels = tuple(labels[i] for i in sorted(e["releases"]))
         statements.append(Statement(tid, logger, level, f.template, f.types, f.exprs, rels, e["path"]))
     statements.sort(key=lambda s: (s.logger, s.template, s.level))
-    notes = {"distinct_files": len(paths), "bytes_read": n_bytes}
+    notes: dict[str, int | str] = {"distinct_files": len(paths), "bytes_read": n_bytes}
     if trunk:
         notes["trunk"] = _git(clone, "log", "-1", "--format=%H %cs", "HEAD").strip()
     if progress:
