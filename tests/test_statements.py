@@ -23,6 +23,11 @@ class Partition(val topic: String, val partitionId: Int) extends Logging {
 object Partition extends Logging {
   def apply(): Unit = debug("Creating partition %s with leader epoch %d".format(tp, leaderEpoch))
 }
+
+// a value of a class that mixes in Logging logs as that class
+case class RetentionBreach(log: UnifiedLog) {
+  def logReason(): Unit = log.info(s"Deleting segment $segment due to retention")
+}
 """
 
 # 1.1.0: the ISR variables renamed, the warn statement gone
@@ -36,6 +41,11 @@ class Partition(val topic: String, val partitionId: Int) extends Logging {
 
 object Partition extends Logging {
   def apply(): Unit = debug("Creating partition %s with leader epoch %d".format(tp, leaderEpoch))
+}
+
+// a value of a class that mixes in Logging logs as that class
+case class RetentionBreach(log: UnifiedLog) {
+  def logReason(): Unit = log.info(s"Deleting segment $segment due to retention")
 }
 """
 
@@ -121,6 +131,7 @@ def test_extract_reads_every_release_and_keeps_ids_across_renamed_variables(kafk
         ("org.apache.kafka.clients.NetworkClient", "error", "Unexpected error from {}; closing", ("any",),
          ("1.0.0", *later)),
         ("org.apache.kafka.clients.NetworkClient", "trace", "Closing the client, epoch {}", ("epoch",), later),
+        ("kafka.cluster.UnifiedLog", "info", "Deleting segment {} due to retention", ("any",), ("1.0.0", *later)),
         ("org.apache.kafka.clients.NetworkClient$Updater", "debug", "Updating metadata for bootstrap", (),
          ("1.0.0", *later)),
     }  # fmt: skip

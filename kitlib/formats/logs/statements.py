@@ -15,8 +15,10 @@ between releases is one blob, parsed once) and finds the log calls in it:
   before 2.0), else the outermost one; an object's name ends in ``$`` and a nested class's is
   ``Outer$Inner``, as the JVM names them; a ``loggerName`` override naming a class or a string wins.
   ``logIdent`` only prefixes the message and is not part of the template. ``stateChangeLogger.x(...)``
-  logs to ``state.change.logger``. A trait's calls are filed under the trait (the class that mixes
-  it in is not known from the trait's file). ``fatal`` counts as ``error``.
+  logs to ``state.change.logger``; ``log.info(...)`` on a value declared with a type
+  (``log: UnifiedLog``) logs as that type. A trait's calls are filed under the trait (the class that
+  mixes it in is not known from the trait's file), and so are a base class's calls whose logger is
+  made from ``getClass()`` (a subclass logs them under its own name). ``fatal`` counts as ``error``.
 
 A template is the message's literal text with ``{}`` where a value goes: SLF4J's ``{}``, Scala's
 ``$x``/``${...}``, ``%s``-style slots of ``.format(...)`` and every non-literal term of a ``+``
@@ -598,6 +600,22 @@ def _scala_logger(pos: int, scopes: list[tuple[int, int, str, str, str]], code: 
     return scope[2]
 
 
+def _receiver_logger(receiver: str, pos: int, decls, blank: str, code: str, pkg: str, own: str, scala: bool) -> str:
+    """The logger of ``receiver.info(...)``: the one the file makes under that name (the nearest before
+    ``pos``), else, in Scala, the class of a value declared with a type (``log: UnifiedLog``: a class
+    that mixes in ``Logging``); "" when neither is known."""
+    named = [d for d in decls if d[1] == receiver]
+    before = [d for d in named if d[0] < pos]
+    decl = before[-1] if before else (named[0] if named else None)
+    if decl and decl[2]:
+        return decl[2]
+    if decl is None and scala:
+        typed = re.search(r"(?<![\w$])" + re.escape(receiver) + r"\s*:\s*([A-Z][\w.]*)", blank)
+        if typed and not typed.group(1).endswith(("Logger", "Log4jLogger")):
+            return _resolve_class(typed.group(1), code, pkg, own, java=False)
+    return ""
+
+
 def parse_source(code: str, path: str) -> list[Found]:
     """Every log call of one Java or Scala source file whose message has literal words."""
     scala = path.endswith(".scala")
@@ -629,13 +647,10 @@ def parse_source(code: str, path: str) -> list[Found]:
             continue
         if receiver in _KNOWN_RECEIVERS:
             logger = _KNOWN_RECEIVERS[receiver]
-        elif receiver and not (scala and receiver in ("logger", "log")):
-            named = [d for d in decls if d[1] == receiver]
-            before = [d for d in named if d[0] < m.start()]
-            decl = before[-1] if before else (named[0] if named else None)
-            logger = decl[2] if decl and decl[2] else (
-                _scala_logger(m.start(), scopes, code, pkg, own_class) if scala else own_class
-            )  # fmt: skip
+        elif receiver:
+            logger = _receiver_logger(receiver, m.start(), decls, blank, code, pkg, own, scala)
+            if not logger:
+                logger = _scala_logger(m.start(), scopes, code, pkg, own_class) if scala else own_class
         else:
             logger = _scala_logger(m.start(), scopes, code, pkg, own_class) if scala else own_class
         line = code.count("\n", 0, m.start()) + 1
