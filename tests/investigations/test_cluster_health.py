@@ -586,3 +586,187 @@ def test_episodes_pair_each_departure_with_its_own_rejoin(tmp_path: Path):
     assert pd.isna(ep["back_by"][3]) and pd.isna(ep["rejoined"][3])
     assert ep["line"].tolist() == [1, 3, 5, 6]
     assert (ep["file"] == "broker-1/server.log").all()
+
+
+# --- older brokers' wording (lines built from the catalogue's templates: `kitlib templates --grep ...`) ---
+
+
+def _log(ts: str, level: str, message: str, logger: str) -> str:
+    return f"[{ts}] {level} {message} ({logger})"
+
+
+def _rows(df: pd.DataFrame, cols: list[str]) -> list[list]:
+    """The rows of ``df`` for ``cols``, missing values as None."""
+    return [[None if pd.isna(v) else v for v in row] for row in df[cols].astype(object).values.tolist()]
+
+
+def test_zookeeper_0_10_wording_tables_and_findings(tmp_path):
+    """A 0.10 cluster: "Partition [t,N] on broker B: Shrinking ISR for partition [t,N] from A to B"
+    (0.8.0-0.10.2.2), the expand in its 0.10.2 form "for partition t-N" and its 0.8-0.10.1 form
+    "[t,N]", "N successfully elected as leader" (ZookeeperLeaderElector, 0.8.0-0.10.2.2), the
+    broker-change handler's "Newly added brokers: , deleted brokers: 2, all live brokers: ..." (0.8.0-0.10.1.1
+    under "[BrokerChangeListener on Controller 1]: ") and "[Controller 1]: Broker failure callback for 2"
+    (0.8.0-trunk): the same rows and findings as the 3.x wording, naming broker 2."""
+    part = "kafka.cluster.Partition"
+    _write(
+        tmp_path,
+        "broker-1",
+        "server.log",
+        [
+            _log(
+                "2019-04-10 06:22:02,491",
+                "INFO",
+                "Partition [orders,24] on broker 1: Shrinking ISR for partition [orders,24] from 1,2,0 to 1,0",
+                part,
+            ),
+            _log(
+                "2019-04-10 06:22:02,520",
+                "INFO",
+                "Partition [pay.ments-eu,3] on broker 1: Shrinking ISR for partition [pay.ments-eu,3] from 2,1 to 1",
+                part,
+            ),
+            _log(
+                "2019-04-10 06:22:09,100",
+                "INFO",
+                "Partition [orders,24] on broker 1: Expanding ISR for partition orders-24 from 1,0 to 1,0,2",
+                part,
+            ),
+            _log(
+                "2019-04-10 06:22:09,300",
+                "INFO",
+                "Partition [pay.ments-eu,3] on broker 1: Expanding ISR for partition [pay.ments-eu,3] from 1 to 1,2",
+                part,
+            ),
+        ],
+    )
+    _write(
+        tmp_path,
+        "broker-1",
+        "controller.log",
+        [
+            _log(
+                "2019-04-10 06:00:00,100",
+                "INFO",
+                "1 successfully elected as leader",
+                "kafka.server.ZookeeperLeaderElector",
+            ),
+            _log(
+                "2019-04-10 06:22:01,900",
+                "INFO",
+                "[BrokerChangeListener on Controller 1]: Newly added brokers: , "
+                "deleted brokers: 2, all live brokers: 0,1",
+                "kafka.controller.ReplicaStateMachine$BrokerChangeListener",
+            ),
+            _log(
+                "2019-04-10 06:22:01,903",
+                "INFO",
+                "[Controller 1]: Broker failure callback for 2",
+                "kafka.controller.KafkaController",
+            ),
+        ],
+    )
+    b = kitlib.load_bundle(tmp_path)
+    cols = ["kind", "topic", "partition", "reporter", "isr_before", "isr_after", "removed", "added"]
+    assert _rows(b.table("partition_changes"), cols) == [
+        ["isr_shrink", "orders", 24, 1, "1,2,0", "1,0", "2", None],
+        ["isr_shrink", "pay.ments-eu", 3, 1, "2,1", "1", "2", None],
+        ["isr_expand", "orders", 24, 1, "1,0", "1,0,2", None, "2"],
+        ["isr_expand", "pay.ments-eu", 3, 1, "1", "1,2", None, "2"],
+    ]
+    ne = b.table("node_events")
+    # the handler's line and the callback are one failure
+    assert _rows(ne, ["kind", "node", "reporter", "line"]) == [
+        ["controller_active", 1, None, 1],
+        ["broker_failed", 2, 1, 3],
+    ]
+    assert ids_of(b) == ["broker-fenced", "isr-shrink"]
+    f = findings(b, "isr-shrink")[0]
+    assert (f.numbers["broker"], f.numbers["shrinks"], f.numbers["partitions"]) == (2, 2, 2)
+    fenced = findings(b, "broker-fenced")[0]
+    assert fenced.numbers["broker"] == 2 and fenced.numbers["broker_failed"] == 1
+
+
+def test_zookeeper_controller_wording_of_0_11_to_2_x(tmp_path):
+    """KafkaController under "[Controller 3]: " (0.8.0-0.11.0) and "[Controller id=3] " (1.0.0-trunk):
+    "N successfully elected as the controller" (0.11.0.0-2.0.1), "Broker N resigned as the controller"
+    (0.9.0.0-0.11.0.3), "Controller resigning, broker id N" (0.9.0.0-0.11.0.3, debug), "Newly added
+    brokers: ..., deleted brokers: ..., all live brokers: ..." (0.11.0.0-2.1.1) and its 2.2.0-trunk
+    form with "bounced brokers"; a handler's line alone (an excerpt) is still a failure."""
+    ctl = "kafka.controller.KafkaController"
+    _write(
+        tmp_path,
+        "broker-3",
+        "controller.log",
+        [
+            _log("2018-02-01 10:00:00,100", "INFO", "[Controller 3]: 3 successfully elected as the controller", ctl),
+            _log(
+                "2018-02-01 10:05:00,200",
+                "INFO",
+                "[Controller 3]: Newly added brokers: , deleted brokers: 1, all live brokers: 2,3",
+                ctl,
+            ),
+            _log("2018-02-01 10:05:00,201", "INFO", "[Controller 3]: Broker failure callback for 1", ctl),
+            _log("2018-02-01 10:09:00,000", "DEBUG", "[Controller 3]: Controller resigning, broker id 3", ctl),
+            _log("2018-02-01 10:09:00,010", "INFO", "[Controller 3]: Broker 3 resigned as the controller", ctl),
+        ],
+    )
+    _write(
+        tmp_path,
+        "broker-2",
+        "controller.log",
+        [
+            _log("2018-02-01 10:09:01,000", "INFO", "[Controller id=2] 2 successfully elected as the controller", ctl),
+            _log(
+                "2018-02-01 10:12:00,000",
+                "INFO",
+                "[Controller id=2] Newly added brokers: , deleted brokers: 1,4, "
+                "bounced brokers: , all live brokers: 2,3",
+                ctl,
+            ),
+        ],
+    )
+    ne = kitlib.load_bundle(tmp_path).table("node_events")
+    assert _rows(ne, ["kind", "node", "reporter", "host"]) == [
+        ["controller_active", 3, 3, "broker-3"],
+        ["broker_failed", 1, 3, "broker-3"],
+        ["controller_renounce", 3, 3, "broker-3"],
+        ["controller_renounce", 3, 3, "broker-3"],
+        ["controller_active", 2, 2, "broker-2"],
+        ["broker_failed", 1, 2, "broker-2"],
+    ]
+
+
+def test_kraft_broker_records_the_new_controller(tmp_path):
+    """ "Recorded new controller, from now on will use broker <node>" (2.7.0-3.3.1) and "... will use
+    node <node>" (3.3.2-3.7.0), the node written as host:port (id: N rack: r), under the request
+    thread's "[BrokerToControllerChannelManager broker=1 name=forwarding]: " (before 3.7) or
+    "[broker-1-to-controller-forwarding-channel-manager]: " (3.7): the controller the broker now
+    uses, as a controller_epoch row without an epoch; not an election."""
+    thread = "kafka.server.BrokerToControllerRequestThread"
+    _write(
+        tmp_path,
+        "broker-1",
+        "server.log",
+        [
+            _log(
+                "2023-03-01 08:00:00,100",
+                "INFO",
+                "[BrokerToControllerChannelManager broker=1 name=forwarding]: "
+                "Recorded new controller, from now on will use broker kafka-3:9093 (id: 3 rack: null)",
+                thread,
+            ),
+            _log(
+                "2024-03-01 08:00:00,100",
+                "INFO",
+                "[broker-1-to-controller-heartbeat-channel-manager]: Recorded "
+                "new controller, from now on will use node kafka-2:9093 (id: 2 rack: null)",
+                "kafka.server.NodeToControllerRequestThread",
+            ),
+        ],
+    )
+    b = kitlib.load_bundle(tmp_path)
+    assert _rows(b.table("node_events"), ["kind", "node", "reporter", "epoch"]) == [
+        ["controller_epoch", 3, 1, None],
+        ["controller_epoch", 2, 1, None],
+    ]
+    assert ids_of(b) == []

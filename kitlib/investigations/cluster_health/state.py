@@ -28,6 +28,14 @@ Wording read from Apache Kafka's source (3.9 and the 2.x/3.x ZooKeeper-mode clas
   because dir ... is offline`` (``ReplicaManager``), with the cause (``No space left on device``...) taken
   from the stack trace;
 - ``java.lang.OutOfMemoryError`` anywhere in a record.
+- older brokers (wording and releases from the catalogue, ``kitlib templates``): 0.8-0.10
+  ``Partition [orders,24] on broker 1: Shrinking ISR for partition [orders,24] from 1,0,2 to 1`` (and
+  ``Expanding``; the partition is read as ``orders-24``), ``N successfully elected as leader``
+  (``ZookeeperLeaderElector``), the broker-change handler's ``Newly added brokers: , deleted brokers: 1,
+  ...`` (0.8-trunk; one row with the ``Broker failure callback`` that follows it), controllers writing
+  ``[Controller 3]: `` (0.8-0.11: ``Broker 3 resigned as the controller``, ``Controller resigning, broker
+  id 3``); KRaft brokers' ``Recorded new controller, from now on will use node host:9093 (id: 3 rack:
+  null)`` (2.7-3.7, ``broker`` before 3.3.2), a ``controller_epoch`` row without an epoch.
 
 Records are picked by an Arrow regex over the messages of every logger except the request,
 authorizer and cleaner logs; classification and captures are Arrow regex kernels over the picked
@@ -112,6 +120,24 @@ IDS = r"[\d, ]*"
 PARTITION_RULES = [
     ("isr_shrink", r"\[Partition (\S+) broker=(\d+)\] Shrinking ISR from (" + IDS + r") to (" + IDS + r")(?:\.|$)"),
     ("isr_expand", r"\[Partition (\S+) broker=(\d+)\] Expanding ISR from (" + IDS + r") to (" + IDS + r")(?:\.|$| )"),
+    # 0.8-0.10: "Partition [orders,24] on broker 1: Shrinking ISR for partition [orders,24] from 1,0,2 to 1"
+    # (0.10.2's expand names the partition orders-24); the partition is read as "orders,24"
+    (
+        "isr_shrink",
+        r"Partition \[(\S+?,\d+)\] on broker (\d+): Shrinking ISR for partition \S+ from ("
+        + IDS
+        + r") to ("
+        + IDS
+        + r")(?:\.|$)",
+    ),
+    (
+        "isr_expand",
+        r"Partition \[(\S+?,\d+)\] on broker (\d+): Expanding ISR for partition \S+ from ("
+        + IDS
+        + r") to ("
+        + IDS
+        + r")(?:\.|$| )",
+    ),
     ("isr_updated", r"\[Partition (\S+) broker=(\d+)\] ISR updated to (" + IDS + r")(?: ?(\(under-min-isr\)))?\s*and "),
     (
         "leader",
@@ -141,15 +167,39 @@ PARTITION_RULES = [
 NODE_RULES = [
     ("controller_active", r"\[QuorumController id=(\d+)\] Becoming the active controller at epoch (\d+)"),
     ("controller_active", r"(\d+) successfully elected as the controller(?:\. Epoch incremented to (\d+))?"),
+    # 0.8-0.10 ZookeeperLeaderElector (no prefix; the empty group stands for the epoch)
+    ("controller_active", r"(?:^|\] )(\d+) successfully elected as leader()$"),
     (
         "controller_renounce",
         r"\[QuorumController id=(\d+)\] Renouncing the leadership due to ([^.]*)\.(?: We were the "
         r"leader at epoch (\d+))?",
     ),
-    ("controller_renounce", r"\[Controller id=(\d+)\] Resigning"),
+    # "[Controller id=3] Resigning" (1.0+); 0.9-0.11 "[Controller 3]: Broker 3 resigned as the controller",
+    # "[Controller 3]: Controller resigning, broker id 3"
+    (
+        "controller_renounce",
+        r"\[Controller (?:id=)?(\d+)\]:? (?:Resigning|Broker \d+ resigned as the controller|Controller resigning, "
+        r"broker id \d+)",
+    ),
     ("controller_epoch", r"\[QuorumController id=(\d+)\] In the new epoch (\d+), the leader is (\(none\)|\d+)"),
+    # a KRaft broker learns the new controller (2.7-3.7 BrokerToControllerRequestThread /
+    # NodeToControllerRequestThread): "[BrokerToControllerChannelManager broker=1 name=forwarding]: Recorded
+    # new controller, from now on will use node kafka-3:9093 (id: 3 rack: null)" ("broker" before 3.3.2);
+    # no epoch (the empty group)
+    (
+        "controller_epoch",
+        r"(?:^\[[^\]]*?(?:BrokerToControllerChannelManager broker=|broker-)(\d+)[^\]]*\]:? )?()Recorded new "
+        r"controller, from now on will use (?:broker|node) \S+ \(id: (\d+)",
+    ),
     ("fenced", r"\[QuorumController id=(\d+)\] Fencing broker (\d+) because (its session has timed out)"),
-    ("broker_failed", r"\[Controller id=(\d+)[^\]]*\] Broker failure callback for (\d+)"),
+    ("broker_failed", r"\[Controller (?:id=)?(\d+)[^\]]*\]:? Broker failure callback for (\d+)"),
+    # the broker-change handler: "[BrokerChangeListener on Controller 3]: " (0.8-0.10), "[Controller 3]: "
+    # (0.11), "[Controller id=3] " (1.0+); only the first deleted broker is read, as in the callback
+    (
+        "broker_failed",
+        r"\[(?:BrokerChangeListener on )?Controller (?:id=)?(\d+)[^\]]*\]:? Newly added brokers: [\d,]*, "
+        r"deleted brokers: (\d+)",
+    ),
     ("unfenced", r"\[QuorumController id=(\d+)\] The request from broker (\d+) to unfence has been granted"),
     (
         "controlled_shutdown",
@@ -181,6 +231,8 @@ NODE_RULES = [
 REPORTER = (
     r"^\[(?:QuorumController|Controller|Broker|BrokerServer|KafkaServer|BrokerLifecycleManager|KafkaRaftServer|"
     r"ControllerServer|ReplicaManager) (?:id|broker|nodeId)=(\d+)|^\[Partition \S+ broker=(\d+)\]"
+    # 0.8-0.11 controllers: "[Controller 3]: ", "[BrokerChangeListener on Controller 3]: "
+    r"|^\[(?:BrokerChangeListener on )?Controller (\d+)\]: "
 )
 CAUSES = (
     r"(No space left on device|Read-only file system|Input/output error|Disk quota exceeded|Permission denied|"
@@ -228,11 +280,12 @@ def _partition_fields(kind: str, g: list) -> dict:
     """Columns of one partition_changes row from its rule's capture groups."""
     r: dict = {"kind": kind}
     if kind in ("isr_shrink", "isr_expand"):
+        tp = g[0].replace(",", "-") if g[0] else g[0]  # 0.8-0.10 name it [orders,24]; topics have no comma
         before = (g[2] or "").replace(" ", "").strip(",")
         after = (g[3] or "").replace(" ", "").strip(",")
         b, a = before.split(","), after.split(",")
         r.update(
-            tp=g[0],
+            tp=tp,
             reporter=int(g[1]),
             isr_before=before or None,
             isr_after=after or None,
@@ -336,7 +389,7 @@ def _base(events: pd.DataFrame, rows: np.ndarray, first: pa.Array) -> pd.DataFra
     ev = events.iloc[rows].reset_index(drop=True)
     texts = first.take(pa.array(rows))
     rep = groups_of(texts, REPORTER)
-    reporter = [_int(a if a is not None else b) for a, b in zip(*rep)] if rep else [None] * len(rows)
+    reporter = [_int(next((x for x in xs if x is not None), None)) for xs in zip(*rep)] if rep else [None] * len(rows)
     return pd.DataFrame(
         {
             "ts": ev["ts"],
@@ -458,6 +511,20 @@ def build_node_events(events: pd.DataFrame) -> pd.DataFrame:
             c = found[k] or caused[k] or exc[k]
             if c:
                 df.loc[i, "cause"] = c if found[k] else c[:300]
+    # the broker-change handler's "deleted brokers: 3" is followed within the second by the same
+    # controller's "Broker failure callback for 3": one row for the pair (the handler's line alone, as
+    # in an excerpt, still makes one)
+    failed = (df["kind"] == "broker_failed").to_numpy(dtype=bool)
+    listed = failed & df["message"].str.contains("deleted brokers: ", regex=False).fillna(False).to_numpy(dtype=bool)
+    if listed.any() and (failed & ~listed).any():
+        keys = ["host", "file", "node"]
+        pairs = (
+            df[listed][keys + ["ts"]]
+            .reset_index()
+            .merge(df[failed & ~listed][keys + ["ts"]], on=keys, suffixes=("", "_cb"))
+        )
+        later = pairs["ts_cb"] - pairs["ts"]
+        df = df.drop(index=pairs.loc[(later >= pd.Timedelta(0)) & (later <= pd.Timedelta(seconds=1)), "index"].unique())
     # these kinds concern the node that logs them (whatever other records were built with them:
     # a batch of only such records has no node column yet)
     if "node" not in df:
