@@ -361,3 +361,31 @@ def test_a_wheel_installed_outside_the_repository_runs_the_report(tmp_path):
     r = run(str(venv / "bin" / "kitlib"), "notebooks", str(away / "mine"))
     assert r.returncode == 0, r.stdout + r.stderr
     assert sorted(p.name for p in (away / "mine").glob("*.ipynb")) == sorted(p.name for p in NOTEBOOKS.glob("*.ipynb"))
+
+
+@pytest.mark.slow
+def test_a_kernel_writing_to_its_stderr_reaches_no_terminal(tmp_path, capfd):
+    """A kernel's own tracebacks (its event loop logs one now and then while shutting down) are
+    not the user's: the report's kernels write nothing to the terminal."""
+    import nbformat
+    import papermill as pm
+
+    from kitlib.report.run import quiet_kernel_manager
+
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [
+        nbformat.v4.new_code_cell('import os\nos.write(2, b"Traceback (most recent call last): kernel noise\\n")')
+    ]
+    nbformat.write(nb, tmp_path / "noisy.ipynb")
+    pm.execute_notebook(
+        str(tmp_path / "noisy.ipynb"),
+        str(tmp_path / "out.ipynb"),
+        kernel_name="python3",
+        progress_bar=False,
+        kernel_manager_class=quiet_kernel_manager(),
+    )
+    assert "kernel noise" not in capfd.readouterr().err
+    pm.execute_notebook(
+        str(tmp_path / "noisy.ipynb"), str(tmp_path / "out2.ipynb"), kernel_name="python3", progress_bar=False
+    )
+    assert "kernel noise" in capfd.readouterr().err  # the same notebook, run plainly, does write it

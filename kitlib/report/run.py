@@ -150,6 +150,23 @@ def report(
         return finish(plan)
 
 
+def quiet_kernel_manager():
+    """A kernel manager whose kernels write nothing to this process's terminal. A kernel's own
+    errors (a traceback its event loop logs while shutting down, seen now and then as "Socket
+    operation on non-socket") are not the user's: what a cell raises reaches the report through
+    the executed notebook, and a kernel that dies is reported by the notebook runner."""
+    import subprocess
+
+    from jupyter_client.manager import AsyncKernelManager
+
+    class QuietKernelManager(AsyncKernelManager):
+        async def _async_launch_kernel(self, kernel_cmd, **kw):  # type: ignore[override]
+            kw["stderr"] = subprocess.DEVNULL
+            return await super()._async_launch_kernel(kernel_cmd, **kw)
+
+    return QuietKernelManager
+
+
 def _run_notebook(
     n: Notebook, plan: BundleReport, pages: list[dict], tz: str | None, timeout: int, show_code: bool, log
 ) -> dict:
@@ -179,6 +196,7 @@ def _run_notebook(
             log_output=False,
             # the kernel's own start-up warnings (TCP on loopback) are noise in a report run
             extra_arguments=["--IPKernelApp.log_level=ERROR"],
+            kernel_manager_class=quiet_kernel_manager(),
         )
     except Exception as e:  # noqa: BLE001 - reported in the index, partial HTML still written
         status["error"] = short_error(e)
