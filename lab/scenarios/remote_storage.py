@@ -19,6 +19,7 @@ JmxTool CSV and a live capture (log-dir sizes show the local backlog).
 
 from __future__ import annotations
 
+import re
 import shutil
 import sys
 import time
@@ -94,6 +95,9 @@ def run(out: str | Path, records: int = 40_000, phase_s: float = 20, work: Path 
             ]
         )
         _produce(b.bootstrap, records, phase_s)  # 1. healthy
+        # the outage starts only once a copy has gone through: on a slow machine the first
+        # copy task may still be running when the healthy phase's records are all written
+        lab.wait_for_log(b, re.compile(r"Copied \S+ to remote storage"), timeout=120)
         time.sleep(3)
         store = next((remote / "kafka-tiered-storage").glob(f"{TOPIC}-0-*"))
         parked = store.with_name(store.name + ".parked")
