@@ -14,12 +14,14 @@ from __future__ import annotations
 
 import os
 import re
+import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import pandas as pd
 
 from kitlib import registry, tables
+from kitlib.ingestion.cache import cached_store
 from kitlib.ingestion.derive import DerivedTables
 from kitlib.ingestion.pipeline import run
 from kitlib.ingestion.store import host_partitioning, ingest, is_store, read_summary, read_table, stored_tables
@@ -172,9 +174,18 @@ class Bundle:
         return f"<Bundle {self.root}: {s.files} files, {s.bytes:,} bytes, {s.unparsed_lines:,} unparsed lines; {rows}>"
 
 
-def load_bundle(path: str | os.PathLike, tz: str | dict | None = None, progress: bool | None = None) -> Bundle:
+def load_bundle(
+    path: str | os.PathLike, tz: str | dict | None = None, progress: bool | None = None, cache: bool | None = None
+) -> Bundle:
     """Parse every file of a bundle (a folder, or one file) into tables held in memory; an ingest
     output is opened with :func:`load` instead.
+
+    A big raw bundle (``KITLIB_CACHE_MIN_MB``, default 128 MiB, or more) is not read into memory:
+    it is ingested once into the kit's cache (:mod:`kitlib.ingestion.cache`, in
+    ``$XDG_CACHE_HOME/kitlib``) and that store is opened as :func:`load` opens an ingest output, so
+    tables are read when first asked for, cut to the window; the next call on the same unchanged
+    bundle opens the same store. ``cache=False`` (or ``KITLIB_NO_CACHE=1``) reads it into memory
+    whatever its size; ``cache=True`` caches it whatever its size.
 
     ``tz`` is the timezone the logs were written in (default: the manifest's, else UTC); a dict
     maps host -> zone. ``progress`` shows a progress bar (default: on a terminal, for big bundles).
@@ -186,6 +197,13 @@ def load_bundle(path: str | os.PathLike, tz: str | dict | None = None, progress:
     """
     if is_store(path):
         return load(path)
+    t0 = time.perf_counter()
+    store = cached_store(path, tz, progress, cache)
+    if store is not None:
+        b = load(store)
+        b.root = b.summary.bundle = str(Path(path))  # as this call names it, as an in-memory load does
+        b.summary.seconds = round(time.perf_counter() - t0, 3)  # this load's time, not the first one's
+        return b
     result, summary = run(path, tz, None, progress)
     return Bundle(str(path), result, summary)
 

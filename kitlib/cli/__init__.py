@@ -29,6 +29,7 @@ COMMAND_MODULES = [
     "kitlib.cli.report",  # report, notebooks
     "kitlib.cli.lab",  # lab start|stop|status|jars
     "kitlib.cli.capture",  # capture, probe
+    "kitlib.cli.cache",  # cache
 ]
 
 

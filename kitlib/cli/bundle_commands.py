@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 
-from kitlib.cli.common import TZ_HELP
+from kitlib.cli.common import NO_CACHE_HELP, TZ_HELP
 
 
 def register_cli(sub) -> None:
@@ -66,6 +66,7 @@ def register_cli(sub) -> None:
     p.add_argument("bundle", nargs="+", help="bundle folder(s) or ingest output folder(s)")
     p.add_argument("--tz", default=None, help=TZ_HELP)
     p.add_argument("--json", action="store_true", help="print JSON")
+    p.add_argument("--no-cache", action="store_true", help=NO_CACHE_HELP)
     p.set_defaults(func=_cmd_summary)
 
 
@@ -104,6 +105,6 @@ def _cmd_summary(args) -> int:
     from kitlib.summary import summary_text
 
     for path in args.bundle:
-        b = load_bundle(path, tz=args.tz)
+        b = load_bundle(path, tz=args.tz, progress=False if args.json else None, cache=False if args.no_cache else None)
         print(json.dumps(b.summary.to_dict(), indent=2, default=str) if args.json else summary_text(b.summary))
     return 0

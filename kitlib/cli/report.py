@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from kitlib.cli.common import NO_CACHE_HELP
 from kitlib.report import EXEC_TIMEOUT, copy_notebooks, default_jobs, report_path
 
 
@@ -48,6 +49,7 @@ def register_cli(sub) -> None:
         "--show-code", action="store_true", help="show the notebooks' code cells in the pages (hidden by default)"
     )
     p.add_argument("--timeout", type=int, default=EXEC_TIMEOUT, help="seconds allowed per notebook cell (default 600)")
+    p.add_argument("--no-cache", action="store_true", help=NO_CACHE_HELP)
     p.set_defaults(func=_cmd)
 
     p = sub.add_parser(
@@ -69,7 +71,14 @@ def _cmd(args) -> int:
         raise FileNotFoundError(f"bundle not found: {path}")
     if args.jobs is not None and args.jobs < 1:
         raise ValueError("--jobs must be at least 1")
-    kw = dict(tz=args.tz, only=args.notebooks, timeout=args.timeout, jobs=args.jobs, show_code=args.show_code)
+    kw = dict(
+        tz=args.tz,
+        only=args.notebooks,
+        timeout=args.timeout,
+        jobs=args.jobs,
+        show_code=args.show_code,
+        cache=False if args.no_cache else None,
+    )
     res, failed = report_path(path, args.out, **kw)
     print(f"\nreports written: open {Path(res['index']).resolve()}")
     return 1 if failed else 0

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import sys
 
-from kitlib.cli.common import EXIT_CLEAN, EXIT_FINDINGS, TZ_HELP
+from kitlib.cli.common import EXIT_CLEAN, EXIT_FINDINGS, NO_CACHE_HELP, TZ_HELP
 
 
 def register_cli(sub) -> None:
@@ -25,6 +25,7 @@ def register_cli(sub) -> None:
         "notebook, investigation)",
     )
     p.add_argument("--tz", default=None, help=TZ_HELP)
+    p.add_argument("--no-cache", action="store_true", help=NO_CACHE_HELP)
     p.set_defaults(func=_cmd_triage)
 
 
@@ -33,7 +34,10 @@ def _cmd_triage(args) -> int:
     from kitlib.findings import triage, triage_text
     from kitlib.summary import summary_text
 
-    b = load_bundle(args.bundle, tz=args.tz)
+    # a first run on a big bundle shows its progress on a terminal, never with --json
+    b = load_bundle(
+        args.bundle, tz=args.tz, progress=False if args.json else None, cache=False if args.no_cache else None
+    )
     nothing = b.summary.nothing_read()
     if nothing:
         raise ValueError(

@@ -136,6 +136,12 @@ def _alive(pid, started=None, host=None) -> bool:
     return started is None or now is None or now == started
 
 
+def writer_gone(info: dict) -> bool:
+    """Whether the process a marker names (its ``pid``, ``pid_started`` and ``host``) has ended:
+    what it was writing is debris. When unsure: no."""
+    return not _alive(info.get("pid"), info.get("pid_started"), info.get("host"))
+
+
 def check_replaceable(out: str | os.PathLike, what: str = "--out") -> None:
     """Refuse (:class:`OutputRefused`) an output the kit may not replace: one that exists and is
     not a folder (or is a symbolic link), or a folder holding anything without the kit's marker.

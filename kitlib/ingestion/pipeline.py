@@ -4,6 +4,7 @@ and account for every line (the ``files`` table), whatever happens to any one fi
 from __future__ import annotations
 
 import gc
+import os
 import sys
 import time
 from pathlib import Path
@@ -76,12 +77,14 @@ def run(path, tz, out: Path | None, progress, derive: bool = True) -> tuple[dict
     bar = _progress(progress, total, root.name)
     sink = Sink(out, derive)
     inventory = FileRows()
+    n_files = len(srcs)
     srcs.reverse()  # taken from the end: each file's object (and what its parse noted) goes once it is parsed
     try:
         while srcs:
             src = srcs.pop()
             if bar is not None:
                 src.meta["on_read"] = bar.update
+                bar.set_postfix_str(f"file {n_files - len(srcs):,}/{n_files:,}", refresh=False)
             fmt = formats.detect(head(src), src)
             inventory.add(parse_file(src, fmt, sink, bar))
     finally:
@@ -90,6 +93,8 @@ def run(path, tz, out: Path | None, progress, derive: bool = True) -> tuple[dict
         inventory.add(row)
     if bar is not None:
         bar.close()
+        if sink.derive and out is not None:  # the next stage, which can take a while on a big bundle
+            print("kitlib: building the derived tables", file=getattr(bar, "fp", sys.stderr), flush=True)
     result, build_errors = sink.finish()
     result["files"] = tables.conform("files", inventory.frame())
     summary = summarize(root, result["files"], sink.rows, build_errors, sink.time_span(), t0)
@@ -261,13 +266,14 @@ def summarize(
 
 
 def _progress(progress, total: int, label: str):
-    # default: a bar for big bundles on a terminal or in a Jupyter kernel (tqdm.auto picks the widget)
+    # default: a bar for big bundles on a terminal or in a Jupyter kernel (tqdm.auto picks the widget),
+    # never under CI (CI set in the environment, as CI services do)
     if progress is None:
         progress = (
             total > 256 * 1024 * 1024
             and (sys.stderr.isatty() or "ipykernel" in sys.modules)
             or (sys.stderr.isatty() and total > 32 * 1024 * 1024)
-        )
+        ) and os.environ.get("CI", "").strip().lower() in ("", "0", "false")
     if not progress:
         return None
     from tqdm.auto import tqdm

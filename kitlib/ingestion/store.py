@@ -36,6 +36,7 @@ def ingest(
     tz: str | dict | None = None,
     progress: bool | None = None,
     derive: bool = False,
+    writer: str = "kitlib ingest",
 ) -> BundleSummary:
     """Parse a bundle and write each table as ``<out>/<table>.parquet`` plus ``summary.json``.
     Events and unparsed lines stream to disk block by block, so memory stays bounded.
@@ -45,6 +46,7 @@ def ingest(
     timelines, ...) are built when first read from the output, from the stored events
     (:mod:`kitlib.ingestion.derive`): the ingest itself only parses. ``derive=True`` builds and
     writes them during the ingest instead (the records they need are set aside as the log streams).
+    ``writer`` is the command named in the output's marker (:func:`kitlib.ingestion.guard.mark`).
 
     Example:
         >>> s = ingest("sample_data/healthy", "/tmp/healthy.kit")   # doctest: +SKIP
@@ -54,7 +56,7 @@ def ingest(
     if not os.path.lexists(path):
         raise FileNotFoundError(f"bundle not found: {shown(str(path))}")
     check_output(path, out)  # before anything is written or removed
-    with fresh_output(out) as tmp:  # replaces ``out`` only when everything below succeeded
+    with fresh_output(out, writer) as tmp:  # replaces ``out`` only when everything below succeeded
         result, summary = run(path, tz, tmp, progress, derive)
         for name, df in result.items():
             if isinstance(df, pd.DataFrame):

@@ -78,6 +78,7 @@ def report_many(
     only: list[str] | None = None,
     timeout: int = EXEC_TIMEOUT,
     notebook_folder: Path | None = None,
+    cache: bool | None = None,
 ) -> dict:
     """Report every bundle under ``path`` (see :func:`bundles_in`) into ``out/<bundle>/`` and
     write ``out/index.html`` linking them. Notebooks of all bundles share one pool of ``jobs``
@@ -92,7 +93,7 @@ def report_many(
     check_replaceable(out)
     with output_lock(out):
         claim(out, "kitlib report")
-        return _report_bundles(path, out, tz, log, jobs, show_code, only, timeout, notebook_folder)
+        return _report_bundles(path, out, tz, log, jobs, show_code, only, timeout, notebook_folder, cache)
 
 
 def report_path(path: str | Path, out: str | Path, **kw) -> tuple[dict, list[dict]]:
@@ -119,6 +120,7 @@ def _report_bundles(
     only: list[str] | None,
     timeout: int,
     notebook_folder: Path | None,
+    cache: bool | None = None,
 ) -> dict:
     from kitlib.ingestion.guard import seal, write_atomic
 
@@ -127,7 +129,7 @@ def _report_bundles(
     with ThreadPoolExecutor(max_workers=jobs or default_jobs()) as pool:
         for b in bundles_in(path):
             try:
-                plan: BundleReport | None = prepare(b, out / b.name, tz, only, notebook_folder)
+                plan: BundleReport | None = prepare(b, out / b.name, tz, only, notebook_folder, cache)
                 assert plan is not None
                 plan.up_href = "../index.html"
                 submit(plan, pool, tz, timeout, show_code, log)

@@ -55,11 +55,18 @@ def prepare(
     tz: str | None = None,
     only: list[str] | None = None,
     notebook_folder: Path | None = None,
+    cache: bool | None = None,
 ) -> BundleReport:
     """Ingest the bundle into ``out/tables``, run triage, and pick the relevant notebooks. ``out``
     must be new, empty or an earlier output of the kit (emptied first: see
-    :func:`kitlib.ingestion.guard.claim`); the caller holds its lock."""
+    :func:`kitlib.ingestion.guard.claim`); the caller holds its lock.
+
+    A big raw bundle is ingested once into the kit's cache (:mod:`kitlib.ingestion.cache`;
+    ``cache`` as :func:`kitlib.load_bundle` takes it) and ``out/tables`` is that store, linked
+    (hard links, else copied): triage and every notebook read the one store, and the next report
+    or triage of the unchanged bundle parses nothing."""
     import kitlib
+    from kitlib.ingestion.cache import cached_store, link_store
     from kitlib.ingestion.guard import claim
     from kitlib.sources import check_output
 
@@ -69,9 +76,13 @@ def prepare(
     claim(out, "kitlib report")
     tables = out / "tables"
     t0 = time.perf_counter()
-    # replaces out/tables only when complete; the derived tables are built now and written, since
-    # triage and every notebook's kernel read them (built on first use, each kernel would build them)
-    kitlib.ingest(bundle_path, tables, tz=tz, progress=False, derive=True)
+    store = cached_store(bundle_path, tz, None, cache)
+    if store is not None:
+        link_store(store, tables)
+    else:
+        # replaces out/tables only when complete; the derived tables are built now and written, since
+        # triage and every notebook's kernel read them (built on first use, each kernel would build them)
+        kitlib.ingest(bundle_path, tables, tz=tz, progress=False, derive=True)
     bundle = kitlib.load(tables)
     result = kitlib.triage(bundle)
     chosen = []
@@ -132,6 +143,7 @@ def report(
     log=print,
     jobs: int | None = None,
     show_code: bool = False,
+    cache: bool | None = None,
 ) -> dict:
     """Report one bundle into ``out``: ``out/index.html`` (the summary), one HTML per notebook
     run, the executed notebooks and the ingested tables (``out/tables``). ``jobs`` notebooks run at
@@ -145,7 +157,7 @@ def report(
     check_output(bundle_path, out)
     check_replaceable(out)
     with output_lock(out), ThreadPoolExecutor(max_workers=jobs or default_jobs()) as pool:
-        plan = prepare(bundle_path, out, tz, only, notebook_folder)
+        plan = prepare(bundle_path, out, tz, only, notebook_folder, cache)
         submit(plan, pool, tz, timeout, show_code, log)
         return finish(plan)
 
