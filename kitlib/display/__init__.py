@@ -30,11 +30,18 @@ import pandas as pd
 MAX_CHART_ROWS = 5000
 
 
-def setup() -> None:
-    """Call once at the top of a notebook: offline SVG charts, compact pandas output."""
+def setup(explore: bool = False) -> None:
+    """Call once at the top of a notebook: offline SVG charts, compact pandas output. With
+    ``explore`` (see :mod:`kitlib.explore`) the same chart specs render as live charts instead
+    (altair's ``JupyterChart``: tooltips, zoom, selections), their JavaScript (Vega, Vega-Lite,
+    vega-embed) bundled by the installed vl-convert, so nothing is fetched from a CDN. A chart
+    carries at most :data:`MAX_CHART_ROWS` rows either way: the charts aggregate before plotting."""
     import altair as alt
 
-    alt.renderers.enable("svg")
+    if explore:
+        alt.renderers.enable("jupyter", offline=True)
+    else:
+        alt.renderers.enable("svg")
     alt.data_transformers.enable("default", max_rows=MAX_CHART_ROWS)
     pd.set_option("display.max_colwidth", 160)
     pd.set_option("display.max_rows", 60)

@@ -1,0 +1,93 @@
+"""Explore mode: the notebooks as live tools in JupyterLab, the same notebooks as fixed reports
+under papermill and nbval.
+
+One parameter, ``EXPLORE``, in every notebook's parameters cell: ``None`` (the default) means
+*on when the kernel was started by a Jupyter server*, off otherwise. The signal is the
+``JPY_SESSION_NAME`` variable: jupyter_server puts it into the environment of each kernel it
+starts for a notebook (JupyterLab, Notebook 7), while papermill, nbval and ``kitlib report``
+start their kernels with jupyter_client directly, without it. ``KITLIB_EXPLORE=0`` (or ``1``)
+in the environment overrides the guess; ``EXPLORE = True``/``False`` in the notebook overrides
+both. With explore mode off, a notebook shows exactly its static outputs (SVG charts, HTML
+tables) and no widget, so stored outputs stay the same from run to run.
+
+With it on:
+
+- charts render as live Vega-Lite charts (altair's ``JupyterChart``: tooltips, zoom,
+  selections) with Vega's JavaScript taken from vl-convert's bundle in the installed package,
+  never from a CDN (:func:`kitlib.display.setup`);
+- :func:`explorer` shows one window for the notebook (typed, or brushed on the cross-host
+  timeline), the findings' evidence rows in that window, a search over every line of the bundle
+  (:mod:`kitlib.explore.search`) with the raw lines around a hit, and *pin*, which writes the view
+  as parameters for ``kitlib report BUNDLE --params FILE``.
+
+Example:
+    >>> enabled(False), enabled("off")
+    (False, False)
+"""
+
+from __future__ import annotations
+
+import os
+
+import pandas as pd
+
+from kitlib.explore.search import Hits, Query, context, context_html, hits_table, search
+
+MAX_POINTS = 5000  # the most marks one live chart carries; more rows are aggregated first
+
+__all__ = ["MAX_POINTS", "Hits", "Query", "context", "context_html", "enabled", "explorer", "hits_table", "search"]
+
+
+def enabled(flag=None) -> bool:
+    """Whether explore mode is on: ``flag`` when given (a bool, or text such as ``"on"``/``"0"``);
+    else ``KITLIB_EXPLORE`` from the environment when set; else whether a Jupyter server started
+    this kernel (``JPY_SESSION_NAME`` set). See the module doc.
+
+    Example:
+        >>> enabled(True), enabled("1"), enabled("no")
+        (True, True, False)
+    """
+    if flag is None:
+        flag = os.environ.get("KITLIB_EXPLORE") or None
+    if flag is None:
+        return bool(os.environ.get("JPY_SESSION_NAME"))
+    if isinstance(flag, str):
+        return flag.strip().lower() not in ("", "0", "false", "no", "off")
+    return bool(flag)
+
+
+def explorer(bundle, findings=(), flag=None, tz: str | None = None, pin_path: str = "pinned-view.yaml"):
+    """The explore panel of a notebook (window, timeline, evidence, search, pin) when explore
+    mode is on (:func:`enabled`), else None: a cell ending in it shows nothing under papermill
+    and nbval."""
+    if not enabled(flag):
+        return None
+    from kitlib.explore.panel import Explorer
+
+    return Explorer(bundle, list(findings), tz=tz, pin_path=pin_path)
+
+
+def evidence_rows(findings, window=None) -> pd.DataFrame:
+    """Every evidence row of ``findings`` (finding id, host, ts, file:line, text), only those whose
+    time lies in ``window`` when one is given (rows without a time are kept only by a window open
+    on both sides)."""
+    from kitlib.window import Window
+
+    rows = [
+        {
+            "host": e.get("host"),
+            "ts": e.get("ts"),
+            "where": f"{e.get('file')}:{e.get('line')}" if e.get("file") else None,
+            "finding": f.id,
+            "text": e.get("text"),
+            "file": e.get("file"),
+            "line": e.get("line"),
+        }
+        for f in findings
+        for e in f.evidence
+    ]
+    d = pd.DataFrame(rows, columns=["host", "ts", "where", "finding", "text", "file", "line"])
+    d["ts"] = pd.to_datetime(d["ts"], utc=True, errors="coerce", format="ISO8601")
+    d = d.sort_values(["ts", "host", "where"], na_position="last").reset_index(drop=True)
+    w = window if window is not None else Window()
+    return w.frame(d, "ts")

@@ -1,0 +1,248 @@
+"""Search every line of a bundle, and the raw lines around a hit.
+
+:func:`search` answers from the bundle's events with DuckDB: over the Parquet files of an ingest
+output (nothing loaded into pandas but the page asked for), or over the events held in memory.
+Plain text is matched case-insensitively, a regular expression with RE2 (``regexp_matches``);
+level, host and logger narrow it, and the window cuts it. Only one page of hits comes back, with
+the total count.
+
+:func:`context` reads the lines around a hit from the bundle's own file (decompressed as the
+parsers read it), redacted; :func:`context_html` shows them escaped, the hit's line marked.
+
+Example:
+    >>> import kitlib
+    >>> b = kitlib.open("sample_data/isr-flapping")                  # doctest: +SKIP
+    >>> r = search(b, "Shrinking ISR", level="INFO")                 # doctest: +SKIP
+    >>> r.total, r.rows.iloc[0]["where"]                             # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+import pandas as pd
+
+from kitlib.display import HTML, esc
+from kitlib.redact import redact_text
+from kitlib.window import Window, sql_values
+
+LEVELS = ("TRACE", "DEBUG", "INFO", "WARN", "ERROR", "FATAL")
+COLUMNS = ["host", "ts", "where", "level", "logger", "message"]
+ORDERS = {"time": "ts", "host": "host", "level": "level", "logger": "logger", "file:line": "file, line"}
+MESSAGE_CHARS = 2000  # a hit's message is shown up to this many characters (its context shows all)
+
+
+@dataclass
+class Query:
+    """What to look for: ``text`` (plain, case-insensitive; a RE2 regular expression when
+    ``regex``), ``level`` (one level, ``"WARN+"`` for that level and worse, or a list), ``host``
+    (names, comma-separated or a list), ``logger`` (part of the logger's name) and the window."""
+
+    text: str = ""
+    regex: bool = False
+    level: str | list[str] | None = None
+    host: str | list[str] | None = None
+    logger: str = ""
+    window: Window = field(default_factory=Window)
+
+    def levels(self) -> list[str] | None:
+        """The levels asked for, or None for every level.
+
+        Example:
+            >>> Query(level="WARN+").levels()
+            ['WARN', 'ERROR', 'FATAL']
+        """
+        lv = self.level
+        if not lv:
+            return None
+        if isinstance(lv, str):
+            lv = lv.strip().upper()
+            if lv.endswith("+") and lv[:-1] in LEVELS:
+                return list(LEVELS[LEVELS.index(lv[:-1]) :])
+            return [v.strip() for v in lv.split(",") if v.strip()] or None
+        return [str(v).upper() for v in lv] or None
+
+    def hosts(self) -> list[str] | None:
+        from kitlib.params import as_list
+
+        return as_list(self.host)
+
+    def to_dict(self) -> dict:
+        """The query as plain values (what a pinned view stores)."""
+        return {
+            "text": self.text,
+            "regex": self.regex,
+            "level": self.level,
+            "host": self.hosts(),
+            "logger": self.logger,
+        }
+
+    def where(self) -> str:
+        """The query as a DuckDB ``where`` condition over the events."""
+        cond = [] if self.window.whole else [self.window.sql("ts")]
+        if self.text:
+            if self.regex:
+                cond.append(f"regexp_matches(message, {_lit(self.text)})")
+            else:
+                cond.append(f"contains(lower(message), {_lit(self.text.lower())})")
+        levels = self.levels()
+        if levels:
+            cond.append(f"CAST(level AS VARCHAR) IN ({sql_values(levels)})")
+        hosts = self.hosts()
+        if hosts:
+            cond.append(f"CAST(host AS VARCHAR) IN ({sql_values(hosts)})")
+        if self.logger:
+            cond.append(f"contains(lower(CAST(logger AS VARCHAR)), {_lit(self.logger.lower())})")
+        return " and ".join(cond) or "true"
+
+
+@dataclass
+class Hits:
+    """One page of hits: ``rows`` (host, ts, where = file:line, level, logger, message, plus
+    ``file`` and ``line``), ``total`` hits in all, the page's ``offset``, the seconds taken, and
+    ``error`` (a message for the user, e.g. a bad regular expression) when the search failed."""
+
+    rows: pd.DataFrame
+    total: int
+    offset: int = 0
+    seconds: float = 0.0
+    error: str = ""
+
+    def describe(self) -> str:
+        """One line: how many hits and which are shown."""
+        if self.error:
+            return self.error
+        if not self.total:
+            return "No line matches."
+        last = self.offset + len(self.rows)
+        return f"{self.total:,} lines match; {self.offset + 1:,}–{last:,} shown ({self.seconds * 1000:.0f} ms)"
+
+
+def _lit(text: str) -> str:
+    """``text`` as a DuckDB string literal."""
+    return "'" + str(text).replace("'", "''") + "'"
+
+
+def run_sql(bundle, query: str) -> pd.DataFrame:
+    """``query`` over the bundle's ``events``: through :meth:`Bundle.sql` on an ingest output,
+    else over the events in memory (the bundle's window already applied to them)."""
+    if bundle.lazy("events"):
+        return bundle.sql(query)
+    import duckdb
+
+    con = duckdb.connect()
+    try:
+        con.register("events", bundle.table("events"))
+        return con.execute(query).df()
+    finally:
+        con.close()
+
+
+def search(
+    bundle, text: str = "", *, limit: int = 50, offset: int = 0, order: str = "time", desc: bool = False, **kw
+) -> Hits:
+    """Hits of a :class:`Query` (``text`` and the keywords of :class:`Query`) over every event of
+    ``bundle`` within its window: one page of ``limit`` rows from ``offset``, sorted by ``order``
+    (a key of :data:`ORDERS`), and the total."""
+    q = kw.pop("query", None) or Query(text=text, **kw)
+    t0 = time.perf_counter()
+    where = q.where()
+    if bundle.lazy("events") and not bundle.window.whole:
+        where = f"({bundle.where()}) and ({where})"
+    key = ORDERS.get(order, "ts")
+    direction = " desc" if desc else ""
+    keys = ", ".join(f"{k.strip()}{direction}" for k in key.split(","))
+    try:
+        total = int(run_sql(bundle, f"select count(*) as n from events where {where}")["n"].iloc[0])
+        rows = run_sql(
+            bundle,
+            f"""select CAST(host AS VARCHAR) as host, ts, CAST(file AS VARCHAR) as file, line,
+                       CAST(level AS VARCHAR) as level, CAST(logger AS VARCHAR) as logger,
+                       substr(message, 1, {MESSAGE_CHARS}) as message
+                from events where {where}
+                order by {keys}, file, line limit {int(limit)} offset {int(offset)}""",
+        )
+    except Exception as e:  # noqa: BLE001 - a bad pattern is the user's to fix, not a traceback
+        msg = str(e).split("\n")[0]
+        return Hits(
+            pd.DataFrame(columns=[*COLUMNS, "file", "line"]),
+            0,
+            offset,
+            time.perf_counter() - t0,
+            f"Search failed: {msg}",
+        )
+    rows["where"] = rows["file"].astype("string") + ":" + rows["line"].astype("Int64").astype("string")
+    rows["message"] = rows["message"].map(redact_text, na_action="ignore")
+    rows = rows[[*COLUMNS, "file", "line"]]
+    return Hits(rows, total, offset, time.perf_counter() - t0)
+
+
+def hits_table(hits: Hits, tz: str | None = None) -> pd.DataFrame:
+    """A page of hits for showing: hit number, host, time, file:line, level, logger, message."""
+    d = hits.rows[COLUMNS].copy()
+    if tz and len(d):
+        d["ts"] = pd.to_datetime(d["ts"], utc=True).dt.tz_convert(tz)
+    d.insert(0, "hit", range(hits.offset + 1, hits.offset + 1 + len(d)))
+    return d
+
+
+def _sources(bundle) -> dict:
+    """The bundle's files by the name tables cite them with (cached on the bundle)."""
+    got = bundle.__dict__.get("_explore_sources")
+    if got is None:
+        from kitlib.sources.discover import discover
+
+        got = {s.rel: s for s in discover(bundle.root)}
+        bundle.__dict__["_explore_sources"] = got
+    return got
+
+
+def context(bundle, file: str, line: int, before: int = 5, after: int = 5) -> list[tuple[int, str]]:
+    """Lines ``line - before`` to ``line + after`` of ``file`` (as tables cite it) in the bundle's
+    own files, read as the parsers read them and redacted. Raises ``LookupError`` when the file is
+    not in the bundle (e.g. an ingest output whose bundle has moved)."""
+    from kitlib.sources.reading import read_chunks
+
+    src = _sources(bundle).get(str(file))
+    if src is None:
+        raise LookupError(f"{file} is not in the bundle folder {bundle.root}")
+    lo, hi = max(1, int(line) - before), int(line) + after
+    out: list[tuple[int, str]] = []
+    n = 1
+    rest = b""
+    for chunk in read_chunks(src):
+        data = rest + chunk
+        lines = data.split(b"\n")
+        rest = lines.pop()
+        if n + len(lines) <= lo:  # the whole chunk lies before the context
+            n += len(lines)
+            continue
+        for raw in lines:
+            if lo <= n <= hi:
+                out.append((n, raw.decode("utf-8", "replace").rstrip("\r")))
+            n += 1
+        if n > hi:
+            break
+    if rest and lo <= n <= hi:
+        out.append((n, rest.decode("utf-8", "replace").rstrip("\r")))
+    text = redact_text("\n".join(t for _, t in out))  # together: a secret may span lines
+    return list(zip([k for k, _ in out], text.split("\n")))
+
+
+def context_html(bundle, file: str, line: int, before: int = 5, after: int = 5) -> HTML:
+    """:func:`context` as an escaped block, line numbers in the margin, the hit's line marked."""
+    try:
+        lines = context(bundle, file, line, before, after)
+    except (LookupError, OSError) as e:
+        return HTML(f"<p class='kit-context-missing'>{esc(e)}</p>", str(e))
+    body = "".join(
+        f"<div class='kit-context-line{' kit-hit' if n == int(line) else ''}' style='white-space:pre-wrap;"
+        f"{'background:#fff3bf;' if n == int(line) else ''}'><span style='color:#868e96'>{n:>6}  </span>{esc(t)}</div>"
+        for n, t in lines
+    )
+    head = f"<p><b>{esc(file)}:{int(line)}</b> (lines {lines[0][0] if lines else line}–{lines[-1][0] if lines else line}, redacted)</p>"
+    return HTML(
+        f"<div class='kit-context'>{head}<div style='font-family:monospace;font-size:12px;text-align:left'>{body}</div></div>",
+        "\n".join(f"{n:>6}  {t}" for n, t in lines),
+    )
