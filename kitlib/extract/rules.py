@@ -26,6 +26,7 @@ import pyarrow.compute as pc
 from kitlib.extract import arrow_messages, first_lines
 
 _NAMES = re.compile(r"\(\?P<(\w+)>")
+_ALT = re.compile(r"(?<=[A-Za-z_])\d+$")  # group2 -> group
 
 # records a builder reads at once: a larger log is built in slices of this many and put together
 SLICE = 65536
@@ -34,14 +35,20 @@ SLICE = 65536
 @dataclass(frozen=True)
 class Rule:
     """One kind of line: ``pattern`` is RE2 (``(?i)`` for case-insensitive) whose named groups
-    fill the table's columns of the same name; unnamed groups must be ``(?:...)``."""
+    fill the table's columns of the same name; unnamed groups must be ``(?:...)``. RE2 names a
+    group once per pattern: in another alternative of the same pattern, ``group2`` fills
+    ``group`` too (a trailing digit is dropped)."""
 
     kind: str
     pattern: str
 
     @property
-    def fields(self) -> list[str]:
+    def groups(self) -> list[str]:
         return _NAMES.findall(self.pattern)
+
+    @property
+    def fields(self) -> list[str]:
+        return list(dict.fromkeys(_ALT.sub("", g) for g in self.groups))
 
 
 def logger_keywords(*words: str, empty: bool = True, exclude: Sequence[str] = ("kafka.request.logger",)):
@@ -74,10 +81,11 @@ def classify(texts: pa.Array, rules: Sequence[Rule]) -> tuple[np.ndarray, dict[s
         if not len(sel) or not rule.fields:
             continue
         got = pc.extract_regex(texts.take(pa.array(sel)), rule.pattern)
-        for f in rule.fields:
-            vals = np.array(pc.struct_field(got, f).to_pylist(), dtype=object)
+        for g in rule.groups:
+            vals = np.array(pc.struct_field(got, g).to_pylist(), dtype=object)
             vals[vals == ""] = None
-            cols[f][sel] = vals
+            f = _ALT.sub("", g)
+            cols[f][sel] = np.where(vals == None, cols[f][sel], vals)  # noqa: E711 - an alternative's fields fill the gaps
     return kinds, cols
 
 

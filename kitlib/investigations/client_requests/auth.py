@@ -76,6 +76,14 @@ RULES = [
         r"Connection to node (?P<node>\S+) \((?P<address>[^)]*)\) failed authentication due to: "
         r"(?P<reason>.*)$",
     ),
+    # librdkafka: '<proto>://<host:port>/<id>: SASL authentication error: Authentication failed ...'
+    # (a credential refused; the same words after 'SaslAuthenticateRequest failed: Local: ...' are a
+    # client shutting down); franz-go and Sarama carry the broker's error name or text
+    Rule(
+        "client",
+        r"(?P<reason>SASL authentication error: .*(?:Authentication failed|invalid credentials|Invalid username or "
+        r"password).*)$|(?P<reason2>SASL_AUTHENTICATION_FAILED.*)$",
+    ),
     Rule("ssl_handshake", r"(?P<reason>SSL handshake failed.*)$"),
     Rule(
         "client",
@@ -85,6 +93,7 @@ RULES = [
     Rule("client", r"(?i)(?P<reason>Authentication failed(?: for user \S+)?[:.]?.*)$"),
 ]
 _MECH = r"(?P<mechanism>SCRAM-SHA-256|SCRAM-SHA-512|PLAIN|GSSAPI|OAUTHBEARER)"
+_BROKER = r"(?i)(?:sasl_ssl|sasl_plaintext|ssl|plaintext)://(?P<broker>[^\s/]+)"
 _ANCHORS = r"(?i)authenticat|SSL handshake|is Denied operation|AuthorizationException|AuthorizationError"
 
 
@@ -103,8 +112,10 @@ _ANCHORS = r"(?i)authenticat|SSL handshake|is Denied operation|AuthorizationExce
         "clients",
         "rdkafka",
         "confluent",
+        "kgo",
+        "sarama",
     ),
-    contains=_ANCHORS,
+    contains=_ANCHORS + "|SASL_AUTHENTICATION_FAILED",
 )
 @in_slices
 def build(events: pd.DataFrame) -> pd.DataFrame:
@@ -127,6 +138,9 @@ def build(events: pd.DataFrame) -> pd.DataFrame:
     )
     mech[(mech == None) & plain] = "PLAIN"  # noqa: E711 - PlainServerCallbackHandler's wording
     addr = pa.array(cols["address"].tolist(), pa.string())
+    # a client line names the broker as librdkafka does ('sasl_ssl://b-1.example:9096/1: ...')
+    broker = pc.struct_field(pc.extract_regex(first, _BROKER), "broker")
+    addr = pc.coalesce(addr, broker.cast(pa.string()))
     addr = pc.replace_substring_regex(addr, r"^.*/", "")  # '/10.0.0.7' and 'host/10.0.0.7' -> 10.0.0.7
     channel = pa.array(cols.get("channel", np.full(len(m), None, object)).tolist(), pa.string())
     listener = pc.replace_substring_regex(channel, r"^([^-]+)-.*$", r"\1")

@@ -4,8 +4,10 @@ replaced, coordinator partitions loaded and unloaded) and the consumers' own lin
 timeouts, failed commits, heartbeats refused during a rebalance, partitions revoked, rejoining).
 
 Client wording covered: the Java client (``[Consumer clientId=..., groupId=...]`` prefix),
-kafka-python (``kafka.coordinator`` loggers) and librdkafka (``MAXPOLL`` / ``Application maximum
-poll interval ... exceeded``). Lines are chosen by their wording, not their layout: any logger
+kafka-python (``kafka.coordinator`` loggers), librdkafka (``MAXPOLL`` / ``Application maximum
+poll interval ... exceeded``, and with ``debug=cgrp`` its rebalances, JoinGroup responses, leaves,
+heartbeat errors and failed commits; the client is its instance, ``rdkafka#consumer-1``) and
+franz-go (``joined; group: ..., generation: N`` and the like). Lines are chosen by their wording, not their layout: any logger
 whose name suggests a coordinator or consumer (or none at all) is read, so a logback or
 Python-logging layout that yields ``events`` rows works the same as Kafka's own.
 
@@ -113,6 +115,36 @@ RULES = [
         r"(?i)consumer poll timeout has expired|Heartbeat poll expired|maximum poll interval "
         r"\(\d+ ?ms\) exceeded|MAX_POLL_EXCEEDED|\|MAXPOLL\|",
     ),
+    # librdkafka (messages 'FACILITY [instance] ...', see kitlib.formats.logs.clients) and franz-go
+    # ('message; key: value, ...'): placed before the generic client rules, which would take a
+    # quoted group name with its quotes
+    Rule(
+        "rejoining",
+        r'Group "(?P<group>[^"]+)" (?:is rebalancing|initiating rebalance)[^:]*: (?P<reason>.*)$|'
+        r"^joining group; group: (?P<group2>[^,\s]+)",
+    ),
+    Rule(
+        "joined",
+        r"JoinGroup response: GenerationId (?P<generation>-?\d+), Protocol \S*, LeaderId \S*(?: \(me\))?, "
+        r"my MemberId (?P<member>[^\s,]+)|^joined(?:, balancing group)?; group: (?P<group>[^,\s]+), member_id: "
+        r"(?P<member2>[^,\s]+), instance_id: (?P<instance_id>[^,\s]+), generation: (?P<generation2>-?\d+)",
+    ),
+    Rule("leaving", r'Group "(?P<group>[^"]+)": leave \(in state|^leaving group; group: (?P<group2>[^,\s]+)'),
+    Rule(
+        "session_expired",
+        r'Group "(?P<group>[^"]+)" heartbeat error response in state .*Broker: Unknown member|'
+        r"^heartbeat errored; group: (?P<group2>[^,\s]+), err: UNKNOWN_MEMBER_ID",
+    ),
+    Rule(
+        "heartbeat_rebalancing",
+        r'Group "(?P<group>[^"]+)" heartbeat error response in state .*Broker: Group rebalance in progress|'
+        r"^heartbeat errored; group: (?P<group2>[^,\s]+), err: REBALANCE_IN_PROGRESS",
+    ),
+    Rule(
+        "commit_failed",
+        r"Offset commit \([^)]*\) failed for \d+/\d+ partition\(s\) in join-state [\w-]+: (?P<reason>.*)$|"
+        r"^(?:default commit failed|unable to commit offset for topic partition); group: (?P<group>[^,\s]+)",
+    ),
     Rule(
         "commit_failed",
         r"(?i)Offset commit failed|CommitFailed(?:Exception|Error)|Commit cannot be completed since "
@@ -149,12 +181,15 @@ _ANCHORS = (
     r"(?i)rebalanc|Stabilized group|in group|left group|member id|Assignment received|is now empty|"
     r"group metadata|group coordinator|Finished unloading|poll timeout|poll expired|poll interval|MAX_?POLL|"
     r"ommit|heartbeat|Revoking|joining group|joined group|LeaveGroup|Leaving consumer group|lost membership|"
-    r"newly assigned partitions"
+    r"newly assigned partitions|JoinGroup response|leave \(in state|\bjoined;|leaving group"
 )
 _JAVA_PREFIX = (
     r"\[Consumer (?:instanceId=(?P<instance>[^,\]]+), )?clientId=(?P<client>[^,\]]+)"
     r"(?:, groupId=(?P<group>[^,\]]+))?\]"
 )
+# librdkafka's client instance ('<client.id>#consumer-N') and the group its lines quote
+_RDKAFKA_CLIENT = r"\[(?P<client>[^\]\s]+#(?:consumer|producer)-\d+)\]"
+_NAMED_GROUP = r'Group "(?P<group>[^"]+)"|; group: (?P<group2>[^,\s]+)'
 _UUID_TAIL = r"^(?P<client>.+)-[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$"
 
 _CLIENT_KEYWORDS = logger_keywords("coordinator", "groupmetadata", "classicgroup", "consumer", "rdkafka", "confluent")
@@ -196,6 +231,10 @@ def build(events: pd.DataFrame) -> pd.DataFrame:
     client = field_of(first, _JAVA_PREFIX, "client")
     pgroup = field_of(first, _JAVA_PREFIX, "group")
     group = np.where(group == None, pgroup, group)  # noqa: E711
+    # librdkafka and franz-go name the group in their own words, librdkafka the client instance
+    for g in ("group", "group2"):
+        group = np.where(group == None, field_of(first, _NAMED_GROUP, g), group)  # noqa: E711
+    client = np.where(client == None, field_of(first, _RDKAFKA_CLIENT, "client"), client)  # noqa: E711
     member = np.array(cols["member"], dtype=object)
     has = np.flatnonzero(member != None)  # noqa: E711
     if len(has):

@@ -5,6 +5,7 @@ Reads ``txn_events``, which :mod:`.transactions` extracts, and ``metrics``.
 
 from __future__ import annotations
 
+import numpy as np
 import pandas as pd
 
 from kitlib.findings import Finding, detector, evidence
@@ -90,7 +91,11 @@ def transaction_timeouts(bundle) -> list[Finding]:
     anonymous = (
         te[te["transactional_id"].isna() & te["kind"].astype("string").isin(["fenced", "old_epoch"])] if len(te) else te
     )
-    if not len(trouble) and not len(late) and not len(anonymous):
+    # a producer's own fenced lines that name its client but no transactional id (librdkafka's
+    # 'Producer fenced by newer instance' under its instance name): the producer was fenced
+    named = anonymous["client_id"].notna().to_numpy(bool) if len(anonymous) else np.zeros(0, bool)
+    fenced_clients, anonymous = anonymous[named], anonymous[~named]
+    if not len(trouble) and not len(late) and not len(anonymous) and not len(fenced_clients):
         return []
     parts = []
     for _, r in trouble.iterrows():
@@ -100,6 +105,9 @@ def transaction_timeouts(bundle) -> list[Finding]:
         if r["fenced"] or r["epoch_jumps"]:
             bits.append(f"fenced by a newer producer ({max(r['fenced'], r['epoch_jumps'])} signs)")
         parts.append(f"{r['transactional_id']} ({', '.join(bits)})")
+    if len(fenced_clients):
+        who = ", ".join(sorted(fenced_clients["client_id"].astype(str).unique()))
+        parts.append(f"producer {who} fenced by a newer instance with the same transactional.id")
     if len(anonymous):
         parts.append(f"{len(anonymous)} writes refused for an old producer epoch")
     late_max = int(late["value"].max()) if len(late) else 0
@@ -116,7 +124,11 @@ def transaction_timeouts(bundle) -> list[Finding]:
             "of those partitions wait at the last stable offset, so keep transaction.timeout.ms short and "
             "make the application commit or abort on every path"
         )
-    if (trouble["fenced"].sum() + trouble["epoch_jumps"].sum() if len(trouble) else 0) or len(anonymous):
+    if (
+        (trouble["fenced"].sum() + trouble["epoch_jumps"].sum() if len(trouble) else 0)
+        or len(anonymous)
+        or len(fenced_clients)
+    ):
         fixes.append(
             "two producer instances used the same transactional.id, and the newer one fenced the older: "
             "give each instance its own transactional.id (stable per instance or per input partition), "
@@ -138,6 +150,7 @@ def transaction_timeouts(bundle) -> list[Finding]:
             if len(trouble)
             else te.iloc[0:0],
             anonymous.head(5),
+            fenced_clients.head(5),
         ]
     ).sort_values("ts")
     ev_list = evidence(ev)
@@ -153,6 +166,11 @@ def transaction_timeouts(bundle) -> list[Finding]:
                 "timeout_rollbacks": int(trouble["timeout_rollbacks"].sum()) if len(trouble) else 0,
                 "fenced": int(trouble[["fenced", "epoch_jumps"]].max(axis=1).sum()) if len(trouble) else 0,
                 "refused_old_epoch_writes": len(anonymous),
+                **(
+                    {"fenced_clients": ", ".join(sorted(fenced_clients["client_id"].astype(str).unique()))}
+                    if len(fenced_clients)
+                    else {}
+                ),
                 "late_transaction_partitions_max": late_max,
             },
             recommendation=_sentence("; ".join(fixes)),

@@ -109,12 +109,14 @@ _ANCHORS = (
     r"(?i)transactionalId|transaction metadata|Epoch of producer|fenced|FENCED|Aborting incomplete transaction|"
     r"abortable error state"
 )
+# librdkafka's client instance in its messages ('FACILITY [<client.id>#producer-N] ...')
+_RDKAFKA_CLIENT = r"\[(?P<client>[^\]\s]+#producer-\d+)\]"
 _JAVA_PREFIX = r"\[Producer clientId=(?P<client>[^,\]]+)(?:, transactionalId=(?P<txid>[^,\]]+))?\]"
 
 
 @extractor(
     "txn_events",
-    match=logger_keywords("transaction", "producer", "replicamanager", "rdkafka", "confluent"),
+    match=logger_keywords("transaction", "producer", "replicamanager", "rdkafka", "confluent", "kgo", "sarama"),
     contains=_ANCHORS,
     blockwise=True,
 )
@@ -130,6 +132,7 @@ def build(events: pd.DataFrame) -> pd.DataFrame:
     txid = cols["transactional_id"]
     ptx = field_of(m.first, _JAVA_PREFIX, "txid")
     txid = np.where(txid == None, ptx, txid)  # noqa: E711
+    client = field_of(m.first, _JAVA_PREFIX, "client")
     return m.frame(
         {
             "source": [_SOURCE.get(k, "client") for k in kinds],
@@ -139,6 +142,6 @@ def build(events: pd.DataFrame) -> pd.DataFrame:
             "epoch": to_int(cols["epoch"]),
             "partition": cols["partition"],
             "error": cols["error"],
-            "client_id": field_of(m.first, _JAVA_PREFIX, "client"),
+            "client_id": np.where(client == None, field_of(m.first, _RDKAFKA_CLIENT, "client"), client),  # noqa: E711
         }
     )
