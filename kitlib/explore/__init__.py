@@ -17,7 +17,7 @@ With it on:
   never from a CDN (:func:`kitlib.display.setup`);
 - :func:`explorer` shows one window for the notebook (typed, or brushed on the cross-host
   timeline), the findings' evidence rows in that window, a search over every line of the bundle
-  (:mod:`kitlib.explore.search`) with the raw lines around a hit, and *pin*, which writes the view
+  (:mod:`kitlib.explore.query`) with the raw lines around a hit, and *pin*, which writes the view
   as parameters for ``kitlib report BUNDLE --params FILE``.
 
 Example:
@@ -31,7 +31,7 @@ import os
 
 import pandas as pd
 
-from kitlib.explore.search import Hits, Query, context, context_html, hits_table, search
+from kitlib.explore.query import Hits, Query, context, context_html, hits_table, search
 
 MAX_POINTS = 5000  # the most marks one live chart carries; more rows are aggregated first
 

@@ -17,7 +17,7 @@ import pandas as pd
 from kitlib import display
 from kitlib.explore import MAX_POINTS, evidence_rows
 from kitlib.explore import timeline as tl
-from kitlib.explore.search import LEVELS, ORDERS, Hits, Query, context_html, hits_table, search
+from kitlib.explore.query import LEVELS, ORDERS, Hits, Query, context_html, hits_table, search
 from kitlib.window import Window
 
 PAGE = 25  # hits per page

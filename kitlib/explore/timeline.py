@@ -16,7 +16,7 @@ import altair as alt
 import pandas as pd
 
 from kitlib.display.axes import chart_times, time_x
-from kitlib.explore.search import run_sql
+from kitlib.explore.query import run_sql
 
 BUCKETS = (1, 2, 5, 10, 15, 30, 60, 120, 300, 600, 900, 1800, 3600, 7200, 3 * 3600, 6 * 3600, 12 * 3600, 86400)
 LEVEL_ORDER = ["FATAL", "ERROR", "WARN", "INFO", "DEBUG", "TRACE"]

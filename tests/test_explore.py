@@ -1,0 +1,236 @@
+"""Explore mode: when it is on, search over every line, the raw lines around a hit, the
+cross-host timeline and its brush, the panel's one window, and pinning a view."""
+
+import gzip
+import re
+
+import pandas as pd
+import pytest
+
+import kitlib
+from kitlib import explore
+from kitlib.explore import query as s
+from kitlib.explore import timeline as tl
+from kitlib.window import Window
+
+LEVELS = ["INFO", "INFO", "WARN", "INFO", "ERROR", "DEBUG", "INFO"]
+LOGGERS = ["kafka.cluster.Partition", "kafka.server.ReplicaFetcherThread", "kafka.log.UnifiedLog"]
+
+
+def _line(i: int, host: int) -> str:
+    t = pd.Timestamp("2026-11-23 12:00:00") + pd.Timedelta(seconds=7 * i + host)
+    stamp = t.strftime("%Y-%m-%d %H:%M:%S") + f",{(37 * i) % 1000:03d}"
+    level, logger = LEVELS[i % len(LEVELS)], LOGGERS[i % len(LOGGERS)]
+    if i % 11 == 3:
+        msg = f"[Partition orders-{i % 4} broker={host}] Shrinking ISR from {host},2,3 to {host},3."
+    elif i % 13 == 5:
+        msg = f"[ReplicaFetcher replicaId={host}] Error for partition orders-{i % 4} <b>not_leader</b>"
+    else:
+        msg = f"[Log partition=orders-{i % 4}] Rolled new log segment at offset {i * 100}"
+    return f"[{stamp}] {level} {msg} ({logger})"
+
+
+@pytest.fixture(scope="module")
+def raw(tmp_path_factory):
+    """A two-broker bundle: broker-1's log plain, broker-2's gzip-compressed, one line holding a
+    password next to a search hit."""
+    root = tmp_path_factory.mktemp("explore") / "bundle"
+    lines = {h: [_line(i, h) for i in range(240)] for h in (1, 2)}
+    lines[1][120] = lines[1][120].replace(
+        "Rolled new log segment", "Connecting with sasl.jaas.config password=hunter2 and"
+    )
+    (root / "broker-1").mkdir(parents=True)
+    (root / "broker-2").mkdir()
+    (root / "broker-1" / "server.log").write_text("\n".join(lines[1]) + "\n")
+    (root / "broker-2" / "server.log.1.gz").write_bytes(gzip.compress(("\n".join(lines[2]) + "\n").encode()))
+    return root, lines
+
+
+@pytest.fixture(scope="module")
+def bundle(raw):
+    return kitlib.open(raw[0])
+
+
+def _count(lines, pattern: str, flags=0, level=None, host=None):
+    """Hits counted from the raw lines with Python's re (the check, independent of DuckDB)."""
+    n = 0
+    for h, ls in lines.items():
+        if host and f"broker-{h}" != host:
+            continue
+        for line in ls:
+            lv = line.split("] ", 1)[1].split(" ", 1)[0]
+            if level and lv not in level:
+                continue
+            n += bool(re.search(pattern, line.split("] ", 1)[1], flags))
+    return n
+
+
+def test_explore_is_on_only_in_a_kernel_a_jupyter_server_started(monkeypatch):
+    monkeypatch.delenv("KITLIB_EXPLORE", raising=False)
+    monkeypatch.delenv("JPY_SESSION_NAME", raising=False)
+    assert not explore.enabled(None)  # papermill, nbval, kitlib report: no server, no session name
+    monkeypatch.setenv("JPY_SESSION_NAME", "/home/analyst/triage.ipynb")
+    assert explore.enabled(None)
+    assert not explore.enabled(False)  # the notebook's own parameter wins
+    monkeypatch.setenv("KITLIB_EXPLORE", "0")
+    assert not explore.enabled(None) and explore.enabled("on")
+    assert explore.explorer(None, [], False) is None  # off: the cell shows nothing
+
+
+def test_search_finds_what_the_raw_lines_hold(bundle, raw):
+    _, lines = raw
+    hits = s.search(bundle, "shrinking isr")
+    assert hits.total == _count(lines, r"(?i)shrinking isr") > 0
+    assert not hits.error
+    first = hits.rows.iloc[0]
+    assert first["where"] == f"{first['file']}:{first['line']}"
+    assert "Shrinking ISR" in lines[int(first["host"][-1])][int(first["line"]) - 1]
+    rx = s.search(bundle, r"orders-[13]\] Rolled", regex=True)
+    assert rx.total == _count(lines, r"orders-[13]\] Rolled")
+    warn = s.search(bundle, level="WARN+")
+    assert warn.total == _count(lines, "", level={"WARN", "ERROR", "FATAL"})
+    assert set(warn.rows["level"]) <= {"WARN", "ERROR"}
+    one = s.search(bundle, "error for partition", host="broker-2")
+    assert one.total == _count(lines, r"(?i)error for partition", host="broker-2") > 0
+    assert set(one.rows["host"]) == {"broker-2"}
+    fetch = s.search(bundle, logger="replicafetcher")
+    assert fetch.total == sum(1 for ls in lines.values() for line in ls if "ReplicaFetcherThread)" in line)
+
+
+def test_search_follows_the_window_pages_and_sorts(bundle):
+    w = Window.of("2026-11-23 12:05", "2026-11-23 12:10")
+    every = s.search(bundle, window=w, limit=1000)
+    ts = pd.to_datetime(every.rows["ts"], utc=True)
+    assert every.total == len(every.rows) > 0 and ts.min() >= w.start and ts.max() < w.end
+    assert ts.is_monotonic_increasing
+    page2 = s.search(bundle, window=w, limit=10, offset=10)
+    assert page2.rows["where"].tolist() == every.rows["where"].tolist()[10:20]
+    assert page2.describe().startswith(f"{every.total:,} lines match; 11–20 shown")
+    back = s.search(bundle, window=w, limit=5, desc=True)
+    assert back.rows["where"].tolist() == every.rows["where"].tolist()[::-1][:5]
+    by_host = s.search(bundle, window=w, limit=1000, order="host")
+    assert by_host.rows["host"].is_monotonic_increasing
+
+
+def test_a_bad_pattern_is_a_message_not_a_traceback(bundle):
+    hits = s.search(bundle, "orders-(", regex=True)
+    assert hits.total == 0 and hits.error.startswith("Search failed:") and "Traceback" not in hits.error
+    assert s.search(bundle, "no such text anywhere").describe() == "No line matches."
+
+
+def test_the_lines_around_a_hit_come_from_the_file_redacted_and_escaped(bundle, raw):
+    _, lines = raw
+    got = s.context(bundle, "broker-1/server.log", 122, before=3, after=3)
+    assert [n for n, _ in got] == [119, 120, 121, 122, 123, 124, 125]
+    assert got[0][1] == lines[1][118] and got[-1][1] == lines[1][124]
+    assert "hunter2" not in got[2][1] and "[redacted]" in got[2][1]
+    gz = s.context(bundle, "broker-2/server.log.1.gz", 1, before=5, after=2)  # decompressed as parsed
+    assert [t for _, t in gz] == lines[2][:3]
+    hit = s.search(bundle, "not_leader", host="broker-2").rows.iloc[0]
+    html = s.context_html(bundle, hit["file"], int(hit["line"])).html
+    assert "&lt;b&gt;not_leader&lt;/b&gt;" in html and "<b>not_leader" not in html
+    assert html.count("kit-hit") == 1
+    missing = s.context_html(bundle, "broker-9/server.log", 3)
+    assert "not in the bundle folder" in missing.text
+
+
+def test_timeline_aggregates_to_at_most_max_points_and_counts_every_record(bundle):
+    d, bucket, n = tl.counts(bundle, max_points=60)
+    assert len(d) <= 60 and d["count"].sum() == n == len(bundle.events.dropna(subset=["ts"]))
+    assert bucket > 1
+    fine, b1, _ = tl.counts(bundle, max_points=5000)
+    assert b1 < bucket and fine["count"].sum() == n
+    spec = tl.chart(bundle, explore.evidence_rows([]), max_points=60).to_dict()
+    assert "aggregated into" in spec["title"]["subtitle"] and spec["params"][0]["name"] == "window"
+
+
+def test_a_brush_on_the_chart_becomes_a_utc_window():
+    # the chart shows Berlin wall clock on a UTC scale: 13:00-13:01 on the axis is 12:00-12:01 UTC
+    lo, hi = tl.brushed(
+        {"bucket": [pd.Timestamp("2026-11-23 13:00").value // 10**6, pd.Timestamp("2026-11-23 13:01").value // 10**6]},
+        "Europe/Berlin",
+    )
+    assert (lo, hi) == (pd.Timestamp("2026-11-23 12:00", tz="UTC"), pd.Timestamp("2026-11-23 12:01", tz="UTC"))
+    assert tl.brushed({}) is None and tl.brushed({"bucket": [5, 5]}) is None
+
+
+@pytest.mark.slow  # vl-convert bundles Vega's JavaScript: seconds
+def test_live_charts_load_nothing_from_the_network():
+    import altair as alt
+
+    from kitlib import display
+
+    display.setup(explore=True)
+    try:
+        assert alt.renderers.active == "jupyter"
+        alt.JupyterChart.enable_offline()
+        esm = alt.JupyterChart(alt.Chart(pd.DataFrame({"x": [1]})).mark_point().encode(x="x:Q"))._esm
+        assert "vega" in esm.lower() and not re.search(r"""(import|from)\s*\(?["']https?://""", esm)
+    finally:
+        display.setup()
+    assert alt.renderers.active == "svg"
+
+
+@pytest.mark.slow
+def test_panel_window_requeries_the_evidence_and_pins_the_view(tmp_path):
+    from kitlib.explore.panel import Explorer
+    from kitlib.params import read_pinned
+
+    b = kitlib.open("sample_data/isr-flapping")
+    findings = kitlib.triage(b).findings
+    every = explore.evidence_rows(findings)
+    p = Explorer(b, findings)
+    assert f"data-rows='{len(every)}'" in p.evidence_out.value and len(every) > 2
+    t = every["ts"].dropna().sort_values()
+    lo, hi = t.iloc[0], t.iloc[len(t) // 2]
+    p.set_window(lo, hi)
+    inside = int(((every["ts"] >= lo) & (every["ts"] < hi)).sum())
+    assert 0 < inside < len(every) and f"data-rows='{inside}'" in p.evidence_out.value
+    assert p.start_box.value.startswith(lo.strftime("%Y-%m-%dT%H:%M:%S"))
+    hits = p.run_search(text="shrinking isr")
+    assert hits.total == len(s.search(b, "shrinking isr", window=p.window, limit=10_000).rows)
+    assert "Shrinking ISR" in p.open_hit(1).text
+    p.end_box.value = "not a time"
+    p._typed()
+    assert "Not a time" in p.window_label.value
+    path = p.pin(tmp_path / "view.yaml")
+    got = read_pinned(path)
+    assert pd.Timestamp(got["START"]) == lo and pd.Timestamp(got["END"]) == hi
+    assert got["SEARCH"]["text"] == "shrinking isr"
+    assert "kitlib report BUNDLE" in path.read_text()
+
+
+@pytest.mark.slow
+def test_search_over_an_ingest_output_matches_the_bundle_in_memory(bundle, raw, tmp_path):
+    out = tmp_path / "tables"
+    kitlib.ingest(raw[0], out, progress=False)
+    stored = kitlib.load(out)
+    assert stored.lazy("events")
+    for kw in (
+        {"text": "shrinking isr"},
+        {"level": "WARN+", "host": "broker-1"},
+        {"window": Window.of("2026-11-23 12:05", None)},
+    ):
+        a, b = s.search(stored, limit=1000, **kw), s.search(bundle, limit=1000, **kw)
+        assert a.total == b.total > 0
+        assert a.rows["where"].tolist() == b.rows["where"].tolist()
+    assert s.context(stored, "broker-1/server.log", 2, 1, 1) == s.context(bundle, "broker-1/server.log", 2, 1, 1)
+    d1, _, n1 = tl.counts(stored, 200)
+    d2, _, n2 = tl.counts(bundle, 200)
+    assert n1 == n2 and d1["count"].sum() == d2["count"].sum()
+
+
+def test_every_notebook_takes_the_explore_parameter():
+    import nbformat
+
+    from kitlib.report import notebook_dir
+
+    for path in sorted(notebook_dir().glob("*.ipynb")):
+        nb = nbformat.read(str(path), as_version=4)
+        params = next(c for c in nb.cells if "parameters" in c.metadata.get("tags", []))
+        assert re.search(r"^EXPLORE = None\b", params.source, re.M), path.name
+        code = "\n".join(c.source for c in nb.cells if c.cell_type == "code")
+        assert "display.setup(explore=explore.enabled(EXPLORE))" in code, path.name
+        for c in nb.cells:  # no widget state stored: explore mode is off when outputs are made
+            for o in c.get("outputs", []):
+                assert "application/vnd.jupyter.widget-view+json" not in o.get("data", {}), path.name
