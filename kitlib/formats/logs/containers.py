@@ -146,3 +146,149 @@ def stamp_ms(m: pa.StructArray, p: str = "") -> np.ndarray:
     off = zone_offsets_ms(m.field(f"{p}tz")) if f"{p}tz" in names else np.zeros(len(m), np.int64)
     off = np.where(off == NO_STAMP, 0, off)
     return np.where(ok, wall - off, NO_STAMP)
+
+
+# --- pasted excerpts --------------------------------------------------------------------------
+# What a ticket, a chat thread or a terminal copy puts before a log line, besides a container's
+# prefix: indentation, a line number (`  12: `, `12 | `, `cat -n`'s tab), a shell prompt (`$ `,
+# `# `, `> `, `user@host:~$ ` also glued to the line, `[user@host dir]$ `, `bash-5.1$ `), a log
+# search's own time column (Kibana's `Mar 5, 2021 @ 14:22:10.123`, an ISO @timestamp followed by
+# a tab or a comma). Read only in a file the inference finds written that way (see
+# :func:`kitlib.formats.logs.inference.best_layout`), never in an ordinary log.
+_NUM = r"\d{1,6}(?::[ \t]|\t| ?\|[ \t]?)"  # with the one blank that follows it
+
+
+_PROMPT = (
+    r"[\w.-]+@[\w.-]+(?::[^\s$#]*)?[$#]"  # user@host:~$ (may be glued to the line)
+    r"|\[[\w.-]+@[\w.-]+[^\]\n]*\][$#]"  # [user@host dir]$
+    r"|(?:ba|z|k)?sh(?:-[\d.]+)?[$#]"  # bash-5.1$, sh-4.4#
+    r"|PS [A-Za-z]:[^>\n]*>"  # PowerShell
+    r"|[$#>%]"  # a bare prompt or a quote marker: must be followed by a blank
+)
+
+
+_SEARCH_STAMP = (
+    r"[A-Z][a-z]{2} \d{1,2}, \d{4} @ \d{2}:\d{2}:\d{2}(?:\.\d{1,9})?[ \t]+"  # Kibana Discover
+    r"|\"?\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d{1,9})?(?:Z|[+-]\d{2}:?\d{2})?\"?(?:\t|, ?)"
+)
+
+
+# (ind) indentation, then either (num) a line number or (prompt) a prompt, (ws) blanks, (srch) a
+# log search's time column; then the container prefix (cpre, groups c*)
+EXCERPT_RE2 = (
+    r"^(?P<ind>[ \t]*)(?:(?P<num>" + _NUM + r")|(?P<prompt>" + _PROMPT + r"))?(?P<ws>[ \t]*)"
+    r"(?P<srch>" + _SEARCH_STAMP + r")?"
+    r"(?P<cpre>(?:" + _SERVICE + r")?(?:" + _STAMP + r"(?:" + _CRI + r")? )?)"
+)
+
+
+EXCERPT = re.compile(re.sub(r"\?P<\w+>", "", EXCERPT_RE2).encode())
+
+
+# a record's start behind a decoration: a date (ISO, yy/MM/dd, bracketed) or a level word
+_LOOKS_LIKE_RECORD = re.compile(
+    rb"(?:\[?\d{2,4}[-/]\d{2}[-/]\d{2}[ T]\d{2}:\d{2}|\[?(?:TRACE|DEBUG|INFO|WARN|WARNING|ERROR|FATAL)\b)"
+)
+
+
+_FENCE = r"^[ \t]*(?:```|~~~)[\w+-]*[ \t\r\n]*$"
+
+
+def strip_excerpt(line: bytes) -> bytes:
+    """One line without the decoration of a pasted excerpt (used on a file's first lines only).
+
+    Example:
+        >>> strip_excerpt(b"  12: $ [2024-05-22 00:32:03,023] INFO hi (a.B)")
+        b'[2024-05-22 00:32:03,023] INFO hi (a.B)'
+    """
+    m = EXCERPT.match(line)
+    return line[m.end() :] if m else line
+
+
+def decorated(lines: list[bytes]) -> bool:
+    """Does any of these lines start a record behind an excerpt's decoration (a record that
+    reading the line as it is would not find)?"""
+    for ln in lines:
+        m = EXCERPT.match(ln)
+        if m and m.end() > 0 and _LOOKS_LIKE_RECORD.match(ln, m.end()):
+            return True
+    return False
+
+
+_MARK_LINE = re.compile(
+    rb"^[ \t]*(?:(?:```|~~~)[\w+-]*[ \t\r]*$|(?:"
+    + _PROMPT.encode()
+    + rb")(?:[ \t]|\r?$)|\d{1,6}(?::[ \t]|\t| ?\|)[ \t\r]*$)"
+)
+
+
+def marked_lines(lines: list[bytes]) -> bool:
+    """Does any of these lines hold only what a paste adds (a code fence, a prompt and its
+    command, a bare line number)?"""
+    return any(_MARK_LINE.match(ln) for ln in lines)
+
+
+def _lengths(m: pa.StructArray, name: str) -> np.ndarray:
+    return pc.fill_null(pc.binary_length(m.field(name)), 0).to_numpy(zero_copy_only=False).astype(np.int64)
+
+
+def _drop_prefixes(a: np.ndarray, starts: np.ndarray, plen: np.ndarray) -> bytes:
+    """The bytes of ``a`` without the first ``plen`` bytes of each line (numpy mask)."""
+    has = plen > 0
+    delta = np.zeros(len(a) + 1, np.int32)
+    delta[starts[has]] += 1
+    delta[(starts + plen)[has]] -= 1
+    return a[np.cumsum(delta[:-1]) == 0].tobytes()
+
+
+JUNK_PROMPT = "a shell prompt or command of a pasted excerpt"  # as in records.EXPECTED_REASONS
+JUNK_DECORATION = "only the decoration of a pasted excerpt (line number, prompt, code fence)"
+
+
+def unwrap_excerpt(block: bytes, head_rx: str) -> tuple[bytes, np.ndarray | None, np.ndarray, np.ndarray]:
+    """``block`` (whole lines) without the decorations of a pasted excerpt, as
+    :func:`unwrap_block` does for container prefixes; ``head_rx`` (RE2) tells which lines start a
+    record once stripped. A record's first line loses all its decoration; any other line loses
+    its line number and the indentation the records share, so a stack frame keeps its own; a
+    line holding nothing but decoration, and a prompt before anything but a record (a command),
+    are left whole and marked. Returns (block, container stamps or None, marked lines, which
+    of them are prompts)."""
+    block = join_partials(block)
+    a = np.frombuffer(block, np.uint8)
+    starts, ends = line_bounds(a, block)
+    n = len(starts)
+    if not n:
+        return block, None, np.zeros(0, bool), np.zeros(0, bool)
+    lines = lines_array(block, starts).view(pa.large_binary())
+    m = pc.extract_regex(lines, EXCERPT_RE2)
+    ind, num, prompt = _lengths(m, "ind"), _lengths(m, "num"), _lengths(m, "prompt")
+    ws, srch, cpre = _lengths(m, "ws"), _lengths(m, "srch"), _lengths(m, "cpre")
+    full = ind + num + prompt + ws + srch + cpre
+    # a bare prompt or quote marker ('$', '#', '>', '%') counts only when a blank follows it
+    bare = (prompt == 1) & (ws == 0)
+    full = np.where(bare, ind, full)
+    prompt = np.where(bare, 0, prompt)
+    stripped = lines_array(_drop_prefixes(a, starts, full), starts - np.append(0, np.cumsum(full)[:-1]))
+    is_h = np.asarray(
+        pc.match_substring_regex(stripped.view(pa.large_binary()), head_rx).to_numpy(zero_copy_only=False), bool
+    )
+    line_len = ends - starts - ((ends > starts) & (a[np.maximum(ends - 1, 0)] == 13))
+    only_decor = (full >= line_len) & (num + prompt > 0)
+    fence = np.asarray(pc.match_substring_regex(lines, _FENCE).to_numpy(zero_copy_only=False), bool)
+    command = (prompt > 0) & ~is_h & ~only_decor
+    marked = only_decor | fence | command
+    common = int(ind[is_h].min()) if is_h.any() else 0
+    # other lines: a line number (with its one blank), else the shared indentation (and a
+    # container prefix right after it)
+    rest = np.where(num > 0, ind + num, np.minimum(ind, common))
+    rest = np.where((num == 0) & (ind <= common) & (ws == 0), rest + srch + cpre, rest)
+    plen = np.where(is_h, full, np.where(marked, 0, rest))
+    out = _drop_prefixes(a, starts, plen)
+    stamps = None
+    took = is_h & (cpre > 0)
+    if took.any():
+        names = [f.name for f in m.type if f.name.startswith("c") and f.name != "cpre"]
+        cm = pa.StructArray.from_arrays([m.field(k).cast(pa.large_string()) for k in names], names)
+        st = stamp_ms(cm, "c")
+        stamps = np.where(took, st, NO_STAMP)
+    return out, stamps, marked, command

@@ -39,6 +39,16 @@ from kitlib.sources import SourceFile, regular_files
 _INFER_DATES = ["[%d{ANY_ISO}] ", "%d{ANY_ISO} ", "%d{ANY_TIME} ", "[%d{ANY_TIME}] ", ""]
 
 
+# layouts read with one date only: Spark's log4j default (yy/MM/dd, a Kafka client in every
+# Structured Streaming job), a bracketed level and thread (an ELK-friendly broker layout),
+# Debezium's container images (the connector's MDC between bars, the logger last in brackets)
+_INFER_EXTRA = [
+    "%d{yy/MM/dd HH:mm:ss} %p %c{1}: %m%n",
+    "[%d{ANY_ISO}] [%-5p] [%t] [%c] - %m%n",
+    "%d{ANY_ISO} %-5p  %X{dbz.connectorType}|%X{dbz.connectorName}|%X{dbz.connectorContext}  %m   [%c]%n",
+]
+
+
 _INFER_BODIES = [
     "%p %m (%c) [%t]%n",  # Strimzi's broker layout
     "%p %m (%c)%n",  # Kafka's, behind another date or none (log service exports)
@@ -56,7 +66,7 @@ _INFER_BODIES = [
 ]
 
 
-INFER_PATTERNS = [d + b for d in _INFER_DATES for b in _INFER_BODIES]
+INFER_PATTERNS = _INFER_EXTRA + [d + b for d in _INFER_DATES for b in _INFER_BODIES]
 
 
 _INFER_CACHE: list[Layout] = []
@@ -100,30 +110,50 @@ def score(layout: Layout, lines: list[bytes]) -> tuple[int, int]:
     return heads, int(found[ok].sum())
 
 
-def best_layout(candidates: list[Layout], head: bytes, min_share: float = 0.1) -> tuple[Layout | None, bool]:
-    """The candidate that finds the most fields (on record first lines) in ``head``, and
-    whether it reads the lines with their container prefixes stripped. None when none finds
-    any, or fewer than ``min_share`` of the non-blank lines start a record."""
+PLAIN, CONTAINER, EXCERPT = (
+    0,
+    1,
+    2,
+)  # how a file's lines are read: as they are, without container prefixes, without an excerpt's decorations
+
+
+def best_layout(candidates: list[Layout], head: bytes, min_share: float = 0.1) -> tuple[Layout | None, int]:
+    """The candidate that finds the most fields (on record first lines) in ``head``, and how it
+    reads the lines: :data:`PLAIN`, :data:`CONTAINER` (container prefixes stripped) or
+    :data:`EXCERPT` (a pasted excerpt's indentation, prompts, line numbers and shipper columns
+    stripped; only when that finds clearly more records). None when none finds any, or fewer
+    than ``min_share`` of the non-blank lines start a record."""
     raw = [ln for ln in head_lines(head) if ln.strip()]
     if not raw:
-        return None, False
-    variants = [(False, raw)]
+        return None, PLAIN
+    variants = [(PLAIN, raw)]
     strong = False
     if containers.has_prefix(raw):
         stripped = [containers.PREFIX.sub(b"", ln, count=1) for ln in raw]
-        variants.append((True, stripped))
+        variants.append((CONTAINER, stripped))
         strong = _surely_wrapped(raw, stripped)
-    best: tuple[Layout | None, bool] = (None, False)
+    if containers.decorated(raw):
+        variants.append((EXCERPT, [containers.strip_excerpt(ln) for ln in raw]))
+    best: tuple[Layout | None, int] = (None, PLAIN)
     best_key = (0, 0, 0, 0, 0)
+    heads_of: dict[int, int] = {}
     for i, lay in enumerate(candidates):
-        for wrapped, lines in variants:
+        for mode, lines in variants:
             h, f = score(lay, lines)
-            key = (int(wrapped and strong), f + h, h, -i, -int(wrapped))
+            if mode == EXCERPT:
+                # an excerpt's reading must find more records than the others do (a stray
+                # indented date in an ordinary log is no excerpt)
+                plain_h = max(heads_of.get(i, 0), 0)
+                if h < plain_h + max(1, plain_h // 10):
+                    continue
+            else:
+                heads_of[i] = max(heads_of.get(i, 0), h)
+            key = (int(mode == CONTAINER and strong), f + h, h, -i, -mode)
             if h and key > best_key:
-                best, best_key = (lay, wrapped), key
+                best, best_key = (lay, mode), key
     # stack-trace-heavy logs have few record first lines: 3 are enough whatever the share
     if best[0] is None or best_key[2] < min(3, max(1, min_share * len(raw))):
-        return None, False
+        return None, PLAIN
     return best
 
 
@@ -142,8 +172,9 @@ def _surely_wrapped(raw: list[bytes], stripped: list[bytes]) -> bool:
     return any(r != s and _CONTINUATION.match(s) for r, s in zip(raw, stripped))
 
 
-def wrapped(layout: Layout, head: bytes) -> bool:
-    """Does ``layout`` read this file's lines better with container prefixes stripped?"""
+def wrapped(layout: Layout, head: bytes) -> int:
+    """How ``layout`` reads this file's lines best: :data:`PLAIN`, :data:`CONTAINER` (prefixes
+    stripped) or :data:`EXCERPT` (a pasted excerpt's decorations stripped)."""
     return best_layout([layout], head, 0.0)[1]
 
 

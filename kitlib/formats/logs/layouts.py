@@ -270,11 +270,13 @@ def substitute(pattern: str, props: dict[str, str] | None = None) -> str:
     return pattern
 
 
-def compile_pattern(pattern: str, props: dict[str, str] | None = None) -> Layout:
+def compile_pattern(pattern: str, props: dict[str, str] | None = None, optional_date: bool = False) -> Layout:
     """Compile a log4j 1.x/2.x or logback pattern into a :class:`Layout`.
 
     Raises :class:`PatternError` when the pattern has no message (``%m``) or nothing before it
-    to recognise a record's first line by.
+    to recognise a record's first line by. ``optional_date``: a line without the leading date
+    (and the literal around it) still starts a record when the level is there (pasted
+    excerpts often lose the date column).
 
     Example:
         >>> compile_pattern("%d{HH:mm:ss.SSS} [%thread] %-5level %logger{36} - %msg%n").fields
@@ -292,7 +294,10 @@ def compile_pattern(pattern: str, props: dict[str, str] | None = None) -> Layout
     parts: list[list[str]] = [[], []]
     side, kinds, tz = 0, [], ""
     used: set[str] = set()
+    date_end = -1  # parts[0] up to here is the leading date and its literals
     for t, (kind, mod, opt, lit) in enumerate(toks):
+        if date_end == -2 and kind != "lit":
+            date_end = len(parts[0])
         if kind == "end":
             break
         pad_l = r" *" if mod and not mod.startswith("-") and mod[0].isdigit() else ""
@@ -324,6 +329,8 @@ def compile_pattern(pattern: str, props: dict[str, str] | None = None) -> Layout
             if len(opts) > 1 and opts[1]:
                 tz = opts[1]
             rx = date_regex(first) if "date" not in used else re.sub(r"\?P<\w+>", "", date_regex(first))
+            if not kinds and date_end == -1:
+                date_end = -2  # the date leads: its end is fixed at the next conversion
             used.add("date")
             kinds.append("date")
         elif kind in ("level", "logger", "class", "thread"):
@@ -349,6 +356,8 @@ def compile_pattern(pattern: str, props: dict[str, str] | None = None) -> Layout
     if side == 0:
         raise PatternError("the pattern has no message (%m)")
     head = "".join(parts[0])
+    if optional_date and date_end > 0 and "level" in kinds:
+        head = "(?:" + "".join(parts[0][:date_end]) + ")?" + "".join(parts[0][date_end:])
     if not re.search(r"\(\?P<(?:Y|h|epoch|level)>", head):
         raise PatternError("nothing before the message identifies a record's first line (no date or level)")
     tail = "".join(parts[1]).rstrip()

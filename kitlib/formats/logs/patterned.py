@@ -50,9 +50,18 @@ from kitlib.formats.logs.dates import (
     to_utc_ms,
     zone_offsets_ms,
 )
-from kitlib.formats.logs.inference import choose_layout, manifest_layout, wrapped
-from kitlib.formats.logs.layouts import Layout, binary_lines, head_matches, is_kafka_default, scan_style
+from kitlib.formats.logs.inference import EXCERPT, PLAIN, choose_layout, manifest_layout, wrapped
+from kitlib.formats.logs.layouts import (
+    Layout,
+    PatternError,
+    binary_lines,
+    compile_pattern,
+    head_matches,
+    is_kafka_default,
+    scan_style,
+)
 from kitlib.formats.logs.records import (
+    EXCERPT_FOLLOWS,
     GAPS_KEY,
     clean_loggers,
     emit,
@@ -79,7 +88,7 @@ def _names(s: pa.StructArray) -> set[str]:
 
 
 def parse_block(
-    block: bytes, lines_before: int, src: SourceFile, layout: Layout, first: bool = True, wrapped: bool = False
+    block: bytes, lines_before: int, src: SourceFile, layout: Layout, first: bool = True, wrapped: int = PLAIN
 ):
     """Parse whole lines with ``layout``: (events Arrow table, unparsed frame, lines in records,
     lines). Same contract as :func:`kitlib.formats.logs.log4j.parse_block`. A block of a layout the
@@ -91,7 +100,10 @@ def parse_block(
         if scanned is not None:
             return from_scan(scanned, lines_before, src, layout.tz or src.tz)
     cts = None
-    if wrapped:
+    marked = None
+    if wrapped == EXCERPT:
+        block, cts, marked, command = containers.unwrap_excerpt(block, layout.head)
+    elif wrapped:
         block, cts = unwrap_block(block)
     a = np.frombuffer(block, np.uint8)
     starts, ends = line_bounds(a, block)
@@ -100,6 +112,10 @@ def parse_block(
         return empty_events(), unparsed_frame(src, [], [], ""), 0, 0
     eff = ends - ((ends > starts) & (a[np.maximum(ends - 1, 0)] == 13))
     is_j, junk_reason = junk_lines(a, block, starts, ends)
+    if marked is not None and marked.any():  # an excerpt's prompts, commands, fences: unparsed, said why
+        for i in np.flatnonzero(marked & ~is_j).tolist():
+            junk_reason[i] = containers.JUNK_PROMPT if command[i] else containers.JUNK_DECORATION
+        is_j |= marked
     lines = lines_array(block, starts, ~is_j)
     m = extract(lines, layout.head_pre)
     is_h = m.is_valid().to_numpy(zero_copy_only=False) & ~is_j
@@ -115,6 +131,21 @@ def parse_block(
         if not known.all():
             is_h[h0[~known]] = False
             hm = hm.filter(pa.array(known))
+    if wrapped == EXCERPT and layout.tail and "Y" in cols:
+        # a record first line without its date (an excerpt's optional date) must end as the
+        # layout ends a line: a level word at a line's start is not enough
+        undated = np.asarray(pc.is_null(cols["Y"]).to_numpy(zero_copy_only=False), bool)
+        if undated.any():
+            ends_ok = np.asarray(
+                pc.match_substring_regex(lines.take(pa.array(h0)).view(pa.large_binary()), layout.tail).to_numpy(
+                    zero_copy_only=False
+                ),
+                bool,
+            )
+            drop = undated & ~ends_ok
+            if drop.any():
+                is_h[h0[drop]] = False
+                hm = hm.filter(pa.array(~drop))
     far, years = out_of_range_years(hm)
     if far.any():  # a header whose year the tables cannot hold costs its record (as in log4j.py)
         bad = np.flatnonzero(is_h)[far]
@@ -126,6 +157,8 @@ def parse_block(
     # --- group lines into records ---------------------------------------------------------
     H, last, span, lead, un_idx = group_records(is_h, is_j)
     un = unparsed_rows(src, a, block, starts, eff, un_idx, is_j, junk_reason, lead, first, lines_before)
+    if marked is not None and marked.any() and len(un):
+        un = _after_marks(un, un_idx, is_h, is_j, marked)
     nrec = len(H)
     if nrec == 0:
         return empty_events(), un, 0, nlines
@@ -204,7 +237,25 @@ def parse_block(
     return t, un, int(span.sum()), nlines
 
 
-def last_header_start(buf: bytes, layout: Layout, wrapped: bool, limit: int = 200_000) -> int:
+def _after_marks(un, un_idx: np.ndarray, is_h: np.ndarray, is_j: np.ndarray, marked: np.ndarray):
+    """Lines that follow an excerpt's prompt, command or fence (and no record) say so, rather
+    than that they follow an unreadable line."""
+    anchors = np.flatnonzero(is_h | is_j)
+    k = np.searchsorted(anchors, un_idx, side="right") - 1
+    prev = anchors[np.maximum(k, 0)]
+    follows = (k >= 0) & ~is_j[un_idx] & marked[prev] & (prev < un_idx)
+    if follows.any():
+        reason = (
+            un["reason"].cat.add_categories([EXCERPT_FOLLOWS])
+            if EXCERPT_FOLLOWS not in un["reason"].cat.categories
+            else un["reason"]
+        )
+        reason[follows] = EXCERPT_FOLLOWS
+        un = un.assign(reason=reason)
+    return un
+
+
+def last_header_start(buf: bytes, layout: Layout, wrapped: int, limit: int = 200_000) -> int:
     """Offset of the last record first line in ``buf`` (to cut a block before it; the line must
     end with a newline and not be the first), or -1. Looks at no more than ``limit`` lines from
     the end, a growing window at a time, each window's lines matched at once (RE2)."""
@@ -218,7 +269,9 @@ def last_header_start(buf: bytes, layout: Layout, wrapped: bool, limit: int = 20
         a = np.frombuffer(seg, np.uint8)
         starts, _ = line_bounds(a, seg)
         lines = lines_array(seg, starts).view(pa.large_binary())
-        if wrapped:
+        if wrapped == EXCERPT:
+            lines = pc.replace_substring_regex(lines, containers.EXCERPT_RE2, "", max_replacements=1)
+        elif wrapped:
             lines = pc.replace_substring_regex(lines, containers.PREFIX_RE2, "", max_replacements=1)
         hit = np.flatnonzero(
             np.asarray(pc.match_substring_regex(lines, layout.head).to_numpy(zero_copy_only=False), bool)
@@ -257,7 +310,9 @@ def parse(
 
         yield from unknown_lines(src, ctx)
         return
-    is_wrapped = wrapped(layout, head)
+    is_wrapped = EXCERPT if src.meta.get("excerpt") else wrapped(layout, head)
+    if is_wrapped == EXCERPT:
+        layout = excerpt_layout(layout)
     if src.meta.get("layout_note"):
         ctx.notes.append(src.meta["layout_note"])
     if _local_dates(layout, head):
@@ -317,6 +372,44 @@ def parse(
             pool.shutdown(wait=True, cancel_futures=True)
 
 
+_EXCERPT_LAYOUTS: dict[str, Layout] = {}
+
+
+MAX_EXCERPT = 1 << 20  # bytes: a file read as a paste only for its fences and prompts is no bigger
+
+
+def excerpt_layout(layout: Layout) -> Layout:
+    """``layout`` as a pasted excerpt is read: its leading date may be missing (such a line
+    still starts a record, with no time, when its level is there and it ends as the layout
+    ends a line)."""
+    if layout.pattern not in _EXCERPT_LAYOUTS:
+        try:
+            lay = compile_pattern(layout.pattern, optional_date=True)
+            lay.tz = layout.tz
+        except PatternError:
+            lay = layout
+        _EXCERPT_LAYOUTS[layout.pattern] = lay
+    return _EXCERPT_LAYOUTS[layout.pattern]
+
+
+def detect_excerpt(head: bytes, src: SourceFile) -> bool:
+    """A pasted excerpt: records behind indentation, prompts, line numbers or a shipper's
+    column, which reading the lines as they are would miss (ahead of Kafka's fast path, which
+    would take the undecorated lines and fold the decorated ones into them)."""
+    if manifest_layout(src) is not None:
+        return False
+    lines = head_lines(head)
+    if containers.decorated(lines):
+        lay = choose_layout(head, src)
+        return lay is not None and wrapped(lay, head) == EXCERPT
+    # undecorated records among a paste's own lines (fences, prompts and commands): a small file
+    # only (an ordinary log may hold such a line in a message; it keeps Kafka's fast path)
+    if src.size <= MAX_EXCERPT and containers.marked_lines(lines) and choose_layout(head, src) is not None:
+        src.meta["excerpt"] = True
+        return True
+    return False
+
+
 def detect_forced(head: bytes, src: SourceFile) -> bool:
     """``bundle.yaml`` names a layout for this file that the fast path does not read."""
     forced = manifest_layout(src)
@@ -335,6 +428,15 @@ register(
     tables=("events", "unparsed"),
     priority=5,
     doc="logs whose layout bundle.yaml names (layouts: {glob: pattern})",
+)
+register(
+    "log-excerpt",
+    detect=detect_excerpt,
+    parse=parse,
+    tables=("events", "unparsed"),
+    priority=8,
+    doc="pasted log excerpts (tickets, chat threads, terminal copies): indentation, shell prompts, "
+    "line numbers and a log shipper's column set aside; lines that lost their date keep their place",
 )
 register(
     "log-layout",

@@ -60,6 +60,17 @@ GAPS_KEY = "kitlib.nonexistent_local_times"
 UNPARSED_PIECE = 100_000  # unparsed rows handed to the sink at a time
 
 
+# unparsed lines that are no fault of the file (its error names the first other one): lines
+# before its first record, and what a paste adds around records (see containers.unwrap_excerpt)
+EXCERPT_FOLLOWS = "follows a prompt, command or fence of a pasted excerpt"
+EXPECTED_REASONS = (
+    "no record header before this line",
+    "a shell prompt or command of a pasted excerpt",
+    "only the decoration of a pasted excerpt (line number, prompt, code fence)",
+    EXCERPT_FOLLOWS,
+)
+
+
 def group_records(is_h: np.ndarray, is_j: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, int, np.ndarray]:
     """Records of a block from its record first lines ``is_h`` and unreadable lines ``is_j``: a
     record runs from its first line to the line before the next first or unreadable line.
@@ -222,7 +233,7 @@ def emit(result, lines_before: int, src: SourceFile, ctx: Context):
     ctx.lines += nlines
     ctx.parsed += nrec_lines
     if len(un):
-        bad = un[un["reason"] != "no record header before this line"]
+        bad = un[~un["reason"].isin(EXPECTED_REASONS)]
         if len(bad):
             ctx.fail(f"{src.rel} line {int(bad['line'].iloc[0])}: {bad['reason'].iloc[0]}", int(bad["line"].iloc[0]))
         for i in range(0, len(un), UNPARSED_PIECE):
