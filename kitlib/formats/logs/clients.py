@@ -162,7 +162,11 @@ def client_layout(head: bytes, src) -> Layout | None:
     key = "client_layout"
     if src is not None and key in getattr(src, "meta", {}):
         return src.meta[key]
-    lay = best_layout(client_layouts(), head, 0.2)[0]
+    from kitlib.formats.logs.inference import inferred_layouts
+
+    mine = client_layouts()
+    lay = best_layout(mine + inferred_layouts(), head)[0]  # only where none of the inferred reads it better
+    lay = lay if any(lay is m for m in mine) else None
     if src is not None and hasattr(src, "meta"):
         src.meta[key] = lay
     return lay

@@ -74,9 +74,10 @@ def client_groups(group_events: pd.DataFrame) -> pd.DataFrame:
         return ge
     # by position (a caller's frame may repeat index labels)
     client = (ge["source"].astype("string") == "client").fillna(False).to_numpy(bool)
-    group = pd.Series(ge["group"].astype("string").to_numpy(), dtype="string")
-    file = pd.Series(ge["file"].astype("string").to_numpy(), dtype="string")
-    ts = pd.Series(ge["ts"].to_numpy(), dtype=ge["ts"].dtype)
+    # (the arrays themselves: a tz-aware column's to_numpy() would make one Timestamp object a row)
+    group = pd.Series(ge["group"].astype("string").array, dtype="string")
+    file = pd.Series(ge["file"].astype("string").array, dtype="string")
+    ts = pd.Series(ge["ts"].array, dtype=ge["ts"].dtype)
     has = group.notna().to_numpy(bool)
     named = pd.DataFrame({"file": file[client & has], "group": group[client & has]}).drop_duplicates()
     one = named.groupby("file")["group"].agg(["first", "size"])
@@ -106,13 +107,47 @@ def client_groups(group_events: pd.DataFrame) -> pd.DataFrame:
 
 def client_files(group_events: pd.DataFrame, group: str) -> list[str]:
     """The files whose client lines :func:`client_groups` gave ``group`` without naming it."""
+    return client_files_by_group(group_events).get(group, [])
+
+
+def client_files_by_group(group_events: pd.DataFrame) -> dict[str, list[str]]:
+    """:func:`client_files` of every group at once (one :func:`client_groups` pass): group -> files."""
     ge = group_events
     if not len(ge):
-        return []
+        return {}
     raw = ge["group"].astype("string")
     done = client_groups(ge)
-    took = (done["group"].astype("string") == group).fillna(False) & raw.isna()
-    return sorted(ge.loc[took.to_numpy(bool), "file"].astype(str).unique())
+    took = raw.isna().to_numpy(bool) & done["group"].notna().to_numpy(bool)
+    if not took.any():
+        return {}
+    pairs = pd.DataFrame(
+        {"group": done["group"].astype("string").to_numpy()[took], "file": ge["file"].astype(str).to_numpy()[took]}
+    ).drop_duplicates()
+    return {str(g): sorted(f.tolist()) for g, f in pairs.groupby("group", sort=True)["file"]}
+
+
+CLIENT_BURST = pd.Timedelta("10s")  # client rejoins this close together are one rebalance
+
+
+def rebalance_kind(group_events: pd.DataFrame) -> str:
+    """The kind of row that starts a rebalance: the coordinator's ``prepare_rebalance``, or, in a
+    bundle without any coordinator line (only clients' logs), a client ``rejoining``."""
+    src = group_events["source"].astype("string") if len(group_events) else pd.Series([], dtype="string")
+    return "prepare_rebalance" if (src == "coordinator").any() or not len(src) else "rejoining"
+
+
+def _first_of_bursts(ts: pd.Series, group: pd.Series, mask: np.ndarray) -> np.ndarray:
+    """Of the rows in ``mask``, those that start a burst: no earlier row of the same group within
+    :data:`CLIENT_BURST` (one rebalance logged by every member, or twice by one)."""
+    out = np.zeros(len(ts), bool)
+    at = np.flatnonzero(mask)
+    if not len(at):
+        return out
+    d = pd.DataFrame({"g": group.to_numpy()[at], "t": ts.to_numpy()[at], "i": at}).sort_values(["g", "t"])
+    gap = d["t"].diff()
+    new = (d["g"] != d["g"].shift()).to_numpy(bool) | (gap > CLIENT_BURST).to_numpy(bool)
+    out[d["i"].to_numpy()[new]] = True
+    return out
 
 
 def rebalance_summary(group_events: pd.DataFrame) -> pd.DataFrame:
@@ -139,6 +174,7 @@ def rebalance_summary(group_events: pd.DataFrame) -> pd.DataFrame:
     ge = client_groups(group_events)
     if not len(ge):
         return pd.DataFrame(columns=cols)
+    start = rebalance_kind(ge)
     named = ge[ge["group"].notna()]
     # the few columns the counts need, numpy-backed (a group's rows are taken once per column, and
     # an Arrow-backed take costs a millisecond), the kind as a category (compared by its codes)
@@ -151,13 +187,16 @@ def rebalance_summary(group_events: pd.DataFrame) -> pd.DataFrame:
         },
         index=named.index,
     )
-    is_prep = (slim["kind"] == "prepare_rebalance").to_numpy(bool)
+    is_prep = (slim["kind"] == start).to_numpy(bool).copy()
+    if start == "rejoining":  # the members of one group rejoin together: one rebalance per burst
+        is_prep &= _first_of_bursts(slim["ts"], named["group"].astype("string"), is_prep)
+    slim["starts"] = is_prep
     slim["pattern"] = None
     slim.loc[is_prep, "pattern"] = reason_patterns(named.loc[is_prep, "reason"])
     rows = []
     for g, rows_g in slim.groupby(named["group"].astype("string").astype(object), sort=True):
         k = rows_g["kind"]
-        prep = rows_g[k == "prepare_rebalance"]
+        prep = rows_g[rows_g["starts"].to_numpy(bool)]
         if not len(prep):
             continue
         churn = prep[churn_mask(prep, rows_g.loc[k == "group_empty", "generation"])]
@@ -236,6 +275,7 @@ def rebalance_storm(bundle) -> list[Finding]:
     group = ge["group"].astype("string").astype(object)
     by_group = group.groupby(group).indices  # group -> positions of its rows
     kind = ge["kind"].astype("string").astype("category")
+    files_of = client_files_by_group(bundle.table("group_events"))
     for _, s in summary[summary["busiest_10min"] >= STORM_REBALANCES].iterrows():
         g = s["group"]
         behind = status[(status["group"].astype("string") == g) & (status["status"] != "ok")] if len(status) else status
@@ -254,16 +294,16 @@ def rebalance_storm(bundle) -> list[Finding]:
                     at[(k == kd).to_numpy(bool)][:3]
                     for kd in ("member_failed", "member_left", "poll_timeout", "commit_failed")
                 ]
-                + [at[(k == "prepare_rebalance").to_numpy(bool)][:6], at[(k == "stabilized").to_numpy(bool)][-2:]]
+                + [at[(k == rebalance_kind(ge)).to_numpy(bool)][:6], at[(k == "stabilized").to_numpy(bool)][-2:]]
             )
         ].sort_values("ts")
         # where each count comes from: group_events rows, the group's own or its clients' files
-        files = client_files(bundle.table("group_events"), g)
+        files = files_of.get(g, [])
         mine = f"(group == {g!r} or (group.isna() and file in {files!r}))" if files else f"group == {g!r}"
         counted_from = {
             key: ("group_events", f"kind == {kd!r} and {mine}")
             for key, kd in (
-                ("rebalances", "prepare_rebalance"),
+                ("rebalances", rebalance_kind(ge)),
                 ("members_failed", "member_failed"),
                 ("members_left", "member_left"),
                 ("poll_timeouts_in_client_logs", "poll_timeout"),
@@ -288,6 +328,12 @@ def rebalance_storm(bundle) -> list[Finding]:
                     "commit_failures_in_client_logs": int(s["commit_failures"]),
                     "reasons": s["top_reasons"],
                     "partitions_behind": len(behind),
+                    # a bundle of clients' logs only: which clients saw it
+                    **(
+                        {"clients": ", ".join(sorted(ge["client_id"].iloc[at].dropna().astype(str).unique()))}
+                        if rebalance_kind(ge) == "rejoining"
+                        else {}
+                    ),
                     "first": s["first"],
                     "last": s["last"],
                 },
