@@ -234,3 +234,35 @@ def test_every_notebook_takes_the_explore_parameter():
         for c in nb.cells:  # no widget state stored: explore mode is off when outputs are made
             for o in c.get("outputs", []):
                 assert "application/vnd.jupyter.widget-view+json" not in o.get("data", {}), path.name
+
+
+@pytest.mark.slow
+def test_a_pinned_view_renders_as_the_static_report_of_that_window(kit, tmp_path):
+    from kitlib.params import write_pinned
+
+    view = tmp_path / "view.yaml"
+    write_pinned(
+        view, {"START": "2026-11-23T12:00:00+00:00", "END": "2026-11-23T12:00:30+00:00", "SEARCH": {"text": "ISR"}}
+    )
+    out = tmp_path / "report"
+    run = kit("report", "sample_data/isr-flapping", "--out", out, "--notebook", "triage", "--params", view, timeout=600)
+    assert run.returncode == 0, run.stderr[-2000:]
+    page = (out / "triage.html").read_text()
+    assert "2026-11-23T12:00:00+00:00 → 2026-11-23T12:00:30+00:00 (pinned view)" in page
+    assert "text ISR" in page
+    executed = (out / "triage.ipynb").read_text()
+    assert '"2026-11-23T12:00:30+00:00"' in executed  # papermill passed the window to the notebook
+    # the same numbers as the notebook run by hand on that window
+    b = kitlib.open("sample_data/isr-flapping", None, "2026-11-23T12:00:00+00:00", "2026-11-23T12:00:30+00:00")
+    shown = {f.id for f in kitlib.triage(b).findings}
+    import json
+
+    assert {f["id"] for f in json.loads((out / "findings.json").read_text())} == shown
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("START: 2026-11-23\nWINDOW: 5\n")
+    refused = kit("report", "sample_data/isr-flapping", "--out", tmp_path / "r2", "--params", bad)
+    assert (
+        refused.returncode == 2
+        and "unknown parameter(s) WINDOW" in refused.stderr
+        and "Traceback" not in refused.stderr
+    )

@@ -50,6 +50,13 @@ def register_cli(sub) -> None:
     )
     p.add_argument("--timeout", type=int, default=EXEC_TIMEOUT, help="seconds allowed per notebook cell (default 600)")
     p.add_argument("--no-cache", action="store_true", help=NO_CACHE_HELP)
+    p.add_argument(
+        "--params",
+        metavar="FILE",
+        default=None,
+        help="a view pinned in a notebook's explore mode (YAML: START, END, HOSTS, TZ, SEARCH): the report shows "
+        "that window, and every page says so; one bundle only",
+    )
     p.set_defaults(func=_cmd)
 
     p = sub.add_parser(
@@ -79,6 +86,13 @@ def _cmd(args) -> int:
         show_code=args.show_code,
         cache=False if args.no_cache else None,
     )
+    if args.params:
+        from kitlib.params import read_pinned
+        from kitlib.report.folders import bundles_in
+
+        if path.is_dir() and bundles_in(path):
+            raise ValueError("--params pins a view of one bundle; BUNDLE is a folder of bundles")
+        kw["pinned"] = read_pinned(args.params)
     res, failed = report_path(path, args.out, **kw)
     print(f"\nreports written: open {Path(res['index']).resolve()}")
     return 1 if failed else 0

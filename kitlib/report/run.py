@@ -47,6 +47,7 @@ class BundleReport:
     t0: float
     up_href: str = ""
     futures: list[Future] = field(default_factory=list)
+    pinned: dict = field(default_factory=dict)  # a pinned view's parameters (kitlib report --params)
 
 
 def prepare(
@@ -56,6 +57,7 @@ def prepare(
     only: list[str] | None = None,
     notebook_folder: Path | None = None,
     cache: bool | None = None,
+    pinned: dict | None = None,
 ) -> BundleReport:
     """Ingest the bundle into ``out/tables``, run triage, and pick the relevant notebooks. ``out``
     must be new, empty or an earlier output of the kit (emptied first: see
@@ -84,6 +86,9 @@ def prepare(
         # triage and every notebook's kernel read them (built on first use, each kernel would build them)
         kitlib.ingest(bundle_path, tables, tz=tz, progress=False, derive=True)
     bundle = kitlib.load(tables)
+    pinned = dict(pinned or {})
+    if pinned.get("START") or pinned.get("END") or pinned.get("HOSTS"):  # the summary shows the pinned view
+        bundle = kitlib.window(bundle, pinned.get("START"), pinned.get("END"), pinned.get("HOSTS"))
     result = kitlib.triage(bundle)
     chosen = []
     for n in notebooks():
@@ -97,7 +102,7 @@ def prepare(
             relevant = True
         if relevant:
             chosen.append(n)
-    return BundleReport(bundle_path, out, tables, bundle.summary, result, chosen, nb_dir, t0)
+    return BundleReport(bundle_path, out, tables, bundle.summary, result, chosen, nb_dir, t0, pinned=pinned)
 
 
 def submit(plan: BundleReport, pool: ThreadPoolExecutor, tz: str | None, timeout: int, show_code: bool, log) -> None:
@@ -144,20 +149,23 @@ def report(
     jobs: int | None = None,
     show_code: bool = False,
     cache: bool | None = None,
+    pinned: dict | None = None,
 ) -> dict:
     """Report one bundle into ``out``: ``out/index.html`` (the summary), one HTML per notebook
     run, the executed notebooks and the ingested tables (``out/tables``). ``jobs`` notebooks run at
     once (default: the core count). Returns a summary dict with ``index``, ``findings`` and
     per-notebook ``status``. A failing notebook still yields its partial HTML and an error line;
     the others are still written. ``out`` is locked while written; one the kit did not write is
-    refused (:class:`kitlib.ingestion.guard.OutputRefused`) before anything is touched."""
+    refused (:class:`kitlib.ingestion.guard.OutputRefused`) before anything is touched. ``pinned``
+    is a view pinned in explore mode (:func:`kitlib.params.read_pinned`): its window (START, END,
+    HOSTS) and TZ go to every notebook that takes them, and every page says which view it shows."""
     from kitlib.ingestion.guard import check_replaceable, output_lock
     from kitlib.sources import check_output
 
     check_output(bundle_path, out)
     check_replaceable(out)
     with output_lock(out), ThreadPoolExecutor(max_workers=jobs or default_jobs()) as pool:
-        plan = prepare(bundle_path, out, tz, only, notebook_folder, cache)
+        plan = prepare(bundle_path, out, tz, only, notebook_folder, cache, pinned)
         submit(plan, pool, tz, timeout, show_code, log)
         return finish(plan)
 
@@ -198,7 +206,7 @@ def _run_notebook(
         pm.execute_notebook(
             str(plan.nb_dir / n.file),
             str(executed),
-            parameters={"BUNDLE": str(plan.tables.resolve()), "TZ": tz},
+            parameters=notebook_parameters(plan, n, tz),
             # the kernel starts in the notebooks' folder; papermill's own cwd= would
             # chdir this whole process, which notebooks running in threads must not do
             resources={"metadata": {"path": str(plan.nb_dir)}},
@@ -219,7 +227,7 @@ def _run_notebook(
         pages=pages,
         show_code=show_code,
         demo=default is not None and default == plan.bundle_path.resolve(),
-        parameters=[("time zone", tz or "bundle manifest, else UTC")],
+        parameters=[("time zone", tz or "bundle manifest, else UTC"), *view_parameters(plan.pinned)],
     )
     try:
         if executed.is_file():
@@ -236,6 +244,41 @@ def _run_notebook(
         f"({status['seconds']} s)"
     )
     return status
+
+
+def notebook_parameters(plan: BundleReport, n: Notebook, tz: str | None) -> dict:
+    """What papermill passes to notebook ``n``: BUNDLE and TZ, and of a pinned view the
+    parameters the notebook declares (START, END, HOSTS; TZ when not given on the command line)."""
+    out: dict[str, Any] = {"BUNDLE": str(plan.tables.resolve()), "TZ": tz}
+    if plan.pinned:
+        import papermill as pm
+
+        declared = pm.inspect_notebook(str(plan.nb_dir / n.file))
+        for key in ("START", "END", "HOSTS", "TZ"):
+            if key in declared and plan.pinned.get(key) is not None and (key != "TZ" or tz is None):
+                out[key] = plan.pinned[key]
+    return out
+
+
+def view_parameters(pinned: dict) -> list[tuple[str, str]]:
+    """The lines a page's header shows for a pinned view: its window, hosts and search.
+
+    Example:
+        >>> view_parameters({"START": "2026-11-23T12:00:00+00:00", "END": None, "SEARCH": {"text": "ISR", "level": "WARN+"}})
+        [('window', '2026-11-23T12:00:00+00:00 → the end of the bundle (pinned view)'), ('search (pinned view)', 'text ISR, level WARN+')]
+    """
+    if not pinned:
+        return []
+    out = []
+    lo, hi = pinned.get("START"), pinned.get("END")
+    out.append(("window", f"{lo or 'the start of the bundle'} → {hi or 'the end of the bundle'} (pinned view)"))
+    if pinned.get("HOSTS"):
+        hosts = pinned["HOSTS"]
+        out.append(("hosts", hosts if isinstance(hosts, str) else ", ".join(map(str, hosts))))
+    search = pinned.get("SEARCH") or {}
+    if isinstance(search, dict) and any(search.values()):
+        out.append(("search (pinned view)", ", ".join(f"{k} {v}" for k, v in search.items() if v)))
+    return out
 
 
 def redact_notebook(path: Path) -> None:
