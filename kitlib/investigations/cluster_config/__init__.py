@@ -1,0 +1,88 @@
+"""Cluster configuration, layout and capacity: the risks a bundle shows before anything breaks.
+
+Config risks, not incidents: each finding names the topic, broker or log directory, the current
+value and the recommended one, why it matters, and the rows it rests on. The checks read what
+the kit already parses: the brokers' config dumps, live captures and saved ``kafka-configs``
+output (``configs``), ``kafka-topics --describe`` (``topic_partitions``), ``kafka-log-dirs
+--describe`` and captures (``log_dirs``), JMX (``metrics``), start-up banners (``restarts``),
+``kafka-metadata-quorum`` (``quorum_status``) and the consumer-lag history. Every detector is
+silent when the tables it needs are absent.
+"""
+
+from kitlib.findings import Severity
+from kitlib.investigations import FindingKind, Investigation, Rows
+from kitlib.investigations.cluster_config import capacity, durability, layout, versions  # noqa: F401  (registers its detectors; charts load with the notebook)
+
+INVESTIGATION = Investigation(
+    name="cluster_config",
+    title="Cluster configuration, layout and capacity",
+    question="Which settings and placements would turn the next broker failure, full disk or upgrade into an "
+    "outage or data loss?",
+    tables=(
+        "configs",
+        "topic_partitions",
+        "log_dirs",
+        "brokers",
+        "metrics",
+        "restarts",
+        "quorum_status",
+        "consumer_lag",
+        "group_offsets",
+    ),
+    findings=(
+        FindingKind(
+            "replication-factor-low",
+            Severity.MEDIUM,
+            "topics with replication factor 1 (medium) or 2 (low) on a cluster with more brokers",
+        ),
+        FindingKind(
+            "replication-factor-above-brokers",
+            Severity.MEDIUM,
+            "topics with more replicas than the cluster has brokers",
+        ),
+        FindingKind(
+            "internal-topic-rf-low",
+            Severity.MEDIUM,
+            "__consumer_offsets or __transaction_state under replication factor 3",
+        ),
+        FindingKind(
+            "min-isr-blocks-writes",
+            Severity.MEDIUM,
+            "min.insync.replicas equal to the replication factor: one replica behind stops acks=all producers",
+        ),
+        FindingKind(
+            "min-isr-too-low",
+            Severity.MEDIUM,
+            "min.insync.replicas 1 with replication factor 3 or more: acknowledged writes can be lost",
+        ),
+        FindingKind(
+            "unclean-election-enabled", Severity.MEDIUM, "unclean.leader.election.enable=true on a broker or topic"
+        ),
+        FindingKind(
+            "partition-skew", Severity.LOW, "a broker holds more replicas than an even split (10 % low, 20 % medium)"
+        ),
+        FindingKind(
+            "leader-skew", Severity.LOW, "a broker leads more partitions than an even split (10 % low, 20 % medium)"
+        ),
+        FindingKind(
+            "preferred-leader-imbalance", Severity.LOW, "partitions led by a broker other than their preferred leader"
+        ),
+        FindingKind("replicas-on-one-rack", Severity.MEDIUM, "every replica of a partition on one rack"),
+        FindingKind(
+            "controller-quorum-size", Severity.LOW, "a controller quorum of an even number of voters, or of one"
+        ),
+        FindingKind("disk-use-skew", Severity.LOW, "a broker's log dirs hold far more than the cluster average"),
+        FindingKind(
+            "log-dir-filling",
+            Severity.LOW,
+            "a log dir grows steadily: its rate, the fit, and the time until full when the capacity is known",
+        ),
+        FindingKind("broker-versions-mixed", Severity.LOW, "brokers of more than one Kafka version in one bundle"),
+    ),
+    relevant_when=(
+        "topic_partitions",
+        "log_dirs",
+        Rows("configs", "scope", among=("KafkaConfig", "broker", "topic")),
+    ),
+    examples={},
+)
