@@ -394,3 +394,79 @@ def test_secrets_redacted_in_other_layouts():
     data = b'2024-05-22 00:32:03,023 INFO  [main] o.a.k.Foo - sasl.jaas.config = org.apache.kafka.common.security.plain.PlainLoginModule required username="u" password="hunter2";\n'
     ev, _ = parse_bytes(data, None)
     assert "hunter2" not in ev.loc[0, "message"]
+
+
+# --- layouts common around Kafka that inference reads (public excerpts in tests/fixtures/excerpts)
+EXCERPTS = Path(__file__).parent / "fixtures" / "excerpts"
+
+
+def load_layout_fixture(folder: str):
+    """(format name, chosen pattern, events frame, context) of the one file of an excerpt folder."""
+    src = next(iter(discover(EXCERPTS / folder)))
+    fmt = formats.detect(head(src), src)
+    ctx = Context(src)
+    ev = [chunk for name, chunk in fmt.parse(src, ctx) if name == "events"]
+    assert ctx.parsed == ctx.lines and not ctx.error  # every line in a record
+    return fmt.name, src.meta["layout_chosen"].pattern, to_pandas(pa.concat_tables(ev)), ctx
+
+
+def test_spark_default_layout_two_digit_years():
+    fmt, pattern, ev, _ = load_layout_fixture("spark_default")
+    assert (fmt, pattern) == ("log-layout", "%d{yy/MM/dd HH:mm:ss} %p %c{1}: %m%n")
+    r = ev.iloc[4]
+    assert r["ts"] == pd.Timestamp("2017-06-09 20:10:42", tz="UTC")
+    assert (r["level"], r["logger"]) == ("INFO", "executor.CoarseGrainedExecutorBackend")
+    assert r["message"] == "Connecting to driver: spark://CoarseGrainedScheduler@10.10.34.11:48069"
+    assert ev.iloc[3]["logger"] == "Remoting" and ev.iloc[3]["message"] == "Starting remoting"
+    assert len(ev) == 8
+
+
+def test_bracketed_level_thread_logger_layout():
+    fmt, pattern, ev, _ = load_layout_fixture("bracketed_level_thread")
+    assert pattern == "[%d{ANY_ISO}] [%-5p] [%t] [%c] - %m%n"
+    assert len(ev) == 2 and ev["logger"].tolist() == ["state.change.logger"] * 2
+    assert ev["level"].tolist() == ["WARN", "ERROR"]  # 'WARN ' padded inside the brackets
+    assert ev.iloc[0]["ts"] == pd.Timestamp("2020-04-23 00:28:21.796", tz="UTC")
+    assert ev.iloc[0]["message"].startswith("[Broker id=1] Ignoring LeaderAndIsr request from controller 1")
+    assert "kafka-request-handler-7" not in ev.iloc[0]["message"]  # the thread is not in the message
+    err = ev.iloc[1]
+    assert err["message"].startswith("[Controller id=1 epoch=25] Controller 1 epoch 25 failed to change state")
+    assert "StateChangeFailedException" in err["message"] and err["nlines"] == 5
+
+
+def test_debezium_image_layout():
+    _, pattern, ev, _ = load_layout_fixture("debezium_image")
+    assert pattern.startswith("%d{ANY_ISO} %-5p  %X{dbz.connectorType}")
+    assert ev["logger"].tolist() == [
+        "org.apache.kafka.common.utils.AppInfoParser",
+        "org.apache.kafka.connect.runtime.distributed.DistributedHerder",
+    ]
+    assert ev["message"].tolist() == [
+        "Kafka version: 2.4.0",
+        "[Worker clientId=connect-1, groupId=1] Starting connectors and tasks using config offset -1",
+    ]
+    assert ev.iloc[0]["ts"] == pd.Timestamp("2020-02-06 15:48:33.939", tz="UTC")
+    # the connector's MDC filled in (type|name|context), as a running connector's task logs
+    # (constructed from the image's pattern)
+    text = (
+        b"2021-09-07 15:26:05,166 ERROR  MySQL|dbserver1|binlog  Producer failure   [io.debezium.pipeline.ErrorHandler]\n"
+        b"io.debezium.DebeziumException: Error processing binlog event\n"
+        b"2021-09-07 15:26:05,263 INFO   ||  Stopping down connector   [io.debezium.connector.common.BaseSourceTask]\n"
+    )
+    ev2, un2 = parse_bytes(text, None)
+    assert len(un2) == 0
+    assert ev2["logger"].tolist() == [
+        "io.debezium.pipeline.ErrorHandler",
+        "io.debezium.connector.common.BaseSourceTask",
+    ]
+    assert ev2.iloc[0]["message"] == "Producer failure\nio.debezium.DebeziumException: Error processing binlog event"
+
+
+def test_log4j2_layout_without_milliseconds():
+    _, pattern, ev, _ = load_layout_fixture("log4j2_no_millis")
+    assert pattern == "%d{ANY_ISO} %-5p [%t] %c - %m%n"
+    w = ev.iloc[2]
+    assert w["ts"] == pd.Timestamp("2024-06-18 17:35:44", tz="UTC")
+    assert (w["level"], w["logger"]) == ("WARN", "NetworkClient")  # ':1253' dropped
+    assert w["message"].startswith("[Producer clientId=producer-1] Error while fetching metadata")
+    assert ev.iloc[3]["message"].endswith("Topic orders not present in metadata after 60000 ms.")

@@ -163,20 +163,20 @@ _PROMPT = (
     r"|\[[\w.-]+@[\w.-]+[^\]\n]*\][$#]"  # [user@host dir]$
     r"|(?:ba|z|k)?sh(?:-[\d.]+)?[$#]"  # bash-5.1$, sh-4.4#
     r"|PS [A-Za-z]:[^>\n]*>"  # PowerShell
-    r"|[$#>%]"  # a bare prompt or a quote marker: must be followed by a blank
+    r"|[$#%]"  # a bare prompt: must be followed by a blank
 )
 
 
 _SEARCH_STAMP = (
-    r"[A-Z][a-z]{2} \d{1,2}, \d{4} @ \d{2}:\d{2}:\d{2}(?:\.\d{1,9})?[ \t]+"  # Kibana Discover
+    r"[A-Z][a-z]{2} \d{1,2}, \d{4} @ \d{2}:\d{2}:\d{2}(?:\.\d{1,9})?[ \t]"  # Kibana Discover
     r"|\"?\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d{1,9})?(?:Z|[+-]\d{2}:?\d{2})?\"?(?:\t|, ?)"
 )
 
 
-# (ind) indentation, then either (num) a line number or (prompt) a prompt, (ws) blanks, (srch) a
+# (ind) indentation, then either (num) a line number or a quote marker or (prompt) a prompt, (ws) blanks, (srch) a
 # log search's time column; then the container prefix (cpre, groups c*)
 EXCERPT_RE2 = (
-    r"^(?P<ind>[ \t]*)(?:(?P<num>" + _NUM + r")|(?P<prompt>" + _PROMPT + r"))?(?P<ws>[ \t]*)"
+    r"^(?P<ind>[ \t]*)(?:(?P<num>" + _NUM + r"|> ?)|(?P<prompt>" + _PROMPT + r"))?(?P<ws>[ \t]*)"
     r"(?P<srch>" + _SEARCH_STAMP + r")?"
     r"(?P<cpre>(?:" + _SERVICE + r")?(?:" + _STAMP + r"(?:" + _CRI + r")? )?)"
 )
@@ -264,7 +264,7 @@ def unwrap_excerpt(block: bytes, head_rx: str) -> tuple[bytes, np.ndarray | None
     ind, num, prompt = _lengths(m, "ind"), _lengths(m, "num"), _lengths(m, "prompt")
     ws, srch, cpre = _lengths(m, "ws"), _lengths(m, "srch"), _lengths(m, "cpre")
     full = ind + num + prompt + ws + srch + cpre
-    # a bare prompt or quote marker ('$', '#', '>', '%') counts only when a blank follows it
+    # a bare prompt ('$', '#', '%') counts only when a blank follows it
     bare = (prompt == 1) & (ws == 0)
     full = np.where(bare, ind, full)
     prompt = np.where(bare, 0, prompt)
