@@ -5,7 +5,7 @@ Arrow schema the log parsers emit, with the one conversion between the two.
 
 Example:
     >>> to_pandas(empty_events()).columns.tolist()
-    ['ts', 'level', 'logger', 'message', 'host', 'file', 'line', 'nlines']
+    ['ts', 'level', 'logger', 'message', 'host', 'file', 'line', 'nlines', 'template_id']
 """
 
 from __future__ import annotations
@@ -29,6 +29,12 @@ tables.declare(
         ("file", "category", "path of the source file relative to the bundle root"),
         ("line", "int", "1-based line number of the record's first line"),
         ("nlines", "int", "physical lines the record spans"),
+        (
+            "template_id",
+            "category",
+            "id of the Kafka log statement that wrote the record (its lineage across releases, see "
+            "`kitlib templates`); empty for records no statement of the catalogue matches",
+        ),
     ],
 )
 
@@ -59,4 +65,6 @@ def to_pandas(t: pa.Table) -> pd.DataFrame:
     df["ts"] = df["ts"].astype("datetime64[ns, UTC]")
     df["line"] = df["line"].astype("Int64")
     df["nlines"] = df["nlines"].astype("Int64")
+    if "template_id" not in df.columns:  # parser output, before the templates are matched
+        df["template_id"] = pd.Series(pd.NA, index=df.index, dtype="string").astype("category")
     return df

@@ -16,6 +16,7 @@ import pyarrow.parquet as pq
 from kitlib import extract, tables
 from kitlib.events import to_pandas
 from kitlib.extract import BuildError
+from kitlib.formats.logs.matching import annotate
 from kitlib.redact import REDACTED_BY_PARSER, redact_table
 
 # Parquet statistics are written for these columns only, the ones reads filter on: the bundle's
@@ -89,6 +90,8 @@ class Sink:
             chunk = tables.conform(name, chunk)
         self.rows[name] = self.rows.get(name, 0) + n
         if name == "events":
+            # each record's Kafka log statement, matched on the redacted text
+            chunk = annotate(chunk) if isinstance(chunk, pa.Table) else chunk
             self._span(chunk)
             if self.selection is not None:
                 self.selection.add(chunk)

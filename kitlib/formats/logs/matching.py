@@ -1,0 +1,373 @@
+"""Each log record's Kafka log statement: the ``template_id`` and ``template_values`` columns of
+``events``, matched against the catalogue of :mod:`kitlib.formats.logs.statements`.
+
+Matching is vectorised with Arrow's RE2 kernels, one logger at a time: every template becomes an
+anchored regex (its literal text, each slot a lazy wildcard, an optional prefix for Kafka's
+``logIdent``/``LogContext`` such as ``[Partition orders-1 broker=3]``, and the end of the record's
+first line). The records of a logger are split by halves of that logger's templates, one
+``match_substring_regex`` pass per half (a record meets about ``1 + log2(n)`` passes for a
+logger with ``n`` templates), the more specific template (more literal text) winning a tie.
+Records of a Kafka logger that none of its own templates match (a base class's statement logged
+under its subclass's name, a helper handed the caller's logger) are matched against the whole
+catalogue in a second round. The values of the slots are then read with one ``extract_regex``
+per template found, on demand (:func:`values`).
+
+``template_id`` is a template's *lineage*: when a release drops a template and the next release
+of the same logger and level brings one that starts with the same words and holds (nearly) all
+of the other's words, the two are one lineage, named by the oldest template's id. So Kafka
+0.10's ``Shrinking ISR for partition [{},{}] from {} to {}`` and 3.9's ``Shrinking ISR from {}
+to {}. Leader: (...)`` carry the same id; :func:`lineage` gives the mapping.
+
+Example:
+    >>> import pyarrow as pa
+    >>> t = pa.table({"logger": pa.array(["kafka.cluster.Partition"]).dictionary_encode(),
+    ...               "message": pa.array(["[Partition t-0 broker=1] Shrinking ISR from 1,2 to 1"], pa.large_string())})
+    >>> annotate(t).column("template_id").to_pylist()
+    ['b4abe2983cc0']
+    >>> values(t.column("logger"), t.column("message")).to_pylist()
+    [['1,2', '1']]
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from functools import cache
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from kitlib.formats.logs import statements as st
+
+TEMPLATE_FIELD = pa.field("template_id", pa.dictionary(pa.int32(), pa.string()))
+# loggers whose unmatched records are tried against the whole catalogue
+KAFKA_LOGGERS = re.compile(r"^(kafka\.|org\.apache\.kafka\.|state\.change\.logger$)")
+# text a record is matched on (its first characters; a stack trace past them is not read)
+MATCH_CHARS = 4096
+_PREFIX = r"^(?:[^\n]*?[\]:,)>] )?"
+_END = r"\s*(?:\n|$)"
+_SPECIAL = set("\\.^$|?*+()[]{}")
+_WORD = re.compile(r"[A-Za-z][A-Za-z0-9]*")
+_TOKEN = re.compile(r"[^A-Za-z0-9]+")
+# characters of a record searched for key words (a logIdent prefix and the first sentence)
+KEY_CHARS = 512
+# characters of a record that make its shape (records of one shape are matched once)
+SHAPE_CHARS = 96
+# shapes whose template is remembered between blocks (per process)
+MEMO_SIZE = 200_000
+_MEMO: dict[tuple[str, str], int] = {}
+
+
+def _escape(text: str) -> str:
+    out = []
+    for part in re.split(r"(\s+)", text):
+        if not part:
+            continue
+        if part.isspace():
+            out.append(r"\s+")
+        else:
+            out.append("".join("\\" + c if c in _SPECIAL else c for c in part))
+    return "".join(out)
+
+
+def template_regex(template: str, capture: bool = False) -> str:
+    """The RE2 pattern of a template (slots ``{}``), anchored at the record's start (after an
+    optional prefix ending in ``] ``, ``: ``, ``, ``) and at the end of its first line; with
+    ``capture`` each slot is a named group ``v0``, ``v1``, ..."""
+    pieces = template.split("{}")
+    out = [_escape(pieces[0].lstrip())]
+    for i, p in enumerate(pieces[1:]):
+        out.append(f"(?P<v{i}>.*?)" if capture else "(?:.*?)")
+        out.append(_escape(p))
+    body = "".join(out)
+    if body.endswith(r"\s+"):
+        body = body[:-3]
+    return "(?s)" + _PREFIX + body + _END
+
+
+def _words(template: str) -> list[str]:
+    return _WORD.findall(template.replace("{}", " "))
+
+
+def lineage(cat: st.Catalogue) -> dict[str, str]:
+    """Statement id -> lineage id (the id of the oldest template of its lineage)."""
+    pos = {r: i for i, r in enumerate(cat.releases)}
+    parent: dict[str, str] = {}
+    first: dict[str, int] = {}
+    for s in cat.statements:
+        if s.releases:
+            first[s.id] = min(first.get(s.id, 1 << 30), pos[s.releases[0]])
+
+    def root(x: str) -> str:
+        while parent.get(x, x) != x:
+            x = parent[x]
+        return x
+
+    groups: dict[tuple[str, str], list[st.Statement]] = {}
+    for s in cat.statements:
+        if s.releases:
+            groups.setdefault((s.logger, s.level), []).append(s)
+    for grp in groups.values():
+        starts: dict[int, list[st.Statement]] = {}
+        for s in grp:
+            starts.setdefault(pos[s.releases[0]], []).append(s)
+        for p in grp:
+            nxt = pos[p.releases[-1]] + 1
+            if nxt >= len(cat.releases) or not starts.get(nxt):
+                continue
+            pw = _words(p.template)
+            best, score = None, 0.0
+            for s in starts[nxt]:
+                sw = _words(s.template)
+                if s.id == p.id or min(len(pw), len(sw)) < 2 or pw[:2] != sw[:2]:
+                    continue
+                a, b = set(pw), set(sw)
+                ov = len(a & b) / min(len(a), len(b))
+                if ov >= 0.75 and ov + len(a & b) / len(a | b) > score:
+                    best, score = s, ov + len(a & b) / len(a | b)
+            if best is not None:
+                ra, rb = root(p.id), root(best.id)
+                if ra != rb:
+                    keep, drop = sorted((ra, rb), key=lambda x: (first.get(x, 0), x))
+                    parent[drop] = keep
+    return {s.id: root(s.id) for s in cat.statements}
+
+
+def _key_words(template: str) -> list[str]:
+    """The words of a template that a record shows as whole words (not glued to a slot's value)."""
+    pieces = template.split("{}")
+    out = []
+    for i, piece in enumerate(pieces):
+        words = _TOKEN.split(piece)
+        for j, w in enumerate(words):
+            if len(w) < 2 or not w[0].isalpha() or (j == 0 and i > 0) or (j == len(words) - 1 and i < len(pieces) - 1):
+                continue
+            out.append(w)
+    return out
+
+
+@dataclass(frozen=True)
+class Patterns:
+    """The catalogue compiled for matching: distinct templates (most literal text first), their
+    lineage ids, each one's key word (its rarest whole word among all templates), and which
+    logger logs which template."""
+
+    templates: list[str]
+    ids: list[str]
+    vocab: pa.Array  # key words
+    key_order: np.ndarray  # template indices sorted by key word
+    key_bounds: np.ndarray  # key word k's templates: key_order[key_bounds[k]:key_bounds[k + 1]]
+    loggers: dict[str, int]
+    pairs: np.ndarray  # sorted logger index * len(templates) + template index
+
+
+@cache
+def patterns() -> Patterns:
+    """The shipped catalogue, compiled once per process."""
+    cat = st.load()
+    fam = lineage(cat)
+    texts = sorted({s.template for s in cat.statements if _key_words(s.template)},
+                   key=lambda t: (-len(t.replace("{}", "")), t))  # fmt: skip
+    index = {t: i for i, t in enumerate(texts)}
+    ids = [""] * len(texts)
+    loggers: dict[str, int] = {}
+    pairs = set()
+    for s in cat.statements:
+        i = index.get(s.template)
+        if i is None:
+            continue
+        ids[i] = ids[i] or fam[s.id]
+        for name in {s.logger, s.logger.rstrip("$")}:  # a Scala object logs as 'X$'; some layouts drop the '$'
+            pairs.add(loggers.setdefault(name, len(loggers)) * len(texts) + i)
+    words = [_key_words(t) for t in texts]
+    df: dict[str, int] = {}
+    for ws in words:
+        for w in set(ws):
+            df[w] = df.get(w, 0) + 1
+    keys = [min(ws, key=lambda w: (df[w], -len(w), w)) for ws in words]
+    vocab = sorted(set(keys))
+    kpos = {w: k for k, w in enumerate(vocab)}
+    kidx = np.array([kpos[k] for k in keys], np.int64)
+    order = np.argsort(kidx, kind="stable")
+    bounds = np.searchsorted(kidx[order], np.arange(len(vocab) + 1))
+    return Patterns(texts, ids, pa.array(vocab, pa.string()), order, bounds, loggers,
+                    np.array(sorted(pairs), np.int64))  # fmt: skip
+
+
+@cache
+def _regex(template: str) -> str:
+    return template_regex(template)
+
+
+def candidates(head: pa.Array) -> tuple[np.ndarray, np.ndarray]:
+    """(row, template) pairs whose template's key word is a word of the row's text."""
+    p = patterns()
+    tokens = pc.split_pattern_regex(head, _TOKEN.pattern)
+    flat = pc.list_flatten(tokens)
+    parent = pc.list_parent_indices(tokens).to_numpy(zero_copy_only=False).astype(np.int64)
+    k = pc.index_in(flat, value_set=p.vocab)
+    ok = k.is_valid().to_numpy(zero_copy_only=False)
+    k = k.fill_null(0).to_numpy(zero_copy_only=False).astype(np.int64)[ok]
+    rows = parent[ok]
+    code = np.unique(rows * len(p.vocab) + k)  # a word met twice in a record counts once
+    rows, k = code // len(p.vocab), code % len(p.vocab)
+    lo, hi = p.key_bounds[k], p.key_bounds[k + 1]
+    n = hi - lo
+    total = int(n.sum())
+    step = np.arange(total) - np.repeat(np.cumsum(n) - n, n)
+    return np.repeat(rows, n), p.key_order[np.repeat(lo, n) + step]
+
+
+def _verify(texts: pa.Array, rows: np.ndarray, tmpl: np.ndarray, out: np.ndarray) -> None:
+    """Set ``out[row]`` to the first template (in order of specificity) of its candidates that
+    its text matches, one regex pass per candidate template."""
+    if len(rows) == 0:
+        return
+    p = patterns()
+    order = np.lexsort((rows, tmpl))
+    rows, tmpl = rows[order], tmpl[order]
+    cut = np.flatnonzero(np.diff(tmpl)) + 1
+    for r, t in zip(np.split(rows, cut), tmpl[np.r_[0, cut]]):
+        r = r[out[r] < 0]
+        if len(r) == 0:
+            continue
+        hit = pc.match_substring_regex(texts.take(pa.array(r)), _regex(p.templates[t]))
+        out[r[np.asarray(hit.to_numpy(zero_copy_only=False), bool)]] = t
+
+
+def _codes(logger: pa.Array) -> tuple[list[str], np.ndarray]:
+    if isinstance(logger, pa.ChunkedArray):
+        logger = logger.combine_chunks()
+    if not pa.types.is_dictionary(logger.type):
+        logger = pc.dictionary_encode(logger)
+    names = [x or "" for x in logger.dictionary.to_pylist()]
+    codes = logger.indices.to_numpy(zero_copy_only=False).astype(np.int64)
+    return names, np.where(logger.is_null().to_numpy(zero_copy_only=False), len(names), codes)
+
+
+def _assign(names: list[str], codes: np.ndarray, message: pa.Array) -> np.ndarray:
+    p = patterns()
+    out = np.full(len(message), -1, np.int64)
+    known = np.array([p.loggers.get(x, -1) for x in names] + [-1], np.int64)
+    kafka = np.array([bool(KAFKA_LOGGERS.match(x)) for x in names] + [False], bool)
+    glog = known[codes]
+    sel = np.flatnonzero((glog >= 0) | kafka[codes])
+    if len(sel) == 0:
+        return out
+    rows, tmpl = candidates(pc.utf8_slice_codeunits(message.take(pa.array(sel)), 0, KEY_CHARS))
+    rows = sel[rows]
+    texts = pc.utf8_slice_codeunits(message, 0, MATCH_CHARS)
+    own = np.isin(glog[rows] * len(p.templates) + tmpl, p.pairs) & (glog[rows] >= 0)
+    _verify(texts, rows[own], tmpl[own], out)
+    rest = ~own & (out[rows] < 0) & kafka[codes[rows]]
+    _verify(texts, rows[rest], tmpl[rest], out)
+    return out
+
+
+def assign(logger: pa.Array, message: pa.Array) -> np.ndarray:
+    """Template index per record (-1 for none): the templates of the record's own logger first,
+    then, for a Kafka logger's records still without one, those of every logger.
+
+    Records are matched once per *shape* (logger and the first :data:`SHAPE_CHARS` characters with
+    digits left out); every other record of a shape is then checked against its shape's template
+    in one regex pass per template, and the few that fail are matched on their own."""
+    n = len(message)
+    if n == 0:
+        return np.full(0, -1, np.int64)
+    if isinstance(message, pa.ChunkedArray):
+        message = message.combine_chunks()
+    names, codes = _codes(logger)
+    shape = pc.replace_substring_regex(pc.utf8_slice_codeunits(message, 0, SHAPE_CHARS), "[0-9]+", "")
+    enc = pc.dictionary_encode(shape)
+    key = enc.indices.to_numpy(zero_copy_only=False).astype(np.int64) * (len(names) + 1) + codes
+    _, first, inv = np.unique(key, return_index=True, return_inverse=True)
+    # shapes met in earlier blocks keep their template (one lookup per distinct shape)
+    shapes = enc.dictionary.take(enc.indices.take(pa.array(first))).to_pylist()
+    keys = list(zip([names[c] if c < len(names) else "" for c in codes[first]], shapes))
+    rep = np.array([_MEMO.get(k, -2) for k in keys], np.int64)
+    new = np.flatnonzero(rep == -2)
+    if len(new):
+        rep[new] = _assign(names, codes[first[new]], message.take(pa.array(first[new])))
+        if len(_MEMO) > MEMO_SIZE:
+            _MEMO.clear()
+        _MEMO.update(zip([keys[i] for i in new], rep[new].tolist()))
+    out = rep[inv]
+    out[first] = rep
+    # the other records of each shape, checked against their shape's template
+    p = patterns()
+    others = np.ones(n, bool)
+    others[first] = False
+    rows = np.flatnonzero(others & (out >= 0))
+    bad = np.zeros(n, bool)
+    if len(rows):
+        texts = pc.utf8_slice_codeunits(message.take(pa.array(rows)), 0, MATCH_CHARS)
+        order = np.argsort(out[rows], kind="stable")
+        t_sorted = out[rows][order]
+        cut = np.flatnonzero(np.diff(t_sorted)) + 1
+        for pos in np.split(order, cut):
+            t = int(out[rows[pos[0]]])
+            hit = pc.match_substring_regex(texts.take(pa.array(pos)), _regex(p.templates[t]))
+            bad[rows[pos[~np.asarray(hit.to_numpy(zero_copy_only=False), bool)]]] = True
+    redo = np.flatnonzero(bad)
+    if len(redo):
+        out[redo] = _assign(names, codes[redo], message.take(pa.array(redo)))
+    return out
+
+
+def _values(texts: pa.Array, template: str) -> pa.Array:
+    """The slots' values of texts known to match ``template``, as a list<string> array."""
+    n, k = len(texts), template.count("{}")
+    if k == 0:
+        return pa.ListArray.from_arrays(pa.array(np.zeros(n + 1, np.int32)), pa.array([], pa.string()))
+    s = pc.extract_regex(texts, template_regex(template, capture=True))
+    fields = [s.field(i).cast(pa.string()) for i in range(k)]
+    flat = pa.concat_arrays(fields)
+    order = (np.arange(n)[:, None] + np.arange(k)[None, :] * n).ravel()
+    return pa.ListArray.from_arrays(pa.array(np.arange(0, n * k + 1, k, dtype=np.int32)), flat.take(pa.array(order)))
+
+
+def annotate(events: pa.Table) -> pa.Table:
+    """``events`` with the ``template_id`` column (null where no template of the catalogue
+    matches); an events table that has it is returned as it is."""
+    if "template_id" in events.column_names:
+        return events
+    msg = events.column("message")
+    msg = msg.combine_chunks() if isinstance(msg, pa.ChunkedArray) else msg
+    found = assign(events.column("logger"), msg)
+    p = patterns()
+    used = np.unique(found[found >= 0])
+    lineages = sorted({p.ids[t] for t in used})
+    at = {x: i for i, x in enumerate(lineages)}
+    lut = np.full(len(p.templates) + 1, -1, np.int32)
+    for t in used:
+        lut[t] = at[p.ids[t]]
+    code = lut[found]  # -1 -> the last entry, -1
+    tid = pa.DictionaryArray.from_arrays(pa.array(code, mask=code < 0), pa.array(lineages, pa.string()))
+    return events.append_column(TEMPLATE_FIELD, tid)
+
+
+def values(logger: pa.Array, message: pa.Array) -> pa.Array:
+    """The values in the slots of each record's template, in order, as a ``list<string>`` array
+    (null where no template matches): one ``extract_regex`` per template found, on demand (:func:`values`). Read on demand
+    (by :mod:`kitlib.changes`), not stored in ``events``: at ingest it cost 20-50 us a record."""
+    if isinstance(message, pa.ChunkedArray):
+        message = message.combine_chunks()
+    n = len(message)
+    found = assign(logger, message)
+    p = patterns()
+    texts = pc.utf8_slice_codeunits(message, 0, MATCH_CHARS)
+    order = np.argsort(found, kind="stable")
+    cut = np.flatnonzero(np.diff(found[order])) + 1
+    pieces, where = [], []
+    for rows in np.split(order, cut):
+        if len(rows) and found[rows[0]] >= 0:
+            pieces.append(_values(texts.take(pa.array(rows)), p.templates[found[rows[0]]]))
+            where.append(rows)
+    pieces.append(pa.array([None], pa.list_(pa.string())))
+    allv = pa.concat_arrays(pieces)
+    pos = np.full(n, len(allv) - 1, np.int64)
+    if where:
+        got = np.concatenate(where)
+        pos[got] = np.arange(len(got))
+    return allv.take(pa.array(pos))
