@@ -348,7 +348,7 @@ def cached_store(
     path that does not exist (the caller's parse says so). ``progress`` (default: on a terminal,
     not under CI) shows the stages and the ingest's progress bar on stderr."""
     from kitlib.ingestion.store import ingest
-    from kitlib.sources import shown
+    from kitlib.sources import check_output, shown
 
     if cache is False or (cache is None and disabled()):
         return None
@@ -359,6 +359,7 @@ def cached_store(
     if cache is None and total < min_bytes():
         return None
     root = cache_root()
+    check_output(p, root, "the cache folder")  # never inside (or around) the bundle: refused before any write
     key = entry_key(p, files, tz)
     folder = root / key
     store = folder / STORE
