@@ -98,7 +98,7 @@ def auth_failures(bundle) -> list[Finding]:
         f"({kind}{'' if r['mechanism'] == '-' else ' ' + r['mechanism']}: {r['reason']})"
         for kind, (_, r) in zip(label, top.iterrows())
     ]
-    kinds = set(af["kind"].astype("string"))
+    kinds = set(af["kind"].astype("string").dropna().unique())
     fixes = []
     if kinds & {"authentication", "reauthentication", "client"}:
         fixes.append(

@@ -35,37 +35,65 @@ def transaction_summary(txn_events: pd.DataFrame) -> pd.DataFrame:
     te = txn_events
     if not len(te):
         return pd.DataFrame(columns=cols)
-    rows = []
-    for tx, r in te[te["transactional_id"].notna()].groupby(te["transactional_id"].astype("string"), sort=True):
-        k = r["kind"].astype("string")
-        inits = r[k == "initialized"].sort_values("ts")
-        jumps = 0
-        if len(inits) > 1:
-            e = inits["epoch"].astype("float64").to_numpy()
-            pid = inits["producer_id"].astype("float64").to_numpy()
-            times = inits["ts"].to_numpy()
-            roll = r.loc[k == "timeout_rollback", "ts"].to_numpy()
-            for i in range(1, len(e)):
-                rolled = ((roll > times[i - 1]) & (roll <= times[i])).any()
-                if pid[i] == pid[i - 1] and e[i] - e[i - 1] >= 2 and not rolled:
-                    jumps += 1
-        rows.append(
-            {
-                "transactional_id": tx,
-                "inits": len(inits),
-                "timeout_rollbacks": int((k == "timeout_rollback").sum()),
-                "fenced": int(
-                    k.isin(["fenced", "old_epoch"]).sum() + (r["error"].astype("string") == "PRODUCER_FENCED").sum()
-                ),
-                "epoch_jumps": jumps,
-                "refused": int(k.isin(["init_refused", "end_refused", "rollback_failed"]).sum()),
-                "producer_ids": ", ".join(sorted({str(int(x)) for x in r["producer_id"].dropna()})),
-                "last_epoch": None if not len(inits) else int(inits["epoch"].iloc[-1]),
-                "first": r["ts"].min(),
-                "last": r["ts"].max(),
-            }
-        )
-    return pd.DataFrame(rows, columns=cols)
+    te = te[te["transactional_id"].notna().to_numpy(bool)]
+    if not len(te):
+        return pd.DataFrame(columns=cols)
+    # one groupby over every transactional id at once (no Python per id or per row)
+    k = te["kind"].astype("string").fillna("").to_numpy(object)
+    d = pd.DataFrame(
+        {
+            "tx": te["transactional_id"].astype("string").to_numpy(),
+            "ts": te["ts"].array,
+            "init": k == "initialized",
+            "rollback": k == "timeout_rollback",
+            # a fenced line with the PRODUCER_FENCED error counts twice (two signs)
+            "fenced": np.isin(k, ["fenced", "old_epoch"]).astype(np.int64)
+            + (te["error"].astype("string") == "PRODUCER_FENCED").fillna(False).to_numpy(np.int64),
+            "refused": np.isin(k, ["init_refused", "end_refused", "rollback_failed"]),
+            "pid": te["producer_id"].astype("float64").to_numpy(),
+            "epoch": te["epoch"].astype("float64").to_numpy(),
+        }
+    )
+    g = d.groupby("tx", sort=True)
+    out = g.agg(
+        inits=("init", "sum"),
+        timeout_rollbacks=("rollback", "sum"),
+        fenced=("fenced", "sum"),
+        refused=("refused", "sum"),
+        first=("ts", "min"),
+        last=("ts", "max"),
+    )
+    # an epoch bumped by two or more between consecutive inits of one producer id, with no timeout
+    # rollback of that id in between: the last rollback at or before an init is after the one before
+    inits = d[d["init"]].sort_values(["tx", "ts"], kind="stable")
+    prev_t = inits.groupby("tx", sort=False)["ts"].shift()
+    prev_pid = inits.groupby("tx", sort=False)["pid"].shift()
+    prev_e = inits.groupby("tx", sort=False)["epoch"].shift()
+    rolls = d.loc[d["rollback"] & d["ts"].notna(), ["tx", "ts"]].sort_values("ts", kind="stable")
+    latest = pd.Series(pd.NaT, index=inits.index, dtype=d["ts"].dtype)
+    timed = inits[inits["ts"].notna()]
+    if len(rolls) and len(timed):
+        got = pd.merge_asof(
+            timed[["tx", "ts"]].reset_index().sort_values("ts", kind="stable"),
+            rolls.rename(columns={"ts": "rolled_at"}),
+            left_on="ts",
+            right_on="rolled_at",
+            by="tx",
+            direction="backward",
+        ).set_index("index")
+        latest = got["rolled_at"].reindex(inits.index)
+    rolled = (latest > prev_t).fillna(False).to_numpy(bool)
+    jump = (inits["pid"] == prev_pid).to_numpy(bool) & ((inits["epoch"] - prev_e) >= 2).to_numpy(bool) & ~rolled
+    out["epoch_jumps"] = pd.Series(jump, index=inits.index).groupby(inits["tx"]).sum().reindex(out.index).fillna(0)
+    last_init = inits.drop_duplicates("tx", keep="last").set_index("tx")["epoch"]
+    # ints, or None for an id never initialised (the column is int64 when every id was)
+    last = last_init.reindex(out.index).astype("Int64").astype(object)
+    out["last_epoch"] = last.where(out.index.isin(last_init.index), None).infer_objects()
+    ids = d[["tx", "pid"]].dropna().astype({"pid": "int64"}).drop_duplicates()
+    ids = ids.assign(pid=ids["pid"].astype(str)).sort_values(["tx", "pid"], kind="stable")
+    out["producer_ids"] = ids.groupby("tx", sort=True)["pid"].agg(", ".join).reindex(out.index).fillna("")
+    out = out.astype({c: "int64" for c in ("inits", "timeout_rollbacks", "fenced", "refused", "epoch_jumps")})
+    return out.rename_axis("transactional_id").reset_index()[cols]
 
 
 def late_transactions(metrics: pd.DataFrame) -> pd.DataFrame:
