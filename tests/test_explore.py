@@ -266,3 +266,31 @@ def test_a_pinned_view_renders_as_the_static_report_of_that_window(kit, tmp_path
         and "unknown parameter(s) WINDOW" in refused.stderr
         and "Traceback" not in refused.stderr
     )
+
+
+def test_tables_blank_missing_values_put_key_columns_first_and_say_why_they_are_empty():
+    from kitlib.display import table
+
+    df = pd.DataFrame(
+        {
+            "level": ["WARN", "ERROR"],
+            "count": [3.0, float("nan")],
+            "message": ["Shrinking ISR for partition orders-0 from 1,2,3 to 1", None],
+            "where": ["broker-1/server.log:557", "broker-2/server.log:12"],
+            "ts": pd.to_datetime(["2026-11-23 12:00:01", None], utc=True),
+            "host": ["broker-1", "broker-2"],
+        }
+    )
+    t = table(df)
+    assert t.columns[:4] == ["host", "ts (UTC)", "where", "message"] and t.columns[4:] == ["level", "count"]
+    assert t.rows[1][1] == "" and t.rows[1][3] == "" and t.rows[1][5] == ""  # NaT, None, NaN: blanks
+    assert "NaN" not in t.html and "NaT" not in t.html and "None" not in t.html
+    msg = t.html.split("Shrinking ISR")[0].rsplit("<td", 1)[1]
+    assert "text-align:left" in msg and "pre-wrap" in msg
+    assert "text-align:right" in t.html.split(">3<")[0].rsplit("<td", 1)[1]  # numbers stay right-aligned
+    empty = table(df.iloc[:0])
+    assert (
+        "No rows with host, ts, where, message, ...: the bundle (in the window shown) holds no such records."
+        == empty.text
+    )
+    assert "0 rows" not in empty.html

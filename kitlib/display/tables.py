@@ -2,6 +2,11 @@
 (bytes as kB/MB/GB, %, ms, s, MB/s), times without nanosecond noise, and an empty table as one
 line saying what data would fill it and how to collect it.
 
+Missing values (NaN, NaT, None) show as blanks. The columns a reader finds a row by come first,
+in this order: host, time (``ts``, ``time``), file:line (``where``, ``file``, ``line``) and the
+message (``message``, ``text``); the rest keep their order. Text is left-aligned and wraps; an
+empty table says why it is empty.
+
 Units come from the column name unless given (``*_bytes``/``size_*`` bytes, ``*_pct`` %,
 ``*_ms`` ms, ``*_s`` seconds, ``mb_per_s``/``*_mb_per_s`` MB/s, ``mb_*``/``*_mb`` MB).
 
@@ -60,7 +65,7 @@ def unit_of(column: str) -> str:
 def cell(v, unit: str = "") -> str:
     """One value as text, with its unit."""
     if v is None or v is pd.NA or v is pd.NaT or (isinstance(v, float) and math.isnan(v)):
-        return "–"
+        return ""
     if isinstance(v, pd.Timestamp):
         return v.strftime("%Y-%m-%d %H:%M:%S") + (f".{v.microsecond // 1000:03d}" if v.microsecond else "")
     if isinstance(v, pd.Timedelta):
@@ -78,15 +83,35 @@ def cell(v, unit: str = "") -> str:
     return str(v)
 
 
+KEY_COLUMNS = ("host", "ts", "time", "where", "file", "line", "message", "text")  # first, in this order
+TEXT_CELL = "text-align:left;white-space:pre-wrap;overflow-wrap:anywhere;vertical-align:top"
+NUM_CELL = "text-align:right;white-space:nowrap;vertical-align:top"
+
+
+def key_first(columns: list) -> list:
+    """``columns`` with the ones a reader finds a row by (:data:`KEY_COLUMNS`) first.
+
+    Example:
+        >>> key_first(["level", "count", "message", "ts", "host"])
+        ['host', 'ts', 'message', 'level', 'count']
+    """
+    names = [str(c) for c in columns]
+    first = [columns[names.index(k)] for k in KEY_COLUMNS if k in names]
+    return first + [c for c in columns if c not in first]
+
+
 class Table(HTML):
     """A formatted table: HTML without the index, and the same cells as aligned text."""
 
     def __init__(self, columns: list[str], rows: list[list[str]], numeric: list[bool]):
         self.columns, self.rows = columns, rows
-        head = "".join(f"<th{' class=kit-num' if n else ''}>{esc(c)}</th>" for c, n in zip(columns, numeric))
+
+        def attrs(n: bool) -> str:
+            return f" class=kit-num style='{NUM_CELL}'" if n else f" style='{TEXT_CELL}'"
+
+        head = "".join(f"<th{attrs(n)}>{esc(c)}</th>" for c, n in zip(columns, numeric))
         body = "".join(
-            "<tr>" + "".join(f"<td{' class=kit-num' if n else ''}>{esc(v)}</td>" for v, n in zip(r, numeric)) + "</tr>"
-            for r in rows
+            "<tr>" + "".join(f"<td{attrs(n)}>{esc(v)}</td>" for v, n in zip(r, numeric)) + "</tr>" for r in rows
         )
         html_text = f"<table class='kit-table'><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
         widths = [max([len(c)] + [len(r[i]) for r in rows]) for i, c in enumerate(columns)]
@@ -110,13 +135,17 @@ def table(
     """``df`` formatted for reading (see the module doc). ``units`` maps a column to a unit
     ('bytes', '%', 'ms', 's', 'MB', 'MB/s', '' for none) or to a function of the value;
     ``index=True`` keeps the index as leading columns; ``empty`` is what an empty frame shows
-    (a :func:`missing` line, or text)."""
+    (a :func:`missing` line, or text saying why; by default the table's columns are named, so an
+    empty table never reads as a bare "0 rows")."""
     if df is None or not len(df):
         if isinstance(empty, HTML):
             return empty
-        text = empty or "No rows."
+        cols = [] if df is None else [str(c) for c in key_first(list(df.columns))]
+        what = f" with {', '.join(cols[:4])}{', ...' if len(cols) > 4 else ''}" if cols else ""
+        text = empty or f"No rows{what}: the bundle (in the window shown) holds no such records."
         return HTML(f"<p class='{EMPTY_CLASS}'>{esc(text)}</p>", text)
     d = df.reset_index() if index else df
+    d = d[key_first(list(d.columns))]
     if isinstance(d.columns, pd.MultiIndex):
         d = d.copy()
         d.columns = [" ".join(str(p) for p in c if str(p)) for c in d.columns]
@@ -128,7 +157,7 @@ def table(
         s = d[col]
         u = units.get(name, unit_of(name))
         if callable(u):
-            vals = ["–" if pd.isna(v) else str(u(v)) for v in s]
+            vals = ["" if pd.isna(v) else str(u(v)) for v in s]
         elif isinstance(s.dtype, pd.DatetimeTZDtype) or pd.api.types.is_datetime64_any_dtype(s):
             vals = [cell(v) for v in s]
             zone = getattr(s.dt, "tz", None)
