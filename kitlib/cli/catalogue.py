@@ -94,9 +94,14 @@ def _cmd_findings(args) -> int:
 def _cmd_templates(args) -> int:
     from kitlib.formats.logs import statements
 
-    found = statements.select(statements.load().statements, logger=args.logger, grep=args.grep)
+    from kitlib.formats.logs.matching import lineage
+
+    cat = statements.load()
+    found = statements.select(cat.statements, logger=args.logger, grep=args.grep)
     if args.json:
-        json.dump([s.to_dict() for s in found], sys.stdout, indent=1)
+        # 'lineage': the id events carry in template_id (the oldest wording of the sentence)
+        fam = lineage(cat)
+        json.dump([{**s.to_dict(), "lineage": fam[s.id]} for s in found], sys.stdout, indent=1)
         print()
         return 0
     print(f"{'id':12}  {'level':5}  {'first':11}  {'last':11}  logger  template")
