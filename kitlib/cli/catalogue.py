@@ -93,7 +93,6 @@ def _cmd_findings(args) -> int:
 
 def _cmd_templates(args) -> int:
     from kitlib.formats.logs import statements
-
     from kitlib.formats.logs.matching import lineage
 
     cat = statements.load()
