@@ -84,5 +84,14 @@ INVESTIGATION = Investigation(
         "log_dirs",
         Rows("configs", "scope", among=("KafkaConfig", "broker", "topic")),
     ),
-    examples={},
+    examples={
+        "cluster-config": (
+            "replication-factor-low",
+            "min-isr-blocks-writes",
+            "unclean-election-enabled",
+            "leader-skew",
+            "disk-use-skew",
+            "log-dir-filling",
+        )
+    },
 )
