@@ -74,7 +74,9 @@ RULES = [
     Rule(
         "client",
         r"Connection to node (?P<node>\S+) \((?P<address>[^)]*)\) failed authentication due to: "
-        r"(?P<reason>.*)$",
+        r"(?P<reason>.*)$"
+        # 1.0-2.0 clients name the node only: "Connection to node 1 failed authentication due to: ..."
+        r"|Connection to node (?P<address2>\S+) failed authentication due to: (?P<reason2>.*)$",
     ),
     # librdkafka: '<proto>://<host:port>/<id>: SASL authentication error: Authentication failed ...'
     # (a credential refused; the same words after 'SaslAuthenticateRequest failed: Local: ...' are a
@@ -93,7 +95,7 @@ RULES = [
     Rule("client", r"(?i)(?P<reason>Authentication failed(?: for user \S+)?[:.]?.*)$"),
 ]
 _MECH = r"(?P<mechanism>SCRAM-SHA-256|SCRAM-SHA-512|PLAIN|GSSAPI|OAUTHBEARER)"
-_BROKER = r"(?i)(?:sasl_ssl|sasl_plaintext|ssl|plaintext)://(?P<broker>[^\s/]+)"
+_BROKER = r"(?i)(?:sasl_ssl|sasl_plaintext|ssl|plaintext)://(?P<broker>[^\s/\]]+:\d+)(?:/\w+)?: "
 _ANCHORS = r"(?i)authenticat|SSL handshake|is Denied operation|AuthorizationException|AuthorizationError"
 
 

@@ -4,7 +4,7 @@ elections, on one timeline across every host."""
 
 from kitlib.findings import Severity
 from kitlib.investigations import FindingKind, Investigation
-from kitlib.investigations.cluster_health import detectors, gclog, state  # noqa: F401  (registers its format, tables and detectors; charts load with the notebook)
+from kitlib.investigations.cluster_health import detectors, gclog, jvm_crash, state  # noqa: F401  (registers its format, tables and detectors; charts load with the notebook)
 
 INVESTIGATION = Investigation(
     name="cluster_health",
@@ -21,6 +21,7 @@ INVESTIGATION = Investigation(
         "topic_partitions",
         "quorum_status",
         "quorum_replication",
+        "jvm_errors",
     ),
     findings=(
         FindingKind(
@@ -43,10 +44,16 @@ INVESTIGATION = Investigation(
             "long or frequent stop-the-world GC pauses, or an out-of-memory error, on a broker",
         ),
         FindingKind(
+            "jvm-out-of-memory",
+            Severity.CRITICAL,
+            "a JVM ran out of heap or native memory, from its own output (stderr, ExitOnOutOfMemoryError, hs_err)",
+        ),
+        FindingKind("jvm-crash", Severity.CRITICAL, "a JVM crashed with a fatal error (hs_err_pid*.log)"),
+        FindingKind(
             "unclean-election", Severity.CRITICAL, "an out-of-sync replica is elected leader: records are lost"
         ),
     ),
-    relevant_when=("gc_pauses", "node_events", "partition_changes", "quorum_status"),
+    relevant_when=("gc_pauses", "node_events", "partition_changes", "quorum_status", "jvm_errors"),
     # a controller failover owns the fencing of the node that lost the role (see analysis), so
     # controller-failover alone is expected there; a stalled node's ISR departures are told in
     # its broker-fenced finding (stalls.py)
