@@ -1,0 +1,205 @@
+"""Time to findings on a raw bundle, beside lnav: the first `kitlib triage` (which ingests the
+bundle into the kit's cache), the second (which reads that store), and lnav opening the same
+file and answering one query (`SELECT log_level, count(*) ... GROUP BY log_level`), with lnav's
+index-only figure beside it. Each command is its own process under GNU time (wall seconds, peak
+RSS of that process). The cache is a fresh folder of the bench's own (XDG_CACHE_HOME), so the
+first run is a first run; the page cache is warmed before anything is timed.
+
+Two bundles: the bench's own mix (one generated 1 GB server.log, bench/genlog.py) and, with
+``--dense-records N``, a dense incident (bench/dense_bench.py's three brokers full of ISR
+changes, rebalances, transaction rollbacks and authentication failures). ``--uncached`` also
+times `kitlib triage --no-cache` (the in-memory path: slow and big on these files).
+``--report`` also times `kitlib report` of the raw bundle and samples the peak RSS of every
+process it starts (the notebooks' kernels included) from /proc.
+
+The findings of every kitlib run on a bundle are compared (the JSON of `--json`): they must be
+the same.
+
+Example:
+    nice -n 19 .venv/bin/python bench/cache_bench.py --size-mb 1024 --dense-records 5000000
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+KIT = Path(sys.executable).parent / "kitlib"
+LNAV_QUERY = ";SELECT log_level, count(*) AS n FROM all_logs GROUP BY log_level"
+
+
+def timed(cmd: list[str], env: dict | None = None) -> tuple[float, float, str]:
+    """Wall seconds, peak RSS (MB) and stdout of one run of ``cmd`` under GNU time."""
+    r = subprocess.run(["/usr/bin/time", "-f", "%e %M", *cmd], capture_output=True, text=True, env=env)
+    if r.returncode not in (0, 1):
+        raise SystemExit(f"{' '.join(cmd[:2])} failed: {r.stderr[-800:]}")
+    wall, kb = r.stderr.strip().splitlines()[-1].split()
+    return float(wall), int(kb) / 1024, r.stdout
+
+
+def _children() -> dict[int, list[int]]:
+    kids: dict[int, list[int]] = {}
+    for d in os.listdir("/proc"):
+        if not d.isdigit():
+            continue
+        try:
+            with open(f"/proc/{d}/stat", "rb") as fh:
+                ppid = int(fh.read().rsplit(b")", 1)[1].split()[1])
+        except (OSError, ValueError, IndexError):
+            continue
+        kids.setdefault(ppid, []).append(int(d))
+    return kids
+
+
+def _rss_mb(pid: int) -> float:
+    try:
+        with open(f"/proc/{pid}/status") as fh:
+            for line in fh:
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return 0.0
+
+
+def tree_peak(cmd: list[str], env: dict | None = None) -> tuple[float, float, int]:
+    """Wall seconds, the largest RSS (MB) any one process of the command's tree reached (sampled
+    every 0.1 s), and the exit status."""
+    t0 = time.perf_counter()
+    p = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    peak = 0.0
+    stop = threading.Event()
+
+    def sample() -> None:
+        nonlocal peak
+        while not stop.is_set():
+            kids = _children()
+            todo, seen = [p.pid], set()
+            while todo:
+                pid = todo.pop()
+                if pid in seen:
+                    continue
+                seen.add(pid)
+                peak = max(peak, _rss_mb(pid))
+                todo.extend(kids.get(pid, []))
+            stop.wait(0.1)
+
+    th = threading.Thread(target=sample, daemon=True)
+    th.start()
+    _, err = p.communicate()
+    stop.set()
+    th.join()
+    if p.returncode not in (0, 1):
+        raise SystemExit(f"{' '.join(cmd[:2])} failed: {err[-800:]}")
+    return time.perf_counter() - t0, peak, p.returncode
+
+
+def mix_bundle(work: Path, size_mb: float) -> Path:
+    root = work / "mix"
+    log = root / "broker-1" / "server.log"
+    want = int(size_mb * 1024 * 1024)
+    if not log.exists() or abs(log.stat().st_size - want) > 1024 * 1024:
+        log.parent.mkdir(parents=True, exist_ok=True)
+        sys.path.insert(0, str(HERE))
+        from genlog import generate
+
+        with open(log, "wb") as f:
+            generate(want, f)
+    return root
+
+
+def dense_bundle(work: Path, records: int) -> Path:
+    root = work / f"dense-{records}"
+    if not root.exists():
+        sys.path.insert(0, str(HERE))
+        from dense_bench import write_bundle
+
+        write_bundle(root, records)
+    return root
+
+
+def bench(
+    name: str, slug: str, root: Path, work: Path, uncached: bool, report: bool, min_mb: float | None
+) -> list[tuple[str, float, float]]:
+    logs = sorted(str(p) for p in root.rglob("*") if p.is_file())
+    size = sum(os.path.getsize(p) for p in logs)
+    for p in logs:  # warm the page cache
+        subprocess.run(["cat", p], stdout=subprocess.DEVNULL)
+    env = {**os.environ, "XDG_CACHE_HOME": str(work / f"cache-{slug}")}
+    env.pop("KITLIB_CACHE_DIR", None)
+    env.pop("KITLIB_NO_CACHE", None)
+    if min_mb is not None:
+        env["KITLIB_CACHE_MIN_MB"] = str(min_mb)
+    shutil.rmtree(env["XDG_CACHE_HOME"], ignore_errors=True)
+    rows = []
+    idx = timed(["lnav", "-n", "-c", ";SELECT count(*) AS n FROM all_logs", *logs])
+    rows.append(("lnav -n, index only (count records)", idx[0], idx[1]))
+    q = timed(["lnav", "-n", "-c", LNAV_QUERY, *logs])
+    rows.append(("lnav -n, open and answer one query (GROUP BY log_level)", q[0], q[1]))
+    first = timed([str(KIT), "triage", str(root), "--json"], env)
+    rows.append(("kitlib triage, first run (ingests into the cache)", first[0], first[1]))
+    second = timed([str(KIT), "triage", str(root), "--json"], env)
+    rows.append(("kitlib triage, second run (reads the cached store)", second[0], second[1]))
+    found = [json.loads(first[2]), json.loads(second[2])]
+    if uncached:
+        plain = timed([str(KIT), "triage", str(root), "--json", "--no-cache"], env)
+        rows.append(("kitlib triage --no-cache (in memory, as before)", plain[0], plain[1]))
+        found.append(json.loads(plain[2]))
+    if report:
+        out = work / f"report-{slug}"
+        shutil.rmtree(out, ignore_errors=True)
+        wall, peak, status = tree_peak([str(KIT), "report", str(root), "--out", str(out)], env)
+        rows.append((f"kitlib report (cache warm; largest process of its tree; exit {status})", wall, peak))
+    entries = json.loads(subprocess.run([str(KIT), "cache", "--json"], env=env, capture_output=True, text=True).stdout)
+    same = all(f == found[0] for f in found)
+    lo = q
+    print(
+        f"\n### {name}: {size / 1e6:,.0f} MB in {len(logs)} files; {len(found[0])} findings "
+        f"({', '.join(sorted({f['id'] for f in found[0]}))}); findings of every kitlib run the same: {same}; "
+        f"cache entry {sum(e['bytes'] for e in entries) / 1e6:,.0f} MB\n"
+    )
+    print("| command | wall s | MB/s | time vs lnav open+query | peak RSS MB | memory vs lnav open+query |")
+    print("|---|---|---|---|---|---|")
+    for label, wall, rss in rows:
+        print(
+            f"| {label} | {wall:.2f} | {size / 1e6 / wall:,.0f} | {wall / lo[0]:.2f} | {rss:,.0f} | {rss / lo[1]:.2f} |"
+        )
+    if not same:
+        print("\nFINDINGS DIFFER between the runs above")
+    return rows
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description="first and second kitlib triage on a raw bundle vs lnav")
+    ap.add_argument("--size-mb", type=float, default=1024, help="the generated mix's server.log (default 1024)")
+    ap.add_argument("--dense-records", type=int, default=0, help="also a dense incident of N records (0: no)")
+    ap.add_argument("--uncached", action="store_true", help="also time kitlib triage --no-cache")
+    ap.add_argument("--report", action="store_true", help="also time kitlib report of the raw bundle")
+    ap.add_argument("--min-mb", type=float, default=None, help="KITLIB_CACHE_MIN_MB (default: the kit's, 128)")
+    ap.add_argument("--workdir", help="where the bundles and caches go (default: a temp dir)")
+    a = ap.parse_args(argv)
+    if not shutil.which("lnav"):
+        raise SystemExit("lnav is not installed: apt-get install lnav (Debian's package)")
+    work = Path(a.workdir or tempfile.mkdtemp(prefix="kit-cache-bench-"))
+    work.mkdir(parents=True, exist_ok=True)
+    load = os.getloadavg()
+    lnav_v = subprocess.run(["lnav", "-V"], capture_output=True, text=True).stdout.strip()
+    print(f"{os.cpu_count()} cores; load average before the runs {load[0]:.1f}; {lnav_v}")
+    bench("the bench's mix", "mix", mix_bundle(work, a.size_mb), work, a.uncached, a.report, a.min_mb)
+    if a.dense_records:
+        bench("dense incident", "dense", dense_bundle(work, a.dense_records), work, a.uncached, a.report, a.min_mb)
+    print(f"\nload average after: {os.getloadavg()[0]:.1f}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
