@@ -25,6 +25,7 @@ from kitlib.cli.common import EXIT_CLEAN, EXIT_ERROR, EXIT_FINDINGS
 COMMAND_MODULES = [
     "kitlib.cli.bundle_commands",  # ingest, summary
     "kitlib.cli.triage",  # triage
+    "kitlib.cli.changes",  # changes
     "kitlib.cli.catalogue",  # investigations, tables, formats, findings, templates
     "kitlib.cli.report",  # report, notebooks
     "kitlib.cli.lab",  # lab start|stop|status|jars
