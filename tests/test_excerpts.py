@@ -68,6 +68,8 @@ def decorate(kind: str) -> str:
         return "".join(f"2021-06-14T09:12:0{i}.123Z,{ln}\n" for i, ln in enumerate(CLEAN))
     if kind == "glued_prompt":  # a terminal copy: the prompt glued onto the first line
         return "root@kafka-0:/opt/kafka# " + "\n".join(CLEAN) + "\n"
+    if kind == "glued_end":  # a file printed without its last newline, then the prompt
+        return "\n".join(CLEAN) + "root@kafka-0:/opt/kafka# "
     if kind == "quoted":  # a chat's quote marker, then indentation
         return "".join("> " + ln + "\n" for ln in CLEAN)
     if kind == "prompts":
@@ -88,6 +90,7 @@ KINDS = [
     "kibana",
     "graylog",
     "glued_prompt",
+    "glued_end",
     "quoted",
     "prompts",
     "fenced",
@@ -189,3 +192,31 @@ def test_folder_with_nothing_readable_still_exits_2(kit, tmp_path):
     (tmp_path / "notes.txt").write_text("$ kubectl get pods\nkafka-0   1/1   Running\n> looks fine to me\n")
     run = kit("triage", tmp_path)
     assert run.returncode == 2 and "Traceback" not in run.stderr
+
+
+def test_fenced_producer_chat_fixture():
+    name, ev, un, ctx = read(EXCERPTS / "ticket_fenced")
+    assert name == "log-excerpt" and not ctx.error
+    assert ev["logger"].tolist() == ["o.a.k.c.p.i.TransactionManager", "o.a.k.c.p.i.Sender", "c.e.orders.Writer"]
+    # the kubectl stamp of a continuation line goes with the layout's own date on record lines
+    assert ev.iloc[1]["message"].endswith(
+        "due to fatal error\norg.apache.kafka.common.errors.ProducerFencedException: "
+        "There is a newer producer with the same transactionalId which fences the current one."
+    )
+    assert ev.iloc[0]["ts"] == pd.Timestamp("2023-03-02 11:04:17.330", tz="UTC")
+    assert un.set_index("line")["reason"].to_dict() == {
+        1: "no record header before this line",
+        2: "no record header before this line",
+        3: "a shell prompt or command of a pasted excerpt",
+        8: "only the decoration of a pasted excerpt (line number, prompt, code fence)",
+        9: "follows a prompt, command or fence of a pasted excerpt",
+        10: "follows a prompt, command or fence of a pasted excerpt",
+    }
+
+
+@pytest.mark.slow
+def test_triage_of_a_pasted_fenced_producer_names_the_transactional_id(kit):
+    run = kit("triage", EXCERPTS / "ticket_fenced")
+    assert run.returncode == 1, run.stderr
+    assert "transaction-timeouts" in run.stdout and "transactional_ids = tx-orders-0" in run.stdout
+    assert "fenced = 1" in run.stdout

@@ -222,9 +222,11 @@ _MARK_LINE = re.compile(
 )
 
 
-def marked_lines(lines: list[bytes]) -> bool:
+def marked_lines(lines: list[bytes], last: bytes = b"") -> bool:
     """Does any of these lines hold only what a paste adds (a code fence, a prompt and its
-    command, a bare line number)?"""
+    command, a bare line number), or does the file's ``last`` line end with a prompt glued to it?"""
+    if last and re.search(_TRAILING_PROMPT.replace(r"(?P<tp>", "(").encode(), last):
+        return True
     return any(_MARK_LINE.match(ln) for ln in lines)
 
 
@@ -232,13 +234,24 @@ def _lengths(m: pa.StructArray, name: str) -> np.ndarray:
     return pc.fill_null(pc.binary_length(m.field(name)), 0).to_numpy(zero_copy_only=False).astype(np.int64)
 
 
-def _drop_prefixes(a: np.ndarray, starts: np.ndarray, plen: np.ndarray) -> bytes:
-    """The bytes of ``a`` without the first ``plen`` bytes of each line (numpy mask)."""
-    has = plen > 0
+def _drop_prefixes(
+    a: np.ndarray, starts: np.ndarray, plen: np.ndarray, cend: np.ndarray | None = None, slen: np.ndarray | None = None
+) -> bytes:
+    """The bytes of ``a`` without the first ``plen`` bytes of each line, and the ``slen`` bytes
+    before ``cend`` (a line's end before its newline) when given (numpy mask)."""
     delta = np.zeros(len(a) + 1, np.int32)
+    has = plen > 0
     delta[starts[has]] += 1
     delta[(starts + plen)[has]] -= 1
+    if cend is not None and slen is not None:
+        tail = slen > 0
+        delta[(cend - slen)[tail]] += 1
+        delta[cend[tail]] -= 1
     return a[np.cumsum(delta[:-1]) == 0].tobytes()
+
+
+# a prompt glued to the end of a record's last line (a file printed without its last newline)
+_TRAILING_PROMPT = r"[)\]](?P<tp>(?:[\w.-]+@[\w.-]+(?::[^\s$#]*)?[$#]|\[[\w.-]+@[\w.-]+[^\]\n]*\][$#]|(?:ba|z|k)?sh-[\d.]+[$#])[ \t]*)\r?\n?$"
 
 
 JUNK_PROMPT = "a shell prompt or command of a pasted excerpt"  # as in records.EXPECTED_REASONS
@@ -273,7 +286,7 @@ def unwrap_excerpt(block: bytes, head_rx: str) -> tuple[bytes, np.ndarray | None
         pc.match_substring_regex(stripped.view(pa.large_binary()), head_rx).to_numpy(zero_copy_only=False), bool
     )
     line_len = ends - starts - ((ends > starts) & (a[np.maximum(ends - 1, 0)] == 13))
-    only_decor = (full >= line_len) & (num + prompt > 0)
+    only_decor = ((full >= line_len) & (num + prompt > 0)) | (bare & (ind + 1 >= line_len))
     fence = np.asarray(pc.match_substring_regex(lines, _FENCE).to_numpy(zero_copy_only=False), bool)
     command = (prompt > 0) & ~is_h & ~only_decor
     marked = only_decor | fence | command
@@ -283,7 +296,8 @@ def unwrap_excerpt(block: bytes, head_rx: str) -> tuple[bytes, np.ndarray | None
     rest = np.where(num > 0, ind + num, np.minimum(ind, common))
     rest = np.where((num == 0) & (ind <= common) & (ws == 0), rest + srch + cpre, rest)
     plen = np.where(is_h, full, np.where(marked, 0, rest))
-    out = _drop_prefixes(a, starts, plen)
+    glued = _lengths(pc.extract_regex(lines, _TRAILING_PROMPT), "tp")
+    out = _drop_prefixes(a, starts, plen, starts + line_len, np.where(marked, 0, glued))
     stamps = None
     took = is_h & (cpre > 0)
     if took.any():

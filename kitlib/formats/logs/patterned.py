@@ -404,7 +404,8 @@ def detect_excerpt(head: bytes, src: SourceFile) -> bool:
         return lay is not None and wrapped(lay, head) == EXCERPT
     # undecorated records among a paste's own lines (fences, prompts and commands): a small file
     # only (an ordinary log may hold such a line in a message; it keeps Kafka's fast path)
-    if src.size <= MAX_EXCERPT and containers.marked_lines(lines) and choose_layout(head, src) is not None:
+    last = head.rstrip(b"\r\n").rsplit(b"\n", 1)[-1] if 0 < src.size <= len(head) else b""
+    if src.size <= MAX_EXCERPT and containers.marked_lines(lines, last) and choose_layout(head, src) is not None:
         src.meta["excerpt"] = True
         return True
     return False
