@@ -9,7 +9,8 @@ Formats (each registered; tried before the generic layout inference):
   (syslog level, epoch seconds with milliseconds, facility, client instance), also behind an
   application's or a shipper's own prefix (kept aside, the library's epoch time is the record's
   time), .NET's console logger order ``%7|2020-03-20 10:00:00.123|rdkafka#consumer-1|FETCH| ...``
-  and the C examples' ``1524281199.398 RDKAFKA-7-MEMBERID: rdkafka#consumer-1: ...``. The
+  the C example's ``1524281199.398 RDKAFKA-7-MEMBERID: rdkafka#consumer-1: ...`` and the C++
+  example's ``LOG-7-MEMBERID: [thrd:app]: ...``. The
   record's logger is ``rdkafka`` and its message ``FACILITY [instance] text``: the shape
   confluent-kafka-python gives a Python logger, so both read the same.
 - **franz-go** (``kgo.BasicLogger``): ``[INFO] joined; group: g, member_id: ..., generation: 7``
@@ -85,8 +86,9 @@ LIBRDKAFKA = ClientFormat(
     r"^(?P<pre>.*?)%(?P<lvl>[0-7])\|(?:(?P<sec>\d{9,11})\.(?P<ms>\d{3})|" + _ISO + r")\|"
     r"(?P<f1>[^|\s]*)\|(?P<f2>[^|\s]*)\| ?(?P<msg>.*?)\r?\n?$"
     # the C example's log callback: '1524281199.398 RDKAFKA-7-FAC: instance: text'
-    r"|^(?P<pre2>.*?)(?:(?P<sec2>\d{9,11})\.(?P<ms2>\d{3}) )?RDKAFKA-(?P<lvl2>[0-7])-(?P<fac2>[A-Z0-9_]+): "
-    r"(?P<name2>[^:\s]+): (?P<msg2>.*?)\r?\n?$",
+    # and the C++ example's event callback: 'LOG-7-FAC: text' (behind the application's own date)
+    r"|^(?P<pre2>.*?)(?:(?P<sec2>\d{9,11})\.(?P<ms2>\d{3}) )?(?:RDKAFKA|LOG)-(?P<lvl2>[0-7])-(?P<fac2>[A-Z0-9_]+): "
+    r"(?:(?P<name2>[^:\s\[]+): )?(?P<msg2>.*?)\r?\n?$",
     "rdkafka",
     syslog=True,
     doc="librdkafka's log lines (confluent-kafka-python/-go/-dotnet, node-rdkafka): "
@@ -227,6 +229,14 @@ def parse_block(block: bytes, lines_before: int, src: SourceFile, fmt: ClientFor
         ts = np.where(has, s * 1000 + f, ts)
         ok = ok | has
 
+    pre = _field(hm, names, "pre", "pre2")
+    if pre is not None and not ok.all():  # no time of the library's own: the application's date before it
+        dm = pc.extract_regex(pre, _ISO)
+        wall2, ok2 = fields_to_wall_ms(dm)
+        ts2 = to_utc_ms(wall2, ok2, np.full(nrec, NO_STAMP, np.int64), src.tz)
+        use = ~ok & ok2
+        ts, ok = np.where(use, ts2, ts), ok | use
+
     raw_level = _field(hm, names, "lvl", "lvl2")
     if fmt.syslog:
         digit = pc.cast(pc.if_else(pc.equal(raw_level, ""), "7", raw_level), pa.int8()).to_numpy(zero_copy_only=False)
@@ -243,7 +253,8 @@ def parse_block(block: bytes, lines_before: int, src: SourceFile, fmt: ClientFor
         inst = pc.if_else(f1_is_fac, f2, f1)
         fac = pc.if_else(pc.equal(pc.fill_null(fac, ""), ""), _field(hm, names, "fac2"), fac)
         inst = pc.if_else(pc.equal(pc.fill_null(inst, ""), ""), _field(hm, names, "name2"), inst)
-        msg = pc.binary_join_element_wise(fac, _S(" ["), inst, _S("] "), msg, _S(""))
+        named = pc.binary_join_element_wise(fac, _S(" ["), inst, _S("] "), msg, _S(""))
+        msg = pc.if_else(pc.equal(pc.fill_null(inst, ""), ""), pc.binary_join_element_wise(fac, msg, _S(" ")), named)
     # continuation lines (a stack trace, a wrapped message) follow after a newline
     nonblank = eff > starts
     lastnb = np.maximum.accumulate(np.where(nonblank, np.arange(nlines), -1))[last]
