@@ -6,8 +6,8 @@ The bucket is the shortest of :data:`BUCKETS` that keeps the chart at or under `
 marks; the chart's title says how many records went into how many marks.
 
 Example:
-    >>> bucket_seconds(3600, hosts=3, levels=4, max_points=5000)
-    5
+    >>> bucket_seconds(3600, hosts=3, levels=4, max_points=5000)  # 361 buckets x 12 lanes
+    10
 """
 
 from __future__ import annotations
