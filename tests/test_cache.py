@@ -112,6 +112,18 @@ def test_below_the_threshold_and_with_no_cache_nothing_is_written(tmp_path, env,
     assert "Traceback" not in run.stderr
 
 
+@pytest.mark.slow
+def test_a_cache_folder_that_cannot_be_written_means_reading_into_memory(tmp_path, env, monkeypatch, capsys):
+    bundle = copy_of(tmp_path, "healthy")
+    blocked = tmp_path / "not-a-folder"
+    blocked.write_text("a file where the cache folder's parent should be")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(blocked))
+    b = kitlib.load_bundle(bundle, progress=True)
+    assert b.store is None and len(b.events) > 0
+    assert "cannot be written" in capsys.readouterr().err
+    assert blocked.read_text().startswith("a file")
+
+
 def test_the_cache_is_never_inside_the_bundle(tmp_path, env, monkeypatch):
     bundle = copy_of(tmp_path, "healthy")
     before = digest(bundle)

@@ -330,6 +330,12 @@ def _stage(progress: bool, text: str) -> None:
         print(f"kitlib: {text}", file=stream, flush=True)
 
 
+def _used(folder: Path) -> None:
+    """Record that the entry was used now (the time of its ``entry.json``)."""
+    with contextlib.suppress(OSError):  # a read-only cache is still read
+        os.utime(folder / ENTRY)
+
+
 def show_progress(progress: bool | None) -> bool:
     """Whether a first run shows what it does: ``progress`` when given, else on a terminal and
     not under CI."""
@@ -364,13 +370,18 @@ def cached_store(
     folder = root / key
     store = folder / STORE
     if is_entry(folder) and (folder / ENTRY).is_file():
-        os.utime(folder / ENTRY)  # last use
+        _used(folder)
         return store
     show = show_progress(progress)
-    root.mkdir(parents=True, exist_ok=True)
+    try:  # a cache folder that cannot be written (read-only home, no space): read into memory, as before
+        root.mkdir(parents=True, exist_ok=True)
+        os.rmdir(tempfile.mkdtemp(prefix=".probe-", dir=root))
+    except OSError as e:
+        _stage(show, f"the cache folder {shown(str(root))} cannot be written ({e.strerror or e}): reading into memory")
+        return None
     with _wait_lock(folder, lambda t: _stage(show, t)):
         if is_entry(folder) and (folder / ENTRY).is_file():  # written by the run waited for
-            os.utime(folder / ENTRY)
+            _used(folder)
             return store
         _sweep(root)
         if is_entry(folder):  # marked but incomplete: not one this kit wrote whole
@@ -379,14 +390,17 @@ def cached_store(
             raise OutputRefused(f"{shown(str(folder))} is not an entry the kit wrote: refusing to replace it")
         _stage(
             show,
-            f"first read of {shown(str(p))} ({len(files):,} files, {total / 2**20:,.0f} MiB): "
+            f"first read of {shown(str(p))} ({len(files):,} file{'s' if len(files) != 1 else ''}, {total / 2**20:,.0f} MiB): "
             f"parsing it into the cache at {shown(str(folder))} (--no-cache to read it into memory instead)",
         )
         t0 = time.perf_counter()
         tmp = Path(tempfile.mkdtemp(prefix=f".{key}.partial-", dir=root))
         try:
             mark(tmp, ENTRY_WRITER)
-            ingest(p, tmp / STORE, tz=tz, progress=show, derive=True, writer=ENTRY_WRITER)
+            # the ingest's own bar: on a terminal (as shown here), else as it decides (a Jupyter
+            # kernel's widget for a big bundle), never when progress is False or under CI
+            bar = True if show else (False if progress is False or quiet() else None)
+            ingest(p, tmp / STORE, tz=tz, progress=bar, derive=True, writer=ENTRY_WRITER)
             info = {"bundle": str(p.resolve()), "input_bytes": total, "files": len(files), "created": time.time()}
             (tmp / ENTRY).write_text(json.dumps(info) + "\n", encoding="utf-8")
             os.rename(tmp, folder)
