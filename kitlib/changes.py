@@ -16,8 +16,8 @@ when the window holds none, else *rose* or *fell*; what rose comes first, then w
 ranked by G.
 
 Without a window, :func:`find_window` picks the span (at most half the bundle) where the rate of
-WARN and ERROR records departs most from the rest (Kulldorff's scan statistic over time bins; the
-rate of all records when there is no WARN or ERROR).
+WARN and ERROR records, or the count of one template, departs most from the rest (Kulldorff's
+scan statistic over 120 time bins).
 
 Example:
     >>> g = g_statistic(np.array([8, 0, 5]), np.array([0, 40, 45]), 0.1)
@@ -151,36 +151,56 @@ def keys(t: pa.Table) -> pa.Array:
     return pc.if_else(pc.is_valid(tid), templ, pattern)
 
 
-def find_window(t: pa.Table, bins: int = 120) -> tuple[pd.Timestamp, pd.Timestamp]:
-    """The span (whole bins, at most half of them) whose WARN/ERROR rate departs most from the
-    rest's (the rate of all records when there is none)."""
-    ts = t.column("ts").cast(pa.int64()).to_numpy(zero_copy_only=False) if t.num_rows else np.zeros(0, np.int64)
-    ts = ts[ts > 0] if len(ts) else ts
-    if len(ts) < 2:
-        raise ValueError("too few timed records to find a window")
-    lo, hi = int(ts.min()), int(ts.max()) + 1
-    level = _plain(t.column("level"))
-    bad = pc.is_in(level, value_set=pa.array(["WARN", "ERROR", "FATAL"])).to_numpy(zero_copy_only=False)
-    allts = t.column("ts").cast(pa.int64()).to_numpy(zero_copy_only=False)
-    timed = allts > 0
-    weights = bad[timed] if bad[timed].any() else np.ones(int(timed.sum()), bool)
-    width = max((hi - lo) / bins, 1.0)
-    b = np.minimum(((allts[timed] - lo) / width).astype(np.int64), bins - 1)
-    c = np.bincount(b[weights], minlength=bins).astype(float)
-    cum = np.r_[0.0, np.cumsum(c)]
-    total = cum[-1]
-    i, j = np.triu_indices(bins + 1, 1)
-    keep = (j - i) <= bins // 2
-    i, j = i[keep], j[keep]
-    inside = cum[j] - cum[i]
-    expect = total * (j - i) / bins
+def _scan(counts: np.ndarray, expect_share: np.ndarray, i: np.ndarray, j: np.ndarray) -> np.ndarray:
+    """Kulldorff's Poisson log-likelihood ratio of each span ``[i, j)`` of bins, per row of
+    ``counts`` (rows: series; columns: bins), against each bin's expected share of a row's total;
+    spans where the series is below its expectation score -1."""
+    cum = np.concatenate([np.zeros((counts.shape[0], 1)), np.cumsum(counts, axis=1)], axis=1)
+    ecum = np.r_[0.0, np.cumsum(expect_share)]
+    total = cum[:, -1:]
+    inside = cum[:, j] - cum[:, i]
+    expect = total * (ecum[j] - ecum[i])[None, :]
     with np.errstate(divide="ignore", invalid="ignore"):
         llr = np.where(inside > 0, inside * np.log(inside / expect), 0.0) + np.where(
             total - inside > 0, (total - inside) * np.log((total - inside) / (total - expect)), 0.0
         )
-    llr = np.where(inside > expect, llr, -1.0)
-    k = int(np.argmax(llr))
-    ms = lambda x: pd.Timestamp(int(x), unit="ms", tz="UTC")
+    return np.where(inside > expect, np.nan_to_num(llr), -1.0)
+
+
+def find_window(t: pa.Table, bins: int = 120, codes: np.ndarray | None = None) -> tuple[pd.Timestamp, pd.Timestamp]:
+    """The span (whole time bins, at most half of them) where the rate of WARN/ERROR records, or
+    the count of one template against its share of all records (``codes``: each record's
+    template), departs most from the rest (Kulldorff's scan statistic, the larger of the two)."""
+    allts = t.column("ts").cast(pa.int64()).to_numpy(zero_copy_only=False)
+    timed = allts > 0
+    if timed.sum() < 2:
+        raise ValueError("too few timed records to find a window")
+    ts = allts[timed]
+    lo, hi = int(ts.min()), int(ts.max()) + 1
+    width = max((hi - lo) / bins, 1.0)
+    b = np.minimum(((ts - lo) / width).astype(np.int64), bins - 1)
+    level = _plain(t.column("level"))
+    bad = pc.is_in(level, value_set=pa.array(["WARN", "ERROR", "FATAL"])).to_numpy(zero_copy_only=False)[timed]
+    i, j = np.triu_indices(bins + 1, 1)
+    keep = (j - i) <= bins // 2
+    i, j = i[keep], j[keep]
+    alln = np.bincount(b, minlength=bins).astype(float)
+    best = _scan(np.bincount(b[bad], minlength=bins)[None, :].astype(float), np.full(bins, 1.0 / bins), i, j)[0]
+    if codes is not None:
+        c = codes[timed]
+        used, c = np.unique(c, return_inverse=True)
+        n = np.bincount(c)
+        some = np.flatnonzero(n >= 3)[:2000]  # templates seen at least three times
+        if len(some):
+            pick = np.isin(c, some)
+            row = np.searchsorted(some, c[pick])
+            mat = np.bincount(row * bins + b[pick], minlength=len(some) * bins).reshape(len(some), bins)
+            best = np.maximum(best, _scan(mat.astype(float), alln / alln.sum(), i, j).max(axis=0))
+    k = int(np.argmax(best))
+
+    def ms(x: float) -> pd.Timestamp:
+        return pd.Timestamp(int(x), unit="ms", tz="UTC")
+
     return ms(lo + i[k] * width), ms(lo + j[k] * width)
 
 
@@ -200,7 +220,7 @@ def changes(
     if isinstance(baseline, str):
         baseline = parse_span(baseline)
     if window is None:
-        window = find_window(t)
+        window = find_window(t, codes=pc.dictionary_encode(keys(t)).indices.to_numpy(zero_copy_only=False))
     ws, we = utc(window[0]), utc(window[1])
     ts = t.column("ts").cast(pa.int64()).to_numpy(zero_copy_only=False)
     timed = ts > 0
@@ -249,11 +269,12 @@ def changes(
     crit_h = chi2_isf(alpha / max(tested_h, 1))
     result = Changes((ws, we), (utc(baseline[0]), utc(baseline[1])) if baseline else None, share, crit, tested,
                      (int(in_w.sum()), int((~in_w).sum())), found_window=found)  # fmt: skip
-    sig = np.flatnonzero(g > crit)
+    # with no record on one side there is no mix to compare (an empty window is no evidence)
+    sig = np.flatnonzero(g > crit) if n_w and n_b else np.zeros(0, np.int64)
     rising = a[sig] > (a[sig] + b[sig]) * share
     sig = sig[np.lexsort((-g[sig], ~rising))][:top]  # what rose first, then what fell; each by G
     result.overall = _rows(t, names, code, in_w, sig, a, b, g, ah, bh, hnames, share)
-    hk, hh = np.nonzero(gh > crit_h)
+    hk, hh = np.nonzero(gh > crit_h) if n_w and n_b else (np.zeros(0, np.int64), np.zeros(0, np.int64))
     order = np.argsort(-gh[hk, hh], kind="stable")[: top * 2]
     result.per_host = pd.DataFrame(
         {

@@ -51,6 +51,7 @@ def _shrinks(ev):
     return ev[ev["message"].str.contains("Shrinking ISR", regex=False)]
 
 
+@pytest.mark.slow
 def test_one_isr_shrink_id_for_0_10_2_x_and_3_9(three_eras):
     ev = kitlib.load_bundle(three_eras).table("events")
     rows = _shrinks(ev)
@@ -86,6 +87,7 @@ def test_values_are_read_from_each_wording(three_eras):
     assert got[2][:4] == ["1,0,2", "1", "450", "494"]
 
 
+@pytest.mark.slow
 def test_template_id_is_a_column_of_both_paths(three_eras, tmp_path):
     mem = kitlib.load_bundle(three_eras).table("events")
     assert "template_id" in mem.columns and str(mem["template_id"].dtype) == "category"

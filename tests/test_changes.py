@@ -1,0 +1,142 @@
+"""``kitlib changes``: the log statements that changed in a window, on a lab bundle with a known
+incident window, on a stationary generated log (no change is beyond chance) and through the CLI."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pytest
+
+import kitlib
+from kitlib import changes as ch
+from kitlib.cli import main
+
+ROOT = Path(__file__).resolve().parents[1]
+ISR = ROOT / "sample_data" / "isr-flapping"
+# the pauses of node 2 (PROVENANCE.md: first pause 11:59:49.960, node back in the ISR 12:00:36.444)
+ISR_WINDOW = "2026-11-23T11:59:49..2026-11-23T12:00:37"
+
+
+@pytest.fixture(scope="module")
+def isr():
+    return kitlib.load_bundle(ISR)
+
+
+@pytest.fixture(scope="module")
+def stationary(tmp_path_factory):
+    """A generated broker log whose 31 message shapes are drawn at random the whole time."""
+    sys.path.insert(0, str(ROOT / "bench"))
+    from genlog import generate
+
+    root = tmp_path_factory.mktemp("stationary") / "b"
+    (root / "broker-1").mkdir(parents=True)
+    with open(root / "broker-1" / "server.log", "wb") as fh:
+        generate(2_000_000, fh)
+    return kitlib.load_bundle(root)
+
+
+def test_chi_square_quantile_and_g():
+    assert abs(ch.chi2_isf(0.05) - 3.841) < 0.01
+    assert abs(ch.chi2_sf(ch.chi2_isf(1e-4)) - 1e-4) < 1e-7
+    g = ch.g_statistic(np.array([8, 3]), np.array([0, 27]), 0.1)
+    assert g[0] > 30 and g[1] < 0.01  # 8 of 8 in a tenth of the log; 3 of 30 is the expected share
+
+
+@pytest.mark.slow
+def test_isr_shrinks_are_new_in_the_incident_window(isr):
+    res = ch.changes(isr, ch.parse_span(ISR_WINDOW))
+    top = res.overall.head(10)
+    shrink = top[top["template"].str.startswith("Shrinking ISR")]
+    assert len(shrink) == 1
+    row = shrink.iloc[0]
+    assert row["kind"] == "new" and row["baseline"] == 0 and row["window"] >= 8
+    assert row["logger"] == "kafka.cluster.Partition" and row["level"] == "INFO"
+    assert set(row["hosts"]) == {"broker-1", "broker-3"}  # the leaders shrink; node 2 is the one paused
+    assert row["releases"].startswith("0.8.0..")  # one lineage with the 0.10 wording
+    assert len(row["examples"]) == 2 and all(":" in e and "Shrinking ISR" in e for e in row["examples"])
+    # the values that changed: the ISR before and after, node 2 left out
+    vals = {v["value"] for v in row["values"]}
+    assert vals & {"1,3,2", "3,1,2"} and any(v in vals for v in ("1,3", "3,1"))
+    assert res.window[0] <= row["first"] <= row["last"] < res.window[1]
+    # per host: the shrinks of both leaders
+    ph = res.per_host[res.per_host["template"].str.startswith("Shrinking ISR")]
+    assert set(ph["host"]) <= {"broker-1", "broker-3"}
+
+
+@pytest.mark.slow
+def test_an_empty_window_reports_nothing(isr):
+    res = ch.changes(isr, ("2026-01-01", "2026-01-02"))
+    assert res.records[0] == 0 and res.overall.empty and res.per_host.empty
+
+
+@pytest.mark.slow
+def test_a_stationary_log_changes_in_no_window(stationary):
+    lo, hi = stationary.span()
+    alarms = 0
+    for k in range(8):
+        start = lo + (hi - lo) * (0.05 + 0.11 * k)
+        res = ch.changes(stationary, (start, start + (hi - lo) * 0.08))
+        assert res.records[0] > 300
+        alarms += len(res.overall) + len(res.per_host)
+    assert alarms == 0
+
+
+@pytest.mark.slow
+def test_a_burst_in_a_stationary_log_is_found(stationary, tmp_path):
+    """The same log with 12 fenced-broker lines in one minute: found without a window, ranked first."""
+    src = Path(stationary.root) / "broker-1" / "server.log"
+    root = tmp_path / "b"
+    (root / "broker-1").mkdir(parents=True)
+    text = src.read_text()
+    lines = text.splitlines(keepends=True)
+    mid = len(lines) // 2
+    stamp = lines[mid][1:24]
+    burst = [
+        f"[{stamp}] INFO [QuorumController id=1] Fencing broker {3} because its session has timed out. "
+        "(org.apache.kafka.controller.ReplicationControlManager)\n"
+    ] * 12
+    (root / "broker-1" / "server.log").write_text("".join(lines[:mid] + burst + lines[mid:]))
+    b = kitlib.load_bundle(root)
+    res = ch.changes(b)
+    assert res.found_window
+    first = res.overall.iloc[0]
+    assert first["template"].startswith("Fencing broker") and first["kind"] == "new"
+    assert {"slot": 0, "value": "3", "window": 12, "baseline": 0} in first["values"]
+
+
+def test_lines_outside_the_catalogue_take_part_as_patterns():
+    t = pa.table(
+        {
+            "message": pa.array(
+                ["Order 1234 shipped to /srv/a/b.txt", "Order 98 shipped to /srv/c.txt", "Order shipped"],
+                pa.large_string(),
+            ),
+            "logger": pa.array(["com.example.Shop"] * 3).dictionary_encode(),
+            "template_id": pa.array([None, None, None], pa.string()),
+        }
+    )
+    keys = ch.keys(t).to_pylist()
+    assert keys[0] == keys[1] == "p:com.example.Shop Order <*> shipped to <*>"
+    assert keys[2] != keys[0]
+
+
+@pytest.mark.slow
+def test_the_command_prints_json(capsys, isr):
+    assert main(["changes", str(ISR), "--window", ISR_WINDOW, "--json", "--top", "10"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["window"][0].startswith("2026-11-23T11:59:49")
+    assert "G (log-likelihood ratio)" in doc["test"]
+    assert any(c["template"].startswith("Shrinking ISR") and c["kind"] == "new" for c in doc["changes"])
+    assert main(["changes", str(ISR), "--window", "12:00..11:00"]) == 2
+
+
+def test_window_text_is_checked():
+    with pytest.raises(ValueError):
+        ch.parse_span("2026-11-23T12:00")
+    lo, hi = ch.parse_span("2026-11-23T12:00+01:00..2026-11-23T12:30+01:00")
+    assert lo == pd.Timestamp("2026-11-23T11:00", tz="UTC") and hi > lo
