@@ -294,3 +294,13 @@ def test_tables_blank_missing_values_put_key_columns_first_and_say_why_they_are_
         == empty.text
     )
     assert "0 rows" not in empty.html
+
+
+def test_the_triage_timeline_says_how_many_records_its_bars_aggregate(bundle):
+    from kitlib.display import MAX_CHART_ROWS
+    from kitlib.display import triage as view
+
+    spec = view.problems_timeline(bundle).to_dict()
+    warn = int(bundle.events["level"].isin(["WARN", "ERROR", "FATAL"]).sum())
+    assert spec["title"]["subtitle"].startswith(f"{warn:,} records counted in ")
+    assert f"at most {MAX_CHART_ROWS:,} rows" in spec["title"]["subtitle"]

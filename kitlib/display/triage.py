@@ -12,7 +12,7 @@ from __future__ import annotations
 import altair as alt
 import pandas as pd
 
-from kitlib.display import HTML, esc
+from kitlib.display import HTML, MAX_CHART_ROWS, esc
 from kitlib.display.axes import chart_times, count_y, time_x
 
 
@@ -107,6 +107,11 @@ def problems_timeline(bundle, tz: str = "UTC") -> alt.Chart | HTML:
     d = problems(bundle)
     if not len(d):
         return HTML("<p>No WARN, ERROR or FATAL records in this bundle.</p>", "No WARN/ERROR records.")
+    step = d["bucket"].drop_duplicates().sort_values().diff().min()
+    records = int(d["count"].sum())
+    note = f"{records:,} records counted in {len(d):,} bar segments" + (
+        f" ({_dur(step)} buckets; a chart carries at most {MAX_CHART_ROWS:,} rows)" if pd.notna(step) else ""
+    )
     d = d.assign(bucket=chart_times(d["bucket"], tz))
     return (
         alt.Chart(d, name="triage_problems_timeline")
@@ -118,7 +123,11 @@ def problems_timeline(bundle, tz: str = "UTC") -> alt.Chart | HTML:
             row=alt.Row("host:N", title=None),
             tooltip=["host:N", "logger:N", "level:N", "sum(count):Q"],
         )
-        .properties(width=640, height=90, title="WARN / ERROR / FATAL records by host and logger")
+        .properties(
+            width=640,
+            height=90,
+            title=alt.TitleParams("WARN / ERROR / FATAL records by host and logger", subtitle=note),
+        )
     )
 
 
