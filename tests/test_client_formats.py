@@ -293,3 +293,33 @@ def test_triage_exit_codes_on_client_only_bundles(kit, tmp_path):
     assert r.returncode == 0, r.stderr
     (tmp_path / "notes.txt").write_text("nothing a Kafka reader knows\n")
     assert kit("triage", tmp_path).returncode == 2
+
+
+def test_client_connection_lines():
+    from kitlib.investigations.client_requests import connections
+
+    ev, _ = parse_client_bytes((REAL / "sarama-546" / "app" / "consumer.log").read_bytes(), SARAMA)
+    ev2, _ = parse_client_bytes((REAL / "sarama-2215" / "app" / "producer.log").read_bytes(), SARAMA)
+    rd, _ = parse_client_bytes(
+        # librdkafka's wording (rdkafka_broker.c, rdkafka_transport.c)
+        b"%3|1700000000.100|FAIL|orders#consumer-1| [thrd:ssl://b-1.example.com:9094/1]: ssl://b-1.example.com:9094/1: "
+        b"Disconnected (after 600123ms in state UP)\n"
+        b"%3|1700000001.100|FAIL|orders#consumer-1| [thrd:ssl://b-2.example.com:9094/2]: ssl://b-2.example.com:9094/2: "
+        b"Connect to ipv4#10.0.0.2:9094 failed: Connection refused (after 0ms in state CONNECT)\n"
+        b"%3|1700000001.200|ERROR|orders#consumer-1| [thrd:app]: 2/2 brokers are down\n"
+    )
+    fg, _ = parse_client_bytes(
+        b"[INFO] broker is throttling us in response; broker: 1, req: Produce, throttle_millis: 250, "
+        b"throttle_after_response: true\n",
+        FRANZ_GO,
+    )
+    cc = connections.build(pd.concat([ev, ev2.head(1), rd, fg], ignore_index=True))
+    assert values(cc, ["kind", "client_id", "broker", "throttle_ms"]) == [
+        ("disconnected", None, "1", None),
+        ("connection_error", None, "-1", None),
+        ("disconnected", "orders#consumer-1", "b-1.example.com:9094", None),
+        ("connect_failed", "orders#consumer-1", "b-2.example.com:9094", None),
+        ("all_brokers_down", "orders#consumer-1", None, None),
+        ("throttled", None, "1", 250),
+    ]
+    assert cc["reason"].iloc[0] == "processing FetchRequest: read tcp <DEAD BROKER IP>:9092: i/o timeout"

@@ -12,14 +12,14 @@ consumer's poll loop.
 
 from kitlib.findings import Severity
 from kitlib.investigations import FindingKind, Investigation, Rows
-from kitlib.investigations.client_requests import analysis, auth, quotas  # noqa: F401  (registers tables and detectors)
+from kitlib.investigations.client_requests import analysis, auth, connections, quotas  # noqa: F401  (registers tables and detectors)
 
 INVESTIGATION = Investigation(
     name="client_requests",
     title="Client requests: authentication, quotas, saturation",
     question="Are the brokers refusing clients (authentication, authorization), throttling them (quotas) or "
     "too busy to answer (request handlers, network threads, one slow broker)?",
-    tables=("auth_failures", "requests", "metrics", "configs", "quota_changes"),
+    tables=("auth_failures", "requests", "metrics", "configs", "quota_changes", "client_connections"),
     findings=(
         FindingKind(
             "auth-failures",
