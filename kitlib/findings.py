@@ -105,6 +105,9 @@ class Finding:
     # number key -> (table, pandas query) whose rows that number counts: every count a finding
     # states comes from rows anyone can select again (tests/test_finding_numbers.py recounts them)
     counted_from: dict[str, tuple[str, str]] = field(default_factory=dict)
+    # a configuration risk rather than an incident (its investigation declares ``risks``; set when
+    # the detector runs): listed after the incident findings
+    risk: bool = False
 
     def __post_init__(self):
         if not _ID.match(self.id):
@@ -127,6 +130,7 @@ class Finding:
             "detector": self.detector,
             "investigation": self.investigation,
             "counted_from": {k: {"table": t, "query": q} for k, (t, q) in self.counted_from.items()},
+            "risk": self.risk,
         }
 
 
@@ -333,6 +337,7 @@ def triage(bundle, investigations: Iterable[str] | None = None) -> Triage:
             f.detector = f.detector or name
             f.investigation = inv_name
             f.notebook = inv.notebook if inv else ""
+            f.risk = bool(inv and inv.risks)
         found.extend(got)
         runs.append(
             DetectorRun(
@@ -344,7 +349,8 @@ def triage(bundle, investigations: Iterable[str] | None = None) -> Triage:
                 f"emitted undeclared finding ids {stray}" if stray else "",
             )
         )
-    found.sort(key=lambda f: (Severity.rank_of(f.severity), f.id))
+    # incidents first, then configuration risks, each most severe first
+    found.sort(key=lambda f: (f.risk, Severity.rank_of(f.severity), f.id))
     return Triage(found, runs)
 
 
@@ -363,8 +369,15 @@ def triage_text(result: Triage, summary_text: str = "") -> str:
                 line += f"  [{r.status}: {r.reason}]"
             out.append(line)
         return "\n".join(out)
-    out.append(f"{len(result.findings)} finding(s), most severe first:")
+    risks = sum(f.risk for f in result.findings)
+    incidents = len(result.findings) - risks
+    if incidents:
+        out.append(f"{incidents} finding(s), most severe first:")
     for i, f in enumerate(result.findings, 1):
+        if f.risk and i == incidents + 1:
+            out.append(
+                ("\n" if incidents else "") + f"Risks: {risks} configuration risk(s), not incidents, most severe first:"
+            )
         out.append(f"\n{i}. [{f.severity.upper()}] {f.id}: {f.summary}")
         for k, v in f.numbers.items():
             out.append(f"     {k} = {value_text(v)}")

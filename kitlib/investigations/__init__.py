@@ -80,7 +80,10 @@ class Investigation:
     - ``package``: the module that declared it (detectors defined under it belong to it);
     - ``examples``: its sample bundles under ``sample_data/`` and the finding ids each must yield
       (the tests check every sample bundle against every investigation's examples; a bundle no
-      investigation names must yield nothing).
+      investigation names must yield nothing);
+    - ``risks``: its findings are configuration risks rather than incidents: the triage and the
+      report list them in a block of their own after the incident findings, so a risk never
+      hides an outage.
     """
 
     name: str
@@ -92,6 +95,7 @@ class Investigation:
     notebook: str = ""
     package: str = ""
     examples: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    risks: bool = False
 
     def __post_init__(self) -> None:
         if not self.notebook:

@@ -48,10 +48,12 @@ def summary_view(plan, runs: list[dict]) -> dict:
     its notebooks' statuses."""
     from kitlib.findings import value_text
 
-    s, findings = plan.summary, sorted(plan.triage.findings, key=lambda f: Severity.rank_of(f.severity))
+    # incidents first, then configuration risks (a risk never heads the page over an outage)
+    s, findings = plan.summary, sorted(plan.triage.findings, key=lambda f: (f.risk, Severity.rank_of(f.severity)))
     pages = {r["notebook"]: r for r in runs}
     lines = cited_lines(plan.bundle_path, [e for f in findings for e in f.evidence[:EVIDENCE_PER_FINDING]])
     fviews = []
+    first_risk = next((f for f in findings if f.risk), None)
     for f in findings:
         page = pages.get(Path(f.notebook).name) if f.notebook else None
         ev = []
@@ -79,6 +81,8 @@ def summary_view(plan, runs: list[dict]) -> dict:
                 "page": page,
                 "evidence": ev,
                 "more": max(0, len(f.evidence) - EVIDENCE_PER_FINDING),
+                "risk": f.risk,
+                "first_risk": f is first_risk,
             }
         )
     runs_ = plan.triage.runs

@@ -22,6 +22,7 @@ from samples import sample
 
 import kitlib
 from kitlib.bundle import Bundle
+from kitlib.findings import Finding, Triage, triage_text
 from kitlib.investigations.cluster_config import capacity, durability, lag_time, layout, model, versions
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -181,3 +182,27 @@ def test_public_describe_output_rf2_on_three_brokers(tmp_path):
     assert f.id == "replication-factor-low" and f.severity == "low"
     assert f.numbers["topics"] == "xxx" and f.numbers["current_rf"] == 2 and f.numbers["recommended_rf"] == 3
     assert (layout.leader_counts(b)["count"] == 3).all()
+
+
+def test_config_risks_come_after_the_incidents_in_their_own_block():
+    restarts = pd.DataFrame(
+        {
+            "start_ts": pd.to_datetime(["2026-11-23 10:00", "2026-11-23 10:01"], utc=True),
+            "version": ["3.9.1", "3.8.0"],
+            "host": ["broker-1", "broker-2"],
+            "file": ["broker-1/server.log", "broker-2/server.log"],
+            "line": [1, 1],
+        }
+    )
+    t = kitlib.triage(Bundle("x", {"restarts": restarts}))
+    assert [f.risk for f in t.findings] == [True] and t.findings[0].to_dict()["risk"] is True
+    text = triage_text(t)
+    assert "Risks: 1 configuration risk(s), not incidents" in text and "finding(s), most severe first" not in text
+    # with an incident of lower severity, the incident still comes first
+    incident = Finding("isr-shrink", "low", "an incident")
+    mixed = Triage(sorted([*t.findings, incident], key=lambda f: f.risk), t.runs)
+    lines = triage_text(mixed).splitlines()
+    assert lines[0] == "1 finding(s), most severe first:"
+    assert lines.index("Risks: 1 configuration risk(s), not incidents, most severe first:") > lines.index(
+        "1. [LOW] isr-shrink: an incident"
+    )

@@ -79,6 +79,7 @@ INVESTIGATION = Investigation(
         ),
         FindingKind("broker-versions-mixed", Severity.LOW, "brokers of more than one Kafka version in one bundle"),
     ),
+    risks=True,
     relevant_when=(
         "topic_partitions",
         "log_dirs",
