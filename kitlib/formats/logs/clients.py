@@ -164,11 +164,14 @@ def client_layout(head: bytes, src) -> Layout | None:
     key = "client_layout"
     if src is not None and key in getattr(src, "meta", {}):
         return src.meta[key]
-    from kitlib.formats.logs.inference import inferred_layouts
+    from kitlib.formats.logs.inference import choose_layout, manifest_layout
 
-    mine = client_layouts()
-    lay = best_layout(mine + inferred_layouts(), head)[0]  # only where none of the inferred reads it better
-    lay = lay if any(lay is m for m in mine) else None
+    lay = best_layout(client_layouts(), head, 0.2)[0]
+    if lay is not None and src is not None and getattr(src, "meta", None) is not None:
+        # only where the layout the bundle names or the inference finds does not read it as well
+        theirs = None if manifest_layout(src) else choose_layout(head, src)
+        if manifest_layout(src) or (theirs is not None and best_layout([lay, theirs], head)[0] is theirs):
+            lay = None
     if src is not None and hasattr(src, "meta"):
         src.meta[key] = lay
     return lay
