@@ -190,6 +190,10 @@ def test_panel_window_requeries_the_evidence_and_pins_the_view(tmp_path):
     hits = p.run_search(text="shrinking isr")
     assert hits.total == len(s.search(b, "shrinking isr", window=p.window, limit=10_000).rows)
     assert "Shrinking ISR" in p.open_hit(1).text
+    ev = explore.evidence_rows(findings, p.window).iloc[0]
+    back = p.open_evidence(1)
+    assert back.text.startswith("Evidence of [") and ev["finding"] in back.text.splitlines()[0]
+    assert f"{ev['file']}:{int(ev['line'])}" in p.context_out.value
     p.end_box.value = "not a time"
     p._typed()
     assert "Not a time" in p.window_label.value

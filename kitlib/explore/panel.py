@@ -118,6 +118,11 @@ class Explorer:
         open_btn.add_class("kit-open-hit")
         open_btn.on_click(lambda _: self.open_hit(self.hit_box.value))
         self.context_out = w.HTML()
+        self.evidence_now = self.evidence_all
+        self.ev_box = w.BoundedIntText(description="evidence row", min=1, max=1, value=1, layout=lay(width="200px"))
+        ev_btn = w.Button(description="Show its lines")
+        ev_btn.add_class("kit-open-evidence")
+        ev_btn.on_click(lambda _: self.open_evidence(self.ev_box.value))
         self.context_out.add_class("kit-context-view")
 
         self.pin_box = w.Text(description="pin to", value=pin_path, layout=lay(width="360px"))
@@ -137,6 +142,7 @@ class Explorer:
         parts += [
             self.findings_out,
             self.evidence_out,
+            w.HBox([self.ev_box, ev_btn]),
             w.HTML("<h4>Search every line</h4>"),
             w.HBox([self.text_box, self.regex_box, self.level_box]),
             w.HBox([self.shost_box, self.logger_box, self.order_box, self.desc_box, search_btn]),
@@ -210,7 +216,10 @@ class Explorer:
         self.findings_out.value = display.table(
             fs, empty="No findings: the detectors found nothing in this bundle."
         ).html
+        self.evidence_now = ev
+        self.ev_box.max = max(1, len(ev))
         shown = ev.drop(columns=["file", "line"])
+        shown.insert(0, "row", range(1, len(shown) + 1))
         shown = shown.assign(ts=pd.to_datetime(shown["ts"], utc=True).dt.tz_convert(self.tz or "UTC"))
         note = (
             f"<p class='kit-evidence-count' data-rows='{len(ev)}'>{len(ev):,} evidence rows in the window "
@@ -296,6 +305,30 @@ class Explorer:
                 self._show_hits()
             row = hits.rows.iloc[n - 1 - hits.offset]
             out = context_html(self.bundle, str(row["file"]), int(row["line"]))
+        self.context_out.value = out.html
+        return out
+
+    def open_evidence(self, n: int) -> display.HTML:
+        """Show (and return) the raw lines around evidence row ``n`` of the window (1-based, as the
+        evidence table numbers them), headed by the finding it is evidence of."""
+        ev = self.evidence_now
+        if not len(ev):
+            out = display.HTML("<p>No evidence row in this window.</p>", "No evidence row.")
+        else:
+            row = ev.iloc[min(max(1, int(n)), len(ev)) - 1]
+            f = next((f for f in self.findings if f.id == row["finding"]), None)
+            head = (
+                f"Evidence of [{f.severity}] {f.id}: {f.summary}" if f is not None else f"Evidence of {row['finding']}"
+            )
+            if pd.isna(row["file"]) or pd.isna(row["line"]):
+                body = display.HTML("<p>This evidence row cites no file line.</p>", "No file line.")
+            else:
+                body = context_html(self.bundle, str(row["file"]), int(row["line"]))
+            out = display.HTML(
+                f"<p class='kit-evidence-of' data-finding='{display.esc(row['finding'])}'><b>{display.esc(head)}</b></p>"
+                + body.html,
+                head + "\n" + body.text,
+            )
         self.context_out.value = out.html
         return out
 
