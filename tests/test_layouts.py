@@ -470,3 +470,29 @@ def test_log4j2_layout_without_milliseconds():
     assert (w["level"], w["logger"]) == ("WARN", "NetworkClient")  # ':1253' dropped
     assert w["message"].startswith("[Producer clientId=producer-1] Error while fetching metadata")
     assert ev.iloc[3]["message"].endswith("Topic orders not present in metadata after 60000 ms.")
+
+
+def test_export_of_messages_and_loggers_only():
+    # no date and no level: each line ending with a Java logger is a record, in order, without a time
+    fmt, pattern, ev, _ = load_layout_fixture("message_logger_export")
+    assert (fmt, pattern) == ("log-layout", "%m (%c)%n")
+    assert ev["ts"].isna().all() and ev["level"].isna().all() and ev["line"].tolist() == [1, 2, 3]
+    assert ev["logger"].tolist() == [
+        "org.apache.kafka.connect.runtime.WorkerSourceTask",
+        "org.apache.kafka.connect.runtime.WorkerSourceTask",
+        "org.apache.kafka.connect.runtime.SourceTaskOffsetCommitter",
+    ]
+    assert ev.iloc[2]["message"] == "WorkerSourceTask{id=test-1-5-7-0} Failed to commit offsets"
+    # a stack frame ends with a file name in parentheses: it stays in its record
+    text = (
+        b"Task threw an uncaught and unrecoverable exception (org.apache.kafka.connect.runtime.WorkerTask:187)\n"
+        b"java.lang.IllegalStateException: boom\n"
+        b"\tat org.apache.kafka.connect.runtime.WorkerSourceTask.execute(WorkerSourceTask.java:244)\n"
+        b"Stopping task (org.apache.kafka.connect.runtime.Worker:836)\n"
+    )
+    ev2, un2 = parse_bytes(text, None)
+    assert len(un2) == 0 and ev2["nlines"].tolist() == [3, 1]
+    assert ev2["logger"].tolist() == [
+        "org.apache.kafka.connect.runtime.WorkerTask",
+        "org.apache.kafka.connect.runtime.Worker",
+    ]

@@ -178,9 +178,24 @@ def wrapped(layout: Layout, head: bytes) -> int:
     return best_layout([layout], head, 0.0)[1]
 
 
+# a log service's export that kept only the message and the logger (``%m (%c)``, no date, no
+# level: CloudWatch as MSK Connect writes it): a record is a line that does not start with a
+# blank and ends with a logger in parentheses, a Java class name (``org.a.B``, ``a.b.C:123``) or
+# one of Kafka's dotted logger names (``state.change.logger``); a stack frame starts with a blank
+_JAVA_LOGGER = r"[a-z][\w$]*(?:\.[a-z][\w$]*)*\.(?:[A-Z][\w$]*|[a-z]+\.logger)(?::\d+)?"
+MESSAGE_LOGGER = Layout(
+    "%m (%c)%n",
+    r"^(?P<pre>)[^\s\[{].* \(" + _JAVA_LOGGER + r"\)[ \t\r\n]*$",
+    r"(?P<suf> +\((?P<logger>" + _JAVA_LOGGER + r")\)[ \t\r\n]*)$",
+    r"^[ \t]*(?P<suf> +\((?P<logger>" + _JAVA_LOGGER + r")\)[ \t\r\n]*)$",
+    ("logger",),
+)
+
+
 def inferred_layouts() -> list[Layout]:
     if not _INFER_CACHE:
         _INFER_CACHE.extend(compile_pattern(p) for p in INFER_PATTERNS)
+        _INFER_CACHE.append(MESSAGE_LOGGER)  # last: any layout that finds more wins
     return _INFER_CACHE
 
 
