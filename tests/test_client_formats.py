@@ -156,6 +156,9 @@ def test_spring_boot_32_console_layout():
     ]
     ge = groups.build(ev)
     assert values(ge, ["kind", "group", "client_id"]) == [("commit_failed", "orders", "consumer-orders-1")]
+    # Boot 3.0/3.1 (no application name) is the layout inference's already: left to it
+    older = data.replace(b"[orders-svc] ", b"")
+    assert detect(older).name == "log-layout"
 
 
 # --- client-side tables and findings ---------------------------------------------------------
