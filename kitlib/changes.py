@@ -139,16 +139,24 @@ def _plain(col) -> pa.Array:
 
 
 def keys(t: pa.Table) -> pa.Array:
-    """Each record's key: ``t:<template id>`` or ``p:<logger> <masked first line>``."""
-    msg = _plain(t.column("message"))
-    first = pc.utf8_slice_codeunits(pc.replace_substring_regex(msg, r"\n[\s\S]*", ""), 0, FIRST_LINE_CHARS)
-    masked = pc.replace_substring_regex(first, MASK, "<*>")
-    logger = pc.fill_null(_plain(t.column("logger")), "")
-    pattern = pc.binary_join_element_wise("p:", logger, masked, " ")
-    pattern = pc.replace_substring(pattern, "p: ", "p:", max_replacements=1)
+    """Each record's key: ``t:<template id>`` or ``p:<logger> <masked first line>`` (the first line
+    is cut and masked only for the records without a template)."""
     tid = _plain(t.column("template_id"))
-    templ = pc.binary_join_element_wise("t", tid, ":")
-    return pc.if_else(pc.is_valid(tid), templ, pattern)
+    out = pc.binary_join_element_wise("t", tid, ":")
+    none = np.asarray(pc.is_null(tid).to_numpy(zero_copy_only=False), bool)
+    if not none.any():
+        return out
+    rows = pa.array(np.flatnonzero(none))
+    msg = pc.utf8_slice_codeunits(_plain(t.column("message")).take(rows), 0, FIRST_LINE_CHARS)
+    first = pc.replace_substring_regex(msg, r"\n[\s\S]*", "")
+    masked = pc.replace_substring_regex(first, MASK, "<*>")
+    logger = pc.fill_null(_plain(t.column("logger")).take(rows), "")
+    pattern = pc.binary_join_element_wise(logger, masked, " ")
+    pattern = pc.binary_join_element_wise("p", pattern, ":")
+    # scatter the patterns into the rows without a template
+    pos = np.arange(len(tid))
+    pos[none] = len(tid) + np.arange(int(none.sum()))
+    return pa.concat_arrays([out.cast(pa.string()), pattern.cast(pa.string())]).take(pa.array(pos))
 
 
 def _scan(counts: np.ndarray, expect_share: np.ndarray, i: np.ndarray, j: np.ndarray) -> np.ndarray:
