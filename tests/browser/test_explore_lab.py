@@ -1,7 +1,7 @@
 """Explore mode as an analyst meets it: JupyterLab on 127.0.0.1 (a token, a new folder), Debian's
 Chromium driven by Playwright, the triage notebook on a sample bundle. Run All; brush a window on
 the cross-host timeline and see the evidence table follow it; search a string and open a hit's
-lines; pin the view. No request may leave 127.0.0.1 (every other one is refused and recorded), and
+lines; pin the view and render the pinned view's report. No request may leave 127.0.0.1 (every other one is refused and recorded), and
 no JavaScript error may be logged.
 
 Needs Debian's ``chromium`` (``make test`` installs it) and the ``playwright`` package (the test
@@ -118,7 +118,7 @@ def _rows_in_window(label: str) -> int:
     return len(w.frame(evidence_rows(kitlib.triage(kitlib.open(BUNDLE)).findings), "ts"))
 
 
-def test_brush_search_and_pin_in_jupyterlab(lab):
+def test_brush_search_and_pin_in_jupyterlab(lab, kit, tmp_path):
     from playwright.sync_api import sync_playwright
 
     base, token, work = lab
@@ -225,3 +225,12 @@ def test_brush_search_and_pin_in_jupyterlab(lab):
     assert pinned["SEARCH"]["text"] == "Shrinking ISR"
     assert outside == [], outside
     assert errors == [], errors
+
+    # the pinned view renders as the static report of that window
+    out = tmp_path / "report"
+    run = kit(
+        "report", BUNDLE, "--out", out, "--notebook", "triage", "--params", work / "pinned-view.yaml", timeout=900
+    )
+    assert run.returncode == 0, run.stderr[-2000:]
+    page = (out / "triage.html").read_text()
+    assert f"{pinned['START']} → {pinned['END']} (pinned view)" in page
