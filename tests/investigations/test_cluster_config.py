@@ -206,3 +206,41 @@ def test_config_risks_come_after_the_incidents_in_their_own_block():
     assert lines.index("Risks: 1 configuration risk(s), not incidents, most severe first:") > lines.index(
         "1. [LOW] isr-shrink: an incident"
     )
+
+
+@pytest.mark.slow
+def test_replicas_on_one_rack_when_racks_are_known(tmp_path):
+    # the public RF 2 layout of akhq#124 with brokers 0 and 1 in one rack: partitions 2, 4 and 8
+    # (replicas 1,0 / 0,1 / 1,0) have both copies there
+    shutil.copy(ROOT / "tests" / "fixtures" / "public" / "cli-outputs" / "akhq-124-topics-describe-rf2.txt", tmp_path)
+    tp = kitlib.load_bundle(tmp_path).table("topic_partitions")
+    racks = pd.DataFrame(
+        {
+            "ts": pd.Timestamp("2026-11-23", tz="UTC"),
+            "broker_id": [0, 1, 2],
+            "rack": ["eu-1a", "eu-1a", "eu-1b"],
+            "host": "cluster",
+            "file": "live/capture.jsonl",
+            "line": [2, 3, 4],
+        }
+    )
+    (f,) = [
+        x for x in findings(Bundle("x", {"topic_partitions": tp, "brokers": racks})) if x.id == "replicas-on-one-rack"
+    ]
+    assert f.numbers["partitions"] == 3 and f.numbers["topics"] == "xxx"
+    assert sorted(e["text"] for e in f.evidence) == [f"xxx-{p}: replicas on rack eu-1a" for p in (2, 4, 8)]
+
+
+@pytest.mark.slow
+def test_quorum_and_broker_level_unclean_from_the_brokers_config_dumps():
+    c = sample("healthy-cluster").table("configs").copy()
+    voters = c["key"] == "controller.quorum.voters"
+    c.loc[voters, "value"] = "[1@127.0.0.1:9093, 2@127.0.0.1:9094]"
+    unclean = (c["key"] == "unclean.leader.election.enable") & (c["entity"] == "2")
+    c.loc[unclean, "value"] = "true"
+    got = by_id(findings(Bundle("x", {"configs": c})))
+    (q,) = got["controller-quorum-size"]
+    assert q.numbers["voters"] == 2 and q.numbers["recommended_voters"] == 3 and q.severity == "low"
+    (u,) = got["unclean-election-enabled"]
+    assert u.numbers["brokers"] == "2" and u.numbers["topics"] == "none"
+    assert u.evidence[0]["file"] == "broker-2/server.log"
