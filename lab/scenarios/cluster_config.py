@@ -141,7 +141,7 @@ def run(out: str | Path, seconds: float = 180, every: float = 15, rate: int = 40
         "kafka-log-dirs --describe output (each run after an ISO time line), before and after the load, and the "
         "reassignment plan that was executed.",
         "replication-factor-low (scratch), min-isr-blocks-writes (payments), unclean-election-enabled "
-        "(clickstream), leader-skew (node 1)",
+        "(clickstream), leader-skew (node 1), disk-use-skew (node 2), log-dir-filling (node 2's log dir)",
         evidence(),
         f".venv/bin/python lab/scenarios/cluster_config.py {out}",
     )
