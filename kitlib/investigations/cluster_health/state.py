@@ -35,7 +35,12 @@ Wording read from Apache Kafka's source (3.9 and the 2.x/3.x ZooKeeper-mode clas
   ...`` (0.8-trunk; one row with the ``Broker failure callback`` that follows it), controllers writing
   ``[Controller 3]: `` (0.8-0.11: ``Broker 3 resigned as the controller``, ``Controller resigning, broker
   id 3``); KRaft brokers' ``Recorded new controller, from now on will use node host:9093 (id: 3 rack:
-  null)`` (2.7-3.7, ``broker`` before 3.3.2), a ``controller_epoch`` row without an epoch.
+  null)`` (2.7-3.7, ``broker`` before 3.3.2), a ``controller_epoch`` row without an epoch; 0.11's
+  ``Partition [orders,24] on broker 1: Shrinking ISR from 1,0,2 to 1``; the KRaft controller's 2.8-3.x
+  prefix ``[Controller 1] `` beside ``[QuorumController id=1] ``, 2.8-3.2's ``Renouncing the leadership at
+  oldEpoch 5 due to ...``, 3.0+'s ``UNCLEAN partition change for orders-1 with topic ID ...: ... leader: 1 -> 0``;
+  a checkpoint write failing (``Error while writing to checkpoint file <dir>/<topic-N>/leader-epoch-checkpoint``,
+  1.0+) and, before 1.0, ``Halting due to unrecoverable I/O error while handling produce request``.
 
 Records are picked by an Arrow regex over the messages of every logger except the request,
 authorizer and cleaner logs; classification and captures are Arrow regex kernels over the picked
@@ -121,10 +126,11 @@ PARTITION_RULES = [
     ("isr_shrink", r"\[Partition (\S+) broker=(\d+)\] Shrinking ISR from (" + IDS + r") to (" + IDS + r")(?:\.|$)"),
     ("isr_expand", r"\[Partition (\S+) broker=(\d+)\] Expanding ISR from (" + IDS + r") to (" + IDS + r")(?:\.|$| )"),
     # 0.8-0.10: "Partition [orders,24] on broker 1: Shrinking ISR for partition [orders,24] from 1,0,2 to 1"
-    # (0.10.2's expand names the partition orders-24); the partition is read as "orders,24"
+    # (0.10.2's expand names the partition orders-24); 0.11 keeps the prefix and drops "for partition ...":
+    # "Partition [orders,24] on broker 1: Shrinking ISR from 1,0,2 to 1"; the partition is read as "orders,24"
     (
         "isr_shrink",
-        r"Partition \[(\S+?,\d+)\] on broker (\d+): Shrinking ISR for partition \S+ from ("
+        r"Partition \[(\S+?,\d+)\] on broker (\d+): Shrinking ISR (?:for partition \S+ )?from ("
         + IDS
         + r") to ("
         + IDS
@@ -132,7 +138,7 @@ PARTITION_RULES = [
     ),
     (
         "isr_expand",
-        r"Partition \[(\S+?,\d+)\] on broker (\d+): Expanding ISR for partition \S+ from ("
+        r"Partition \[(\S+?,\d+)\] on broker (\d+): Expanding ISR (?:for partition \S+ )?from ("
         + IDS
         + r") to ("
         + IDS
@@ -163,15 +169,37 @@ PARTITION_RULES = [
     ),
     ("unclean", r"Setting new leader for topicId (\S+), partition (\d+) to (\d+) using an unclean election"),
     ("unclean", r"No broker in ISR is alive for \[?([^\],\s]+)(?:,(\d+))?\]?\. Elect leader (\d+) from live brokers"),
+    # a follower ahead of its new leader, refusing to truncate because unclean elections are off: the
+    # leader was elected without the records this replica holds (ReplicaFetcherThread). 0.8-0.11 name the
+    # leader: "Exiting because log truncation is not allowed for partition [orders,0], Current leader 1's
+    # latest offset 5 is less than replica's latest offset 9" ("Halting ... for topic orders" before 0.10.1);
+    # 1.0-2.0 only in the thread's prefix (not read: the empty groups)
+    (
+        "unclean",
+        r"(?:Exiting|Halting) because log truncation is not allowed for (?:partition|topic) \[?([^\],\s]+)(?:,(\d+))?"
+        r"\]?, [Cc]urrent leader (\d+)'s latest offset",
+    ),
+    (
+        "unclean",
+        r"Exiting because log truncation is not allowed for partition (\S+?)(), current leader's latest offset \d+ "
+        r"is less than replica's latest offset \d+()",
+    ),
+    # KRaft 3.0+ (PartitionRegistration): "UNCLEAN partition change for orders-1 with topic ID <id>: replicas:
+    # [1] -> [0], isr: [1] -> [0], leader: 1 -> 0, ..."; the leader after the arrow
+    ("unclean", r"UNCLEAN partition change for (\S+)-(\d+)(?: with topic ID \S+?)?: .*?\bleader: -?\d+ -> (-?\d+)"),
 ]
 NODE_RULES = [
-    ("controller_active", r"\[QuorumController id=(\d+)\] Becoming the active controller at epoch (\d+)"),
+    (
+        "controller_active",
+        r"\[(?:QuorumController id=|Controller )(\d+)\] Becoming the active controller at epoch (\d+)",
+    ),
     ("controller_active", r"(\d+) successfully elected as the controller(?:\. Epoch incremented to (\d+))?"),
     # 0.8-0.10 ZookeeperLeaderElector (no prefix; the empty group stands for the epoch)
     ("controller_active", r"(?:^|\] )(\d+) successfully elected as leader()$"),
     (
         "controller_renounce",
-        r"\[QuorumController id=(\d+)\] Renouncing the leadership due to ([^.]*)\.(?: We were the "
+        r"\[(?:QuorumController id=|Controller )(\d+)\] Renouncing the leadership(?: at oldEpoch \d+)? due to "
+        r"([^.]*)\.(?: We were the "
         r"leader at epoch (\d+))?",
     ),
     # "[Controller id=3] Resigning" (1.0+); 0.9-0.11 "[Controller 3]: Broker 3 resigned as the controller",
@@ -181,7 +209,10 @@ NODE_RULES = [
         r"\[Controller (?:id=)?(\d+)\]:? (?:Resigning|Broker \d+ resigned as the controller|Controller resigning, "
         r"broker id \d+)",
     ),
-    ("controller_epoch", r"\[QuorumController id=(\d+)\] In the new epoch (\d+), the leader is (\(none\)|\d+)"),
+    (
+        "controller_epoch",
+        r"\[(?:QuorumController id=|Controller )(\d+)\] In the new epoch (\d+), the leader is (\(none\)|\d+)",
+    ),
     # a KRaft broker learns the new controller (2.7-3.7 BrokerToControllerRequestThread /
     # NodeToControllerRequestThread): "[BrokerToControllerChannelManager broker=1 name=forwarding]: Recorded
     # new controller, from now on will use node kafka-3:9093 (id: 3 rack: null)" ("broker" before 3.3.2);
@@ -191,7 +222,10 @@ NODE_RULES = [
         r"(?:^\[[^\]]*?(?:BrokerToControllerChannelManager broker=|broker-)(\d+)[^\]]*\]:? )?()Recorded new "
         r"controller, from now on will use (?:broker|node) \S+ \(id: (\d+)",
     ),
-    ("fenced", r"\[QuorumController id=(\d+)\] Fencing broker (\d+) because (its session has timed out)"),
+    (
+        "fenced",
+        r"\[(?:QuorumController id=|Controller )(\d+)\] Fencing broker (\d+) because (its session has timed out)",
+    ),
     ("broker_failed", r"\[Controller (?:id=)?(\d+)[^\]]*\]:? Broker failure callback for (\d+)"),
     # the broker-change handler: "[BrokerChangeListener on Controller 3]: " (0.8-0.10), "[Controller 3]: "
     # (0.11), "[Controller id=3] " (1.0+); only the first deleted broker is read, as in the callback
@@ -200,10 +234,13 @@ NODE_RULES = [
         r"\[(?:BrokerChangeListener on )?Controller (?:id=)?(\d+)[^\]]*\]:? Newly added brokers: [\d,]*, "
         r"deleted brokers: (\d+)",
     ),
-    ("unfenced", r"\[QuorumController id=(\d+)\] The request from broker (\d+) to unfence has been granted"),
+    (
+        "unfenced",
+        r"\[(?:QuorumController id=|Controller )(\d+)\] The request from broker (\d+) to unfence has been granted",
+    ),
     (
         "controlled_shutdown",
-        r"\[QuorumController id=(\d+)\] Unfenced broker (\d+) has requested and been granted "
+        r"\[(?:QuorumController id=|Controller )(\d+)\] Unfenced broker (\d+) has requested and been granted "
         r"(?:a controlled|an immediate) shutdown",
     ),
     ("heartbeat_timeout", r"\[BrokerLifecycleManager id=(\d+)\] (.*?(?:heartbeat.*timed out|timed out.*heartbeat).*)"),
@@ -218,6 +255,13 @@ NODE_RULES = [
         r"0x[0-9a-fA-F]+ has expired)",
     ),
     ("log_dir_error", r"(Error while [a-z ]+?) (?:records to |the |for )?(\S+) in dir (\S+?)\.?$"),
+    # a checkpoint write or read failing (CheckpointFile, logged by LogDirFailureChannel, 1.0+): the file is
+    # <dir>/recovery-point-offset-checkpoint or <dir>/<topic-N>/leader-epoch-checkpoint; dir before partition
+    (
+        "log_dir_error",
+        r"(Error while (?:writing to|reading) checkpoint file) (\S+?)(?:/([^/\s]+-\d+)/(?:leader-epoch-checkpoint|"
+        r"partition\.metadata)|/[^/\s]+)$",
+    ),
     ("log_dir_offline", r"Stopping serving (?:logs|replicas) in dir (\S+?)(?: with uuid \S+)?(?: because|\.?$)"),
     (
         "log_dir_offline",
@@ -226,13 +270,16 @@ NODE_RULES = [
     ),
     ("log_dir_shutdown", r"(Shutdown broker because all log dirs in (.*?) have failed)"),
     ("log_dir_halt", r"(Halting broker because dir (\S+) is offline)"),
+    # 0.8-0.11, before log directories could fail alone: "Halting due to unrecoverable I/O error while handling
+    # produce request: " (KafkaApis, then ReplicaManager) halts the broker; no dir named (the empty group)
+    ("log_dir_halt", r"(Halting due to unrecoverable I/O error while (?:handling \w+ request|flushing logs))()"),
     ("oom", r"(java\.lang\.OutOfMemoryError(?:: [^\n]*)?)"),
 ]
 REPORTER = (
     r"^\[(?:QuorumController|Controller|Broker|BrokerServer|KafkaServer|BrokerLifecycleManager|KafkaRaftServer|"
     r"ControllerServer|ReplicaManager) (?:id|broker|nodeId)=(\d+)|^\[Partition \S+ broker=(\d+)\]"
     # 0.8-0.11 controllers: "[Controller 3]: ", "[BrokerChangeListener on Controller 3]: "
-    r"|^\[(?:BrokerChangeListener on )?Controller (\d+)\]: "
+    r"|^\[(?:BrokerChangeListener on )?Controller (\d+)\]:? "
 )
 CAUSES = (
     r"(No space left on device|Read-only file system|Input/output error|Disk quota exceeded|Permission denied|"
@@ -305,7 +352,7 @@ def _partition_fields(kind: str, g: list) -> dict:
     elif kind == "offline_dir_leader":
         r.update(reporter=_int(g[0]), tp=g[1])
     elif kind == "unclean":
-        if g[1] is not None and not g[0].startswith("["):  # KRaft: topic id + partition, or 1.x [topic,p]
+        if g[1] not in (None, "") and not g[0].startswith("["):  # KRaft: topic id + partition, or 1.x [topic,p]
             r.update(topic=g[0], partition=_int(g[1]), leader=_int(g[2]))
         else:
             r.update(tp=g[0], leader=_int(g[2]))
@@ -329,14 +376,17 @@ def _node_fields(kind: str, g: list, rule: str) -> dict:
     elif kind == "zk_session_expired":
         r.update(cause=g[0] or g[1])
     elif kind == "log_dir_error":
-        r.update(cause=g[0], partitions=g[1], dir=g[2])
+        if "checkpoint file" in rule:  # its groups name the dir first, then the partition
+            r.update(cause=g[0], dir=g[1], partitions=g[2] or None)
+        else:
+            r.update(cause=g[0], partitions=g[1], dir=g[2])
     elif kind == "log_dir_offline":
         if "Logs for partitions" in rule:
             r.update(partitions=g[0] or None, dir=g[1])
         else:
             r.update(dir=g[0])
     elif kind in ("log_dir_shutdown", "log_dir_halt"):
-        r.update(cause=g[0], dir=g[1])
+        r.update(cause=g[0], dir=g[1] or None)
     elif kind == "oom":
         r.update(cause=g[0])
     return r
@@ -532,5 +582,6 @@ def build_node_events(events: pd.DataFrame) -> pd.DataFrame:
     none = df["node"].isna() & df["kind"].isin(
         ["heartbeat_timeout", "log_dir_error", "log_dir_offline", "log_dir_shutdown", "log_dir_halt", "oom"]
     )
-    df.loc[none, "node"] = df.loc[none, "reporter"]
+    if none.any():  # (an empty assignment into an int64 column from an object one raises in pandas)
+        df.loc[none, "node"] = df.loc[none, "reporter"]
     return df.sort_values(list(TIME_ORDER), kind="stable").reset_index(drop=True)

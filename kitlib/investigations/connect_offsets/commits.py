@@ -115,7 +115,10 @@ _RULES: list[tuple[re.Pattern, int, str | None, str]] = [
         "nopending",
     ),
     (
-        re.compile(r"timed out while waiting for producer to flush outstanding (?P<n>\d+) messages"),
+        # 0.10-3.0 "... outstanding N messages"; 0.9 "... outstanding messages, N left (...)"
+        re.compile(
+            r"timed out while waiting for producer to flush outstanding (?:messages, )?(?P<n>\d+) (?:messages|left)"
+        ),
         OUTCOME,
         "source",
         "timeout_remaining",

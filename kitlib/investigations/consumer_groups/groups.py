@@ -65,16 +65,19 @@ tables.declare(
 _COORD = "__consumer_offsets-\\d+"
 RULES = [
     # the group coordinator (kafka.coordinator.group.GroupCoordinator up to 3.x, the new coordinator in 4.x)
+    # 0.9-0.10 "Preparing to restabilize group G with old generation N" and "Stabilized group G generation N",
+    # 0.11-2.0 with "(__consumer_offsets-K)", 2.1+ "in state S ... (reason: ...)", the new coordinator (3.6+,
+    # GroupMetadataManager) without the partition and with a closing period
     Rule(
         "prepare_rebalance",
-        r"Preparing to rebalance group (?P<group>\S+)(?: in state (?P<state>\w+))? with old "
-        rf"generation (?P<generation>-?\d+) \((?P<coordinator_partition>{_COORD})\)"
+        r"Preparing to (?:rebalance|restabilize) group (?P<group>\S+)(?: in state (?P<state>\w+))? with old "
+        rf"generation (?P<generation>-?\d+)(?: \((?P<coordinator_partition>{_COORD})\))?"
         r"(?: \(reason: (?P<reason>.*)\))?",
     ),
     Rule(
         "stabilized",
-        r"Stabilized group (?P<group>\S+) generation (?P<generation>-?\d+) "
-        rf"\((?P<coordinator_partition>{_COORD})\)(?: with (?P<members>\d+) members?)?",
+        r"Stabilized group (?P<group>\S+) generation (?P<generation>-?\d+)"
+        rf"(?: \((?P<coordinator_partition>{_COORD})\))?(?: with (?P<members>\d+) members?)?",
     ),
     Rule("member_failed", r"Member (?P<member>\S+) in group (?P<group>\S+) has failed, removing it from the group"),
     Rule(
@@ -178,7 +181,7 @@ RULES = [
 COORDINATOR_KINDS = tuple(r.kind for r in RULES[: RULES.index(next(r for r in RULES if r.kind == "poll_timeout"))])
 # a cheap first cut (checked on whole blocks by the extractor): every rule above contains one of these
 _ANCHORS = (
-    r"(?i)rebalanc|Stabilized group|in group|left group|member id|Assignment received|is now empty|"
+    r"(?i)rebalanc|restabilize|Stabilized group|in group|left group|member id|Assignment received|is now empty|"
     r"group metadata|group coordinator|Finished unloading|poll timeout|poll expired|poll interval|MAX_?POLL|"
     r"ommit|heartbeat|Revoking|joining group|joined group|LeaveGroup|Leaving consumer group|lost membership|"
     r"newly assigned partitions|JoinGroup response|leave \(in state|\bjoined;|leaving group"

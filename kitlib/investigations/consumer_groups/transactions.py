@@ -63,7 +63,8 @@ RULES = [
     ),
     Rule(
         "timeout_rollback",
-        r"Completed rollback of ongoing transaction for transactionalId (?P<transactional_id>\S+) "
+        # 0.11-2.4.0 "Completed rollback ongoing transaction of transactionalId: X due to timeout"
+        r"Completed rollback (?:of )?ongoing transaction (?:for|of) transactionalId:? (?P<transactional_id>\S+) "
         r"due to timeout",
     ),
     Rule(

@@ -1,0 +1,400 @@
+"""Each incident class the kit detects, read in the wording of every era that logged it: 0.8-0.11 and
+1.x, 2.x (ZooKeeper) and 3.x/4.x (KRaft). GENERATED LINES: every message below is built from a template
+of the catalogue of Kafka's own log statements (``kitlib templates``; kitlib/formats/logs/statements.py),
+looked up by its words and checked to be logged by the release named, its slots filled with made-up
+values; the prefixes (``logIdent``) a class adds are written as that release's source writes them. Each
+test asserts the finding and the broker, group, transactional id, task, address or partition it names."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+import kitlib
+from kitlib.formats.logs import statements
+
+
+def said(words: str, release: str, *values, logger: str | None = None) -> str:
+    """The message a release logs for the catalogue's template containing ``words`` (and logged by
+    ``logger`` when given), its ``{}`` slots filled with ``values`` in order."""
+    cat = statements.load()
+    hits = [
+        s
+        for s in cat.statements
+        if words in s.template and release in s.releases and (logger is None or s.logger == logger)
+    ]
+    assert hits, f"no template with {words!r} in {release}"
+    t = hits[0].template
+    assert t.count("{}") == len(values), (t, values)
+    for v in values:
+        t = t.replace("{}", str(v), 1)
+    return t
+
+
+def write(root: Path, host: str, name: str, lines: list[tuple[str, str, str, str]]) -> None:
+    """Lines in Kafka's default layout: (time, level, message, logger)."""
+    d = root / host
+    d.mkdir(parents=True, exist_ok=True)
+    with open(d / name, "a") as f:
+        for ts, level, msg, logger in lines:
+            f.write(f"[{ts}] {level} {msg} ({logger})\n")
+
+
+def found(root: Path, finding: str) -> list:
+    return [f for f in kitlib.triage(kitlib.load_bundle(root)).findings if f.id == finding]
+
+
+def at(minute: int, second: int = 0) -> str:
+    return f"2020-03-01 10:{minute:02d}:{second:02d},000"
+
+
+# --- under-replication: ISR shrinks -------------------------------------------------------------
+
+PARTITION = "kafka.cluster.Partition"
+
+
+@pytest.mark.parametrize(
+    "release,prefix",
+    [
+        ("0.10.2.0", lambda t, p: f"Partition [{t},{p}] on broker 1: "),
+        ("0.11.0.0", lambda t, p: f"Partition [{t},{p}] on broker 1: "),  # 0.11 dropped "for partition ..."
+        ("2.0.0", lambda t, p: f"[Partition {t}-{p} broker=1] "),
+        ("3.9.0-rc3", lambda t, p: f"[Partition {t}-{p} broker=1] "),
+        ("trunk", lambda t, p: f"[Partition {t}-{p} broker=1] "),  # 4.x
+    ],
+)
+def test_isr_shrink_in_every_era(tmp_path, release, prefix):
+    lines = []
+    for i, (t, p) in enumerate([("orders", 3), ("payments", 0)]):
+        if release.startswith("0.10"):
+            msg = said("Shrinking ISR for partition", release, t, p, "1,2,3", "1,3")
+        elif release.startswith(("0.11", "2.0")):
+            msg = said("Shrinking ISR from", release, "1,2,3", "1,3", logger=PARTITION)
+        else:
+            msg = said("Shrinking ISR from", release, "1,2,3", "1,3", 9, 12, "(brokerId: 2, endOffset: 9)")
+        lines.append((at(0, 10 * i), "INFO", prefix(t, p) + msg, PARTITION))
+    write(tmp_path, "broker-1", "server.log", lines)
+    f = found(tmp_path, "isr-shrink")
+    assert f and f[0].numbers["broker"] == 2 and "Broker 2" in f[0].summary
+
+
+# --- broker failure: fenced or declared failed ----------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "release,prefix,logger",
+    [
+        (
+            "0.10.1.0",
+            "[BrokerChangeListener on Controller 1]: ",
+            "kafka.controller.ReplicaStateMachine$BrokerChangeListener",
+        ),
+        ("1.1.0", "[Controller id=1] ", "kafka.controller.KafkaController"),
+        ("2.8.0", "[Controller id=1] ", "kafka.controller.KafkaController"),
+    ],
+)
+def test_broker_declared_failed_by_a_zookeeper_controller(tmp_path, release, prefix, logger):
+    values = ("", "2", "1,3") if release < "2.2" else ("", "2", "", "1,3")
+    msg = prefix + said("Newly added brokers: ", release, *values)
+    write(tmp_path, "broker-1", "controller.log", [(at(5), "INFO", msg, logger)])
+    f = found(tmp_path, "broker-fenced")
+    assert f and f[0].numbers["broker"] == 2
+
+
+@pytest.mark.parametrize(
+    "release,prefix",
+    [("3.0.0", "[Controller 1] "), ("3.9.0-rc3", "[QuorumController id=1] "), ("trunk", "[QuorumController id=1] ")],
+)
+def test_broker_fenced_by_a_kraft_controller(tmp_path, release, prefix):
+    msg = prefix + said("Fencing broker", release, 2)
+    write(
+        tmp_path,
+        "controller-1",
+        "controller.log",
+        [(at(5), "INFO", msg, "org.apache.kafka.controller.ReplicationControlManager")],
+    )
+    f = found(tmp_path, "broker-fenced")
+    assert f and f[0].numbers["broker"] == 2 and "fenced" in f[0].summary
+
+
+# --- log directory failures ------------------------------------------------------------------------
+
+IOERR = "java.io.IOException: No space left on device\n\tat sun.nio.ch.FileDispatcherImpl.write0(Native Method)"
+
+
+def test_log_dir_failure_before_jbod_halts_the_broker(tmp_path):
+    """0.9-0.11: an I/O error on a produce halts the whole broker (ReplicaManager)."""
+    msg = said("Halting due to unrecoverable I/O error while handling produce request", "0.10.2.0")
+    write(tmp_path, "broker-3", "server.log", [(at(1), "FATAL", msg + "\n" + IOERR, "kafka.server.ReplicaManager")])
+    f = found(tmp_path, "log-dir-failure")
+    assert f and "Broker 3" in f[0].summary and f[0].numbers["halted"]
+
+
+@pytest.mark.parametrize("release", ["1.1.0", "2.8.0", "3.9.0-rc3", "trunk"])
+def test_log_dir_failure_with_jbod(tmp_path, release):
+    lines = [
+        # not from a template: the log builds this message and LogDirFailureChannel logs it as given
+        (
+            at(1),
+            "ERROR",
+            "Error while appending records to orders-0 in dir /data/k1",
+            "kafka.server.LogDirFailureChannel",
+        ),
+        (at(1, 1), "WARN", said("Stopping serving logs in dir", release, "/data/k1"), "kafka.log.LogManager"),
+        (
+            at(1, 2),
+            "ERROR",
+            said("Shutdown broker because all log dirs in", release, "/data/k1"),
+            "kafka.log.LogManager",
+        ),
+    ]
+    write(tmp_path, "broker-3", "server.log", lines)
+    f = found(tmp_path, "log-dir-failure")
+    assert f and "Broker 3" in f[0].summary and "/data/k1" in f[0].summary
+
+
+def test_log_dir_failure_on_a_checkpoint_write(tmp_path):
+    """Not generated from a template: CheckpointFile builds this message and hands it to
+    LogDirFailureChannel, which logs it as given (the catalogue shows that call's slot only)."""
+    msg = "Error while writing to checkpoint file /data/k1/orders-0/leader-epoch-checkpoint"
+    write(
+        tmp_path, "broker-3", "server.log", [(at(1), "ERROR", msg + "\n" + IOERR, "kafka.server.LogDirFailureChannel")]
+    )
+    f = found(tmp_path, "log-dir-failure")
+    assert f and "Broker 3" in f[0].summary and "/data/k1" in f[0].summary
+
+
+# --- unclean leader elections ----------------------------------------------------------------------
+
+
+def test_unclean_election_zookeeper_0_10(tmp_path):
+    msg = said("No broker in ISR is alive for", "0.10.2.0", "[orders,3]", 2, "2,3")
+    write(
+        tmp_path,
+        "broker-1",
+        "controller.log",
+        [(at(2), "WARN", msg, "kafka.controller.OfflinePartitionLeaderSelector")],
+    )
+    f = found(tmp_path, "unclean-election")
+    assert f and "orders-3" in f[0].summary
+
+
+def test_unclean_election_kraft_3_x(tmp_path):
+    msg = "[Controller 1] " + said(
+        "UNCLEAN partition change for",
+        "3.3.0",
+        "orders-3 with topic ID Fs3yVbY9S2qtNEF8A-xMSA",
+        "replicas: [2] -> [3], isr: [2] -> [3], leader: 2 -> 3, leaderEpoch: 8 -> 9, partitionEpoch: 8 -> 9",
+    )
+    write(
+        tmp_path,
+        "controller-1",
+        "controller.log",
+        [(at(2), "INFO", msg, "org.apache.kafka.metadata.PartitionRegistration")],
+    )
+    f = found(tmp_path, "unclean-election")
+    assert f and "orders-3" in f[0].summary
+
+
+# --- controller failover ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "release,prefix,logger",
+    [
+        ("0.10.2.0", lambda n: "", "kafka.server.ZookeeperLeaderElector"),
+        ("2.8.0", lambda n: f"[Controller id={n}] ", "kafka.controller.KafkaController"),
+        ("3.0.0", lambda n: f"[Controller {n}] ", "org.apache.kafka.controller.QuorumController"),
+        ("3.9.0-rc3", lambda n: f"[QuorumController id={n}] ", "org.apache.kafka.controller.QuorumController"),
+        ("trunk", lambda n: f"[QuorumController id={n}] ", "org.apache.kafka.controller.QuorumController"),
+    ],
+)
+def test_controller_failover_in_every_era(tmp_path, release, prefix, logger):
+    def elected(n: int, epoch: int) -> str:
+        if release.startswith("0.10"):
+            return said("successfully elected as leader", release, n)
+        if release.startswith("2."):
+            return said("successfully elected as the controller", release, n, epoch, epoch)
+        if release.startswith("3.0"):
+            return said("Becoming the active controller at epoch", release, epoch, 100, epoch - 1)
+        return said("Becoming the active controller at epoch", release, epoch, 100)
+
+    write(tmp_path, "broker-1", "controller.log", [(at(0), "INFO", prefix(1) + elected(1, 4), logger)])
+    write(tmp_path, "broker-2", "controller.log", [(at(30), "INFO", prefix(2) + elected(2, 5), logger)])
+    f = found(tmp_path, "controller-failover")
+    assert f and "2" in f[0].summary
+
+
+# --- consumer group rebalance storms ---------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "release,prefix,logger",
+    [
+        ("0.10.2.0", "[GroupCoordinator 1]: ", "kafka.coordinator.GroupCoordinator"),
+        ("1.1.0", "[GroupCoordinator 1]: ", "kafka.coordinator.group.GroupCoordinator"),
+        ("2.8.0", "[GroupCoordinator 1]: ", "kafka.coordinator.group.GroupCoordinator"),
+        (
+            "3.9.0-rc3",
+            "[GroupCoordinator id=1 topic=__consumer_offsets partition=7] ",
+            "org.apache.kafka.coordinator.group.GroupMetadataManager",
+        ),
+        (
+            "trunk",
+            "[GroupCoordinator id=1 topic=__consumer_offsets partition=7] ",
+            "org.apache.kafka.coordinator.group.GroupMetadataManager",
+        ),
+    ],
+)
+def test_rebalance_storm_in_every_era(tmp_path, release, prefix, logger):
+    lines = []
+    for i in range(5):
+        gen = 10 + i
+        if release.startswith("0.10"):
+            prep = said("Preparing to restabilize group", release, "orders-app", gen)
+            stab = said("Stabilized group", release, "orders-app", gen + 1)
+        elif release.startswith("1."):
+            prep = said("Preparing to rebalance group", release, "orders-app", gen, "__consumer_offsets", 7)
+            stab = said("Stabilized group", release, "orders-app", gen + 1, "__consumer_offsets", 7)
+        elif release.startswith("2."):
+            prep = said(
+                "Preparing to rebalance group",
+                release,
+                "orders-app",
+                "PreparingRebalance",
+                gen,
+                "__consumer_offsets",
+                7,
+                "removing member orders-app-1-x on heartbeat expiration",
+                logger="kafka.coordinator.group.GroupCoordinator",
+            )
+            stab = said(
+                "Stabilized group",
+                release,
+                "orders-app",
+                gen + 1,
+                "__consumer_offsets",
+                7,
+                2,
+                logger="kafka.coordinator.group.GroupCoordinator",
+            )
+        else:  # the new group coordinator (3.6+, the only one in 4.x)
+            prep = said(
+                "Preparing to rebalance group",
+                release,
+                "orders-app",
+                "PreparingRebalance",
+                gen,
+                "removing member orders-app-1-x on heartbeat expiration",
+                logger=logger,
+            )
+            stab = said("Stabilized group", release, "orders-app", gen + 1, 2, logger=logger)
+        lines += [(at(i, 0), "INFO", prefix + prep, logger), (at(i, 3), "INFO", prefix + stab, logger)]
+    write(tmp_path, "broker-1", "server.log", lines)
+    f = found(tmp_path, "rebalance-storm")
+    assert f and "orders-app" in f[0].summary
+
+
+# --- transactions rolled back on timeout -----------------------------------------------------------
+
+
+@pytest.mark.parametrize("release", ["0.11.0.0", "2.4.0", "2.8.0", "3.9.0-rc3", "trunk"])
+def test_transaction_timeout_rollback_in_every_era(tmp_path, release):
+    words = "Completed rollback ongoing transaction of" if release <= "2.4.0" else "Completed rollback of ongoing"
+    msg = "[TransactionCoordinator id=1] " + said(words, release, "payments-tx")
+    write(
+        tmp_path,
+        "broker-1",
+        "server.log",
+        [(at(3), "INFO", msg, "kafka.coordinator.transaction.TransactionCoordinator")],
+    )
+    f = found(tmp_path, "transaction-timeouts")
+    assert f and "payments-tx" in f[0].summary
+
+
+# --- authentication failures -----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("release", ["1.1.0", "2.8.0"])
+def test_client_authentication_failure(tmp_path, release):
+    err = "org.apache.kafka.common.errors.SaslAuthenticationException: Authentication failed: Invalid username or password"
+    if release == "1.1.0":
+        msg = said("failed authentication due to", release, 1, err)
+    else:
+        msg = said("failed authentication due to", release, 1, "kafka-1/10.0.0.5:9093", err)
+    lines = [
+        (
+            at(4, s),
+            "ERROR",
+            "[Consumer clientId=billing-1, groupId=billing] " + msg,
+            "org.apache.kafka.clients.NetworkClient",
+        )
+        for s in (0, 5, 10)
+    ]
+    write(tmp_path, "app-1", "consumer.log", lines)
+    f = found(tmp_path, "auth-failures")
+    who = "1" if release == "1.1.0" else "10.0.0.5:9093"
+    assert f and f[0].numbers["who"] == who
+
+
+@pytest.mark.parametrize("release", ["2.8.0", "3.9.0-rc3", "trunk"])
+def test_broker_authentication_failure(tmp_path, release):
+    msg = said("authentication with", release, "", "/10.0.0.7", "Authentication failed: Invalid username or password")
+    lines = [
+        (
+            at(4, s),
+            "INFO",
+            "[SocketServer listenerType=ZK_BROKER, nodeId=1] " + msg,
+            "org.apache.kafka.common.network.Selector",
+        )
+        for s in (0, 5, 10)
+    ]
+    write(tmp_path, "broker-1", "server.log", lines)
+    f = found(tmp_path, "auth-failures")
+    assert f and f[0].numbers["who"] == "10.0.0.7"
+
+
+# --- Connect offset commits that time out ----------------------------------------------------------
+
+
+@pytest.mark.parametrize("release", ["0.9.0.0", "0.10.2.0", "2.8.0"])
+def test_connect_flush_timeout_in_every_era(tmp_path, release):
+    task = "WorkerSourceTask{id=cdc-orders-0}"
+    if release.startswith("0.9"):
+        fail = said("waiting for producer to flush outstanding", release, task, 31120, "{orders-0=12}")
+    elif release.startswith("0.10"):
+        fail = said("waiting for producer to flush outstanding", release, task, 31120)
+    else:
+        fail = said("Failed to flush, timed out", release, task, 31120)
+    logger = "org.apache.kafka.connect.runtime.WorkerSourceTask"
+    lines = []
+    for m in range(3):
+        lines += [
+            (at(m, 0), "INFO", f"{task} flushing 31120 outstanding messages for offset commit", logger),
+            (at(m, 5), "ERROR", fail, logger),
+            (
+                at(m, 5),
+                "ERROR",
+                f"{task} Failed to commit offsets",
+                "org.apache.kafka.connect.runtime.SourceTaskOffsetCommitter",
+            ),
+        ]
+    write(tmp_path, "connect-1", "connect.log", lines)
+    f = found(tmp_path, "offset-commit-timeouts")
+    assert f and "cdc-orders-0" in f[0].summary
+
+
+# --- a follower ahead of its new leader (the trace an unclean election leaves) -----------------------
+
+
+@pytest.mark.parametrize("release", ["0.10.2.0", "0.11.0.0", "1.1.0"])
+def test_follower_refusing_truncation_in_every_era(tmp_path, release):
+    if release < "1.0":
+        msg = said("log truncation is not allowed for partition", release, "[orders,3]", 1, 2051, 2, 2391)
+    else:
+        prefix = "[ReplicaFetcher replicaId=2, leaderId=1, fetcherId=0] "
+        msg = prefix + said("log truncation is not allowed for partition", release, "orders-3", 2051, 2391)
+    write(tmp_path, "broker-2", "server.log", [(at(6), "FATAL", msg, "kafka.server.ReplicaFetcherThread")])
+    f = found(tmp_path, "unclean-election")
+    assert f and "orders-3" in f[0].summary
