@@ -205,12 +205,16 @@ def strip_excerpt(line: bytes) -> bytes:
     return line[m.end() :] if m else line
 
 
+_EXCERPT_NAMED = re.compile(EXCERPT_RE2.encode())
+
+
 def decorated(lines: list[bytes]) -> bool:
     """Does any of these lines start a record behind an excerpt's decoration (a record that
-    reading the line as it is would not find)?"""
+    reading the line as it is would not find)? A container's prefix alone is no excerpt: the
+    readers strip it themselves."""
     for ln in lines:
-        m = EXCERPT.match(ln)
-        if m and m.end() > 0 and _LOOKS_LIKE_RECORD.match(ln, m.end()):
+        m = _EXCERPT_NAMED.match(ln)
+        if m and m.start("cpre") > 0 and _LOOKS_LIKE_RECORD.match(ln, m.end()):
             return True
     return False
 

@@ -132,7 +132,7 @@ def best_layout(candidates: list[Layout], head: bytes, min_share: float = 0.1) -
         stripped = [containers.PREFIX.sub(b"", ln, count=1) for ln in raw]
         variants.append((CONTAINER, stripped))
         strong = _surely_wrapped(raw, stripped)
-    if containers.decorated(raw):
+    if containers.decorated(raw) or containers.marked_lines(raw):
         variants.append((EXCERPT, [containers.strip_excerpt(ln) for ln in raw]))
     best: tuple[Layout | None, int] = (None, PLAIN)
     best_key = (0, 0, 0, 0, 0)
