@@ -3,6 +3,7 @@ the in-memory load and the ingest to Parquet; one sentence of 0.10 and 3.9 carri
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pyarrow as pa
@@ -132,3 +133,15 @@ def test_a_template_matches_only_as_a_whole_record():
     ids = matching.annotate(t).column("template_id").to_pylist()
     assert ids[0] is not None and ids[2] == ids[0]
     assert ids[1] is None
+
+
+@pytest.mark.slow
+def test_templates_json_lists_versions_and_lineage(capsys):
+    from kitlib.cli import main
+
+    assert main(["templates", "--grep", "Shrinking ISR", "--logger", "cluster.Partition", "--json"]) == 0
+    rows = json.loads(capsys.readouterr().out)
+    assert len(rows) >= 3
+    assert all(r["first"] and r["last"] and r["releases"][0] == r["first"] for r in rows)
+    assert len({r["lineage"] for r in rows}) == 1  # three wordings, one id in events
+    assert {r["first"] for r in rows} >= {"0.8.0", "0.11.0.0", "2.2.0"} and any(r["last"] == "trunk" for r in rows)
