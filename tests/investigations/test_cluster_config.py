@@ -24,6 +24,7 @@ import kitlib
 from kitlib.bundle import Bundle
 from kitlib.findings import Finding, Triage, triage_text
 from kitlib.investigations.cluster_config import capacity, durability, lag_time, layout, model, versions
+from kitlib.investigations.consumer_groups.lag import lag_history
 
 ROOT = Path(__file__).resolve().parents[2]
 CLI = ROOT / "tests" / "fixtures" / "cli"
@@ -112,7 +113,7 @@ def test_fill_forecast_on_the_lab_log_dir_is_within_20_percent():
 def test_lag_in_seconds_on_a_real_describe_loop(tmp_path):
     # Kafka 3.9 kafka-consumer-groups --describe run three times after `date -Is`, group without members
     shutil.copy(CLI / "real-3.9-consumer-groups-lag-history-iso.txt", tmp_path / "cg.txt")
-    t = lag_time.bundle_lag_times(kitlib.load_bundle(tmp_path)).set_index("partition")
+    t = lag_time.lag_times(lag_history(kitlib.load_bundle(tmp_path))).set_index("partition")
     # hand computation: log end 130 -> 150 between 11:35:46 and 11:35:49, committed frozen
     assert t.loc[1, "produce_rate"] == pytest.approx(20 / 3)
     assert t.loc[1, "lag"] == 90 and t.loc[1, "lag_s"] == pytest.approx(90 / (20 / 3))
@@ -123,7 +124,7 @@ def test_lag_in_seconds_on_a_real_describe_loop(tmp_path):
 @pytest.mark.slow
 def test_time_to_clear_on_a_captured_series():
     b = sample("rebalance-storm")
-    t = lag_time.bundle_lag_times(b).set_index(["topic", "partition"])
+    t = lag_time.lag_times(lag_history(b)).set_index(["topic", "partition"])
     h = b.table("consumer_lag")
     p0 = h[(h["topic"] == "orders") & (h["partition"] == 0)].sort_values("ts").tail(5)
     dt = (p0["ts"].iloc[-1] - p0["ts"].iloc[0]).total_seconds()

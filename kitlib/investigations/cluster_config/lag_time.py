@@ -1,10 +1,11 @@
 """Consumer lag in time: for each group and partition, the lag in records and in seconds, a state,
 and when the lag is shrinking, how long until it is gone.
 
-It reads the lag history the consumer-groups investigation builds
+It takes the lag history the consumer-groups investigation builds
 (:func:`kitlib.investigations.consumer_groups.lag.lag_history`: kit captures and
-``kafka-consumer-groups --describe`` snapshots in one shape) and, per partition, compares the
-first and the last of its last ``window`` timed snapshots:
+``kafka-consumer-groups --describe`` snapshots in one shape; investigations do not import each
+other, so the caller passes it in) and, per partition, compares the first and the last of its
+last ``window`` timed snapshots:
 
 - ``produce_rate`` = Δ log-end offset / Δt, ``consume_rate`` = Δ committed offset / Δt (records/s);
 - ``lag_s`` = latest lag / produce_rate: how many seconds of the producers' current output the
@@ -20,7 +21,7 @@ Example:
     ...     "partition": 0, "committed": [1000, 4000], "end_offset": [7000, 8200], "lag": [6000, 4200],
     ...     "consumer_id": "c-1", "group_state": "Stable", "source": "consumer_lag", "file": "f", "line": [1, 2]})
     >>> r = lag_times(h).iloc[0]
-    >>> r["state"], r["produce_rate"], r["lag_s"], r["clear_s"]
+    >>> r["state"], float(r["produce_rate"]), float(r["lag_s"]), float(r["clear_s"])
     ('draining', 20.0, 210.0, 140.0)
 """
 
@@ -28,8 +29,6 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
-
-from kitlib.investigations.consumer_groups.lag import lag_history
 
 COLUMNS = [
     "group",
@@ -96,11 +95,6 @@ def lag_times(history: pd.DataFrame, window: int = 5) -> pd.DataFrame:
     out["consumer_id"] = tail["consumer_id"]
     out["file"], out["line"] = tail["file"], tail["line"]
     return out.reset_index()[COLUMNS]
-
-
-def bundle_lag_times(bundle, window: int = 5) -> pd.DataFrame:
-    """:func:`lag_times` of the bundle's lag history."""
-    return lag_times(lag_history(bundle), window)
 
 
 def group_summary(times: pd.DataFrame) -> pd.DataFrame:
