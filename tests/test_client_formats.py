@@ -326,3 +326,27 @@ def test_client_connection_lines():
         ("throttled", None, "1", 250),
     ]
     assert cc["reason"].iloc[0] == "processing FetchRequest: read tcp <DEAD BROKER IP>:9092: i/o timeout"
+
+
+def test_jvm_exit_on_out_of_memory_lines(tmp_path):
+    # the JVM's own wording (HotSpot's ExitOnOutOfMemoryError / OnOutOfMemoryError / uncaught exception
+    # printer), behind a docker compose prefix; the frames under the error are its structure
+    (tmp_path / "broker-2").mkdir()
+    (tmp_path / "broker-2" / "kafka.out").write_text(
+        'kafka-2  | Exception in thread "kafka-log-cleaner-thread-0" java.lang.OutOfMemoryError: Java heap space\n'
+        "kafka-2  | \tat java.base/java.nio.HeapByteBuffer.<init>(HeapByteBuffer.java:64)\n"
+        "kafka-2  | #\n"
+        "kafka-2  | # java.lang.OutOfMemoryError: Java heap space\n"
+        'kafka-2  | # -XX:OnOutOfMemoryError="kill -9 %p"\n'
+        "kafka-2  | Terminating due to java.lang.OutOfMemoryError: Java heap space\n"
+    )
+    b = kitlib.load_bundle(tmp_path)
+    assert values(b.jvm_errors, ["line", "kind", "error", "thread"]) == [
+        (1, "oom", "Java heap space", "kafka-log-cleaner-thread-0"),
+        (4, "oom", "Java heap space", None),
+        (6, "oom_exit", "Java heap space", None),
+    ]
+    assert b.unparsed.empty  # the frame and the banner's other lines are the error's structure
+    f = triage(b).findings
+    assert [x.id for x in f] == ["jvm-out-of-memory"]
+    assert "the JVM exited on it" in f[0].summary and "ExitOnOutOfMemoryError" not in f[0].recommendation
