@@ -265,6 +265,23 @@ def _assign(names: list[str], codes: np.ndarray, message: pa.Array) -> np.ndarra
     return out
 
 
+def _without_digits(texts: pa.Array) -> pa.Array:
+    """The texts with their ASCII digits left out: one pass of numpy over the bytes (a tenth of
+    what RE2's replace costs)."""
+    texts = texts.cast(pa.large_string())
+    if texts.offset:
+        texts = pa.concat_arrays([texts])  # a fresh array, its offsets from 0
+    off = np.frombuffer(texts.buffers()[1], np.int64)[: len(texts) + 1]
+    data = texts.buffers()[2]
+    raw = np.frombuffer(data, np.uint8)[off[0] : off[-1]] if data is not None else np.zeros(0, np.uint8)
+    keep = (raw < 48) | (raw > 57)
+    kept = np.r_[0, np.cumsum(keep, dtype=np.int64)]
+    new_off = kept[off - off[0]]
+    return pa.LargeStringArray.from_buffers(
+        len(texts), pa.py_buffer(new_off), pa.py_buffer(raw[keep].tobytes()), texts.buffers()[0], texts.null_count
+    )
+
+
 def assign(logger: pa.Array, message: pa.Array) -> np.ndarray:
     """Template index per record (-1 for none): the templates of the record's own logger first,
     then, for a Kafka logger's records still without one, those of every logger.
@@ -278,7 +295,7 @@ def assign(logger: pa.Array, message: pa.Array) -> np.ndarray:
     if isinstance(message, pa.ChunkedArray):
         message = message.combine_chunks()
     names, codes = _codes(logger)
-    shape = pc.replace_substring_regex(pc.utf8_slice_codeunits(message, 0, SHAPE_CHARS), "[0-9]+", "")
+    shape = _without_digits(pc.utf8_slice_codeunits(message, 0, SHAPE_CHARS))
     enc = pc.dictionary_encode(shape)
     key = enc.indices.to_numpy(zero_copy_only=False).astype(np.int64) * (len(names) + 1) + codes
     _, first, inv = np.unique(key, return_index=True, return_inverse=True)
