@@ -70,6 +70,8 @@ def decorate(kind: str) -> str:
         return "root@kafka-0:/opt/kafka# " + "\n".join(CLEAN) + "\n"
     if kind == "glued_end":  # a file printed without its last newline, then the prompt
         return "\n".join(CLEAN) + "root@kafka-0:/opt/kafka# "
+    if kind == "crlf":  # a ticket system's line ends
+        return decorate("numbers").replace("\n", "\r\n")
     if kind == "quoted":  # a chat's quote marker, then indentation
         return "".join("> " + ln + "\n" for ln in CLEAN)
     if kind == "prompts":
@@ -91,6 +93,7 @@ KINDS = [
     "graylog",
     "glued_prompt",
     "glued_end",
+    "crlf",
     "quoted",
     "prompts",
     "fenced",
@@ -111,6 +114,8 @@ def test_decorated_lines_give_the_same_events(kind, clean_events, tmp_path):
     (tmp_path / "pasted.txt").write_text(decorate(kind))
     name, ev, un, ctx = read(tmp_path)
     cols = ["ts", "level", "logger", "message", "nlines"]
+    if kind == "crlf":  # a multi-line message keeps its inner line ends, as in any CRLF log
+        ev = ev.assign(message=ev["message"].str.replace("\r\n", "\n"))
     assert ev[cols].reset_index(drop=True).equals(clean_events[cols].reset_index(drop=True)), kind
     assert not ctx.error
     # what a paste adds is set aside with its reason; the records' own lines are not
