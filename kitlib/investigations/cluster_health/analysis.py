@@ -19,6 +19,8 @@ import re
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
 
 LONG_PAUSE_MS = 1000  # a pause this long can stall replication or heartbeats
 
@@ -64,17 +66,48 @@ def node_col(df: pd.DataFrame, ids: dict[str, int], col: str = "node") -> pd.Ser
     return by_host.astype("Int64")
 
 
+def id_lists(values: pd.Series) -> tuple[np.ndarray, np.ndarray]:
+    """Broker-id lists ("1,3") read as one Arrow pass: the position of the row each id comes from,
+    and the ids (empty items left out), in row order.
+
+    Example:
+        >>> [a.tolist() for a in id_lists(pd.Series(["1,3", None, "2"], dtype="string"))]
+        [[0, 0, 2], [1, 3, 2]]
+    """
+    parts = pc.split_pattern(pa.array(values.astype("string").fillna("").array), ",")
+    flat = pc.utf8_trim_whitespace(pc.list_flatten(parts))
+    rows = np.asarray(pc.list_parent_indices(parts).to_numpy(zero_copy_only=False), np.int64)
+    keep = np.asarray(pc.not_equal(flat, "").to_numpy(zero_copy_only=False), bool)
+    ids = np.asarray(pc.cast(flat.filter(pa.array(keep)), pa.int64()).to_numpy(zero_copy_only=False), np.int64)
+    return rows[keep], ids
+
+
+def pairs_within(sorted_ts: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Every (window, position) pair with ``lo[w] <= sorted_ts[pos] <= hi[w]``, found by binary
+    search on the sorted times: the work is the number of pairs, never windows times rows.
+
+    Example:
+        >>> [a.tolist() for a in pairs_within(np.array([1, 2, 5]), np.array([0, 4]), np.array([2, 9]))]
+        [[0, 0, 1], [0, 1, 2]]
+    """
+    a = np.searchsorted(sorted_ts, lo, side="left")
+    b = np.searchsorted(sorted_ts, hi, side="right")
+    n = np.maximum(b - a, 0)
+    win = np.repeat(np.arange(len(lo)), n)
+    first = np.repeat(a - np.concatenate([[0], np.cumsum(n)[:-1]]), n) if len(n) else np.zeros(0, np.int64)
+    return win, first + np.arange(int(n.sum()))
+
+
 def shrink_rows(bundle) -> pd.DataFrame:
     """One row per (ISR shrink, broker that left), with ``node`` = the broker that left."""
     p = bundle.table("partition_changes")
-    s = p[p["kind"] == "isr_shrink"].copy()
+    s = p[p["kind"] == "isr_shrink"]
     if not len(s):
         return s.assign(node=pd.Series(dtype="Int64"))
-    s["node"] = s["removed"].astype("string").fillna("").str.split(",")
-    s = s.explode("node")
-    s = s[s["node"].astype(str).str.strip() != ""]
-    s["node"] = s["node"].astype("Int64")
-    return s.reset_index(drop=True)
+    rows, ids = id_lists(s["removed"])
+    out = s.iloc[rows].reset_index(drop=True)
+    out["node"] = pd.array(ids, dtype="Int64")
+    return out
 
 
 def described_under_replication(bundle) -> pd.DataFrame:
@@ -129,16 +162,17 @@ def isr_episodes(bundle) -> pd.DataFrame:
     p = bundle.table("partition_changes")
     # rejoining: 'Expanding ISR ... to' (older brokers) or 'ISR updated to' naming the broker again (3.x)
     ex = p[p["kind"].isin(["isr_expand", "isr_updated"])]
+    rows, ids = id_lists(ex["added"].astype("string").fillna(ex["isr_after"].astype("string")))
     ex = pd.DataFrame(
         {
-            "topic": ex["topic"].astype("string"),
-            "partition": ex["partition"].astype("Int64"),
-            "node": ex["added"].astype("string").fillna(ex["isr_after"].astype("string")).fillna("").str.split(","),
-            "rejoined": ex["ts"],
-        }
-    ).explode("node")
-    ex = ex[ex["node"].astype(str).str.strip() != ""]
-    ex = ex.assign(node=ex["node"].astype("Int64")).dropna(subset=["rejoined", "topic", "partition", "node"])
+            "topic": ex["topic"].astype("string").array.take(rows),
+            "partition": ex["partition"].astype("Int64").array.take(rows),
+            "node": pd.array(ids, dtype="Int64"),
+            "rejoined": ex["ts"].array.take(rows),
+        },
+        index=ex.index[rows],
+    )
+    ex = ex.dropna(subset=["rejoined", "topic", "partition", "node"])
     ep = pd.DataFrame(
         {
             "node": sh["node"].astype("Int64"),

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from kitlib.investigations.cluster_health.analysis import long_pauses, node_col, node_ids, shrink_rows
+from kitlib.investigations.cluster_health.analysis import long_pauses, node_col, node_ids, pairs_within, shrink_rows
 
 SYMPTOM_WINDOW_S = 35  # a pause ending this long before a symptom may still explain it
 
@@ -56,8 +56,9 @@ def overlaps(
 
 def gc_links(bundle) -> list[Link]:
     """Every (long pause, symptom on the same node) pair the rule in the module doc accepts; each
-    symptom goes to the longest pause that explains it (the first of equals). Vectorised over the
-    symptoms: one pass per long pause, of which a bundle holds few."""
+    symptom goes to the longest pause that explains it (the first of equals). Vectorised: each
+    pause's window of symptom times is found by binary search in the node's sorted symptoms, so
+    the work is the number of (pause, symptom) pairs that overlap, not pauses times symptoms."""
     pauses = long_pauses(bundle)
     if not len(pauses):
         return []
@@ -76,21 +77,35 @@ def gc_links(bundle) -> list[Link]:
         return []
     sym = pd.concat(symptoms, ignore_index=True)
     sym = sym[sym["ts"].notna() & sym["node"].notna()].reset_index(drop=True)
-    sym_ts = sym["ts"].to_numpy(dtype="datetime64[ns]")
+    sym_ts = sym["ts"].to_numpy(dtype="datetime64[ns]").view(np.int64)
     sym_node = sym["node"].astype("int64").to_numpy()
     best_ms = np.full(len(sym), -np.inf)
     best_pause = np.full(len(sym), -1)
-    slack, window = np.timedelta64(1, "s"), np.timedelta64(int(SYMPTOM_WINDOW_S * 1e9), "ns")
-    p_ts = pauses["ts"].to_numpy(dtype="datetime64[ns]")
+    slack, window = 10**9, int(SYMPTOM_WINDOW_S * 1e9)
+    p_ts = pauses["ts"].to_numpy(dtype="datetime64[ns]").view(np.int64)
     p_ms = pauses["duration_ms"].astype("float64").to_numpy()
     p_node = [ids.get(str(h)) for h in pauses["host"].astype(str)]
-    for i in range(len(pauses)):
-        if p_node[i] is None:
+    p_code = np.array([-1 if x is None else x for x in p_node], np.int64)
+    p_start = p_ts - np.round(p_ms * 1e6).astype(np.int64)
+    # a symptom at t is explained by a pause on its node with start <= t + 1 s and end >= t - window
+    order = np.lexsort((sym_ts, sym_node))
+    win_all, pos_all = [], []
+    for node in np.unique(p_code[p_code >= 0]):  # one binary search per node, over its pauses at once
+        mine = np.flatnonzero(sym_node[order] == node)
+        if not len(mine):
             continue
-        start = p_ts[i] - np.timedelta64(int(round(p_ms[i] * 1e6)), "ns")
-        hit = (sym_node == p_node[i]) & (start <= sym_ts + slack) & (p_ts[i] >= sym_ts - window) & (p_ms[i] > best_ms)
-        best_ms[hit] = p_ms[i]
-        best_pause[hit] = i
+        at = np.flatnonzero(p_code == node)
+        w, k = pairs_within(sym_ts[order][mine], p_start[at] - slack, p_ts[at] + window)
+        win_all.append(at[w])
+        pos_all.append(order[mine][k])
+    if win_all:
+        pw, ps = np.concatenate(win_all), np.concatenate(pos_all)
+        # per symptom: the longest pause, the first of equals (lowest pause index)
+        pick = np.lexsort((pw, -p_ms[pw], ps))
+        pw, ps = pw[pick], ps[pick]
+        first = np.r_[True, ps[1:] != ps[:-1]] if len(ps) else np.zeros(0, bool)
+        best_pause[ps[first]] = pw[first]
+        best_ms[ps[first]] = p_ms[pw[first]]
     # one line may be two symptom rows (a shrink naming two brokers): the longest pause of either wins
     sym = sym.assign(pause=best_pause, pause_ms=best_ms, row=np.arange(len(sym)))[best_pause >= 0]
     sym = sym.sort_values(["pause_ms", "pause", "row"], ascending=[False, True, True], kind="stable")
@@ -120,8 +135,8 @@ def explained_rows(links: list[Link]) -> set[tuple[str, int]]:
 def drop_explained(df: pd.DataFrame, explained: set) -> pd.DataFrame:
     if not len(df) or not explained:
         return df
-    keep = [(str(f), int(n)) not in explained for f, n in zip(df["file"], df["line"])]
-    return df[np.asarray(keep, bool)]
+    rows = pd.MultiIndex.from_arrays([df["file"].astype(str), df["line"].astype("int64")])
+    return df[~rows.isin(list(explained))]
 
 
 def in_shutdown(bundle, df: pd.DataFrame, node_col: str = "about") -> np.ndarray:
@@ -130,11 +145,34 @@ def in_shutdown(bundle, df: pd.DataFrame, node_col: str = "about") -> np.ndarray
     out = np.zeros(len(df), bool)
     if not len(ne) or not len(df):
         return out
-    cs = ne[ne["kind"] == "controlled_shutdown"]
-    back = ne[ne["kind"] == "unfenced"]
-    for node, grp in cs.groupby("node"):
-        for t in grp["ts"]:
-            again = back[(back["node"] == node) & (back["ts"] > t)]["ts"]
-            until = again.min() if len(again) else pd.Timestamp.max.tz_localize("UTC")
-            out |= ((df[node_col] == node).fillna(False) & (df["ts"] >= t) & (df["ts"] <= until)).to_numpy()
+    # the latest shutdown of the row's node at or before it, and the first unfencing after that
+    # shutdown (a later shutdown is never unfenced earlier): two as-of joins, no loop over rows
+    keyed = ne["node"].notna() & ne["ts"].notna()
+    cs = ne[(ne["kind"] == "controlled_shutdown") & keyed]
+    back = ne[(ne["kind"] == "unfenced") & keyed]
+    if not len(cs):
+        return out
+    cs = pd.DataFrame({"node": cs["node"].astype("int64").to_numpy(), "down": cs["ts"].array})
+    cs = cs.sort_values("down", kind="stable")
+    if len(back):
+        up = pd.DataFrame({"node": back["node"].astype("int64").to_numpy(), "until": back["ts"].array})
+        cs = pd.merge_asof(
+            cs,
+            up.sort_values("until", kind="stable"),
+            left_on="down",
+            right_on="until",
+            by="node",
+            direction="forward",
+            allow_exact_matches=False,
+        )
+    else:
+        cs["until"] = pd.Series(pd.NaT, index=cs.index, dtype=cs["down"].dtype)
+    rows = (df[node_col].notna() & df["ts"].notna()).to_numpy(bool)
+    if not rows.any():
+        return out
+    q = pd.DataFrame({"node": df[node_col].to_numpy()[rows].astype("int64"), "ts": df["ts"].array[rows]})
+    q["at"] = np.flatnonzero(rows)
+    got = pd.merge_asof(q.sort_values("ts", kind="stable"), cs, left_on="ts", right_on="down", by="node")
+    hit = got["down"].notna() & (got["until"].isna() | (got["ts"] <= got["until"]))
+    out[got["at"].to_numpy()[hit.to_numpy(bool)]] = True
     return out

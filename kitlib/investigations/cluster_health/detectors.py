@@ -276,15 +276,14 @@ def detect_isr_shrink(bundle) -> list[Finding]:
     ep = ep.merge(rest[["file", "line"]].astype({"file": str}), on=["file", "line"]) if len(ep) else ep
     # back by any source: the logs, JMX UnderReplicatedPartitions at 0, a describe snapshot
     back_by = stalls.recovered_by(bundle, ep, host_of(node_ids(bundle)), URP_MBEAN) if len(ep) else None
+    under_min = int(pchg[(pchg["kind"] == "isr_updated") & pchg["under_min_isr"].fillna(False).astype(bool)].shape[0])
+    # one finding per broker that left (a handful): each pass below is vectorised over its rows
     for node, grp in rest.groupby("node"):
         parts = grp.groupby(["topic", "partition"]).size()
         mine = ep[ep["node"] == node] if len(ep) else ep
         flapping = int((parts >= FLAP_MIN).sum())
         longest = float(mine["out_s"].max()) if len(mine) else np.nan
         never = int(back_by[mine.index].isna().sum()) if len(mine) and back_by is not None else 0
-        under_min = int(
-            pchg[(pchg["kind"] == "isr_updated") & pchg["under_min_isr"].fillna(False).astype(bool)].shape[0]
-        )
         span = (grp["ts"].max() - grp["ts"].min()).total_seconds()
         summary = (
             f"Broker {node} left the ISR {len(grp)} times on {len(parts)} partition(s) over {_fmt_s(span)}"
@@ -443,12 +442,32 @@ def detect_broker_fenced(bundle) -> list[Finding]:
     lost = e[e["kind"] != "heartbeat_timeout"]
     if not len(lost):
         return out
-    unf = ne[ne["kind"] == "unfenced"]
-    for node, grp in lost.groupby("about"):
-        back = []
-        for t in grp[grp["kind"].isin(["fenced", "broker_failed"])]["ts"]:
-            nxt = unf[(unf["node"] == node) & (unf["ts"] > t)]["ts"]
-            back.append((nxt.min() - t).total_seconds() if len(nxt) else np.nan)
+    # seconds from each fencing to the node's next unfencing (NaN: never seen), one as-of join
+    unf = ne[(ne["kind"] == "unfenced") & ne["node"].notna() & ne["ts"].notna()]
+    unf = pd.DataFrame({"about": unf["node"].astype("int64").to_numpy(), "back": unf["ts"].array})
+    is_fen = lost["kind"].isin(["fenced", "broker_failed"]).to_numpy(bool)
+    at = np.flatnonzero(is_fen & lost["ts"].notna().to_numpy(bool) & lost["about"].notna().to_numpy(bool))
+    fenced_s = np.full(len(lost), np.nan)
+    if len(at) and len(unf):
+        fen = pd.DataFrame(
+            {"about": lost["about"].to_numpy()[at].astype("int64"), "ts": lost["ts"].array[at], "at": at}
+        )
+        got = pd.merge_asof(
+            fen.sort_values("ts", kind="stable"),
+            unf.sort_values("back", kind="stable"),
+            left_on="ts",
+            right_on="back",
+            by="about",
+            direction="forward",
+            allow_exact_matches=False,
+        )
+        fenced_s[got["at"].to_numpy()] = (got["back"] - got["ts"]).dt.total_seconds().to_numpy(float, na_value=np.nan)
+    # one finding per node (a handful): each pass below is vectorised over its rows
+    groups = lost.groupby("about").indices
+    for node in sorted(groups):
+        pos = groups[node]
+        grp = lost.iloc[pos]
+        back = fenced_s[pos[is_fen[pos]]]
         kinds = grp["kind"].astype(str).value_counts()
         words = {
             "fenced": "fenced by the controller (session timed out)",
@@ -460,7 +479,7 @@ def detect_broker_fenced(bundle) -> list[Finding]:
         summary = (
             f"Broker {node} lost its session: "
             + ", ".join(f"{words.get(k, k)} {n}x" for k, n in kinds.items())
-            + (f"; unfenced again after {np.nanmax(back):.1f} s" if back and not np.all(np.isnan(back)) else "")
+            + (f"; unfenced again after {np.nanmax(back):.1f} s" if len(back) and not np.all(np.isnan(back)) else "")
             + (f"; ZooKeeper heard nothing for up to {int(waited.max())} ms" if len(waited) else "")
         )
         zk = kinds.index.str.startswith("zk_").any()
@@ -474,7 +493,7 @@ def detect_broker_fenced(bundle) -> list[Finding]:
                     "events": len(grp),
                     **{k: int(n) for k, n in kinds.items()},
                     "max_seconds_fenced": None
-                    if not back or np.all(np.isnan(back))
+                    if not len(back) or np.all(np.isnan(back))
                     else round(float(np.nanmax(back)), 1),
                 },
                 recommendation=(
