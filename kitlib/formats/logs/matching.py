@@ -274,11 +274,11 @@ def _without_digits(texts: pa.Array) -> pa.Array:
     off = np.frombuffer(texts.buffers()[1], np.int64)[: len(texts) + 1]
     data = texts.buffers()[2]
     raw = np.frombuffer(data, np.uint8)[off[0] : off[-1]] if data is not None else np.zeros(0, np.uint8)
-    keep = (raw < 48) | (raw > 57)
-    kept = np.r_[0, np.cumsum(keep, dtype=np.int64)]
-    new_off = kept[off - off[0]]
+    digit = (raw >= 48) & (raw <= 57)
+    at = np.flatnonzero(digit)  # digits are few: their positions, not a running count of every byte
+    new_off = (off - off[0]) - np.searchsorted(at, off - off[0])
     return pa.LargeStringArray.from_buffers(
-        len(texts), pa.py_buffer(new_off), pa.py_buffer(raw[keep].tobytes()), texts.buffers()[0], texts.null_count
+        len(texts), pa.py_buffer(new_off), pa.py_buffer(raw[~digit].tobytes()), texts.buffers()[0], texts.null_count
     )
 
 
