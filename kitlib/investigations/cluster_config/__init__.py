@@ -10,7 +10,7 @@ silent when the tables it needs are absent.
 """
 
 from kitlib.findings import Severity
-from kitlib.investigations import FindingKind, Investigation, Rows
+from kitlib.investigations import FindingKind, Investigation
 from kitlib.investigations.cluster_config import capacity, durability, layout, versions  # noqa: F401  (registers its detectors; charts load with the notebook)
 
 INVESTIGATION = Investigation(
@@ -80,11 +80,7 @@ INVESTIGATION = Investigation(
         FindingKind("broker-versions-mixed", Severity.LOW, "brokers of more than one Kafka version in one bundle"),
     ),
     risks=True,
-    relevant_when=(
-        "topic_partitions",
-        "log_dirs",
-        Rows("configs", "scope", among=("KafkaConfig", "broker", "topic")),
-    ),
+    relevant_when=("topic_partitions", "log_dirs", "quorum_status"),
     examples={
         "cluster-config": (
             "replication-factor-low",

@@ -179,7 +179,8 @@ def disk_skew(bundle) -> list[Finding]:
     d = d[(d["broker_id"] == worst["broker_id"]) & (d["ts"] == worst["ts"])]
     ld = model.log_dir_snapshots(bundle.table("log_dirs"))
     ld = ld[(ld["broker_id"] == worst["broker_id"]) & (ld["snap_ts"] == worst["ts"])]
-    top = ld.assign(size=pd.to_numeric(ld["size_bytes"], errors="coerce")).nlargest(5, "size")
+    top = ld.assign(size=pd.to_numeric(ld["size_bytes"], errors="coerce"))
+    top = top[top["size"] > 0].nlargest(5, "size")
     return [
         Finding(
             "disk-use-skew",

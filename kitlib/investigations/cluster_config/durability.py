@@ -64,10 +64,13 @@ def _topic_evidence(reps: pd.DataFrame, topics, extra: pd.DataFrame | None = Non
     return ev
 
 
-def _settings_rows(bundle, key: str, topics) -> pd.DataFrame:
-    """The config rows that set ``key`` for ``topics`` (overrides) or cluster-wide (default)."""
+def _settings_rows(bundle, key: str, topics, with_default: bool = True) -> pd.DataFrame:
+    """The config rows that set ``key`` for ``topics`` (overrides) and, when some of them take
+    it from there (``with_default``), cluster-wide (default)."""
     t = model.topic_settings(bundle, key)
     t = t[t["topic"].isin(list(topics))].assign(key=key, where="topic " + t["topic"].astype(str))
+    if not with_default:
+        return t
     _, d = model.cluster_default(bundle, key)
     d = d.assign(key=key, where="broker " + d["broker"].astype(str)).head(3)
     return pd.concat([t, d], ignore_index=True) if len(d) else t
@@ -197,7 +200,11 @@ def min_isr(bundle) -> list[Finding]:
                 "(a broker restart, a slow disk) makes every acks=all producer of the partition fail with "
                 "NotEnoughReplicasException. Set min.insync.replicas to RF - 1 (2 for RF 3): "
                 "kafka-configs --alter --entity-type topics --entity-name <topic> --add-config min.insync.replicas=2.",
-                evidence=_topic_evidence(reps, topics, _settings_rows(bundle, "min.insync.replicas", topics)),
+                evidence=_topic_evidence(
+                    reps,
+                    topics,
+                    _settings_rows(bundle, "min.insync.replicas", topics, (equal["min_isr_from"] != "topic").any()),
+                ),
             )
         )
     one = layout[(layout["rf"] >= 3) & (layout["min_isr"] <= 1)]
@@ -218,7 +225,11 @@ def min_isr(bundle) -> list[Finding]:
                 recommendation="With min.insync.replicas=1 the ISR may shrink to the leader alone and acks=all then "
                 "means one copy: if that leader fails, acknowledged writes are lost. Set min.insync.replicas=2 "
                 "(topic or broker default) so an acknowledged write is on two brokers.",
-                evidence=_topic_evidence(reps, topics, _settings_rows(bundle, "min.insync.replicas", topics)),
+                evidence=_topic_evidence(
+                    reps,
+                    topics,
+                    _settings_rows(bundle, "min.insync.replicas", topics, (one["min_isr_from"] != "topic").any()),
+                ),
             )
         )
     return out
