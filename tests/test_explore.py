@@ -85,6 +85,9 @@ def test_search_finds_what_the_raw_lines_hold(bundle, raw):
     first = hits.rows.iloc[0]
     assert first["where"] == f"{first['file']}:{first['line']}"
     assert "Shrinking ISR" in lines[int(first["host"][-1])][int(first["line"]) - 1]
+    # smart case: one capital letter makes the match exact
+    assert s.search(bundle, "Shrinking ISR").total == hits.total
+    assert s.search(bundle, "Shrinking isr").total == _count(lines, r"Shrinking isr") == 0
     rx = s.search(bundle, r"orders-[13]\] Rolled", regex=True)
     assert rx.total == _count(lines, r"orders-[13]\] Rolled")
     warn = s.search(bundle, level="WARN+")
@@ -125,6 +128,8 @@ def test_the_lines_around_a_hit_come_from_the_file_redacted_and_escaped(bundle, 
     assert got[0][1] == lines[1][118] and got[-1][1] == lines[1][124]
     assert "hunter2" not in got[2][1] and "[redacted]" in got[2][1]
     gz = s.context(bundle, "broker-2/server.log.1.gz", 1, before=5, after=2)  # decompressed as parsed
+    assert [t for _, t in s.context(bundle, "broker-1/server.log", 240, 1, 5)] == lines[1][238:240]  # the end
+    assert s.context(bundle, "broker-1/server.log", 400, 1, 1) == []  # past the end
     assert [t for _, t in gz] == lines[2][:3]
     hit = s.search(bundle, "not_leader", host="broker-2").rows.iloc[0]
     html = s.context_html(bundle, hit["file"], int(hit["line"])).html
@@ -308,3 +313,19 @@ def test_the_triage_timeline_says_how_many_records_its_bars_aggregate(bundle):
     warn = int(bundle.events["level"].isin(["WARN", "ERROR", "FATAL"]).sum())
     assert spec["title"]["subtitle"].startswith(f"{warn:,} records counted in ")
     assert f"at most {MAX_CHART_ROWS:,} rows" in spec["title"]["subtitle"]
+
+
+def test_the_lines_around_a_hit_deep_in_a_big_file_cross_chunk_boundaries(tmp_path):
+    from kitlib.bundle import Bundle
+    from kitlib.sources.files import CHUNK
+
+    root = tmp_path / "big"
+    (root / "broker-1").mkdir(parents=True)
+    line = "[2026-11-23 12:00:00,000] INFO [Log partition=orders-0] Rolled new log segment at offset {} (kafka.log.LocalLog)"
+    n = 3 * CHUNK // len(line.format(0)) + 100
+    (root / "broker-1" / "server.log").write_text("\n".join(line.format(i) for i in range(1, n + 1)) + "\n")
+    b = Bundle(str(root), {})  # the lines come from the files; nothing need be parsed
+    for target in (CHUNK // len(line.format(0)), n // 2, n - 2):  # around each chunk boundary, and the end
+        got = s.context(b, "broker-1/server.log", target, 4, 4)
+        want = [(k, line.format(k)) for k in range(target - 4, min(n, target + 4) + 1)]
+        assert got == want, target

@@ -2,7 +2,8 @@
 
 :func:`search` answers from the bundle's events with DuckDB: over the Parquet files of an ingest
 output (nothing loaded into pandas but the page asked for), or over the events held in memory.
-Plain text is matched case-insensitively, a regular expression with RE2 (``regexp_matches``);
+Plain text is matched in *smart case* (as in ripgrep and vim: all lower case matches any case,
+one capital letter makes it exact, which reads far less), a regular expression with RE2 (``regexp_matches``);
 level, host and logger narrow it, and the window cuts it. Only one page of hits comes back, with
 the total count.
 
@@ -35,7 +36,8 @@ MESSAGE_CHARS = 2000  # a hit's message is shown up to this many characters (its
 
 @dataclass
 class Query:
-    """What to look for: ``text`` (plain, case-insensitive; a RE2 regular expression when
+    """What to look for: ``text`` (plain, in smart case: case-insensitive when all lower case, else
+    exact; a RE2 regular expression when
     ``regex``), ``level`` (one level, ``"WARN+"`` for that level and worse, or a list), ``host``
     (names, comma-separated or a list), ``logger`` (part of the logger's name) and the window."""
 
@@ -68,6 +70,17 @@ class Query:
 
         return as_list(self.host)
 
+    def _plain(self) -> str:
+        """The plain-text condition, in smart case.
+
+        Example:
+            >>> Query(text="isr").where(), Query(text="ISR").where()
+            ("contains(lower(message), 'isr')", "contains(message, 'ISR')")
+        """
+        if self.text != self.text.lower():
+            return f"contains(message, {_lit(self.text)})"
+        return f"contains(lower(message), {_lit(self.text)})"
+
     def to_dict(self) -> dict:
         """The query as plain values (what a pinned view stores)."""
         return {
@@ -85,7 +98,7 @@ class Query:
             if self.regex:
                 cond.append(f"regexp_matches(message, {_lit(self.text)})")
             else:
-                cond.append(f"contains(lower(message), {_lit(self.text.lower())})")
+                cond.append(self._plain())
         levels = self.levels()
         if levels:
             cond.append(f"CAST(level AS VARCHAR) IN ({sql_values(levels)})")
@@ -208,24 +221,28 @@ def context(bundle, file: str, line: int, before: int = 5, after: int = 5) -> li
     if src is None:
         raise LookupError(f"{file} is not in the bundle folder {bundle.root}")
     lo, hi = max(1, int(line) - before), int(line) + after
-    out: list[tuple[int, str]] = []
-    n = 1
-    rest = b""
+    want = hi - lo + 1
+    n = 1  # the number of the line that starts at the current position
+    held: bytearray | None = None  # the content from the start of line ``lo`` on, once reached
     for chunk in read_chunks(src):
-        data = rest + chunk
-        lines = data.split(b"\n")
-        rest = lines.pop()
-        if n + len(lines) <= lo:  # the whole chunk lies before the context
-            n += len(lines)
-            continue
-        for raw in lines:
-            if lo <= n <= hi:
-                out.append((n, raw.decode("utf-8", "replace").rstrip("\r")))
-            n += 1
-        if n > hi:
+        if held is None:
+            k = chunk.count(b"\n")  # chunks before the context are only counted, never split
+            if n + k < lo:
+                n += k
+                continue
+            pos = 0
+            while n < lo:
+                pos = chunk.index(b"\n", pos) + 1
+                n += 1
+            held = bytearray(chunk[pos:])
+        else:
+            held += chunk
+        if held.count(b"\n") >= want:
             break
-    if rest and lo <= n <= hi:
-        out.append((n, rest.decode("utf-8", "replace").rstrip("\r")))
+    lines = bytes(held or b"").split(b"\n")[:want]
+    if lines and not lines[-1] and (held or b"").count(b"\n") < want:
+        lines.pop()  # the file's last newline ends the last line; it starts no new one
+    out = [(lo + i, raw.decode("utf-8", "replace").rstrip("\r")) for i, raw in enumerate(lines)]
     text = redact_text("\n".join(t for _, t in out))  # together: a secret may span lines
     return list(zip([k for k, _ in out], text.split("\n")))
 
