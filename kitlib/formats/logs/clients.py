@@ -49,7 +49,7 @@ import pyarrow.compute as pc
 from kitlib.events import EVENTS_SCHEMA, LEVELS, empty_events, to_pandas
 from kitlib.formats import Context, register, unparsed_frame
 from kitlib.formats.logs import patterned
-from kitlib.formats.logs.blocks import gather, head_lines, junk_lines, line_bounds, lines_array
+from kitlib.formats.logs.blocks import gather, head_lines, junk_lines, line_bounds, lines_array, trim_end
 from kitlib.formats.logs.dates import NO_STAMP, fields_to_wall_ms, to_utc_ms
 from kitlib.formats.logs.inference import best_layout
 from kitlib.formats.logs.layouts import Layout, compile_pattern
@@ -68,8 +68,8 @@ class ClientFormat:
     """A client's line shape: ``header`` is RE2 matched on each line from its start; its named
     groups give the time (``sec`` and ``ms``: epoch seconds; or ``Y Mo D h mi s f``: a wall-clock
     date in the file's zone), the level (``lvl``: a syslog digit when ``syslog``, else a level
-    word), the facility and client instance (``fac``/``name``, or ``f1``/``f2`` in either order)
-    and the message (``msg``). ``hint`` is RE2 at least one record line of a file must match."""
+    word), the facility and client instance (``fac``/``name``, or ``f1``/``f2`` in either order);
+    ``all`` spans the whole header, the message is the rest of the line. ``hint`` is RE2 at least one record line of a file must match."""
 
     name: str
     header: str
@@ -83,12 +83,12 @@ LIBRDKAFKA = ClientFormat(
     "librdkafka",
     # the library's own line, behind anything an application or shipper puts first; the time is
     # epoch seconds (stderr printer) or a local date (.NET's console logger)
-    r"^(?P<pre>.*?)%(?P<lvl>[0-7])\|(?:(?P<sec>\d{9,11})\.(?P<ms>\d{3})|" + _ISO + r")\|"
-    r"(?P<f1>[^|\s]*)\|(?P<f2>[^|\s]*)\| ?(?P<msg>.*?)\r?\n?$"
+    r"^(?:(?P<all>(?P<pre>.*?)%(?P<lvl>[0-7])\|(?:(?P<sec>\d{9,11})\.(?P<ms>\d{3})|" + _ISO + r")\|"
+    r"(?P<f1>[^|\s]*)\|(?P<f2>[^|\s]*)\| ?)"
     # the C example's log callback: '1524281199.398 RDKAFKA-7-FAC: instance: text'
     # and the C++ example's event callback: 'LOG-7-FAC: text' (behind the application's own date)
-    r"|^(?P<pre2>.*?)(?:(?P<sec2>\d{9,11})\.(?P<ms2>\d{3}) )?(?:RDKAFKA|LOG)-(?P<lvl2>[0-7])-(?P<fac2>[A-Z0-9_]+): "
-    r"(?:(?P<name2>[^:\s\[]+): )?(?P<msg2>.*?)\r?\n?$",
+    r"|(?P<all2>(?P<pre2>.*?)(?:(?P<sec2>\d{9,11})\.(?P<ms2>\d{3}) )?(?:RDKAFKA|LOG)-(?P<lvl2>[0-7])-"
+    r"(?P<fac2>[A-Z0-9_]+): (?:(?P<name2>[^:\s\[]+): )?))",
     "rdkafka",
     syslog=True,
     doc="librdkafka's log lines (confluent-kafka-python/-go/-dotnet, node-rdkafka): "
@@ -96,15 +96,15 @@ LIBRDKAFKA = ClientFormat(
 )
 FRANZ_GO = ClientFormat(
     "franz-go",
-    r"^(?P<pre>(?:\[?" + _ISO + r"(?:Z|[+-]\d{2}:?\d{2})?\]? )?)\[(?P<lvl>ERROR|WARN|INFO|DEBUG)\] (?P<msg>.*?)\r?\n?$",
+    r"^(?P<all>(?P<pre>(?:\[?" + _ISO + r"(?:Z|[+-]\d{2}:?\d{2})?\]? )?)\[(?P<lvl>ERROR|WARN|INFO|DEBUG)\] )",
     "kgo",
     hint=r"; (?:group|broker|addr|err|topic|member_id|generation|instance_id|why|req): ",
     doc="franz-go's BasicLogger: [LEVEL] message; key: value, ... (an optional date before)",
 )
 SARAMA = ClientFormat(
     "sarama",
-    r"^(?P<pre>.*?)\[(?i:sarama)\] (?P<Y>\d{4})/(?P<Mo>\d{2})/(?P<D>\d{2}) (?P<h>\d{2}):(?P<mi>\d{2}):(?P<s>\d{2})"
-    r"(?:\.(?P<f>\d{1,6}))? (?P<msg>.*?)\r?\n?$",
+    r"^(?P<all>(?P<pre>.*?)\[(?i:sarama)\] (?P<Y>\d{4})/(?P<Mo>\d{2})/(?P<D>\d{2}) (?P<h>\d{2}):(?P<mi>\d{2}):"
+    r"(?P<s>\d{2})(?:\.(?P<f>\d{1,6}))? )",
     "sarama",
     doc="Sarama through Go's standard logger: [sarama] yyyy/MM/dd HH:mm:ss message",
 )
@@ -248,7 +248,12 @@ def parse_block(block: bytes, lines_before: int, src: SourceFile, fmt: ClientFor
         lvl = level_codes(raw_level) if raw_level is not None else np.full(nrec, -1, np.int8)
     level = pa.DictionaryArray.from_arrays(pa.array(lvl, mask=lvl < 0), pa.array(LEVELS))
 
-    msg = _field(hm, names, "msg", "msg2")
+    # the message: the rest of the header line (the header's length is the ``all`` group's), cut out
+    # of the block's bytes, not captured by the regex (a capture to the line's end is RE2's slow path)
+    head_len = pc.binary_length(_field(hm, names, "all", "all2")).to_numpy(zero_copy_only=False).astype(np.int64)
+    r1s = starts[H] + head_len
+    r1e = np.maximum(trim_end(a, starts[H], eff[H]), r1s)
+    msg = gather(a, memoryview(block), [(r1s, r1e)], nrec)
     if "f1" in names:  # librdkafka: FACILITY|instance (stderr) or instance|FACILITY (.NET)
         f1, f2 = hm.field("f1"), hm.field("f2")
         f1_is_fac = pc.match_substring_regex(f1, r"^[A-Z][A-Z0-9_]*$")
