@@ -60,6 +60,8 @@ def decorate(kind: str) -> str:
         return "".join(f"2021-06-14T09:12:0{i}.123456789Z stdout F {ln}\n" for i, ln in enumerate(CLEAN))
     if kind == "kubectl":  # kubectl logs --timestamps
         return "".join(f"2021-06-14T09:12:0{i}.123456789Z {ln}\n" for i, ln in enumerate(CLEAN))
+    if kind == "kubectl_prefix":  # kubectl logs --prefix --timestamps
+        return "".join(f"[pod/kafka-1/kafka] 2021-06-14T09:12:0{i}.123456789Z {ln}\n" for i, ln in enumerate(CLEAN))
     if kind == "compose":
         return "".join(f"kafka-1  | {ln}\n" for ln in CLEAN)
     if kind == "kibana":  # a Kibana Discover copy: its @timestamp column first
@@ -89,6 +91,7 @@ KINDS = [
     "cri",
     "kubectl",
     "compose",
+    "kubectl_prefix",
     "kibana",
     "graylog",
     "glued_prompt",

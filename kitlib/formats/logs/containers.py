@@ -158,6 +158,9 @@ def stamp_ms(m: pa.StructArray, p: str = "") -> np.ndarray:
 _NUM = r"\d{1,6}(?::[ \t]|\t| ?\|[ \t]?)"  # with the one blank that follows it
 
 
+_KUBECTL_PREFIX = r"\[pod/[\w.-]+/[\w.-]+\] "  # kubectl logs --prefix
+
+
 _PROMPT = (
     r"[\w.-]+@[\w.-]+(?::[^\s$#]*)?[$#]"  # user@host:~$ (may be glued to the line)
     r"|\[[\w.-]+@[\w.-]+[^\]\n]*\][$#]"  # [user@host dir]$
@@ -173,10 +176,17 @@ _SEARCH_STAMP = (
 )
 
 
-# (ind) indentation, then either (num) a line number or a quote marker or (prompt) a prompt, (ws) blanks, (srch) a
+# (ind) indentation, then either (num) a line number, a quote marker or kubectl's pod prefix, or
+# (prompt) a prompt, (ws) blanks, (srch) a
 # log search's time column; then the container prefix (cpre, groups c*)
 EXCERPT_RE2 = (
-    r"^(?P<ind>[ \t]*)(?:(?P<num>" + _NUM + r"|> ?)|(?P<prompt>" + _PROMPT + r"))?(?P<ws>[ \t]*)"
+    r"^(?P<ind>[ \t]*)(?:(?P<num>"
+    + _NUM
+    + r"|> ?|"
+    + _KUBECTL_PREFIX
+    + r")|(?P<prompt>"
+    + _PROMPT
+    + r"))?(?P<ws>[ \t]*)"
     r"(?P<srch>" + _SEARCH_STAMP + r")?"
     r"(?P<cpre>(?:" + _SERVICE + r")?(?:" + _STAMP + r"(?:" + _CRI + r")? )?)"
 )
@@ -298,7 +308,7 @@ def unwrap_excerpt(block: bytes, head_rx: str) -> tuple[bytes, np.ndarray | None
     # other lines: a line number (with its one blank), else the shared indentation (and a
     # container prefix right after it)
     rest = np.where(num > 0, ind + num, np.minimum(ind, common))
-    rest = np.where((num == 0) & (ind <= common) & (ws == 0), rest + srch + cpre, rest)
+    rest = np.where(((num > 0) | (ind <= common)) & (ws == 0), rest + srch + cpre, rest)
     plen = np.where(is_h, full, np.where(marked, 0, rest))
     glued = _lengths(pc.extract_regex(lines, _TRAILING_PROMPT), "tp")
     out = _drop_prefixes(a, starts, plen, starts + line_len, np.where(marked, 0, glued))
