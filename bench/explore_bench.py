@@ -73,7 +73,8 @@ def main(argv=None) -> int:
     window = Window.of(mid, mid + (hi - lo) / 20)
     rows = []
     n = a.repeat
-    rows.append(("search: plain text", *timed(lambda: q.search(b, "shrinking isr"), n)))
+    rows.append(("search: plain text, any case (lower case typed)", *timed(lambda: q.search(b, "shrinking isr"), n)))
+    rows.append(("search: plain text, exact (a capital typed)", *timed(lambda: q.search(b, "Shrinking ISR"), n)))
     rows.append(
         ("search: regex", *timed(lambda: q.search(b, r"Rolled new log segment at offset 9\d{5} ", regex=True), n))
     )
