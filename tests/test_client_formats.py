@@ -185,6 +185,11 @@ def test_sasl_failure_seen_by_a_librdkafka_client():
     ]
     found = findings_of(REAL / "sasl-dotnet2102")
     assert "b-3.test.kafka.us-east-1.amazonaws.com:9096" in found["auth-failures"][0].summary
+    # kafka-python in pytest's captured-log layout: the broker from its BrokerConnection, no date
+    found = findings_of(REAL / "sasl-kafka-python-kop493")["auth-failures"][0]
+    assert found.summary.startswith(
+        "1 authentication/authorization failures: 10.110.85.56:9092 1x (client SCRAM-SHA-512"
+    )
     # a client shutting down while authenticating ('Local: Broker handle destroyed') is no failure
     assert kitlib.load_bundle(REAL / "shutdown-rd5003").auth_failures.empty
 

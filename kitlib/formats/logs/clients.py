@@ -117,6 +117,7 @@ PYTHON_PATTERNS = (
     "%d{ISO8601} %p %c: %m%n",
     "%d{ISO8601}:%c:%p:%m%n",
     "%p:%c:%m%n",  # logging.basicConfig()
+    "%-8p %c:%F:%L %m%n",  # pytest's captured log ('%(levelname)-8s %(name)s:%(filename)s:%(lineno)d %(message)s')
 )
 SPRING_PATTERNS = ("%d{ANY_ISO} %5p %pid --- [%t] [%t] %-40.40c : %m%n",)
 _LAYOUTS: list[Layout] = []

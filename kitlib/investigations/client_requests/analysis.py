@@ -94,7 +94,11 @@ def auth_failures(bundle) -> list[Finding]:
     # Authorization header to the redaction, which would mask the word after it
     label = top["kind"].astype("string").replace("authorization", "authorizer")
     parts = [
-        f"{r['who']} {r['failures']}x since {pd.Timestamp(r['first']).strftime('%H:%M:%S')} "
+        f"{r['who']} {r['failures']}x"
+        + (
+            "" if pd.isna(r["first"]) else f" since {pd.Timestamp(r['first']).strftime('%H:%M:%S')}"
+        )  # an excerpt has no dates
+        + " "
         f"({kind}{'' if r['mechanism'] == '-' else ' ' + r['mechanism']}: {r['reason']})"
         for kind, (_, r) in zip(label, top.iterrows())
     ]

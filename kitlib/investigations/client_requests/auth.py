@@ -95,7 +95,10 @@ RULES = [
     Rule("client", r"(?i)(?P<reason>Authentication failed(?: for user \S+)?[:.]?.*)$"),
 ]
 _MECH = r"(?P<mechanism>SCRAM-SHA-256|SCRAM-SHA-512|PLAIN|GSSAPI|OAUTHBEARER)"
-_BROKER = r"(?i)(?:sasl_ssl|sasl_plaintext|ssl|plaintext)://(?P<broker>[^\s/\]]+:\d+)(?:/\w+)?: "
+_BROKER = (
+    r"(?i)(?:sasl_ssl|sasl_plaintext|ssl|plaintext)://(?P<broker>[^\s/\]]+:\d+)(?:/\w+)?: |"
+    r"<BrokerConnection[^>]*? host=(?P<broker2>[^\s/>]+:\d+)"  # kafka-python's connection
+)
 _ANCHORS = r"(?i)authenticat|SSL handshake|is Denied operation|AuthorizationException|AuthorizationError"
 
 
@@ -141,8 +144,10 @@ def build(events: pd.DataFrame) -> pd.DataFrame:
     mech[(mech == None) & plain] = "PLAIN"  # noqa: E711 - PlainServerCallbackHandler's wording
     addr = pa.array(cols["address"].tolist(), pa.string())
     # a client line names the broker as librdkafka does ('sasl_ssl://b-1.example:9096/1: ...')
-    broker = pc.struct_field(pc.extract_regex(first, _BROKER), "broker")
-    addr = pc.coalesce(addr, broker.cast(pa.string()))
+    got = pc.extract_regex(first, _BROKER)
+    for g in ("broker", "broker2"):
+        named = pc.struct_field(got, g).cast(pa.string())
+        addr = pc.coalesce(addr, pc.if_else(pc.equal(named, ""), pa.scalar(None, pa.string()), named))
     addr = pc.replace_substring_regex(addr, r"^.*/", "")  # '/10.0.0.7' and 'host/10.0.0.7' -> 10.0.0.7
     channel = pa.array(cols.get("channel", np.full(len(m), None, object)).tolist(), pa.string())
     listener = pc.replace_substring_regex(channel, r"^([^-]+)-.*$", r"\1")
