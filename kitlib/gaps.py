@@ -33,7 +33,7 @@ def lacks(bundle) -> list[Gap]:
     files = bundle.files
     gaps = []
     ev_files = (
-        files[files["format"].astype("string").isin(["log4j", "log-layout", "log-layout-manifest", "jsonlog"])]
+        files[files["format"].astype("string").isin(["log4j", "log-layout", "log-layout-manifest", "jsonlog", "log-excerpt"])]
         if len(files)
         else files
     )
