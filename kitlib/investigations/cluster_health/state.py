@@ -485,6 +485,54 @@ def _convert(values: list, how: str) -> pd.Series:
     return s
 
 
+def _id_list(values: list) -> pa.Array:
+    """'1, 2,3,' -> '1,2,3' over a whole capture-group column ('' where absent)."""
+    s = pc.replace_substring(pa.array(values, pa.string()).fill_null(""), " ", "")
+    return pc.utf8_trim(s, ",")
+
+
+def _minus(b: pa.Array, a: pa.Array) -> pa.Array:
+    """Per row, the ids of list ``b`` that are not in list ``a``, in ``b``'s order, comma-joined
+    (null where none): a set difference over whole columns, no Python per row."""
+    bl, al = pc.split_pattern(b, ","), pc.split_pattern(a, ",")
+    bp = np.asarray(pc.list_parent_indices(bl).to_numpy(zero_copy_only=False), np.int64)
+    ap = np.asarray(pc.list_parent_indices(al).to_numpy(zero_copy_only=False), np.int64)
+    bf, af = pc.list_flatten(bl), pc.list_flatten(al)
+
+    def ids(flat: pa.Array) -> np.ndarray:  # the lists hold digits only (IDS); '' -> -1
+        v = pc.if_else(pc.equal(flat, ""), "-1", flat)
+        return np.asarray(pc.cast(v, pa.int64()).to_numpy(zero_copy_only=False), np.int64)
+
+    # (row, id) as one integer: broker ids are 31-bit, so row * 2^32 + id never collides
+    ib, ia = ids(bf), ids(af)
+    kept = (ib >= 0) & ~np.isin((bp << 32) + ib, (ap << 32) + ia)
+    offsets = np.concatenate([[0], np.cumsum(np.bincount(bp[kept], minlength=len(b)))]).astype(np.int32)
+    joined = pc.binary_join(pa.ListArray.from_arrays(pa.array(offsets), bf.filter(pa.array(kept))), ",")
+    return pc.if_else(pc.equal(joined, ""), pa.scalar(None, pa.string()), joined)
+
+
+def _isr_change_frame(kind: str, gs: list) -> pd.DataFrame:
+    """Rows of ISR shrinks or expansions from their rule's groups (partition, reporter, ISR
+    before and after): the brokers removed and added are set differences of the two lists."""
+    before, after = _id_list(gs[2]), _id_list(gs[3])
+    tp = pc.replace_substring(pa.array(gs[0], pa.string()), ",", "-")  # 0.8-0.10 name it [orders,24]
+
+    def text(a: pa.Array) -> pd.Series:
+        return pd.Series(pd.array(pc.if_else(pc.equal(a, ""), pa.scalar(None, pa.string()), a), dtype="string"))
+
+    return pd.DataFrame(
+        {
+            "kind": kind,
+            "tp": pd.array(tp, dtype="string"),
+            "reporter": pd.to_numeric(pd.Series(gs[1], dtype="string"), errors="coerce").astype("Int64"),
+            "isr_before": text(before),
+            "isr_after": text(after),
+            "removed": pd.array(_minus(before, after), dtype="string"),
+            "added": pd.array(_minus(after, before), dtype="string"),
+        }
+    )
+
+
 def _partition_frame(events: pd.DataFrame) -> tuple[pd.DataFrame, pa.Array]:
     """Rows of ``partition_changes`` (without the base columns), one frame per rule, concatenated
     in record order (``row``: the record's index in ``events``), and the records' first lines."""
@@ -501,7 +549,9 @@ def _partition_frame(events: pd.DataFrame) -> tuple[pd.DataFrame, pa.Array]:
             f = pd.DataFrame({c: _convert(gs[g], how) for c, (g, how) in COLUMNS[kind].items()})
             if kind == "offline":
                 f["leader"] = -1
-        else:  # shrink, expand (set differences) and unclean (two wordings): rare, field by field
+        elif kind in ("isr_shrink", "isr_expand"):  # an ISR storm's bulk: column by column too
+            f = _isr_change_frame(kind, gs)
+        else:  # unclean (two wordings): rare, field by field
             f = pd.DataFrame([_partition_fields(kind, [col[j] for col in gs]) for j in range(len(sel))])
         f["kind"] = kind
         f["row"] = sel
