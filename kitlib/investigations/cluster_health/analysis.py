@@ -272,6 +272,11 @@ def per_broker(bundle) -> pd.DataFrame:
     ev = bundle.table("events")
     rs = bundle.table("restarts")
     e = ne.assign(about=node_col(ne, ids)) if len(ne) else ne
+    # WARN and ERROR records per host, counted once (not a pass over every event per node)
+    level = ev["level"].astype("string") if len(ev) else pd.Series(dtype="string")
+    host_ev = ev["host"].astype(str) if len(ev) else pd.Series(dtype=str)
+    warn_by = host_ev[(level == "WARN").fillna(False).to_numpy(bool)].value_counts()
+    error_by = host_ev[level.isin(["ERROR", "FATAL"]).fillna(False).to_numpy(bool)].value_counts()
     rows = []
     for node in sorted(set(ids.values())):
         host = hosts.get(node, "")
@@ -293,10 +298,8 @@ def per_broker(bundle) -> pd.DataFrame:
                 "longest_gc_ms": float(gs.loc[host, "longest_ms"]) if host in gs.index else np.nan,
                 "paused_share": float(gs.loc[host, "paused_share"]) if host in gs.index else np.nan,
                 "restarts": int((rs["host"].astype(str) == host).sum()) if len(rs) else 0,
-                "warn": int(((ev["host"].astype(str) == host) & (ev["level"] == "WARN")).sum()) if len(ev) else 0,
-                "error": int(((ev["host"].astype(str) == host) & ev["level"].isin(["ERROR", "FATAL"])).sum())
-                if len(ev)
-                else 0,
+                "warn": int(warn_by.get(host, 0)),
+                "error": int(error_by.get(host, 0)),
             }
         )
     return pd.DataFrame(rows)
@@ -311,11 +314,11 @@ def timeline(bundle, min_pause_ms: float = 200) -> pd.DataFrame:
     parts = []
     ne = bundle.table("node_events")
     if len(ne):
-        lane = (
-            ne["kind"]
-            .astype(str)
-            .map(
-                lambda k: (
+        kinds = ne["kind"].astype(str)
+        # one lane per distinct kind, then a table lookup (not a Python call per row)
+        lane = kinds.map(
+            {
+                k: (
                     "controller"
                     if k.startswith("controller")
                     else "log dir"
@@ -324,7 +327,8 @@ def timeline(bundle, min_pause_ms: float = 200) -> pd.DataFrame:
                     if k == "oom"
                     else "fencing / session"
                 )
-            )
+                for k in kinds.unique()
+            }
         )
         parts.append(
             pd.DataFrame(
@@ -358,7 +362,8 @@ def timeline(bundle, min_pause_ms: float = 200) -> pd.DataFrame:
         ]
         if "isr_updated" in set(q["kind"]):  # the updates that matter: the ones under min ISR
             q = q[(q["kind"] != "isr_updated") | q["under_min_isr"].fillna(False).astype(bool)]
-        lane = q["kind"].astype(str).map(lambda k: "ISR" if k.startswith("isr") else "leaders")
+        kinds = q["kind"].astype(str)
+        lane = kinds.map({k: "ISR" if k.startswith("isr") else "leaders" for k in kinds.unique()})
         parts.append(
             pd.DataFrame(
                 {
