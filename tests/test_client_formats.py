@@ -60,7 +60,7 @@ def test_librdkafka_other_printers():
     # (instance before facility, a local date), the C example's and the C++ example's callbacks
     data = (
         b"Mar 24 14:48:26 web-1 app[321]: %3|1742827708.322|FAIL|rdkafka#producer-1| [thrd:main]: boom\n"
-        b"%7|2020-03-20 10:00:00.123|rdkafka#consumer-1|FETCH| [thrd:main]: fetch\n"
+        b"7|2020-03-20 10:00:00.123|rdkafka#consumer-1|FETCH| [thrd:main]: fetch\n"
         b'1524281199.398 RDKAFKA-7-MEMBERID: rdkafka#consumer-1: [thrd:app]: Group "g": updating member id\n'
         + (REAL / "cpp-example-rd2981" / "app" / "consumer.log").read_bytes()
     )

@@ -8,7 +8,8 @@ Formats (each registered; tried before the generic layout inference):
   library's own stderr line ``%4|1621691389.768|GETPID|rdkafka#producer-2| [thrd:main]: ...``
   (syslog level, epoch seconds with milliseconds, facility, client instance), also behind an
   application's or a shipper's own prefix (kept aside, the library's epoch time is the record's
-  time), .NET's console logger order ``%7|2020-03-20 10:00:00.123|rdkafka#consumer-1|FETCH| ...``
+  time), the .NET client's console logger (instance before facility, a local date:
+  ``7|2020-03-20 10:00:00.123|rdkafka#consumer-1|FETCH| ...``),
   the C example's ``1524281199.398 RDKAFKA-7-MEMBERID: rdkafka#consumer-1: ...`` and the C++
   example's ``LOG-7-MEMBERID: [thrd:app]: ...``. The
   record's logger is ``rdkafka`` and its message ``FACILITY [instance] text``: the shape
@@ -83,7 +84,7 @@ LIBRDKAFKA = ClientFormat(
     "librdkafka",
     # the library's own line, behind anything an application or shipper puts first; the time is
     # epoch seconds (stderr printer) or a local date (.NET's console logger)
-    r"^(?:(?P<all>(?P<pre>.*?)%(?P<lvl>[0-7])\|(?:(?P<sec>\d{9,11})\.(?P<ms>\d{3})|" + _ISO + r")\|"
+    r"^(?:(?P<all>(?P<pre>.*?)%?(?P<lvl>[0-7])\|(?:(?P<sec>\d{9,11})\.(?P<ms>\d{3})|" + _ISO + r")\|"
     r"(?P<f1>[^|\s]*)\|(?P<f2>[^|\s]*)\| ?)"
     # the C example's log callback: '1524281199.398 RDKAFKA-7-FAC: instance: text'
     # and the C++ example's event callback: 'LOG-7-FAC: text' (behind the application's own date)
