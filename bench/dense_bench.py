@@ -3,7 +3,8 @@
 An ISR storm on a broker with thousands of partitions writes hundreds of thousands of `Shrinking
 ISR` and `ISR updated` lines, a rebalance storm as many `Preparing to rebalance` lines. This bench
 writes such a log (synthetic, in Kafka 3.9's wording: ISR changes, group rebalances and member
-removals, transaction rollbacks, authentication failures, on three brokers), ingests it, then runs
+removals, fencing and unfencing of brokers and controlled shutdowns, transaction rollbacks,
+authentication failures, on three brokers), ingests it, then runs
 each detector alone on the ingest output, at ``--records`` and at twice that. The derived tables a
 detector reads are built (and cached) before it is timed, so the figure is the detector's own.
 
@@ -49,6 +50,24 @@ SHAPES = [
         "INFO",
         "[GroupCoordinator {b}]: Stabilized group {g} generation {v} (__consumer_offsets-{p}) with 3 members",
         "kafka.coordinator.group.GroupCoordinator",
+    ),
+    # a fencing storm: the controller fences brokers whose sessions time out, they come back, and some
+    # shut down in a controlled way (ReplicationControlManager, under the controller's log prefix)
+    (
+        "INFO",
+        "[QuorumController id={b}] Fencing broker {f} because its session has timed out.",
+        "org.apache.kafka.controller.ReplicationControlManager",
+    ),
+    (
+        "INFO",
+        "[QuorumController id={b}] The request from broker {f} to unfence has been granted because it has caught up "
+        "with the offset of its register broker record {n}.",
+        "org.apache.kafka.controller.ReplicationControlManager",
+    ),
+    (
+        "INFO",
+        "[QuorumController id={b}] Unfenced broker {o} has requested and been granted a controlled shutdown.",
+        "org.apache.kafka.controller.ReplicationControlManager",
     ),
     # transactions timing out
     (

@@ -1,0 +1,107 @@
+"""Twice the rows cost about twice the time: the detectors and models that once walked their rows
+(a mask per row, or a Python object per timestamp) on a dense incident.
+
+The input is synthetic: three brokers' server.log in Kafka 3.9's wording, written by
+bench/dense_bench.py (ISR shrinks and rejoins, group rebalances, fencing and unfencing, controlled
+shutdowns, transaction rollbacks, failed authentications), parsed by the kit like any bundle, at
+N and 2N records. Each detector runs once to build the tables it reads, then is timed alone three
+times at each size; the best of three at 2N must stay under three times the best at N (linear
+with noise; a quadratic walk gives about four). Timings under ``FLOOR`` seconds count as
+``FLOOR``: below that the clock measures the interpreter, not the work.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import time
+from pathlib import Path
+
+import pytest
+
+import kitlib
+from kitlib import registry
+from kitlib.findings import DETECTORS
+from kitlib.investigations.cluster_health import analysis, causes
+
+pytestmark = pytest.mark.slow
+
+N = 16_000  # records at the smaller size (synthetic)
+FLOOR = 0.03
+MAX_RATIO = 3.0
+DETECTORS_TIMED = [
+    "detect_isr_shrink",
+    "detect_broker_fenced",
+    "rebalance_storm",
+    "transaction_timeouts",
+    "auth_failures",
+]
+
+
+def _dense_bench():
+    path = Path(__file__).resolve().parents[1] / "bench" / "dense_bench.py"
+    spec = importlib.util.spec_from_file_location("dense_bench", path)
+    mod = importlib.util.module_from_spec(spec)
+    assert spec.loader is not None
+    spec.loader.exec_module(mod)
+    return mod
+
+
+@pytest.fixture(scope="module")
+def bundles(tmp_path_factory):
+    registry.load()
+    write = _dense_bench().write_bundle
+    out = {}
+    for n in (N, 2 * N):
+        root = tmp_path_factory.mktemp(f"dense-{n}")
+        write(root, n)
+        out[n] = kitlib.load_bundle(root)
+    return out
+
+
+def _best(fn, repeats: int = 3) -> float:
+    fn()  # builds and caches the tables it reads
+    best = float("inf")
+    for _ in range(repeats):
+        t = time.perf_counter()
+        fn()
+        best = min(best, time.perf_counter() - t)
+    return max(best, FLOOR)
+
+
+def test_dense_input_holds_the_storm(bundles):
+    """The synthetic log is what the timings claim: thousands of ISR shrinks, fencings, unfencings,
+    controlled shutdowns and rebalances, twice as many at 2N."""
+    small, big = bundles[N], bundles[2 * N]
+    for b, n in ((small, N), (big, 2 * N)):
+        ne = b.table("node_events")["kind"].astype(str).value_counts()
+        assert min(ne["fenced"], ne["unfenced"], ne["controlled_shutdown"]) > n // 20
+        assert len(analysis.shrink_rows(b)) > n // 20
+        assert (b.table("group_events")["kind"].astype(str) == "prepare_rebalance").sum() > n // 20
+    assert 1.8 < len(big.table("partition_changes")) / len(small.table("partition_changes")) < 2.2
+    # the fencings really are tied to their unfencings and shutdown windows (not an empty path)
+    found = DETECTORS["detect_broker_fenced"].fn(big)
+    assert found and all(f.numbers["max_seconds_fenced"] is not None for f in found)
+    e = big.table("node_events")
+    e = e.assign(about=analysis.node_col(e, analysis.node_ids(big)))
+    assert 0 < causes.in_shutdown(big, e).sum() < len(e)
+
+
+@pytest.mark.parametrize("name", DETECTORS_TIMED)
+def test_detector_time_grows_linearly(bundles, name):
+    fn = DETECTORS[name].fn
+    small = _best(lambda: fn(bundles[N]))
+    big = _best(lambda: fn(bundles[2 * N]))
+    assert big / small < MAX_RATIO, f"{name}: {small:.3f} s at {N:,} records, {big:.3f} s at {2 * N:,}"
+
+
+@pytest.mark.parametrize("model", ["isr_episodes", "in_shutdown"])
+def test_model_time_grows_linearly(bundles, model):
+    def run(b):
+        if model == "isr_episodes":
+            return analysis.isr_episodes(b)
+        e = b.table("node_events")
+        return causes.in_shutdown(b, e.assign(about=analysis.node_col(e, analysis.node_ids(b))))
+
+    small = _best(lambda: run(bundles[N]))
+    big = _best(lambda: run(bundles[2 * N]))
+    assert big / small < MAX_RATIO, f"{model}: {small:.3f} s at {N:,} records, {big:.3f} s at {2 * N:,}"
