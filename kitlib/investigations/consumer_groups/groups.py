@@ -235,9 +235,16 @@ def build(events: pd.DataFrame) -> pd.DataFrame:
     pgroup = field_of(first, _JAVA_PREFIX, "group")
     group = np.where(group == None, pgroup, group)  # noqa: E711
     # librdkafka and franz-go name the group in their own words, librdkafka the client instance
-    for g in ("group", "group2"):
-        group = np.where(group == None, field_of(first, _NAMED_GROUP, g), group)  # noqa: E711
-    client = np.where(client == None, field_of(first, _RDKAFKA_CLIENT, "client"), client)  # noqa: E711
+    # (looked for only on the client lines that lack them: a broker's lines all name theirs)
+    src_client = ~np.isin(kinds, COORDINATOR_KINDS)
+    todo = np.flatnonzero(src_client & (group == None))  # noqa: E711
+    if len(todo):
+        some = first.take(pa.array(todo))
+        for g in ("group", "group2"):
+            group[todo] = np.where(group[todo] == None, field_of(some, _NAMED_GROUP, g), group[todo])  # noqa: E711
+    todo = np.flatnonzero(src_client & (client == None))  # noqa: E711
+    if len(todo):
+        client[todo] = field_of(first.take(pa.array(todo)), _RDKAFKA_CLIENT, "client")
     member = np.array(cols["member"], dtype=object)
     has = np.flatnonzero(member != None)  # noqa: E711
     if len(has):
