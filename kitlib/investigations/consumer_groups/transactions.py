@@ -9,6 +9,7 @@ as the same transactional id initialized again with a higher epoch.
 
 Example:
     >>> import pandas as pd
+import pyarrow as pa
     >>> ev = pd.DataFrame({"ts": pd.to_datetime(["2026-01-01"], utc=True), "level": ["INFO"],
     ...     "logger": ["kafka.coordinator.transaction.TransactionCoordinator"], "host": ["b1"],
     ...     "file": ["server.log"], "line": [9], "message": ["[TransactionCoordinator id=1] Completed rollback "
@@ -21,6 +22,7 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
 
 from kitlib import tables
 from kitlib.extract import extractor
@@ -134,6 +136,10 @@ def build(events: pd.DataFrame) -> pd.DataFrame:
     ptx = field_of(m.first, _JAVA_PREFIX, "txid")
     txid = np.where(txid == None, ptx, txid)  # noqa: E711
     client = field_of(m.first, _JAVA_PREFIX, "client")
+    # librdkafka's instance, looked for on the clients' own lines only
+    todo = np.flatnonzero(~np.isin(kinds, list(_SOURCE)) & (client == None))  # noqa: E711
+    if len(todo):
+        client[todo] = field_of(m.first.take(pa.array(todo)), _RDKAFKA_CLIENT, "client")
     return m.frame(
         {
             "source": [_SOURCE.get(k, "client") for k in kinds],
@@ -143,6 +149,6 @@ def build(events: pd.DataFrame) -> pd.DataFrame:
             "epoch": to_int(cols["epoch"]),
             "partition": cols["partition"],
             "error": cols["error"],
-            "client_id": np.where(client == None, field_of(m.first, _RDKAFKA_CLIENT, "client"), client),  # noqa: E711
+            "client_id": client,
         }
     )
