@@ -30,9 +30,13 @@ Example:
 
 from __future__ import annotations
 
+import hashlib
+import json
+import os
 import re
 from dataclasses import dataclass
 from functools import cache
+from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
@@ -162,9 +166,8 @@ class Patterns:
     pairs: np.ndarray  # sorted logger index * len(templates) + template index
 
 
-@cache
-def patterns() -> Patterns:
-    """The shipped catalogue, compiled once per process."""
+def _compile() -> Patterns:
+    """The shipped catalogue compiled for matching (about a second: its lineages and key words)."""
     cat = st.load()
     fam = lineage(cat)
     texts = sorted({s.template for s in cat.statements if _key_words(s.template)},
@@ -193,6 +196,60 @@ def patterns() -> Patterns:
     bounds = np.searchsorted(kidx[order], np.arange(len(vocab) + 1))
     return Patterns(texts, ids, pa.array(vocab, pa.string()), order, bounds, loggers,
                     np.array(sorted(pairs), np.int64))  # fmt: skip
+
+
+def cache_file() -> Path:
+    """Where the compiled catalogue is kept between processes: ``$KITLIB_CACHE_DIR``, else
+    ``$XDG_CACHE_HOME/kitlib`` (an absolute one), else ``~/.cache/kitlib``, in ``statements/``,
+    named by a hash of the catalogue file and of this module's code (either changing makes a new
+    one)."""
+    own = os.environ.get("KITLIB_CACHE_DIR")
+    xdg = os.environ.get("XDG_CACHE_HOME", "")
+    if own:
+        root = Path(own).expanduser()
+    else:
+        root = (Path(xdg) if xdg and os.path.isabs(xdg) else Path.home() / ".cache") / "kitlib"
+    h = hashlib.sha256(st.DATA_FILE.read_bytes())
+    h.update(Path(__file__).read_bytes())
+    return root / "statements" / f"patterns-{h.hexdigest()[:24]}.json"
+
+
+def _dump(p: Patterns) -> bytes:
+    doc = {"templates": p.templates, "ids": p.ids, "vocab": p.vocab.to_pylist(), "key_order": p.key_order.tolist(),
+           "key_bounds": p.key_bounds.tolist(), "loggers": p.loggers, "pairs": p.pairs.tolist()}  # fmt: skip
+    return json.dumps(doc, separators=(",", ":"), ensure_ascii=False).encode()
+
+
+def _undump(raw: bytes) -> Patterns:
+    d = json.loads(raw)
+    return Patterns(d["templates"], d["ids"], pa.array(d["vocab"], pa.string()), np.array(d["key_order"], np.int64),
+                    np.array(d["key_bounds"], np.int64), d["loggers"], np.array(d["pairs"], np.int64))  # fmt: skip
+
+
+@cache
+def patterns() -> Patterns:
+    """The shipped catalogue, compiled once per process: read from the cache (:func:`cache_file`,
+    about 20 ms) or compiled and written there (about a second). A cache that cannot be read or
+    written is compiled around; ``KITLIB_TEMPLATE_CACHE=0`` always compiles."""
+    if os.environ.get("KITLIB_TEMPLATE_CACHE", "").strip().lower() in ("0", "false", "no"):
+        return _compile()
+    try:
+        path = cache_file()
+    except OSError:
+        return _compile()
+    try:
+        return _undump(path.read_bytes())
+    except (OSError, ValueError, KeyError, TypeError):
+        pass
+    p = _compile()
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(f".{path.name}.{os.getpid()}")
+        tmp.write_bytes(_dump(p))
+        os.replace(tmp, path)  # readers see the whole file or none
+    except OSError:
+        pass
+    return p
 
 
 @cache
@@ -257,7 +314,7 @@ def _assign(names: list[str], codes: np.ndarray, message: pa.Array) -> np.ndarra
         return out
     rows, tmpl = candidates(pc.utf8_slice_codeunits(message.take(pa.array(sel)), 0, KEY_CHARS))
     rows = sel[rows]
-    texts = pc.utf8_slice_codeunits(message, 0, MATCH_CHARS)
+    texts = _head(message)
     own = np.isin(glog[rows] * len(p.templates) + tmpl, p.pairs) & (glog[rows] >= 0)
     _verify(texts, rows[own], tmpl[own], out)
     rest = ~own & (out[rows] < 0) & kafka[codes[rows]]
@@ -282,26 +339,101 @@ def _without_digits(texts: pa.Array) -> pa.Array:
     )
 
 
+def _head(texts: pa.Array) -> pa.Array:
+    """The first :data:`MATCH_CHARS` characters of each text (the texts themselves when none is
+    longer in bytes, the common case: no slicing pass)."""
+    if len(texts) == 0 or (pc.max(pc.binary_length(texts)).as_py() or 0) <= MATCH_CHARS:
+        return texts
+    return pc.utf8_slice_codeunits(texts, 0, MATCH_CHARS)
+
+
+def _digits_as_zero(texts: pa.Array) -> pa.Array:
+    """The texts with every ASCII digit written as ``0`` (same lengths, same offsets)."""
+    texts = texts.cast(pa.large_string())
+    if texts.offset:
+        texts = pa.concat_arrays([texts])
+    off = np.frombuffer(texts.buffers()[1], np.int64)[: len(texts) + 1]
+    data = texts.buffers()[2]
+    raw = memoryview(data)[off[0] : off[-1]].tobytes().translate(_ZERO) if data is not None else b""
+    return pa.LargeStringArray.from_buffers(
+        len(texts), pa.py_buffer(off - off[0]), pa.py_buffer(raw), texts.buffers()[0], texts.null_count
+    )
+
+
+_ZERO = bytes(range(48)) + b"0" * 10 + bytes(range(58, 256))  # byte -> byte, each ASCII digit -> "0"
+_DIGIT = re.compile(r"[0-9]")
+
+
+@cache
+def _with_digits() -> np.ndarray:
+    """Which templates hold an ASCII digit of their own (and one more entry, False)."""
+    return np.array([_DIGIT.search(t) is not None for t in patterns().templates] + [False], bool)
+
+
+def _still_match(distinct: pa.Array, code: np.ndarray, tmpl: np.ndarray, texts: pa.Array) -> np.ndarray:
+    """Whether each text (``texts[i]``, or ``distinct[code[i]]`` with its digits written as ``0``)
+    matches its template ``tmpl[i]``.
+
+    A template's pattern tells no ASCII digit from another unless its own text holds one (its
+    literal characters, ``\\s``, the prefix's ``[^\\n]`` and the slots' ``.`` each take all ten or
+    none), so for such templates each distinct masked text is tried once per template and the answer
+    given to all its records; the few templates with digits see every text as it is."""
+    p = patterns()
+    ok = np.zeros(len(code), bool)
+    digits = _with_digits()
+    plain = np.flatnonzero(~digits[tmpl])
+    m = len(distinct) + 1
+    pair, inv = np.unique(tmpl[plain] * m + code[plain], return_inverse=True)
+    ptmpl, ptext = pair // m, pair % m
+    pok = np.zeros(len(pair), bool)
+    cut = np.flatnonzero(np.diff(ptmpl)) + 1
+    for pos in np.split(np.arange(len(pair)), cut):
+        if len(pos):
+            hit = pc.match_substring_regex(distinct.take(pa.array(ptext[pos])), _regex(p.templates[ptmpl[pos[0]]]))
+            pok[pos] = np.asarray(hit.to_numpy(zero_copy_only=False), bool)
+    ok[plain] = pok[inv.reshape(-1)]
+    rest = np.flatnonzero(digits[tmpl])
+    if len(rest):
+        order = rest[np.argsort(tmpl[rest], kind="stable")]
+        cut = np.flatnonzero(np.diff(tmpl[order])) + 1
+        for pos in np.split(order, cut):
+            hit = pc.match_substring_regex(texts.take(pa.array(pos)), _regex(p.templates[tmpl[pos[0]]]))
+            ok[pos] = np.asarray(hit.to_numpy(zero_copy_only=False), bool)
+    return ok
+
+
 def assign(logger: pa.Array, message: pa.Array) -> np.ndarray:
     """Template index per record (-1 for none): the templates of the record's own logger first,
     then, for a Kafka logger's records still without one, those of every logger.
 
     Records are matched once per *shape* (logger and the first :data:`SHAPE_CHARS` characters with
     digits left out); every other record of a shape is then checked against its shape's template
-    in one regex pass per template, and the few that fail are matched on their own."""
+    in one regex pass per template, and the few that fail are matched on their own.
+
+    The texts are first told apart with their digits written as ``0`` (a storm's records differ
+    mostly in numbers: about one in nine is distinct in the generated log); shapes are cut from
+    the distinct texts only, and the check against a shape's template is made once per distinct
+    text (see :func:`_still_match`), the answer broadcast back to every record."""
     n = len(message)
     if n == 0:
         return np.full(0, -1, np.int64)
     if isinstance(message, pa.ChunkedArray):
         message = message.combine_chunks()
     names, codes = _codes(logger)
-    shape = _without_digits(pc.utf8_slice_codeunits(message, 0, SHAPE_CHARS))
-    enc = pc.dictionary_encode(shape)
-    key = enc.indices.to_numpy(zero_copy_only=False).astype(np.int64) * (len(names) + 1) + codes
+    head = _head(message)
+    enc = pc.dictionary_encode(_digits_as_zero(head))
+    distinct = enc.dictionary
+    valid = enc.indices.is_valid().to_numpy(zero_copy_only=False)
+    tcode = enc.indices.fill_null(0).to_numpy(zero_copy_only=False).astype(np.int64)
+    tcode[~valid] = len(distinct)  # a null message: a shape of its own (None)
+    senc = pc.dictionary_encode(_without_digits(pc.utf8_slice_codeunits(distinct, 0, SHAPE_CHARS)))
+    shape_names = senc.dictionary.to_pylist() + [None]
+    shape = np.append(senc.indices.to_numpy(zero_copy_only=False).astype(np.int64), len(shape_names) - 1)[tcode]
+    key = shape * (len(names) + 1) + codes
     _, first, inv = np.unique(key, return_index=True, return_inverse=True)
+    inv = inv.reshape(-1)
     # shapes met in earlier blocks keep their template (one lookup per distinct shape)
-    shapes = enc.dictionary.take(enc.indices.take(pa.array(first))).to_pylist()
-    keys = list(zip([names[c] if c < len(names) else "" for c in codes[first]], shapes))
+    keys = list(zip([names[c] if c < len(names) else "" for c in codes[first]], [shape_names[c] for c in shape[first]]))
     rep = np.array([_MEMO.get(k, -2) for k in keys], np.int64)
     new = np.flatnonzero(rep == -2)
     if len(new):
@@ -310,22 +442,15 @@ def assign(logger: pa.Array, message: pa.Array) -> np.ndarray:
             _MEMO.clear()
         _MEMO.update(zip([keys[i] for i in new], rep[new].tolist()))
     out = rep[inv]
-    out[first] = rep
     # the other records of each shape, checked against their shape's template
-    p = patterns()
     others = np.ones(n, bool)
     others[first] = False
     rows = np.flatnonzero(others & (out >= 0))
     bad = np.zeros(n, bool)
+    bad[rows[~valid[rows]]] = True  # a null text matches nothing
+    rows = rows[valid[rows]]
     if len(rows):
-        texts = pc.utf8_slice_codeunits(message.take(pa.array(rows)), 0, MATCH_CHARS)
-        order = np.argsort(out[rows], kind="stable")
-        t_sorted = out[rows][order]
-        cut = np.flatnonzero(np.diff(t_sorted)) + 1
-        for pos in np.split(order, cut):
-            t = int(out[rows[pos[0]]])
-            hit = pc.match_substring_regex(texts.take(pa.array(pos)), _regex(p.templates[t]))
-            bad[rows[pos[~np.asarray(hit.to_numpy(zero_copy_only=False), bool)]]] = True
+        bad[rows] = ~_still_match(distinct, tcode[rows], out[rows], head.take(pa.array(rows)))
     redo = np.flatnonzero(bad)
     if len(redo):
         out[redo] = _assign(names, codes[redo], message.take(pa.array(redo)))
@@ -349,6 +474,9 @@ def annotate(events: pa.Table) -> pa.Table:
     matches); an events table that has it is returned as it is."""
     if "template_id" in events.column_names:
         return events
+    if os.environ.get("KITLIB_TEMPLATE_IDS", "").strip().lower() in ("0", "false", "no"):
+        # matching off (to measure what it costs): the column is there, all null
+        return events.append_column(TEMPLATE_FIELD, pa.nulls(events.num_rows, TEMPLATE_FIELD.type))
     msg = events.column("message")
     msg = msg.combine_chunks() if isinstance(msg, pa.ChunkedArray) else msg
     found = assign(events.column("logger"), msg)
@@ -373,7 +501,7 @@ def values(logger: pa.Array, message: pa.Array) -> pa.Array:
     n = len(message)
     found = assign(logger, message)
     p = patterns()
-    texts = pc.utf8_slice_codeunits(message, 0, MATCH_CHARS)
+    texts = _head(message)
     order = np.argsort(found, kind="stable")
     cut = np.flatnonzero(np.diff(found[order])) + 1
     pieces, where = [], []
