@@ -329,3 +329,97 @@ def test_the_lines_around_a_hit_deep_in_a_big_file_cross_chunk_boundaries(tmp_pa
         got = s.context(b, "broker-1/server.log", target, 4, 4)
         want = [(k, line.format(k)) for k in range(target - 4, min(n, target + 4) + 1)]
         assert got == want, target
+
+
+def _open_next_links(html: str) -> list[dict]:
+    """Each "open next" link of rendered HTML: its href and data- attributes, and the parameters
+    cell and papermill command folded below it (unescaped)."""
+    import html as h
+
+    out = []
+    for m in re.finditer(r"<a class='kit-open-next' href='([^']*)'([^>]*)>(.*?)</details>", html, re.S):
+        data = dict(re.findall(r"data-(\w+)='([^']*)'", m.group(2)))
+        pres = [h.unescape(p) for p in re.findall(r"<pre>(.*?)</pre>", m.group(3), re.S)]
+        out.append({"href": h.unescape(m.group(1)), "data": {k: h.unescape(v) for k, v in data.items()}, "pre": pres})
+    return out
+
+
+def _finding(evidence_rows: pd.DataFrame) -> kitlib.Finding:
+    ev = [
+        {"file": r.file, "line": int(r.line), "host": r.host, "ts": r.ts.isoformat(), "text": r.message}
+        for r in evidence_rows.itertuples()
+    ]
+    return kitlib.Finding(
+        "isr-shrink",
+        "medium",
+        f"{len(ev)} ISR shrinks",
+        evidence=ev,
+        notebook="cluster_health.ipynb",
+        investigation="cluster_health",
+    )
+
+
+@pytest.mark.slow  # parses the bundle twice and loads the registry: seconds on a busy machine
+def test_open_next_links_carry_the_bundle_and_window_that_reopen_the_same_view(raw):
+    from kitlib.display import findings_html
+    from kitlib.display.triage import next_steps
+
+    start, end = "2026-11-23 12:05:00", "2026-11-23 12:20:00"
+    b = kitlib.open(raw[0], None, start, end, "broker-2")
+    shrinks = b.events[b.events["message"].str.contains("Shrinking ISR")]
+    assert len(shrinks) and set(shrinks["host"]) == {"broker-2"}
+    findings = [_finding(shrinks)]
+    for rendered in (findings_html(findings, bundle=b, tz="UTC").html, next_steps(findings, bundle=b, tz="UTC").html):
+        (link,) = _open_next_links(rendered)
+        assert link["href"] == "cluster_health.ipynb"
+        assert link["data"]["bundle"] == str(raw[0]) and link["data"]["hosts"] == "broker-2"
+        assert pd.Timestamp(link["data"]["start"]) == pd.Timestamp(start, tz="UTC")
+        assert pd.Timestamp(link["data"]["end"]) == pd.Timestamp(end, tz="UTC")
+        cell, command = link["pre"]
+        params: dict = {}
+        exec(cell, {}, params)  # the lines an analyst pastes into the next parameters cell
+        assert set(params) == {"BUNDLE", "TZ", "START", "END", "HOSTS"}
+        again = kitlib.open(params["BUNDLE"], params["TZ"], params["START"], params["END"], params["HOSTS"])
+        assert again.window == b.window
+        pd.testing.assert_frame_equal(again.events.reset_index(drop=True), b.events.reset_index(drop=True))
+        words = __import__("shlex").split(command)
+        assert words[:2] == ["papermill", "cluster_health.ipynb"]
+        pairs = dict(zip(words[4::3], words[5::3], strict=True))
+        assert words[3::3] == ["-p"] * len(pairs)
+        assert pairs == {
+            "BUNDLE": str(raw[0]),
+            "TZ": "UTC",
+            "START": params["START"],
+            "END": params["END"],
+            "HOSTS": "broker-2",
+        }
+        assert f"bundle {raw[0]}, window 2026-11-23 12:05:00 UTC → 2026-11-23 12:20:00 UTC, hosts broker-2" in rendered
+
+
+def test_an_open_next_link_on_the_whole_bundle_says_so_and_escapes_the_path(tmp_path):
+    from kitlib.display import findings_html
+
+    f = _finding(pd.DataFrame(columns=["file", "line", "host", "ts", "message"]))
+    html = findings_html([f], bundle={"BUNDLE": "../incidents/o'brien <2>", "START": None, "END": None}).html
+    (link,) = _open_next_links(html)
+    assert link["data"] == {"bundle": "../incidents/o'brien <2>"}
+    assert "o'brien <2>" not in html and "window the whole bundle, hosts all" in html
+    params: dict = {}
+    exec(link["pre"][0], {}, params)
+    assert params == {"BUNDLE": "../incidents/o'brien <2>", "START": None, "END": None}
+    plain = findings_html([f]).html  # no bundle given: the link alone, as before
+    assert "kit-open-next" in plain and "kit-open-params" not in plain
+
+
+def test_every_notebook_hands_its_bundle_and_window_to_its_open_next_links():
+    import nbformat
+
+    from kitlib.report import notebook_dir
+
+    for path in sorted(notebook_dir().glob("*.ipynb")):
+        nb = nbformat.read(str(path), as_version=4)
+        code = "\n".join(c.source for c in nb.cells if c.cell_type == "code")
+        calls = re.findall(r"(?:display\.findings_html|view\.next_steps)\((.*?)\)\s*$", code, re.S | re.M)
+        assert len(calls) == code.count("findings_html(") + code.count("next_steps("), path.name
+        for call in calls:
+            assert "bundle=" in call and "tz=TZ" in call, (path.name, call)

@@ -65,9 +65,15 @@ class HTML:
         return self.text or "<html output>"
 
 
-def findings_html(findings, title: str = "Findings") -> HTML:
+def findings_html(findings, title: str = "Findings", bundle=None, tz=None) -> HTML:
     """Findings as an HTML block: severity, id, summary, numbers, recommendation, evidence
-    (file:line and the quoted log text, escaped)."""
+    (file:line and the quoted log text, escaped). With ``bundle`` (the notebook's bundle, or a
+    mapping of its parameters) each "open next" link states that bundle and window and gives the
+    parameters that open the next notebook on them (:mod:`kitlib.display.links`); ``tz`` is the
+    notebook's TZ parameter, carried over when set."""
+    from kitlib.display.links import open_next, view_params
+
+    params = view_params(bundle, tz)
     if not findings:
         return HTML(f"<p><b>{esc(title)}:</b> nothing found.</p>", f"{title}: nothing found.")
     parts = [f"<h4>{esc(title)} ({len(findings)})</h4>"]
@@ -84,11 +90,7 @@ def findings_html(findings, title: str = "Findings") -> HTML:
             f"padding:4px 10px;margin:8px 0'>"
             f"<b>[{esc(f.severity)}] {esc(f.id)}</b>: {esc(f.summary)}"
             f"<ul>{nums}</ul><p><b>Recommended change:</b> {esc(f.recommendation)}</p>"
-            + (
-                f"<p><b>Open next:</b> <a class='kit-open-next' href='{esc(f.notebook)}'>{esc(_title(f))}</a></p>"
-                if f.notebook
-                else ""
-            )
+            + (f"<p><b>Open next:</b> {open_next(f.notebook, _title(f), params).html}</p>" if f.notebook else "")
             + (
                 f"<p><b>Evidence</b> ({len(f.evidence)} rows):</p><table class='kit-evidence'>{ev}</table>"
                 if ev

@@ -140,10 +140,13 @@ def unparsed_summary(bundle) -> pd.DataFrame:
     return g.reset_index().astype({"file": "string", "reason": "string"})
 
 
-def next_steps(findings) -> HTML:
+def next_steps(findings, bundle=None, tz=None) -> HTML:
     """Which investigation notebook to open next, from the findings (most severe first), with the
-    question each investigation answers (from its declaration)."""
+    question each investigation answers (from its declaration). With ``bundle`` (the notebook's
+    bundle, or a mapping of its parameters) each link states that bundle and window and gives the
+    parameters that open the notebook on them (:func:`kitlib.display.links.open_next`)."""
     from kitlib import registry
+    from kitlib.display.links import open_next, view_params
 
     seen: dict[str, list[str]] = {}
     for f in findings:
@@ -156,9 +159,10 @@ def next_steps(findings) -> HTML:
             "No investigation notebook indicated.",
         )
     invs = {name: registry.investigation(name) for name in seen}
+    params = view_params(bundle, tz)
+    links = {name: open_next(inv.notebook, inv.notebook, params) for name, inv in invs.items()}
     items = "".join(
-        f"<li><a href='{esc(inv.notebook)}'><code>{esc(inv.notebook)}</code></a>: {esc(inv.question)} "
-        f"(findings: {esc(', '.join(seen[name]))})</li>"
+        f"<li>{links[name].html}: {esc(inv.question)} (findings: {esc(', '.join(seen[name]))})</li>"
         for name, inv in invs.items()
     )
     return HTML(
