@@ -191,6 +191,9 @@ def test_panel_window_requeries_the_evidence_and_pins_the_view(tmp_path):
     p.set_window(lo, hi)
     inside = int(((every["ts"] >= lo) & (every["ts"] < hi)).sum())
     assert 0 < inside < len(every) and f"data-rows='{inside}'" in p.evidence_out.value
+    (link,) = _open_next_links(p.next_out.value)  # open next: on the brushed window, not the bundle's
+    assert link["href"] == "cluster_health.ipynb" and link["data"]["bundle"] == "sample_data/isr-flapping"
+    assert pd.Timestamp(link["data"]["start"]) == lo and pd.Timestamp(link["data"]["end"]) == hi
     assert p.start_box.value.startswith(lo.strftime("%Y-%m-%dT%H:%M:%S"))
     hits = p.run_search(text="shrinking isr")
     assert hits.total == len(s.search(b, "shrinking isr", window=p.window, limit=10_000).rows)

@@ -72,6 +72,8 @@ class Explorer:
         self.findings_out.add_class("kit-explore-findings")
         self.evidence_out = w.HTML()
         self.evidence_out.add_class("kit-explore-evidence")
+        self.next_out = w.HTML()
+        self.next_out.add_class("kit-explore-next")
         apply_btn.on_click(lambda _: self._typed())
         whole_btn.on_click(lambda _: self.set_window(None, None, None))
         for box in (self.start_box, self.end_box, self.hosts_box):
@@ -141,6 +143,7 @@ class Explorer:
             parts.append(self.chart)
         parts += [
             self.findings_out,
+            self.next_out,
             self.evidence_out,
             w.HBox([self.ev_box, ev_btn]),
             w.HTML("<h4>Search every line</h4>"),
@@ -216,6 +219,7 @@ class Explorer:
         self.findings_out.value = display.table(
             fs, empty="No findings: the detectors found nothing in this bundle."
         ).html
+        self.next_out.value = self.next_links().html
         self.evidence_now = ev
         self.ev_box.max = max(1, len(ev))
         shown = ev.drop(columns=["file", "line"])
@@ -232,6 +236,23 @@ class Explorer:
         )
         self.evidence_out.value = note + display.table(shown, empty=why, max_rows=200).html
         self.run_search(self.query)
+
+    def next_links(self) -> display.HTML:
+        """The notebooks the findings point to, each link carrying the bundle and the panel's
+        window (within the bundle's own), so the next notebook opens on what is on screen here
+        (:func:`kitlib.display.links.open_next`)."""
+        from kitlib.display.links import open_next, view_params
+
+        targets = dict.fromkeys((f.notebook, f.investigation) for f in self.findings if f.notebook)
+        if not targets:
+            return display.HTML("", "")
+        w = self.bundle.window.within(self.window)
+        params = view_params({"BUNDLE": self.bundle.root, "START": w.start, "END": w.end, "HOSTS": w.hosts}, self.tz)
+        items = "".join(f"<li>{open_next(nb, inv or nb, params).html}</li>" for nb, inv in targets)
+        return display.HTML(
+            f"<p>Open next, on this window:</p><ul>{items}</ul>",
+            "\n".join(f"open next: {nb}" for nb, _ in targets),
+        )
 
     # -- search -----------------------------------------------------------------------------------
 
