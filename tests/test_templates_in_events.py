@@ -6,7 +6,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
 
@@ -145,3 +147,94 @@ def test_templates_json_lists_versions_and_lineage(capsys):
     assert all(r["first"] and r["last"] and r["releases"][0] == r["first"] for r in rows)
     assert len({r["lineage"] for r in rows}) == 1  # three wordings, one id in events
     assert {r["first"] for r in rows} >= {"0.8.0", "0.11.0.0", "2.2.0"} and any(r["last"] == "trunk" for r in rows)
+
+
+def _block(logger: str, messages: list[str]) -> pa.Table:
+    return pa.table(
+        {
+            "logger": pa.array([logger] * len(messages)).dictionary_encode(),
+            "message": pa.array(messages, pa.large_string()),
+        }
+    )
+
+
+def test_a_digit_of_the_template_tells_records_of_one_shape_apart(monkeypatch):
+    """Records are checked once per text with digits written as 0, except against templates
+    that hold a digit themselves: there "value is 7" is not "value is 0"."""
+    monkeypatch.setattr(matching, "_MEMO", {})
+    head = "Topology orders-7 is overriding cache size to 1048576 but this will not have any effect as the "
+    tail = "topology-level cache size config only controls whether record buffering is enabled or disabled, thus the only valid override value is "
+    ids = matching.annotate(_block("org.apache.kafka.streams.TopologyConfig", [head + tail + "0", head + tail + "7"]))
+    got = ids.column("template_id").to_pylist()
+    assert got[0] is not None and got[1] != got[0]
+
+
+def test_records_differing_past_the_shape_are_each_checked(monkeypatch):
+    """Three records whose first 96 characters agree but for digits: the second does not end as
+    the first's template wants, so it is matched on its own and keeps no id; the third does."""
+    monkeypatch.setattr(matching, "_MEMO", {})
+    pre = "[ReplicaFetcher replicaId=1, leaderId=2, fetcherId=0, clientId=replica-fetcher-broker-1-for-topics-orders] "
+    msgs = [
+        pre + "Shutting down",
+        pre.replace("1", "2") + "Shutting down; zz qq",
+        pre.replace("0", "3") + "Shutting down",
+    ]
+    ids = matching.annotate(_block("kafka.server.ReplicaFetcherThread", msgs)).column("template_id").to_pylist()
+    assert ids[0] is not None and ids[1] is None and ids[2] == ids[0]
+
+
+@pytest.mark.slow
+def test_checking_distinct_masked_texts_equals_checking_each_text():
+    """The check of every record against its template, made once per distinct text with digits
+    as 0, gives what a regex over each text as it is gives, on a sample bundle's records against
+    their own template and against the other records' ones."""
+    ev = kitlib.load_bundle(ROOT / "sample_data" / "isr-flapping").table("events")
+    msg = pa.chunked_array([pa.array(ev["message"].astype(str), pa.large_string())]).combine_chunks()
+    found = matching.assign(pa.array(ev["logger"].astype(str)), msg)
+    keep = np.flatnonzero(found >= 0)
+    rng = np.random.default_rng(5)
+    tmpl = np.concatenate([found[keep], rng.permutation(found[keep])])  # own templates, then others'
+    texts = msg.take(pa.array(np.concatenate([keep, keep])))
+    enc = pc.dictionary_encode(matching._digits_as_zero(texts))
+    code = enc.indices.to_numpy(zero_copy_only=False).astype(np.int64)
+    got = matching._still_match(enc.dictionary, code, tmpl, texts)
+    p = matching.patterns()
+    want = np.array(
+        [
+            bool(pc.match_substring_regex(texts.slice(i, 1), matching.template_regex(p.templates[t]))[0].as_py())
+            for i, t in enumerate(tmpl)
+        ]
+    )
+    assert len(want) > 1000 and want[: len(keep)].all() and not want[len(keep) :].all()
+    assert (got == want).all()
+
+
+@pytest.mark.slow
+def test_compiled_catalogue_is_cached_between_processes(monkeypatch, tmp_path):
+    monkeypatch.setenv("KITLIB_CACHE_DIR", str(tmp_path))
+    matching.patterns.cache_clear()
+    try:
+        fresh = matching.patterns()
+        path = matching.cache_file()
+        assert path.is_relative_to(tmp_path) and path.exists()
+        matching.patterns.cache_clear()
+        cached = matching.patterns()
+        assert cached is not fresh
+        assert cached.templates == fresh.templates and cached.ids == fresh.ids and cached.loggers == fresh.loggers
+        assert cached.vocab.equals(fresh.vocab)
+        for a in ("key_order", "key_bounds", "pairs"):
+            assert np.array_equal(getattr(cached, a), getattr(fresh, a))
+        # a damaged cache file is compiled around and written again
+        path.write_bytes(b'{"templates": [')
+        matching.patterns.cache_clear()
+        again = matching.patterns()
+        assert again.templates == fresh.templates and path.read_bytes().startswith(b'{"templates":["')
+    finally:
+        matching.patterns.cache_clear()
+
+
+def test_template_ids_can_be_switched_off_to_measure_them(monkeypatch):
+    monkeypatch.setenv("KITLIB_TEMPLATE_IDS", "0")
+    t = matching.annotate(_block("kafka.cluster.Partition", ["Shrinking ISR from 1,2 to 1"]))
+    assert t.schema.field("template_id") == matching.TEMPLATE_FIELD
+    assert t.column("template_id").null_count == 1

@@ -349,6 +349,8 @@ def _head(texts: pa.Array) -> pa.Array:
 
 def _digits_as_zero(texts: pa.Array) -> pa.Array:
     """The texts with every ASCII digit written as ``0`` (same lengths, same offsets)."""
+    if isinstance(texts, pa.ChunkedArray):
+        texts = texts.combine_chunks()
     texts = texts.cast(pa.large_string())
     if texts.offset:
         texts = pa.concat_arrays([texts])
