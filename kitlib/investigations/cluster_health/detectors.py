@@ -463,9 +463,16 @@ def detect_broker_fenced(bundle) -> list[Finding]:
         )
         fenced_s[got["at"].to_numpy()] = (got["back"] - got["ts"]).dt.total_seconds().to_numpy(float, na_value=np.nan)
     # one finding per node (a handful): each pass below is vectorised over its rows
-    groups = lost.groupby("about").indices
-    for node in sorted(groups):
+    groups: dict = dict(lost.groupby("about").indices)
+    # a broker whose own lines carry no broker id (only its ZooKeeper client's lines) is named by its host
+    bare = np.flatnonzero(
+        lost["about"].isna().to_numpy(bool) & lost["kind"].astype(str).str.startswith("zk_").to_numpy(bool)
+    )
+    hosts = lost["host"].astype("string").to_numpy(object)[bare]
+    groups.update({str(h): bare[p] for h, p in pd.Series(hosts).groupby(hosts).indices.items()})
+    for node in sorted(groups, key=lambda k: (isinstance(k, str), k)):
         pos = groups[node]
+        who = f"The broker on host {node}" if isinstance(node, str) else f"Broker {node}"
         grp = lost.iloc[pos]
         back = fenced_s[pos[is_fen[pos]]]
         kinds = grp["kind"].astype(str).value_counts()
@@ -477,7 +484,7 @@ def detect_broker_fenced(bundle) -> list[Finding]:
         }
         waited = grp["waited_ms"].dropna()
         summary = (
-            f"Broker {node} lost its session: "
+            f"{who} lost its session: "
             + ", ".join(f"{words.get(k, k)} {n}x" for k, n in kinds.items())
             + (f"; unfenced again after {np.nanmax(back):.1f} s" if len(back) and not np.all(np.isnan(back)) else "")
             + (f"; ZooKeeper heard nothing for up to {int(waited.max())} ms" if len(waited) else "")
@@ -489,7 +496,8 @@ def detect_broker_fenced(bundle) -> list[Finding]:
                 severity="high",
                 summary=summary,
                 numbers={
-                    "broker": int(node),
+                    "broker": None if isinstance(node, str) else int(node),
+                    **({"host": node} if isinstance(node, str) else {}),
                     "events": len(grp),
                     **{k: int(n) for k, n in kinds.items()},
                     "max_seconds_fenced": None
@@ -498,11 +506,11 @@ def detect_broker_fenced(bundle) -> list[Finding]:
                 },
                 recommendation=(
                     (
-                        f"Broker {node} stopped talking to ZooKeeper long enough to lose its session: check its GC "
+                        f"{who} stopped talking to ZooKeeper long enough to lose its session: check its GC "
                         "log and host (CPU, swap, stopped process) and the network to ZooKeeper; "
                         "zookeeper.session.timeout.ms (18000 since 2.5) is the tolerance."
                         if zk
-                        else f"Broker {node} missed heartbeats for broker.session.timeout.ms (9000): check its GC log, "
+                        else f"{who} missed heartbeats for broker.session.timeout.ms (9000): check its GC log, "
                         "whether the process was stopped or starved of CPU, and the network to the controllers; "
                         "raise broker.session.timeout.ms only for known, harmless stalls."
                     )
