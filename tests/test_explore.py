@@ -426,3 +426,42 @@ def test_every_notebook_hands_its_bundle_and_window_to_its_open_next_links():
         assert len(calls) == code.count("findings_html(") + code.count("next_steps("), path.name
         for call in calls:
             assert "bundle=" in call and "tz=TZ" in call, (path.name, call)
+
+
+def test_a_sample_bundle_is_marked_as_such_and_an_analysts_bundle_is_not(raw, tmp_path, capsys, monkeypatch):
+    from kitlib.display.sample import is_sample, sample_note, sample_notice
+    from kitlib.report import notebook_dir
+
+    monkeypatch.chdir(notebook_dir())  # where a notebook's kernel runs: its BUNDLE is relative to it
+    sample = kitlib.bundle.Bundle("../sample_data/isr-flapping", {})
+    note = sample_note(sample)
+    assert note is not None and "kit-sample-banner" in note.html
+    assert "sample bundle 'isr-flapping', not your cluster" in note.text and "BUNDLE =" not in note.text
+    assert "<code>isr-flapping</code>" in note.html and "sample_data" not in note.html
+    assert sample_note(sample).html == note.html  # the same on every run: stored outputs stay fixed
+    for path in ("../sample_data/isr-flapping", "../sample_data/down-conversion/"):
+        assert is_sample(path), path
+    # the analyst's own bundle, a folder merely named like one, and a copy of a sample elsewhere
+    lookalike = tmp_path / "sample_data" / "mine"
+    lookalike.mkdir(parents=True)
+    copied = tmp_path / "incident"
+    copied.mkdir()
+    (copied / "PROVENANCE.md").write_text("copied from a sample\n")
+    for path in (raw[0], lookalike, copied):
+        assert not is_sample(path) and sample_note(kitlib.bundle.Bundle(str(path), {})) is None, path
+    sample_notice(kitlib.bundle.Bundle(str(raw[0]), {}))
+    assert capsys.readouterr().out == ""  # nothing shown for the analyst's bundle
+
+
+def test_every_notebook_marks_sample_outputs_right_after_opening_its_bundle():
+    import nbformat
+
+    from kitlib.report import notebook_dir
+
+    for path in sorted(notebook_dir().glob("*.ipynb")):
+        nb = nbformat.read(str(path), as_version=4)
+        code = "\n".join(c.source for c in nb.cells if c.cell_type == "code")
+        assert re.search(r"^bundle = kitlib\.open\(.*\)\ndisplay\.sample_notice\(bundle\)$", code, re.M), path.name
+        params = next(c for c in nb.cells if "parameters" in c.metadata.get("tags", []))
+        default = re.search(r'^BUNDLE = "([^"]+)"', params.source, re.M).group(1)
+        assert (path.parent / default).is_dir(), path.name  # the default is a sample the notice names

@@ -130,6 +130,7 @@ def _color(sev: str) -> str:
     return colors.get(sev, "#868e96")  # info: grey
 
 
+from kitlib.display.sample import sample_notice  # noqa: E402  (builds on HTML and esc above)
 from kitlib.display.tables import missing, table  # noqa: E402  (they build on HTML and esc above)
 
-__all__ = ["HTML", "esc", "findings_html", "missing", "setup", "table"]
+__all__ = ["HTML", "esc", "findings_html", "missing", "sample_notice", "setup", "table"]
