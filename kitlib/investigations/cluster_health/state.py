@@ -254,7 +254,11 @@ NODE_RULES = [
         r"(?:^|\] )(Session expired)\.?$|(Unable to reconnect to ZooKeeper service, session "
         r"0x[0-9a-fA-F]+ has expired)",
     ),
-    ("log_dir_error", r"(Error while [a-z ]+?) (?:records to |the |for )?(\S+) in dir (\S+?)\.?$"),
+    # the exception may follow on the message's own line (Quarkus: "... in dir /data: java.io.IOException: ...")
+    (
+        "log_dir_error",
+        r"(Error while [a-z ]+?) (?:records to |the |for )?(\S+) in dir (\S+?)(?:: [\w.$]+(?:Exception|Error)\b.*)?\.?$",
+    ),
     # a checkpoint write or read failing (CheckpointFile, logged by LogDirFailureChannel, 1.0+): the file is
     # <dir>/recovery-point-offset-checkpoint or <dir>/<topic-N>/leader-epoch-checkpoint; dir before partition
     (
