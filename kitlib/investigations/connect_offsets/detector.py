@@ -95,7 +95,11 @@ def _finding(m: DrainModel) -> findings.Finding:
         )
     share = m.failed / max(m.attempts, 1)
     severity = "high" if m.failed >= 3 or share >= 0.2 else "medium"
-    where = f"{m.start:%Y-%m-%d %H:%M}" + (f" to {m.end:%H:%M} UTC" if m.end != m.start else " UTC")
+    where = (
+        "lines without a time"  # a log service's export may drop the date
+        if pd.isna(m.start)
+        else f"{m.start:%Y-%m-%d %H:%M}" + (f" to {m.end:%H:%M} UTC" if m.end != m.start else " UTC")
+    )
     tiny = not math.isnan(outst) and outst <= max(rpr * m.in_flight * 2, 10)
     bad = m.bad
     # 2.x waits for the producer to drain; 3.0.1+ commits acknowledged records only, so a
