@@ -5,7 +5,8 @@ ISR` and `ISR updated` lines, a rebalance storm as many `Preparing to rebalance`
 writes such a log (synthetic, in Kafka 3.9's wording: ISR changes, group rebalances and member
 removals, fencing and unfencing of brokers and controlled shutdowns, transaction rollbacks,
 authentication failures, on three brokers), ingests it, then runs
-each detector alone on the ingest output, at ``--records`` and at twice that. The derived tables a
+each detector alone on the ingest output, at ``--records`` and at twice that, each size in a fresh
+process (an existing ingest output in ``--workdir`` is reused). The derived tables a
 detector reads are built (and cached) before it is timed, so the figure is the detector's own.
 
 Prints one row per detector: seconds at N, at 2N (each the best of three runs), and their ratio (about 2 means linear; 4 means
@@ -18,6 +19,7 @@ Example:
 from __future__ import annotations
 
 import argparse
+import json
 import random
 import subprocess
 import sys
@@ -148,7 +150,11 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description="Each detector's time on a dense incident at N and 2N records.")
     ap.add_argument("--records", type=int, default=200_000, help="records at the smaller size (default 200,000)")
     ap.add_argument("--workdir", help="where the bundles go (default: a temp dir)")
+    ap.add_argument("--time-store", help=argparse.SUPPRESS)  # one size, in its own process: JSON out
     a = ap.parse_args(argv)
+    if a.time_store:
+        print(json.dumps(time_detectors(Path(a.time_store))))
+        return 0
     work = Path(a.workdir or tempfile.mkdtemp(prefix="kit-dense-"))
     kit = Path(sys.executable).parent / "kitlib"
     figures = {}
@@ -156,8 +162,13 @@ def main(argv=None) -> int:
         bundle, store = work / f"dense-{n}", work / f"dense-{n}.out"
         if not bundle.exists():
             write_bundle(bundle, n)
-        subprocess.run([str(kit), "ingest", str(bundle), "--out", str(store)], check=True, capture_output=True)
-        figures[n] = time_detectors(store)
+        if not store.exists():
+            subprocess.run([str(kit), "ingest", str(bundle), "--out", str(store)], check=True, capture_output=True)
+        # each size in a fresh process: the smaller size's tables and heap do not weigh on the larger
+        got = subprocess.run(
+            [sys.executable, __file__, "--time-store", str(store)], check=True, capture_output=True, text=True
+        )
+        figures[n] = json.loads(got.stdout)
     small, big = figures[a.records], figures[2 * a.records]
     print(f"| detector | {a.records:,} records (s) | {2 * a.records:,} records (s) | ratio |")
     print("|---|---|---|---|")
