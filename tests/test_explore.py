@@ -465,3 +465,31 @@ def test_every_notebook_marks_sample_outputs_right_after_opening_its_bundle():
         params = next(c for c in nb.cells if "parameters" in c.metadata.get("tags", []))
         default = re.search(r'^BUNDLE = "([^"]+)"', params.source, re.M).group(1)
         assert (path.parent / default).is_dir(), path.name  # the default is a sample the notice names
+
+
+@pytest.mark.slow  # eight searches per order: over a second each on a busy machine
+@pytest.mark.parametrize(
+    ("order", "desc", "keys"),
+    [("time", False, ["ts"]), ("host", True, ["host"]), ("logger", False, ["logger"]), ("file:line", True, [])],
+)
+def test_search_pages_match_a_full_sort_and_the_count_stops_at_its_cap(bundle, order, desc, keys):
+    ev = bundle.events
+    hit = ev[ev["message"].str.lower().str.contains("orders-1")]
+    want = hit.assign(host=hit["host"].astype(str), logger=hit["logger"].astype(str), file=hit["file"].astype(str))
+    by = keys or ["file", "line"]
+    ties = bool(keys) or not desc  # file and line break ties in ascending order, as the query does
+    want = want.sort_values([*by, "file", "line"], ascending=[not desc] * len(by) + [ties] * 2)
+    where = (want["file"] + ":" + want["line"].astype(str)).tolist()
+    n = len(where)
+    assert n > 100
+    for offset, limit in ((0, 25), (40, 10), (n - 3, 10), (n + 5, 10)):
+        got = s.search(bundle, "orders-1", order=order, desc=desc, limit=limit, offset=offset)
+        assert got.rows["where"].tolist() == where[offset : offset + limit]
+        assert got.total == n and not got.capped  # under the cap: exact, from the last page or the count
+        low = s.search(bundle, "orders-1", order=order, desc=desc, limit=limit, offset=offset, count_cap=30)
+        assert low.rows["where"].tolist() == got.rows["where"].tolist()
+        if offset + limit < n:  # a full page, not the last: counted up to the cap (or the page's end)
+            assert low.capped and low.total == max(30, offset + limit) < n
+            assert low.describe().startswith(f"at least {low.total:,} lines match; {offset + 1:,}–")
+        else:
+            assert not low.capped and low.total == n

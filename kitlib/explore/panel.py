@@ -283,7 +283,8 @@ class Explorer:
         if self.hits is None:
             return
         new = self.offset + step * PAGE
-        if 0 <= new < max(self.hits.total, 1):
+        more = PAGE if self.hits.capped else 0  # a capped count: more hits lie past it
+        if 0 <= new < max(self.hits.total + more, 1):
             self.offset = new
             self.hits = search(
                 self.bundle, query=self.query, limit=PAGE, offset=self.offset, order=self.order, desc=self.desc

@@ -5,7 +5,9 @@ output (nothing loaded into pandas but the page asked for), or over the events h
 Plain text is matched in *smart case* (as in ripgrep and vim: all lower case matches any case,
 one capital letter makes it exact, which reads far less), a regular expression with RE2 (``regexp_matches``);
 level, host and logger narrow it, and the window cuts it. Only one page of hits comes back, with
-the total count.
+the number of hits: exact when the page is the last one (then the page's scan alone answers),
+else counted up to :data:`COUNT_CAP` ("at least 10,000 lines match"), a count that stops as soon
+as it gets there.
 
 :func:`context` reads the lines around a hit from the bundle's own file (decompressed as the
 parsers read it), redacted; :func:`context_html` shows them escaped, the hit's line marked.
@@ -121,15 +123,22 @@ class Hits:
     offset: int = 0
     seconds: float = 0.0
     error: str = ""
+    capped: bool = False  # the count stopped at ``total``: at least that many lines match
 
     def describe(self) -> str:
-        """One line: how many hits and which are shown."""
+        """One line: how many hits and which are shown.
+
+        Example:
+            >>> Hits(pd.DataFrame(index=range(25)), 10_000, capped=True, seconds=0.2).describe()
+            'at least 10,000 lines match; 1–25 shown (200 ms)'
+        """
         if self.error:
             return self.error
         if not self.total:
             return "No line matches."
         last = self.offset + len(self.rows)
-        return f"{self.total:,} lines match; {self.offset + 1:,}–{last:,} shown ({self.seconds * 1000:.0f} ms)"
+        many = f"at least {self.total:,}" if self.capped else f"{self.total:,}"
+        return f"{many} lines match; {self.offset + 1:,}–{last:,} shown ({self.seconds * 1000:.0f} ms)"
 
 
 def _lit(text: str) -> str:
@@ -152,30 +161,56 @@ def run_sql(bundle, query: str) -> pd.DataFrame:
         con.close()
 
 
+COUNT_CAP = 10_000  # hits are counted up to this many (or to the end of the page asked for)
+
+
 def search(
-    bundle, text: str = "", *, limit: int = 50, offset: int = 0, order: str = "time", desc: bool = False, **kw
+    bundle,
+    text: str = "",
+    *,
+    limit: int = 50,
+    offset: int = 0,
+    order: str = "time",
+    desc: bool = False,
+    count_cap: int | None = COUNT_CAP,
+    **kw,
 ) -> Hits:
     """Hits of a :class:`Query` (``text`` and the keywords of :class:`Query`) over every event of
     ``bundle`` within its window: one page of ``limit`` rows from ``offset``, sorted by ``order``
-    (a key of :data:`ORDERS`), and the total."""
+    (a key of :data:`ORDERS`), and how many there are.
+
+    The page comes first, from one scan (DuckDB's top-N reads the other columns only for the
+    rows it keeps). When it is not full it is the last page, and its end is the number of hits:
+    nothing else is read. Otherwise the hits are counted up to ``count_cap`` (at least to the
+    page's end; None counts them all) by a scan that stops at the cap, so a search with many hits
+    answers at once and ``capped`` says the count is a lower bound."""
     q = kw.pop("query", None) or Query(text=text, **kw)
     t0 = time.perf_counter()
     where = q.where()
     if bundle.lazy("events") and not bundle.window.whole:
         where = f"({bundle.where()}) and ({where})"
+    limit, offset = max(0, int(limit)), max(0, int(offset))
     key = ORDERS.get(order, "ts")
     direction = " desc" if desc else ""
     keys = ", ".join(f"{k.strip()}{direction}" for k in key.split(","))
+    capped = False
     try:
-        total = int(run_sql(bundle, f"select count(*) as n from events where {where}")["n"].iloc[0])
         rows = run_sql(
             bundle,
             f"""select CAST(host AS VARCHAR) as host, ts, CAST(file AS VARCHAR) as file, line,
                        CAST(level AS VARCHAR) as level, CAST(logger AS VARCHAR) as logger,
                        substr(message, 1, {MESSAGE_CHARS}) as message
                 from events where {where}
-                order by {keys}, file, line limit {int(limit)} offset {int(offset)}""",
+                order by {keys}, file, line limit {limit} offset {offset}""",
         )
+        if len(rows) < limit and (len(rows) or not offset):
+            total = offset + len(rows)  # the last page: its end is the count
+        else:
+            cap = None if count_cap is None else max(int(count_cap), offset + limit)
+            inner = f"select 1 from events where {where}" + ("" if cap is None else f" limit {cap + 1}")
+            total = int(run_sql(bundle, f"select count(*) as n from ({inner})")["n"].iloc[0])
+            if cap is not None and total > cap:
+                total, capped = cap, True
     except Exception as e:  # noqa: BLE001 - a bad pattern is the user's to fix, not a traceback
         msg = str(e).split("\n")[0]
         return Hits(
@@ -188,7 +223,7 @@ def search(
     rows["where"] = rows["file"].astype("string") + ":" + rows["line"].astype("Int64").astype("string")
     rows["message"] = rows["message"].map(redact_text, na_action="ignore")
     rows = rows[[*COLUMNS, "file", "line"]]
-    return Hits(rows, total, offset, time.perf_counter() - t0)
+    return Hits(rows, total, offset, time.perf_counter() - t0, capped=capped)
 
 
 def hits_table(hits: Hits, tz: str | None = None) -> pd.DataFrame:
