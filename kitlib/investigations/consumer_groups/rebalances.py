@@ -34,6 +34,57 @@ def busiest_window(times: pd.Series, window: pd.Timedelta) -> int:
     return int((ends - np.arange(len(t))).max())
 
 
+def skipped_rebalances(rows: pd.DataFrame, starts: np.ndarray, window: pd.Timedelta) -> tuple[np.ndarray, np.ndarray]:
+    """For each rebalance start (``starts``: positions in ``rows``, whose ``generation`` is the old
+    generation it leaves), the rebalances the lines skip just before it: its old generation minus
+    the last generation the coordinator reported before it (in time, then file and line order),
+    when that report came within ``window`` (the skipped rebalances then fall inside it); 0
+    otherwise. A whole log skips none; lines cut out of a longer one (an excerpt) may skip many.
+    Returns the counts and the time of that last report (NaT where none).
+
+    Example:
+        >>> t = pd.to_datetime(["2022-01-07 11:19:15", "2022-01-07 11:19:15", "2022-01-07 11:20:05", "2022-01-07 11:40:00"])
+        >>> r = pd.DataFrame({"ts": t, "file": "b", "line": [1, 2, 9, 10], "generation": [138896, 138897, 138902, 138950]})
+        >>> skipped_rebalances(r, np.array([0, 2, 3]), pd.Timedelta("10min"))[0].tolist()  # the last: no report near
+        [0, 5, 0]
+    """
+    is_start = np.zeros(len(rows), bool)
+    is_start[starts] = True
+    d = pd.DataFrame(
+        {
+            "ts": rows["ts"].to_numpy(),
+            "file": rows["file"].astype("string").to_numpy(object),
+            "line": rows["line"].to_numpy(),
+            "gen": pd.to_numeric(rows["generation"], errors="coerce").astype("float64").to_numpy(),
+            "start": is_start,
+        }
+    ).sort_values(["ts", "file", "line"], kind="stable")
+    seen = ~d["start"] & d["gen"].notna() & d["ts"].notna()
+    last_gen = d["gen"].where(seen).ffill().shift()
+    last_ts = d["ts"].where(seen).ffill().shift()
+    gap = (d["gen"] - last_gen).to_numpy(float)
+    near = ((d["ts"] - last_ts) <= window).to_numpy(bool)
+    out = pd.Series(np.where(near & (gap > 0), gap, 0).astype(np.int64), index=d.index).sort_index()
+    since = last_ts.sort_index().to_numpy(dtype="datetime64[ns]")
+    return out.to_numpy()[starts], since[starts]
+
+
+def busiest_with_skipped(times: pd.Series, window: pd.Timedelta, skipped: np.ndarray, since: np.ndarray) -> int:
+    """:func:`busiest_window` counting, beside the rebalances logged, those the lines skip
+    (:func:`skipped_rebalances`): a window counts a start's skipped rebalances only when it holds
+    both the start and the report before it (so they surely fall inside it)."""
+    if not (skipped > 0).any():
+        return busiest_window(times, window)
+    t = np.sort(times.dropna().to_numpy(dtype="datetime64[ns]"))
+    w = np.timedelta64(window.value, "ns")
+    gap = skipped > 0
+    at, frm, n = times.to_numpy(dtype="datetime64[ns]")[gap], since[gap], skipped[gap]
+    lo = np.unique(np.concatenate([t, frm]))  # a busiest window can start at a start or at such a report
+    logged = np.searchsorted(t, lo + w, side="right") - np.searchsorted(t, lo, side="left")
+    holds = (frm[None, :] >= lo[:, None]) & (at[None, :] <= lo[:, None] + w)
+    return int((logged + (holds * n[None, :]).sum(axis=1)).max())
+
+
 def reason_patterns(reasons: pd.Series) -> pd.Series:
     """Rebalance reasons with member ids taken out, so reasons can be counted; "(not logged)"
     where a rebalance gave none. One RE2 pass over the column (Arrow), not a Python call a row.
@@ -164,6 +215,7 @@ def rebalance_summary(group_events: pd.DataFrame) -> pd.DataFrame:
         "generation_first",
         "generation_last",
         "generations_per_min",
+        "skipped_rebalances",
         "members_failed",
         "members_left",
         "new_members",
@@ -183,6 +235,8 @@ def rebalance_summary(group_events: pd.DataFrame) -> pd.DataFrame:
             "kind": named["kind"].astype("string").astype("category"),
             "generation": named["generation"],
             "ts": named["ts"],
+            "file": named["file"],
+            "line": named["line"],
             "reason": named["reason"].astype("string").astype(object),
         },
         index=named.index,
@@ -199,7 +253,14 @@ def rebalance_summary(group_events: pd.DataFrame) -> pd.DataFrame:
         prep = rows_g[rows_g["starts"].to_numpy(bool)]
         if not len(prep):
             continue
-        churn = prep[churn_mask(prep, rows_g.loc[k == "group_empty", "generation"])]
+        is_churn = churn_mask(prep, rows_g.loc[k == "group_empty", "generation"])
+        churn = prep[is_churn]
+        # rebalances the generation numbers show but the lines skip (an excerpt): coordinator lines only
+        skipped, since = (
+            skipped_rebalances(rows_g, np.flatnonzero(rows_g["starts"].to_numpy(bool)), STORM_WINDOW)
+            if start == "prepare_rebalance"
+            else (np.zeros(len(prep), np.int64), np.full(len(prep), np.datetime64("NaT"), "datetime64[ns]"))
+        )
         gens = rows_g.loc[k.isin(["prepare_rebalance", "stabilized", "assignment", "joined"]), "generation"].dropna()
         first, last = rows_g["ts"].min(), rows_g["ts"].max()
         minutes = max((last - first).total_seconds() / 60, 1 / 60)
@@ -209,12 +270,13 @@ def rebalance_summary(group_events: pd.DataFrame) -> pd.DataFrame:
                 "group": g,
                 "rebalances": len(prep),
                 "churn_rebalances": len(churn),
-                "busiest_10min": busiest_window(churn["ts"], STORM_WINDOW),
+                "busiest_10min": busiest_with_skipped(churn["ts"], STORM_WINDOW, skipped[is_churn], since[is_churn]),
                 "first": first,
                 "last": last,
                 "generation_first": int(gens.min()) if len(gens) else None,
                 "generation_last": int(gens.max()) if len(gens) else None,
                 "generations_per_min": round(float(gens.max() - gens.min()) / minutes, 2) if len(gens) else 0.0,
+                "skipped_rebalances": int(skipped[is_churn].sum()),
                 "members_failed": int((k == "member_failed").sum()),
                 "members_left": int((k == "member_left").sum()),
                 # a new member shows as an unknown-member join and as the reason of the rebalance it starts
@@ -314,13 +376,20 @@ def rebalance_storm(bundle) -> list[Finding]:
             Finding(
                 "rebalance-storm",
                 "high" if s["busiest_10min"] >= 2 * STORM_REBALANCES else "medium",
-                f"Consumer group {g} rebalanced {s['rebalances']} times (up to {s['busiest_10min']} in 10 minutes, "
+                f"Consumer group {g} rebalanced {s['rebalances']} times"
+                + (
+                    f" in these lines and {s['skipped_rebalances']} more their generation numbers skip"
+                    if s["skipped_rebalances"]
+                    else ""
+                )
+                + f" (up to {s['busiest_10min']} in 10 minutes, "
                 f"generation {s['generation_first']} -> {s['generation_last']}); "
                 f"{s['members_failed']} members removed after missing heartbeats, {s['members_left']} left" + lag_note,
                 numbers={
                     "group": g,
                     "rebalances": int(s["rebalances"]),
                     "busiest_10min": int(s["busiest_10min"]),
+                    **({"skipped_rebalances": int(s["skipped_rebalances"])} if s["skipped_rebalances"] else {}),
                     "generations_per_min": s["generations_per_min"],
                     "members_failed": int(s["members_failed"]),
                     "members_left": int(s["members_left"]),
