@@ -75,6 +75,10 @@ class Sink:
         # and parsing the next blocks overlaps with compressing this one
         self._pool = ThreadPoolExecutor(1) if out is not None else None
         self._last: Future | None = None
+        # a streamed ingest without derived tables matches each events block's templates on a
+        # thread of its own while the next block is parsed (in order, one block in flight)
+        self._match = ThreadPoolExecutor(1) if out is not None and self.selection is None else None
+        self._matching: Future | None = None
 
     def add(self, name: str, chunk) -> int:
         """Take one chunk of a parser's output. Every chunk is conformed to its table's schema
@@ -89,6 +93,13 @@ class Sink:
         elif name in tables.SCHEMAS:
             chunk = tables.conform(name, chunk)
         self.rows[name] = self.rows.get(name, 0) + n
+        if name == "events" and self._match is not None and isinstance(chunk, pa.Table):
+            # each record's Kafka log statement, matched on the redacted text
+            self._span(chunk)
+            ahead, self._matching = self._matching, self._match.submit(annotate, chunk)
+            if ahead is not None:
+                self._stream(name, ahead.result())
+            return n
         if name == "events":
             # each record's Kafka log statement, matched on the redacted text
             chunk = annotate(chunk) if isinstance(chunk, pa.Table) else chunk
@@ -96,29 +107,34 @@ class Sink:
             if self.selection is not None:
                 self.selection.add(chunk)
         if self.out is not None and name in self.STREAMED:
-            at = chunk if isinstance(chunk, pa.Table) else to_arrow(name, chunk)
-            if self.partition_key in at.column_names:
-                at = at.drop_columns([self.partition_key])
-            w = self.writers.get(name)
-            if w is None:
-                w = self.writers[name] = pq.ParquetWriter(
-                    self.out / f"{name}.parquet", at.schema, **stream_options(at.schema)
-                )
-            at = at.cast(w.schema) if at.schema != w.schema else at
-            held = self.pending.setdefault(name, [])
-            held.append(at)
-            if len(held) >= 2 * COMBINE and held[-COMBINE].num_rows < ROW_GROUP_ROWS // COMBINE:
-                # many small tables (a file each): their rows joined into one, so that memory holds
-                # the rows, not an Arrow table's buffers and metadata per file
-                held[-COMBINE:] = [pa.concat_tables(held[-COMBINE:]).combine_chunks()]
-            rows, size = self.pending_size.get(name, (0, 0))
-            rows, size = rows + at.num_rows, size + at.nbytes
-            self.pending_size[name] = (rows, size)
-            if rows >= ROW_GROUP_ROWS or size >= ROW_GROUP_BYTES:
-                self._write(name)
+            self._stream(name, chunk)
         else:
             self.parts.setdefault(name, []).append(chunk)
         return n
+
+    def _stream(self, name: str, chunk) -> None:
+        """Hold a chunk of a streamed table, written as a row group once enough is held."""
+        assert self.out is not None  # streaming only
+        at = chunk if isinstance(chunk, pa.Table) else to_arrow(name, chunk)
+        if self.partition_key in at.column_names:
+            at = at.drop_columns([self.partition_key])
+        w = self.writers.get(name)
+        if w is None:
+            w = self.writers[name] = pq.ParquetWriter(
+                self.out / f"{name}.parquet", at.schema, **stream_options(at.schema)
+            )
+        at = at.cast(w.schema) if at.schema != w.schema else at
+        held = self.pending.setdefault(name, [])
+        held.append(at)
+        if len(held) >= 2 * COMBINE and held[-COMBINE].num_rows < ROW_GROUP_ROWS // COMBINE:
+            # many small tables (a file each): their rows joined into one, so that memory holds
+            # the rows, not an Arrow table's buffers and metadata per file
+            held[-COMBINE:] = [pa.concat_tables(held[-COMBINE:]).combine_chunks()]
+        rows, size = self.pending_size.get(name, (0, 0))
+        rows, size = rows + at.num_rows, size + at.nbytes
+        self.pending_size[name] = (rows, size)
+        if rows >= ROW_GROUP_ROWS or size >= ROW_GROUP_BYTES:
+            self._write(name)
 
     def _write(self, name: str) -> None:
         """Write the pending rows of streamed table ``name`` as one row group, on the writer thread."""
@@ -155,6 +171,11 @@ class Sink:
         """Finish the Parquet writes and close the spill files; returns the spill file of each
         selection group (streaming only)."""
         spilled = self.selection.close() if self.selection is not None else {}
+        if self._matching is not None:
+            ahead, self._matching = self._matching, None
+            self._stream("events", ahead.result())
+        if self._match is not None:
+            self._match.shutdown()
         for name in list(self.pending):
             self._write(name)
         if self._last is not None:
