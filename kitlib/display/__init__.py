@@ -90,7 +90,11 @@ def findings_html(findings, title: str = "Findings", bundle=None, tz=None) -> HT
             f"padding:4px 10px;margin:8px 0'>"
             f"<b>[{esc(f.severity)}] {esc(f.id)}</b>: {esc(f.summary)}"
             f"<ul>{nums}</ul><p><b>Recommended change:</b> {esc(f.recommendation)}</p>"
-            + (f"<p><b>Open next:</b> {open_next(f.notebook, _title(f), params).html}</p>" if f.notebook else "")
+            + (
+                f"<div class='kit-open'><b>Open next:</b> {open_next(f.notebook, _title(f), params).html}</div>"
+                if f.notebook
+                else ""
+            )
             + (
                 f"<p><b>Evidence</b> ({len(f.evidence)} rows):</p><table class='kit-evidence'>{ev}</table>"
                 if ev
