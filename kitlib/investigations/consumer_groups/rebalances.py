@@ -338,6 +338,7 @@ def rebalance_storm(bundle) -> list[Finding]:
     by_group = group.groupby(group).indices  # group -> positions of its rows
     kind = ge["kind"].astype("string").astype("category")
     files_of = client_files_by_group(bundle.table("group_events"))
+    start_kind = rebalance_kind(ge)
     for _, s in summary[summary["busiest_10min"] >= STORM_REBALANCES].iterrows():
         g = s["group"]
         behind = status[(status["group"].astype("string") == g) & (status["status"] != "ok")] if len(status) else status
@@ -356,7 +357,7 @@ def rebalance_storm(bundle) -> list[Finding]:
                     at[(k == kd).to_numpy(bool)][:3]
                     for kd in ("member_failed", "member_left", "poll_timeout", "commit_failed")
                 ]
-                + [at[(k == rebalance_kind(ge)).to_numpy(bool)][:6], at[(k == "stabilized").to_numpy(bool)][-2:]]
+                + [at[(k == start_kind).to_numpy(bool)][:6], at[(k == "stabilized").to_numpy(bool)][-2:]]
             )
         ].sort_values("ts")
         # where each count comes from: group_events rows, the group's own or its clients' files
@@ -365,7 +366,7 @@ def rebalance_storm(bundle) -> list[Finding]:
         counted_from = {
             key: ("group_events", f"kind == {kd!r} and {mine}")
             for key, kd in (
-                ("rebalances", rebalance_kind(ge)),
+                ("rebalances", start_kind),
                 ("members_failed", "member_failed"),
                 ("members_left", "member_left"),
                 ("poll_timeouts_in_client_logs", "poll_timeout"),
@@ -400,7 +401,7 @@ def rebalance_storm(bundle) -> list[Finding]:
                     # a bundle of clients' logs only: which clients saw it
                     **(
                         {"clients": ", ".join(sorted(ge["client_id"].iloc[at].dropna().astype(str).unique()))}
-                        if rebalance_kind(ge) == "rejoining"
+                        if start_kind == "rejoining"
                         else {}
                     ),
                     "first": s["first"],
