@@ -213,10 +213,13 @@ def test_checking_distinct_masked_texts_equals_checking_each_text():
 def test_compiled_catalogue_is_cached_between_processes(monkeypatch, tmp_path):
     monkeypatch.setenv("KITLIB_CACHE_DIR", str(tmp_path))
     matching.patterns.cache_clear()
+    stale = tmp_path / "statements" / "patterns-0000.json"
+    stale.parent.mkdir()
+    stale.write_text("{}")
     try:
         fresh = matching.patterns()
         path = matching.cache_file()
-        assert path.is_relative_to(tmp_path) and path.exists()
+        assert path.is_relative_to(tmp_path) and path.exists() and not stale.exists()
         matching.patterns.cache_clear()
         cached = matching.patterns()
         assert cached is not fresh

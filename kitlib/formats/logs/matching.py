@@ -229,8 +229,8 @@ def _undump(raw: bytes) -> Patterns:
 @cache
 def patterns() -> Patterns:
     """The shipped catalogue, compiled once per process: read from the cache (:func:`cache_file`,
-    about 20 ms) or compiled and written there (about a second). A cache that cannot be read or
-    written is compiled around; ``KITLIB_TEMPLATE_CACHE=0`` always compiles."""
+    about 20 ms) or compiled and written there (about a second; older ones removed). A cache that
+    cannot be read or written is compiled around; ``KITLIB_TEMPLATE_CACHE=0`` always compiles."""
     if os.environ.get("KITLIB_TEMPLATE_CACHE", "").strip().lower() in ("0", "false", "no"):
         return _compile()
     try:
@@ -247,6 +247,9 @@ def patterns() -> Patterns:
         tmp = path.with_name(f".{path.name}.{os.getpid()}")
         tmp.write_bytes(_dump(p))
         os.replace(tmp, path)  # readers see the whole file or none
+        for stale in path.parent.glob("patterns-*.json"):  # an older catalogue's or code's
+            if stale != path:
+                stale.unlink(missing_ok=True)
     except OSError:
         pass
     return p
