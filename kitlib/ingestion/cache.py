@@ -103,20 +103,27 @@ def bundle_files(path: Path) -> tuple[int, list[tuple[str, int, int, int]]]:
         st = path.stat()
         return st.st_size, [(path.name, st.st_size, st.st_mtime_ns, st.st_mode)]
     total = 0
-    for folder, dirs, files in os.walk(path):
-        dirs.sort()
-        for name in sorted(files) + [d for d in dirs if os.path.islink(os.path.join(folder, d))]:
-            full = os.path.join(folder, name)
+    pending = [str(path)]  # an explicit stack: a folder nested thousands deep is no recursion
+    while pending:
+        folder = pending.pop()
+        try:
+            with os.scandir(folder) as it:
+                entries = sorted(it, key=lambda e: e.name)
+        except OSError:
+            continue
+        for e in entries:
+            if e.is_dir(follow_symlinks=False):
+                pending.append(e.path)
+                continue
             try:
-                st = os.stat(full)
+                st = os.stat(e.path)
             except OSError:
                 try:
-                    st = os.lstat(full)
+                    st = os.lstat(e.path)
                 except OSError:
                     continue
-            rel = os.path.relpath(full, path)
-            found.append((rel, st.st_size, st.st_mtime_ns, st.st_mode))
-            if os.path.isfile(full):
+            found.append((os.path.relpath(e.path, path), st.st_size, st.st_mtime_ns, st.st_mode))
+            if os.path.isfile(e.path):
                 total += st.st_size
     found.sort()
     return total, found
