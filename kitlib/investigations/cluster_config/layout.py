@@ -81,6 +81,9 @@ def leader_counts(bundle) -> pd.DataFrame:
         if len(lc) and lc["host"].nunique() >= 2:
             last = lc.sort_values("ts").drop_duplicates("host", keep="last")
             node = model.broker_settings(bundle, "node.id")
+            # one id per host: a host's node.id can come from several sources (its
+            # server.properties, a describe output, a live capture)
+            node = node.drop_duplicates("host", keep="last")
             node_of = node.set_index(node["host"].astype("string"))["value"]
             key = last["host"].astype("string").map(node_of)
             key = pd.to_numeric(key, errors="coerce").fillna(-1).astype("int64")
