@@ -33,7 +33,11 @@ def lacks(bundle) -> list[Gap]:
     files = bundle.files
     gaps = []
     ev_files = (
-        files[files["format"].astype("string").isin(["log4j", "log-layout", "log-layout-manifest", "jsonlog", "log-excerpt"])]
+        files[
+            files["format"]
+            .astype("string")
+            .isin(["log4j", "log-layout", "log-layout-manifest", "jsonlog", "log-excerpt"])
+        ]
         if len(files)
         else files
     )
