@@ -208,7 +208,9 @@ def strip_excerpt(line: bytes) -> bytes:
     """One line without the decoration of a pasted excerpt (used on a file's first lines only).
 
     Example:
-        >>> strip_excerpt(b"  12: $ [2024-05-22 00:32:03,023] INFO hi (a.B)")
+        >>> strip_excerpt(b"  12: [2024-05-22 00:32:03,023] INFO hi (a.B)")
+        b'[2024-05-22 00:32:03,023] INFO hi (a.B)'
+        >>> strip_excerpt(b"user@host:~$ [2024-05-22 00:32:03,023] INFO hi (a.B)")
         b'[2024-05-22 00:32:03,023] INFO hi (a.B)'
     """
     m = EXCERPT.match(line)

@@ -9,7 +9,6 @@ as the same transactional id initialized again with a higher epoch.
 
 Example:
     >>> import pandas as pd
-import pyarrow as pa
     >>> ev = pd.DataFrame({"ts": pd.to_datetime(["2026-01-01"], utc=True), "level": ["INFO"],
     ...     "logger": ["kafka.coordinator.transaction.TransactionCoordinator"], "host": ["b1"],
     ...     "file": ["server.log"], "line": [9], "message": ["[TransactionCoordinator id=1] Completed rollback "
