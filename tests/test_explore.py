@@ -3,6 +3,7 @@ cross-host timeline and its brush, the panel's one window, and pinning a view.""
 
 import gzip
 import re
+from pathlib import Path
 
 import pandas as pd
 import pytest
@@ -12,6 +13,9 @@ from kitlib import explore
 from kitlib.explore import query as s
 from kitlib.explore import timeline as tl
 from kitlib.window import Window
+
+# absolute: another test of the same process may have left the working folder elsewhere
+ISR_FLAPPING = str(Path(__file__).resolve().parents[1] / "sample_data" / "isr-flapping")
 
 LEVELS = ["INFO", "INFO", "WARN", "INFO", "ERROR", "DEBUG", "INFO"]
 LOGGERS = ["kafka.cluster.Partition", "kafka.server.ReplicaFetcherThread", "kafka.log.UnifiedLog"]
@@ -181,7 +185,7 @@ def test_panel_window_requeries_the_evidence_and_pins_the_view(tmp_path):
     from kitlib.explore.panel import Explorer
     from kitlib.params import read_pinned
 
-    b = kitlib.open("sample_data/isr-flapping")
+    b = kitlib.open(ISR_FLAPPING)
     findings = kitlib.triage(b).findings
     every = explore.evidence_rows(findings)
     p = Explorer(b, findings)
@@ -192,7 +196,7 @@ def test_panel_window_requeries_the_evidence_and_pins_the_view(tmp_path):
     inside = int(((every["ts"] >= lo) & (every["ts"] < hi)).sum())
     assert 0 < inside < len(every) and f"data-rows='{inside}'" in p.evidence_out.value
     (link,) = _open_next_links(p.next_out.value)  # open next: on the brushed window, not the bundle's
-    assert link["href"] == "cluster_health.ipynb" and link["data"]["bundle"] == "sample_data/isr-flapping"
+    assert link["href"] == "cluster_health.ipynb" and link["data"]["bundle"] == ISR_FLAPPING
     assert pd.Timestamp(link["data"]["start"]) == lo and pd.Timestamp(link["data"]["end"]) == hi
     assert p.start_box.value.startswith(lo.strftime("%Y-%m-%dT%H:%M:%S"))
     hits = p.run_search(text="shrinking isr")
@@ -257,7 +261,7 @@ def test_a_pinned_view_renders_as_the_static_report_of_that_window(kit, tmp_path
         view, {"START": "2026-11-23T12:00:00+00:00", "END": "2026-11-23T12:00:30+00:00", "SEARCH": {"text": "ISR"}}
     )
     out = tmp_path / "report"
-    run = kit("report", "sample_data/isr-flapping", "--out", out, "--notebook", "triage", "--params", view, timeout=600)
+    run = kit("report", ISR_FLAPPING, "--out", out, "--notebook", "triage", "--params", view, timeout=600)
     assert run.returncode == 0, run.stderr[-2000:]
     page = (out / "triage.html").read_text()
     assert "2026-11-23T12:00:00+00:00 → 2026-11-23T12:00:30+00:00 (pinned view)" in page
@@ -265,14 +269,14 @@ def test_a_pinned_view_renders_as_the_static_report_of_that_window(kit, tmp_path
     executed = (out / "triage.ipynb").read_text()
     assert '"2026-11-23T12:00:30+00:00"' in executed  # papermill passed the window to the notebook
     # the same numbers as the notebook run by hand on that window
-    b = kitlib.open("sample_data/isr-flapping", None, "2026-11-23T12:00:00+00:00", "2026-11-23T12:00:30+00:00")
+    b = kitlib.open(ISR_FLAPPING, None, "2026-11-23T12:00:00+00:00", "2026-11-23T12:00:30+00:00")
     shown = {f.id for f in kitlib.triage(b).findings}
     import json
 
     assert {f["id"] for f in json.loads((out / "findings.json").read_text())} == shown
     bad = tmp_path / "bad.yaml"
     bad.write_text("START: 2026-11-23\nWINDOW: 5\n")
-    refused = kit("report", "sample_data/isr-flapping", "--out", tmp_path / "r2", "--params", bad)
+    refused = kit("report", ISR_FLAPPING, "--out", tmp_path / "r2", "--params", bad)
     assert (
         refused.returncode == 2
         and "unknown parameter(s) WINDOW" in refused.stderr

@@ -70,8 +70,12 @@ def test_every_notebook_runs_with_each_of_its_tables_missing(tmp_path):
         cut = without(stores[bundle], table, tmp_path / f"{bundle}-without-{table}")
         jobs.append((registry.investigation(name).notebook, cut, tmp_path / f"{name}-without-{table}.ipynb"))
     assert len(jobs) >= 10
-    with ThreadPoolExecutor(2) as pool:
-        failures = [f for f in pool.map(lambda j: run(*j), jobs) if f]
+    here = os.getcwd()
+    try:  # papermill changes the process's working folder for each notebook, in both threads at once
+        with ThreadPoolExecutor(2) as pool:
+            failures = [f for f in pool.map(lambda j: run(*j), jobs) if f]
+    finally:
+        os.chdir(here)
     assert not failures, "\n".join(failures)
 
 
