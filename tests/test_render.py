@@ -193,6 +193,9 @@ CHECK_JS = """<script>(function () {
     out.evidence.push({finding: card.dataset.finding, href: href, text: target ? target.textContent : null});
   });
   document.querySelectorAll('.kit-span').forEach(function (e) { out.spans.push(e.textContent.trim()); });
+  out.order = Array.from(document.querySelectorAll('#risks, .kit-finding-card')).map(function (e) {
+    return e.id === 'risks' ? '#risks' : e.dataset.finding;
+  });
   document.body.setAttribute('data-kit-check', JSON.stringify(out));
 })();</script>"""
 LOCAL_SCHEMES = ("file:", "data:", "about:", "chrome:", "chrome-search:", "blob:")
@@ -326,6 +329,25 @@ def test_every_summary_shows_a_time_span(samples):
     for index in indexes:
         spans = measured[index]["spans"]
         assert spans and re.match(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d → .+ UTC \(", spans[0]), (index, spans)
+
+
+def test_configuration_risks_follow_the_incidents_under_their_own_heading(samples):
+    from kitlib import registry
+
+    registry.load()
+    risk_ids = {k.id for inv in registry.INVESTIGATIONS.values() if inv.risks for k in inv.findings}
+    out, _, measured = samples
+    with_risks = 0
+    for index in sorted(out.glob("*/index.html")):
+        order = measured[index]["order"]
+        if "#risks" not in order:
+            assert not risk_ids & set(order), (index, order)
+            continue
+        with_risks += 1
+        at = order.index("#risks")
+        assert order.count("#risks") == 1 and not risk_ids & set(order[:at]), (index, order)
+        assert order[at + 1 :] and set(order[at + 1 :]) <= risk_ids, (index, order)
+    assert with_risks >= 1  # the cluster-config bundle
 
 
 def _line(bundle: Path, rel: str, number: int) -> str:
