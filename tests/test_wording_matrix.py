@@ -1,7 +1,8 @@
 """Each incident class the kit detects, read in the wording of every era that logged it: 0.8-0.11 and
 1.x, 2.x (ZooKeeper) and 3.x/4.x (KRaft). GENERATED LINES: every message below is built from a template
 of the catalogue of Kafka's own log statements (``kitlib templates``; kitlib/formats/logs/statements.py),
-looked up by its words and checked to be logged by the release named, its slots filled with made-up
+looked up by its words and checked to be logged by the release named (for 4.4.0, which the catalogue
+does not hold yet, from the templates of that release's classes in :data:`SAID_IN_4_4`), its slots filled with made-up
 values; the prefixes (``logIdent``) a class adds are written as that release's source writes them. Each
 test asserts the finding and the broker, group, transactional id, task, address or partition it names."""
 
@@ -14,16 +15,33 @@ import pytest
 import kitlib
 from kitlib.formats.logs import statements
 
+# 4.x wording that the catalogue does not hold while its apache/kafka history ends at trunk of
+# October 2024 (no 4.x release tag): the templates as the classes of the 4.4.0 release hold them (read
+# from the jars of kitlib.lab's 4.x line), a slot written {}. ``said`` takes them for a release the
+# catalogue does not know.
+SAID_IN_4_4 = {
+    "Fencing broker": "Fencing broker {} at epoch {} because its session has timed out.",  # reworded in 4.x
+    # as in 3.9 and trunk
+    "Shrinking ISR from": "Shrinking ISR from {} to {}. Leader: (highWatermark: {}, endOffset: {}). "
+    "Out of sync replicas: {}.",
+    "Becoming the active controller at epoch": "Becoming the active controller at epoch {}, next write offset {}.",
+    "Preparing to rebalance group": "Preparing to rebalance group {} in state {} with old generation {} (reason: {}).",
+    "Stabilized group": "Stabilized group {} generation {} with {} members.",
+}
+
 
 def said(words: str, release: str, *values, logger: str | None = None) -> str:
     """The message a release logs for the catalogue's template containing ``words`` (and logged by
-    ``logger`` when given), its ``{}`` slots filled with ``values`` in order."""
+    ``logger`` when given), its ``{}`` slots filled with ``values`` in order; for 4.4.0 while the
+    catalogue has no such release, the template of :data:`SAID_IN_4_4`."""
     cat = statements.load()
     hits = [
         s
         for s in cat.statements
         if words in s.template and release in s.releases and (logger is None or s.logger == logger)
     ]
+    if not hits and release == "4.4.0" and not any(release in s.releases for s in cat.statements):
+        hits = [statements.Statement("", logger or "", "info", SAID_IN_4_4[words], (), (), (release,))]
     assert hits, f"no template with {words!r} in {release}"
     t = hits[0].template
     assert t.count("{}") == len(values), (t, values)
@@ -62,6 +80,7 @@ PARTITION = "kafka.cluster.Partition"
         ("2.0.0", lambda t, p: f"[Partition {t}-{p} broker=1] "),
         ("3.9.0-rc3", lambda t, p: f"[Partition {t}-{p} broker=1] "),
         ("trunk", lambda t, p: f"[Partition {t}-{p} broker=1] "),  # 4.x
+        ("4.4.0", lambda t, p: f"[Partition {t}-{p} broker=1] "),
     ],
 )
 def test_isr_shrink_in_every_era(tmp_path, release, prefix):
@@ -104,10 +123,15 @@ def test_broker_declared_failed_by_a_zookeeper_controller(tmp_path, release, pre
 
 @pytest.mark.parametrize(
     "release,prefix",
-    [("3.0.0", "[Controller 1] "), ("3.9.0-rc3", "[QuorumController id=1] "), ("trunk", "[QuorumController id=1] ")],
+    [
+        ("3.0.0", "[Controller 1] "),
+        ("3.9.0-rc3", "[QuorumController id=1] "),
+        ("trunk", "[QuorumController id=1] "),
+        ("4.4.0", "[QuorumController id=1] "),  # 4.x adds the broker's epoch
+    ],
 )
 def test_broker_fenced_by_a_kraft_controller(tmp_path, release, prefix):
-    msg = prefix + said("Fencing broker", release, 2)
+    msg = prefix + said("Fencing broker", release, *((2, 7) if release.startswith("4.") else (2,)))
     write(
         tmp_path,
         "controller-1",
@@ -208,6 +232,7 @@ def test_unclean_election_kraft_3_x(tmp_path):
         ("3.0.0", lambda n: f"[Controller {n}] ", "org.apache.kafka.controller.QuorumController"),
         ("3.9.0-rc3", lambda n: f"[QuorumController id={n}] ", "org.apache.kafka.controller.QuorumController"),
         ("trunk", lambda n: f"[QuorumController id={n}] ", "org.apache.kafka.controller.QuorumController"),
+        ("4.4.0", lambda n: f"[QuorumController id={n}] ", "org.apache.kafka.controller.QuorumController"),
     ],
 )
 def test_controller_failover_in_every_era(tmp_path, release, prefix, logger):
@@ -242,6 +267,11 @@ def test_controller_failover_in_every_era(tmp_path, release, prefix, logger):
         ),
         (
             "trunk",
+            "[GroupCoordinator id=1 topic=__consumer_offsets partition=7] ",
+            "org.apache.kafka.coordinator.group.GroupMetadataManager",
+        ),
+        (
+            "4.4.0",
             "[GroupCoordinator id=1 topic=__consumer_offsets partition=7] ",
             "org.apache.kafka.coordinator.group.GroupMetadataManager",
         ),

@@ -87,19 +87,27 @@ def capture(
                             offset_lag=p["offset_lag"],
                             is_future=p.get("is_future_key", False),
                         )
-        for key, (lo, hi) in sorted(admin.api_versions().items(), key=lambda kv: int(kv[0])):
-            w.row(
-                "api_versions",
-                api_key=int(key),
-                api_name=getattr(key, "name", str(key)),
-                min_version=lo,
-                max_version=hi,
-            )
+        for key, name, lo, hi in api_versions(admin):
+            w.row("api_versions", api_key=key, api_name=name, min_version=lo, max_version=hi)
         for row in lag_rows(admin, bootstrap, groups, client_kw):
             w.row("consumer_lag", **row)
     finally:
         admin.close()
     return w.close()
+
+
+def api_versions(admin) -> list[tuple[int, str, int, int]]:
+    """The broker's API versions as (key, name, min, max), by key. A broker newer than the client
+    (Kafka 4.x announces keys such as 93 that kafka-python has no name for) keeps those keys, named
+    ``api_<key>``, instead of failing the capture."""
+    from kafka.protocol.api_key import ApiKey
+
+    raw = admin._manager.broker_version_data.api_versions  # kafka-python's own admin.api_versions()
+    known = ApiKey._value2member_map_  # raises on a key it cannot name
+    return [
+        (int(k), known[int(k)].name if int(k) in known else f"api_{int(k)}", lo, hi)
+        for k, (lo, hi) in sorted(raw.items(), key=lambda kv: int(kv[0]))
+    ]
 
 
 def lag_rows(admin, bootstrap: str, groups: list[str] | None, client_kw: dict, consumer=None) -> list[dict]:

@@ -63,7 +63,18 @@ from .cluster import (
 from .connect import start_connect
 from .errors import LabError
 from .folders import APP_DIR, WORK_ENV, fresh_work, template, work_root
-from .jars import JARS_ENV, KAFKA_VERSION, fetch_jars, jars_dir
+from .jars import (
+    JARS_ENV,
+    KAFKA4_VERSION,
+    KAFKA_VERSION,
+    VERSION_ENV,
+    fetch_jars,
+    jars_dir,
+    kafka_major,
+    kafka_version,
+    tool_class,
+    use_kafka,
+)
 from .jmx import BROKER_MBEANS, CLUSTER_MBEANS, enable_jmx, finish_jmxtool, run_jmxtool
 from .load import LoadStats, ProduceLoad
 from .processes import Proc, free_port, running, stop
@@ -76,9 +87,11 @@ __all__ = [
     "CLUSTER_MBEANS",
     "JARS_ENV",
     "KAFKA_VERSION",
+    "KAFKA4_VERSION",
     "NEUTRAL_ROOT",
     "READY",
     "WORK_ENV",
+    "VERSION_ENV",
     "Cluster",
     "Evidence",
     "Hit",
@@ -100,6 +113,8 @@ __all__ = [
     "java_tool",
     "jars_dir",
     "kill_node",
+    "kafka_major",
+    "kafka_version",
     "log_offset",
     "pause",
     "restart_node",
@@ -119,6 +134,8 @@ __all__ = [
     "template",
     "wait_for_full_isr",
     "wait_for_log",
+    "tool_class",
+    "use_kafka",
     "work_root",
     "write_client_provenance",
     "write_manifest",

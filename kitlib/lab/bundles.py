@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 
 from .errors import LabError
 from .folders import work_root
-from .jars import KAFKA_VERSION, jars_dir
+from .jars import jars_dir, kafka_version
 from .processes import Proc
 
 if TYPE_CHECKING:

@@ -8,7 +8,7 @@ import subprocess
 from pathlib import Path
 
 from .errors import LabError
-from .jars import classpath
+from .jars import classpath, tool_class
 from .processes import Proc, start_detached
 
 TOOLS_LOG4J = (
@@ -39,7 +39,7 @@ def run_tool(main_class: str, args: list[str], timeout: float = 120, stderr: boo
             f"-Dlog4j.configuration={Path(f.name).as_uri()}",
             "-cp",
             classpath(),
-            main_class,
+            tool_class(main_class),
             *args,
         ]
         try:
@@ -58,7 +58,7 @@ def _java_command(main_class: str, args: tuple[str, ...], log4j: str | Path | No
     cmd = ["java", "-Xmx256m", "-cp", classpath()]
     if log4j:
         cmd.append(f"-Dlog4j.configuration={Path(log4j).resolve().as_uri()}")
-    return [*cmd, main_class, *args]
+    return [*cmd, tool_class(main_class), *args]
 
 
 def java_tool(

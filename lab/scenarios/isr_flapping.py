@@ -48,7 +48,7 @@ def evidence(paused: int) -> list[lab.Evidence]:
         lab.Evidence(f"ISR updates that take broker {paused} back in", rejoined(paused).pattern, file="*"),
         lab.Evidence(
             f"the controller fences broker {paused} (controller.log of the active controller)",
-            rf"Fencing broker {paused} because its session has timed out",
+            rf"Fencing broker {paused} (at epoch \d+ )?because its session has timed out",  # 4.x names the epoch
             file="controller.log",
         ),
     ]
@@ -62,6 +62,7 @@ def run(
     settle_s: float = 5,
     rate: int = 400,
     work: Path | None = None,
+    command: str | None = None,
 ) -> Path:
     from kafka.admin import KafkaAdminClient, NewTopic
 
@@ -97,9 +98,8 @@ def run(
             ctrl_at = lab.log_offset(controller, "controller.log")
             lab.pause(paused)
             s.mark(f"node {paused.node_id} paused (SIGSTOP), long pause ({long_s:.1f} s, longer than the 9 s session)")
-            lab.wait_for_log(
-                controller, f"Fencing broker {paused.node_id} because", timeout=30, after=ctrl_at, log="controller.log"
-            )
+            fenced = re.compile(rf"Fencing broker {paused.node_id} (at epoch \d+ )?because")
+            lab.wait_for_log(controller, fenced, timeout=30, after=ctrl_at, log="controller.log")
             s.mark(f"the active controller fenced node {paused.node_id}")
             time.sleep(max(0.0, long_s - 9))
             lab.resume(paused)
@@ -124,7 +124,7 @@ def run(
         f"`broker-fenced`: one finding for the stalls of broker {paused.node_id} (fenced during the long pause), "
         f"naming their consequences (it leaves and rejoins the ISR {pauses + 1} times)",
         evidence(paused.node_id),
-        f".venv/bin/python lab/scenarios/isr_flapping.py {out}",
+        command or f".venv/bin/python lab/scenarios/isr_flapping.py {out}",
     )
     return out
 

@@ -14,9 +14,10 @@ Wording read from Apache Kafka's source (3.9 and the 2.x/3.x ZooKeeper-mode clas
   orders-0 from OnlinePartition to OfflinePartition`` / ``... with state LeaderAndIsr(leader=2, ...)``;
 - ``QuorumController``: ``Becoming the active controller at epoch 7``, ``Renouncing the leadership due to
   a metadata log event``, ``In the new epoch 8, the leader is (none)``; ``ReplicationControlManager``:
-  ``Fencing broker 3 because its session has timed out``, ``Setting new leader for topicId ..., partition 0
-  to 3 using an unclean election``; ``BrokerHeartbeatManager``: ``The request from broker 3 to unfence has
-  been granted``, ``Unfenced broker 3 has requested and been granted a controlled shutdown``;
+  ``Fencing broker 3 because its session has timed out`` (4.x: ``Fencing broker 3 at epoch 10 because
+  ...``), ``Setting new leader for topicId ..., partition 0 to 3 using an unclean election``;
+  ``BrokerHeartbeatManager``: ``The request from broker 3 to unfence has been granted``, ``Unfenced broker 3
+  has requested and been granted a controlled shutdown``;
 - ZooKeeper mode ``KafkaController``: ``2 successfully elected as the controller. Epoch incremented to 5``,
   ``Resigning``, ``Broker failure callback for 3``, ``No broker in ISR is alive for ... There's potential
   data loss.``; ZooKeeper clients: ``Client session timed out, have not heard from server in 6669ms for
@@ -224,7 +225,9 @@ NODE_RULES = [
     ),
     (
         "fenced",
-        r"\[(?:QuorumController id=|Controller )(\d+)\] Fencing broker (\d+) because (its session has timed out)",
+        # 4.x names the broker's epoch: "Fencing broker 3 at epoch 10 because its session has timed out."
+        r"\[(?:QuorumController id=|Controller )(\d+)\] Fencing broker (\d+) (?:at epoch \d+ )?because "
+        r"(its session has timed out)",
     ),
     ("broker_failed", r"\[Controller (?:id=)?(\d+)[^\]]*\]:? Broker failure callback for (\d+)"),
     # the broker-change handler: "[BrokerChangeListener on Controller 3]: " (0.8-0.10), "[Controller 3]: "
