@@ -140,7 +140,7 @@ def write_provenance(
     incident it is about."""
     java = subprocess.run(["java", "-version"], capture_output=True, text=True, check=False).stderr.splitlines()
     made = (
-        f"Real data from real Apache Kafka {KAFKA_VERSION} nodes (KRaft) run by the kit's lab on 127.0.0.1 "
+        f"Real data from real Apache Kafka {kafka_version()} nodes (KRaft) run by the kit's lab on 127.0.0.1 "
         f"({java[0] if java else 'java'}, {platform.system()} {platform.machine()}), on "
         f"{s.started:%Y-%m-%d}, by `{command}`. Regenerate with the same command (timestamps, ports and ids "
         "will differ). Nothing was edited by hand: the one change is that the lab's work-folder paths are "
