@@ -497,3 +497,65 @@ def test_search_pages_match_a_full_sort_and_the_count_stops_at_its_cap(bundle, o
             assert low.describe().startswith(f"at least {low.total:,} lines match; {offset + 1:,}–")
         else:
             assert not low.capped and low.total == n
+
+
+@pytest.mark.slow  # runs the cluster_health detectors and its analyses twice: seconds on a busy machine
+def test_an_investigation_panel_recomputes_its_own_tables_and_charts_for_the_window():
+    from kitlib.investigations.cluster_health import analysis
+
+    b = kitlib.open(ISR_FLAPPING)
+    called = []
+
+    def never(x):
+        called.append(x)
+        raise AssertionError("computed with explore mode off")
+
+    assert explore.investigation(b, "cluster_health", False, tables={"x": never}, charts={"y": never}) is None
+    assert not called  # off (papermill, nbval, reports): nothing computed, nothing shown
+
+    def broken(x):
+        raise ValueError("no such column: 'leader'")
+
+    p = explore.investigation(
+        b,
+        "cluster_health",
+        True,
+        tables={"ISR episodes": analysis.isr_episodes, "Outage sequence": analysis.outage_sequence, "Broken": broken},
+        charts={"Drawn": lambda x: len(x.events)},
+    )
+    findings = kitlib.triage(b, investigations=["cluster_health"]).findings
+    every = explore.evidence_rows(findings)
+    assert p.findings and {f.id for f in p.findings} == {f.id for f in findings}
+    assert len(p.table_frames["ISR episodes"]) == len(analysis.isr_episodes(b)) > 2
+    assert "Could not compute it: no such column: &#x27;leader&#x27;" in p.tables_out.value  # a message, no traceback
+    t = every["ts"].dropna().sort_values()
+    lo, hi = t.iloc[len(t) // 4], t.iloc[3 * len(t) // 4]
+    p.set_window(lo, hi)
+    cut = kitlib.window(b, lo, hi)
+    for name, fn in (("ISR episodes", analysis.isr_episodes), ("Outage sequence", analysis.outage_sequence)):
+        want = fn(cut)
+        assert len(p.table_frames[name]) == len(want), name
+        assert f"data-table='{name}' data-rows='{len(want)}'" in p.tables_out.value
+    assert len(p.table_frames["ISR episodes"]) < len(analysis.isr_episodes(b))
+    inside = int(((every["ts"] >= lo) & (every["ts"] < hi)).sum())
+    assert 0 < inside < len(every) and f"data-rows='{inside}'" in p.evidence_out.value
+    p.set_window(None, None, None)
+    assert len(p.table_frames["ISR episodes"]) == len(analysis.isr_episodes(b))
+
+
+def test_every_investigation_notebook_has_its_explore_panel_right_after_its_findings():
+    import nbformat
+
+    from kitlib.report import notebook_dir
+
+    for path in sorted(notebook_dir().glob("*.ipynb")):
+        if path.stem == "triage":
+            continue
+        nb = nbformat.read(str(path), as_version=4)
+        code = [c.source for c in nb.cells if c.cell_type == "code"]
+        at = [i for i, src in enumerate(code) if f'explore.investigation(\n    bundle, "{path.stem}", EXPLORE' in src]
+        assert len(at) == 1, path.name
+        opened = [i for i, src in enumerate(code) if "bundle = kitlib.open(" in src]
+        assert opened and at[0] > opened[0], path.name
+        shown = [i for i, src in enumerate(code) if "findings_html(" in src]
+        assert not shown or at[0] == shown[0] + 1, path.name  # right after the findings it explores

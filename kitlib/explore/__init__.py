@@ -35,7 +35,18 @@ from kitlib.explore.query import Hits, Query, context, context_html, hits_table,
 
 MAX_POINTS = 5000  # the most marks one live chart carries; more rows are aggregated first
 
-__all__ = ["MAX_POINTS", "Hits", "Query", "context", "context_html", "enabled", "explorer", "hits_table", "search"]
+__all__ = [
+    "MAX_POINTS",
+    "Hits",
+    "Query",
+    "context",
+    "context_html",
+    "enabled",
+    "explorer",
+    "hits_table",
+    "investigation",
+    "search",
+]
 
 
 def enabled(flag=None) -> bool:
@@ -65,6 +76,45 @@ def explorer(bundle, findings=(), flag=None, tz: str | None = None, pin_path: st
     from kitlib.explore.panel import Explorer
 
     return Explorer(bundle, list(findings), tz=tz, pin_path=pin_path)
+
+
+def investigation(
+    bundle,
+    name: str,
+    flag=None,
+    findings=None,
+    tables: dict | None = None,
+    charts: dict | None = None,
+    tz: str | None = None,
+    pin_path: str = "pinned-view.yaml",
+):
+    """The explore panel of investigation notebook ``name`` when explore mode is on, else None
+    (nothing is computed then: under papermill and nbval the cell shows nothing).
+
+    The same panel as :func:`explorer` (timeline with brush and typed window, evidence rows,
+    search over every line, pin), on this investigation's ``findings`` (default: its detectors'
+    findings on ``bundle``, computed here only in explore mode), plus the notebook's own
+    ``tables`` and ``charts``: ``{title: function of a bundle}``, each called again with the
+    bundle cut to the window whenever the window changes (a brush, a typed window), e.g.
+    ``tables={"ISR episodes": analysis.isr_episodes}``. A table function returns a frame (its
+    rows are counted), a chart function an altair chart (or None for nothing)."""
+    if not enabled(flag):
+        return None
+    from kitlib.explore.panel import Explorer
+
+    if findings is None:
+        from kitlib.findings import triage
+
+        findings = triage(bundle, investigations=[name]).findings
+    return Explorer(
+        bundle,
+        list(findings),
+        tz=tz,
+        pin_path=pin_path,
+        tables=tables,
+        charts=charts,
+        title=f"Explore: {name.replace('_', ' ')}",
+    )
 
 
 def evidence_rows(findings, window=None) -> pd.DataFrame:

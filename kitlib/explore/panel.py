@@ -48,12 +48,28 @@ def window_text(w: Window, tz: str | None = None) -> str:
 
 
 class Explorer:
-    """The panel over ``bundle`` (its own window is the outer limit) and ``findings``."""
+    """The panel over ``bundle`` (its own window is the outer limit) and ``findings``.
 
-    def __init__(self, bundle, findings: list, tz: str | None = None, pin_path: str = "pinned-view.yaml"):
+    An investigation notebook adds its own ``tables`` and ``charts`` (see
+    :func:`kitlib.explore.investigation`): each a function of a bundle, called with the bundle cut
+    to the panel's window (:func:`kitlib.bundle.window`) whenever the window changes, so the
+    notebook's evidence tables and charts follow the brush."""
+
+    def __init__(
+        self,
+        bundle,
+        findings: list,
+        tz: str | None = None,
+        pin_path: str = "pinned-view.yaml",
+        tables: dict | None = None,
+        charts: dict | None = None,
+        title: str = "Explore",
+    ):
         import ipywidgets as w
 
         self.bundle, self.findings, self.tz = bundle, findings, tz
+        self.tables, self.charts = dict(tables or {}), dict(charts or {})
+        self.table_frames: dict[str, pd.DataFrame] = {}  # the notebook's tables in the current window
         self.window = Window()
         self.query = Query()
         self.order, self.desc, self.offset = "time", False, 0
@@ -74,6 +90,10 @@ class Explorer:
         self.evidence_out.add_class("kit-explore-evidence")
         self.next_out = w.HTML()
         self.next_out.add_class("kit-explore-next")
+        self.tables_out = w.HTML()
+        self.tables_out.add_class("kit-explore-tables")
+        self.charts_out = w.Output()
+        self.charts_out.add_class("kit-explore-charts")
         apply_btn.on_click(lambda _: self._typed())
         whole_btn.on_click(lambda _: self.set_window(None, None, None))
         for box in (self.start_box, self.end_box, self.hosts_box):
@@ -135,7 +155,7 @@ class Explorer:
         pin_btn.on_click(lambda _: self._pin_clicked())
 
         parts = [
-            w.HTML("<h4>Explore</h4>"),
+            w.HTML(f"<h4>{display.esc(title)}</h4>"),
             w.HBox([self.start_box, self.end_box, self.hosts_box, apply_btn, whole_btn]),
             self.window_label,
         ]
@@ -146,6 +166,12 @@ class Explorer:
             self.next_out,
             self.evidence_out,
             w.HBox([self.ev_box, ev_btn]),
+        ]
+        if self.tables:
+            parts.append(self.tables_out)
+        if self.charts:
+            parts.append(self.charts_out)
+        parts += [
             w.HTML("<h4>Search every line</h4>"),
             w.HBox([self.text_box, self.regex_box, self.level_box]),
             w.HBox([self.shost_box, self.logger_box, self.order_box, self.desc_box, search_btn]),
@@ -235,7 +261,58 @@ class Explorer:
             else "No evidence row lies in this window: widen it or press Whole bundle."
         )
         self.evidence_out.value = note + display.table(shown, empty=why, max_rows=200).html
+        if self.tables or self.charts:
+            self._own_views(self.scoped())
         self.run_search(self.query)
+
+    def scoped(self):
+        """The bundle cut to the panel's window (itself for the whole bundle): what the notebook's
+        own tables and charts are computed from."""
+        from kitlib.bundle import window as cut
+
+        w = self.window
+        return self.bundle if w.whole else cut(self.bundle, w.start, w.end, list(w.hosts) if w.hosts else None)
+
+    def _own_views(self, b) -> None:
+        """The notebook's tables and charts, recomputed from ``b``; a function that fails shows its
+        message in place of its table or chart (never a traceback)."""
+        parts, frames = [], {}
+        for name, fn in self.tables.items():
+            try:
+                got = fn(b)
+            except Exception as e:  # noqa: BLE001 - one table failing leaves the rest of the panel working
+                parts.append(
+                    f"<h5>{display.esc(name)}</h5><p class='kit-table-error'>Could not compute it: {display.esc(e)}</p>"
+                )
+                continue
+            data = got if isinstance(got, pd.DataFrame) else getattr(got, "data", None)  # a Styler holds its frame
+            rows = len(data) if isinstance(data, pd.DataFrame) else 0
+            if isinstance(data, pd.DataFrame):
+                frames[name] = data
+            shown = display.table(got, max_rows=200) if isinstance(got, pd.DataFrame) else got
+            parts.append(
+                f"<div class='kit-own-table' data-table='{display.esc(name)}'><h5>{display.esc(name)}</h5>"
+                f"<p class='kit-table-count' data-table='{display.esc(name)}' data-rows='{rows}'>{rows:,} rows "
+                f"in the window</p>{_html_of(shown)}</div>"
+            )
+        self.table_frames = frames
+        self.tables_out.value = "".join(parts)
+        if not self.charts:
+            return
+        from IPython.display import display as show
+
+        self.charts_out.clear_output()
+        with self.charts_out:
+            for name, fn in self.charts.items():
+                try:
+                    got = fn(b)
+                except Exception as e:  # noqa: BLE001 - as for the tables
+                    got = display.HTML(
+                        f"<p class='kit-chart-error'>{display.esc(name)}: could not draw it: {display.esc(e)}</p>",
+                        f"{name}: could not draw it: {e}",
+                    )
+                if got is not None:
+                    show(got)
 
     def next_links(self) -> display.HTML:
         """The notebooks the findings point to, each link carrying the bundle and the panel's
@@ -393,6 +470,15 @@ class Explorer:
             self.pin()
         except (OSError, ValueError) as e:
             self.pin_label.value = f"<p style='color:#c92a2a'>Could not pin: {display.esc(e)}</p>"
+
+
+def _html_of(shown) -> str:
+    """The HTML of what a table function returned: a :class:`kitlib.display.HTML`, anything with
+    ``_repr_html_`` (a pandas Styler), else its text, escaped."""
+    if isinstance(shown, display.HTML):
+        return shown.html
+    got = shown._repr_html_() if hasattr(shown, "_repr_html_") else None
+    return got if isinstance(got, str) else f"<pre>{display.esc(shown)}</pre>"
 
 
 def _hits_widget(table: pd.DataFrame, panel: Explorer):
