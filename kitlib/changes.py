@@ -34,10 +34,12 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
+import pyarrow.parquet as pq
 
 from kitlib.bundle import Bundle
 from kitlib.formats.logs import matching
 from kitlib.formats.logs import statements as st
+from kitlib.ingestion.store import host_partitioning, stored_tables
 from kitlib.window import utc
 
 ALPHA = 0.01
@@ -45,6 +47,7 @@ ALPHA = 0.01
 MASK = r"[\w.:/@=+-]*[0-9][\w.:/@=+-]*|(?:/[\w.@+-]+)+|\b(?:[A-Za-z][\w-]*\.){2,}[A-Za-z][\w-]*\b"
 FIRST_LINE_CHARS = 240
 EXAMPLES = 2
+VALUE_ROWS = 20000  # records of a changed template whose slot values are read
 COLUMNS = ["ts", "level", "logger", "host", "file", "line", "message", "template_id"]
 
 
@@ -123,12 +126,74 @@ class Changes:
         }
 
 
-def _records(bundle: Bundle) -> pa.Table:
+def _records(bundle: Bundle, loggers: list[str] | None = None) -> pa.Table:
+    """The events of a bundle held in memory as an Arrow table, ``ts`` in ms."""
     df = bundle.select("events", COLUMNS)
     if "template_id" not in df.columns:
         df["template_id"] = pd.Series(pd.NA, index=df.index, dtype="string")
     t = pa.Table.from_pandas(df[COLUMNS], preserve_index=False).combine_chunks()
     return t.set_column(0, "ts", t.column("ts").cast(pa.timestamp("ms", tz="UTC")))
+
+
+def _logger_filter(loggers: list[str] | None) -> str:
+    """A ``where`` clause keeping the records of ``loggers`` (a name also keeps the loggers under
+    it: ``kafka.log`` keeps ``kafka.log.LogCleaner``, and ``kafka.log.LogCleaner`` keeps its inner
+    class ``kafka.log.LogCleaner$CleanerThread``); ``true`` without a list."""
+    if loggers is None:
+        return "true"
+    names = [str(x).strip() for x in loggers if str(x).strip()]
+    if not names:
+        return "false"
+    quoted = [n.replace("'", "''") for n in names]
+    exact = ", ".join(f"'{n}'" for n in quoted)
+    under = " or ".join(f"starts_with(cast(logger as varchar), '{n}{sep}')" for n in quoted for sep in ".$")
+    return f"(cast(logger as varchar) in ({exact}) or {under})"
+
+
+def _connect(bundle: Bundle, loggers: list[str] | None = None):
+    """A DuckDB connection with the view ``ev``: one row per record of the bundle (its window, and
+    its ``loggers`` where given) with ``t`` (ms since the epoch), level, logger, host, file, line,
+    message, ``ord`` (the record's place in the bundle) and ``key`` (see :func:`keys`). On an
+    ingest output (or a big bundle, which is ingested once into the kit's cache) the Parquet files
+    are read by DuckDB: only the columns a question needs, counted where they lie; the messages
+    are read for the records without a template and for the few rows shown."""
+    import duckdb
+
+    con = duckdb.connect()
+    con.execute("set preserve_insertion_order = false")
+    if bundle.lazy("events"):
+        assert bundle.store is not None
+        path = stored_tables(bundle.store)["events"]
+        files = [path] if path.is_file() else sorted(path.rglob("*.parquet"))
+        hive = not path.is_file() and host_partitioning(path) is not None
+        names = set(pq.read_schema(files[0]).names) if files else set()
+        con.register("files", pa.table({"filename": [str(f) for f in files], "fno": list(range(len(files)))}))
+        listed = "[" + ", ".join("'" + str(f).replace("'", "''") + "'" for f in files) + "]"
+        hive_opts = (
+            ", hive_partitioning = true, hive_types = {'host': VARCHAR}" if hive else ", hive_partitioning = false"
+        )
+        tid = "template_id" if "template_id" in names else "cast(null as varchar)"
+        con.execute(
+            f"create temp view src as select epoch_ms(ts) as t, level, logger, host, file, line, message, "
+            f"{tid} as template_id, fno * 1099511627776 + file_row_number as ord "
+            f"from read_parquet({listed}, filename = true, file_row_number = true{hive_opts}) "
+            f"join files using (filename) where {bundle.where()}"
+        )
+    else:
+        t = _records(bundle)
+        ts = t.column("ts").cast(pa.int64())
+        mem = t.drop_columns(["ts"]).append_column("t", ts).append_column("ord", pa.array(np.arange(len(t))))
+        con.register("mem", mem)
+        con.execute("create temp view src as select * from mem")
+    masked = f"regexp_replace(regexp_replace(substr(message, 1, {FIRST_LINE_CHARS}), '\\n[\\s\\S]*', ''), '{MASK}', '<*>', 'g')"
+    con.execute(
+        "create temp view ev as select t, cast(level as varchar) as level, cast(logger as varchar) as logger, "
+        "coalesce(cast(host as varchar), '') as host, cast(file as varchar) as file, line, message, ord, "
+        "case when template_id is not null then 't:' || cast(template_id as varchar) "
+        f"else 'p:' || coalesce(cast(logger as varchar), '') || ' ' || {masked} end as key from src "
+        f"where {_logger_filter(loggers)}"
+    )
+    return con
 
 
 def _plain(col) -> pa.Array:
@@ -189,11 +254,8 @@ def find_window(t: pa.Table, bins: int = 120, codes: np.ndarray | None = None) -
     b = np.minimum(((ts - lo) / width).astype(np.int64), bins - 1)
     level = _plain(t.column("level"))
     bad = pc.is_in(level, value_set=pa.array(["WARN", "ERROR", "FATAL"])).to_numpy(zero_copy_only=False)[timed]
-    i, j = np.triu_indices(bins + 1, 1)
-    keep = (j - i) <= bins // 2
-    i, j = i[keep], j[keep]
     alln = np.bincount(b, minlength=bins).astype(float)
-    best = _scan(np.bincount(b[bad], minlength=bins)[None, :].astype(float), np.full(bins, 1.0 / bins), i, j)[0]
+    mat = None
     if codes is not None:
         c = codes[timed]
         used, c = np.unique(c, return_inverse=True)
@@ -203,7 +265,19 @@ def find_window(t: pa.Table, bins: int = 120, codes: np.ndarray | None = None) -
             pick = np.isin(c, some)
             row = np.searchsorted(some, c[pick])
             mat = np.bincount(row * bins + b[pick], minlength=len(some) * bins).reshape(len(some), bins)
-            best = np.maximum(best, _scan(mat.astype(float), alln / alln.sum(), i, j).max(axis=0))
+    return _pick_span(lo, width, alln, np.bincount(b[bad], minlength=bins).astype(float), mat)
+
+
+def _pick_span(lo: int, width: float, alln: np.ndarray, badn: np.ndarray, mat: np.ndarray | None):
+    """The span of :func:`find_window` from the counts per time bin: of all records (``alln``), of
+    the WARN/ERROR ones (``badn``) and of each template considered (rows of ``mat``)."""
+    bins = len(alln)
+    i, j = np.triu_indices(bins + 1, 1)
+    keep = (j - i) <= bins // 2
+    i, j = i[keep], j[keep]
+    best = _scan(badn[None, :], np.full(bins, 1.0 / bins), i, j)[0]
+    if mat is not None and len(mat):
+        best = np.maximum(best, _scan(mat.astype(float), alln / alln.sum(), i, j).max(axis=0))
     k = int(np.argmax(best))
 
     def ms(x: float) -> pd.Timestamp:
@@ -212,76 +286,120 @@ def find_window(t: pa.Table, bins: int = 120, codes: np.ndarray | None = None) -
     return ms(lo + i[k] * width), ms(lo + j[k] * width)
 
 
+def _find_window_sql(con, lo: int, hi: int, bins: int = 120) -> tuple[pd.Timestamp, pd.Timestamp]:
+    """:func:`find_window` on the view ``ev`` of :func:`_connect`: the records counted per key and
+    time bin by DuckDB (the templates considered are those of :func:`find_window`, in the order
+    they first appear)."""
+    width = max((hi - lo) / bins, 1.0)
+    per = con.execute(
+        f"select key, case when t > 0 then least(cast(floor((t - {lo}) / ?::double) as bigint), {bins - 1}) end as b, "
+        "count(*) as n, count(*) filter (where level in ('WARN', 'ERROR', 'FATAL')) as bad, min(ord) as o "
+        "from ev group by all",
+        [width],
+    ).df()
+    first = per.groupby("key", sort=False)["o"].min()
+    timed = per[per["b"].notna()]
+    tb = timed["b"].to_numpy(np.int64)
+    alln = np.bincount(tb, weights=timed["n"].to_numpy(float), minlength=bins)
+    badn = np.bincount(tb, weights=timed["bad"].to_numpy(float), minlength=bins)
+    seen = timed.groupby("key", sort=False)["n"].sum()
+    seen = seen[first[seen.index].sort_values(kind="stable").index]  # the order keys first appear
+    some = seen.index[seen.to_numpy() >= 3][:2000]  # templates seen at least three times
+    mat = None
+    if len(some):
+        pick = timed[timed["key"].isin(some)]
+        row = pd.Index(some).get_indexer(pick["key"])
+        mat = np.bincount(
+            row * bins + pick["b"].to_numpy(np.int64), weights=pick["n"].to_numpy(float), minlength=len(some) * bins
+        ).reshape(len(some), bins)
+    return _pick_span(lo, width, alln, badn, mat)
+
+
 def changes(
     bundle: Bundle,
     window: tuple | str | None = None,
     baseline: tuple | str | None = None,
     alpha: float = ALPHA,
     top: int = 20,
+    loggers: list[str] | None = None,
 ) -> Changes:
     """The log statements (and patterns) that changed in ``window`` against ``baseline`` (default:
-    every record outside the window), overall and per host; see the module's description."""
-    t = _records(bundle)
+    every record outside the window), overall and per host; see the module's description.
+    ``loggers`` keeps only the records of those loggers and the loggers under them (an
+    investigation's own, e.g. ``["kafka.log.LogCleaner"]``): the comparison is then among them.
+
+    The records are counted by DuckDB (per key, host and side), so only the counts, and the
+    example lines and slot values of the changes shown, come back to Python."""
+    con = _connect(bundle, loggers)
     found = window is None
     if isinstance(window, str):
         window = parse_span(window)
     if isinstance(baseline, str):
         baseline = parse_span(baseline)
+    got = con.execute("select min(t), max(t), count(*) from ev where t > 0").fetchone()
+    assert got is not None
     if window is None:
-        window = find_window(t, codes=pc.dictionary_encode(keys(t)).indices.to_numpy(zero_copy_only=False))
+        if got[2] < 2:
+            raise ValueError("too few timed records to find a window")
+        window = _find_window_sql(con, int(got[0]), int(got[1]) + 1)
     ws, we = utc(window[0]), utc(window[1])
-    ts = t.column("ts").cast(pa.int64()).to_numpy(zero_copy_only=False)
-    timed = ts > 0
     ms = lambda x: int(x.value // 1_000_000)
-    lo, hi = (int(ts[timed].min()), int(ts[timed].max()) + 1) if timed.any() else (0, 1)
+    lo, hi = (int(got[0]), int(got[1]) + 1) if got[2] else (0, 1)
 
     def clip(x: int) -> int:
         return max(lo, min(hi, x))
 
-    in_w = timed & (ts >= ms(ws)) & (ts < ms(we))
+    in_w = f"(t >= {ms(ws)} and t < {ms(we)})"
     tw = clip(ms(we)) - clip(ms(ws))
     if baseline is not None:
         bs, be = utc(baseline[0]), utc(baseline[1])
-        in_b = timed & (ts >= ms(bs)) & (ts < ms(be)) & ~in_w
+        in_b = f"(t >= {ms(bs)} and t < {ms(be)} and not {in_w})"
         overlap = max(0, min(clip(ms(be)), clip(ms(we))) - max(clip(ms(bs)), clip(ms(ws))))
         tb = clip(ms(be)) - clip(ms(bs)) - overlap
     else:
-        in_b = timed & ~in_w
+        in_b = f"(not {in_w})"
         tb = (hi - lo) - tw
     tw, tb = max(tw, 1), max(tb, 1)
-    n_w, n_b = int(in_w.sum()), int(in_b.sum())
+    # records per key, host and side, in the order each key and host first appears
+    cnt = con.execute(
+        f"select key, host, {in_w} as w, count(*) as n, min(ord) as o from ev "
+        f"where t > 0 and ({in_w} or {in_b}) group by all"
+    ).df()
+    side = cnt["w"].to_numpy(bool)
+    n_w, n_b = int(cnt["n"][side].sum()), int(cnt["n"][~side].sum())
     # the window's share of the records compared: a template's count in the window is tested
     # against its share of the log (its rate relative to all records), so a window that is
     # busier or quieter as a whole does not make every template change
     share = n_w / (n_w + n_b) if n_w and n_b else tw / (tw + tb)
-    keep = in_w | in_b
-    t = t.filter(pa.array(keep))
-    in_w = in_w[keep]
-    key = pc.dictionary_encode(keys(t))
-    names = key.dictionary.to_pylist()
-    code = key.indices.to_numpy(zero_copy_only=False).astype(np.int64)
-    k = len(names)
-    a = np.bincount(code[in_w], minlength=k)
-    b = np.bincount(code[~in_w], minlength=k)
+    names = cnt.groupby("key", sort=False)["o"].min().sort_values(kind="stable").index.tolist()
+    hnames = cnt.groupby("host", sort=False)["o"].min().sort_values(kind="stable").index.tolist()
+    code = pd.Index(names).get_indexer(cnt["key"]).astype(np.int64)
+    hcode = pd.Index(hnames).get_indexer(cnt["host"]).astype(np.int64)
+    nrec = cnt["n"].to_numpy(np.int64)
+    k, nh = len(names), len(hnames)
+    a = np.bincount(code[side], weights=nrec[side], minlength=k).astype(np.int64)
+    b = np.bincount(code[~side], weights=nrec[~side], minlength=k).astype(np.int64)
     g = g_statistic(a, b, share)
     tested = int(((a + b) > 0).sum())
     crit = chi2_isf(alpha / max(tested, 1))
-    hosts = pc.dictionary_encode(_plain(t.column("host")))
-    hnames = hosts.dictionary.to_pylist()
-    hcode = hosts.indices.to_numpy(zero_copy_only=False).astype(np.int64)
-    nh = len(hnames)
-    ah = np.bincount(code[in_w] * nh + hcode[in_w], minlength=k * nh).reshape(k, nh)
-    bh = np.bincount(code[~in_w] * nh + hcode[~in_w], minlength=k * nh).reshape(k, nh)
+    ah = (
+        np.bincount(code[side] * nh + hcode[side], weights=nrec[side], minlength=k * nh).astype(np.int64).reshape(k, nh)
+    )
+    bh = (
+        np.bincount(code[~side] * nh + hcode[~side], weights=nrec[~side], minlength=k * nh)
+        .astype(np.int64)
+        .reshape(k, nh)
+    )
     gh = g_statistic(ah, bh, share)
     tested_h = int(((ah + bh) > 0).sum())
     crit_h = chi2_isf(alpha / max(tested_h, 1))
     result = Changes((ws, we), (utc(baseline[0]), utc(baseline[1])) if baseline else None, share, crit, tested,
-                     (int(in_w.sum()), int((~in_w).sum())), found_window=found)  # fmt: skip
+                     (n_w, n_b), found_window=found)  # fmt: skip
     # with no record on one side there is no mix to compare (an empty window is no evidence)
     sig = np.flatnonzero(g > crit) if n_w and n_b else np.zeros(0, np.int64)
     rising = a[sig] > (a[sig] + b[sig]) * share
     sig = sig[np.lexsort((-g[sig], ~rising))][:top]  # what rose first, then what fell; each by G
-    result.overall = _rows(t, names, code, in_w, sig, a, b, g, ah, bh, hnames, share)
+    result.overall = _rows(con, in_w, in_b, names, sig, a, b, g, ah, bh, hnames, share)
     hk, hh = np.nonzero(gh > crit_h) if n_w and n_b else (np.zeros(0, np.int64), np.zeros(0, np.int64))
     order = np.argsort(-gh[hk, hh], kind="stable")[: top * 2]
     result.per_host = pd.DataFrame(
@@ -345,78 +463,94 @@ def _describe(key: str) -> str:
     return key[2:]
 
 
-def _rows(t, names, code, in_w, sig, a, b, g, ah, bh, hnames, share) -> pd.DataFrame:
+def _mode(counts: pd.Series) -> str:
+    """The most frequent value (the smallest of the most frequent), as pandas' ``mode`` picks it."""
+    counts = counts[counts.index.notna()]
+    if not len(counts):
+        return ""
+    return str(min(counts.index[counts.to_numpy() == counts.max()]))
+
+
+def _rows(con, in_w: str, in_b: str, names, sig, a, b, g, ah, bh, hnames, share) -> pd.DataFrame:
     cols = [
         "kind", "template", "template_id", "logger", "level", "window", "baseline", "g", "p", "hosts",
         "first", "last", "examples", "values", "releases",
     ]  # fmt: skip
     if len(sig) == 0:
         return pd.DataFrame(columns=cols)
-    want = np.isin(code, sig)
-    idx = np.flatnonzero(want)
-    sub = t.take(pa.array(idx))
-    sub_code, sub_w = code[idx], in_w[idx]
-    df = pd.DataFrame(
-        {
-            "code": sub_code,
-            "in_w": sub_w,
-            "ts": sub.column("ts").to_pandas(),
-            "level": _plain(sub.column("level")).to_pandas(),
-            "logger": _plain(sub.column("logger")).to_pandas(),
-            "file": _plain(sub.column("file")).to_pandas(),
-            "line": sub.column("line").to_pandas(),
-            "host": _plain(sub.column("host")).to_pandas(),
-        }
+    kinds = {int(c): _kind(int(a[c]), int(b[c]), share) for c in sig}
+    # each change is shown from the side that holds it: the window, the baseline for what is gone
+    con.register(
+        "wanted", pd.DataFrame({"key": [names[c] for c in sig], "gone": [kinds[int(c)] == "gone" for c in sig]})
     )
-    first_line = pc.utf8_slice_codeunits(
-        pc.replace_substring_regex(_plain(sub.column("message")), r"\n[\s\S]*", ""), 0, 200
-    )
-    df["text"] = first_line.to_pandas()
+    side = f"t > 0 and (case when gone then {in_b} else {in_w} end)"
+    agg = con.execute(
+        f"select key, logger, level, count(*) as n, min(t) as lo, max(t) as hi from ev join wanted using (key) "
+        f"where {side} group by all"
+    ).df()
+    ex = con.sql(
+        f"select key, file, line, message from (select key, file, line, message, t, ord, "
+        f"row_number() over (partition by key order by t, ord) as r from ev join wanted using (key) where {side}) "
+        f"where r <= {EXAMPLES} order by key, r"
+    ).to_arrow_table()
+    ex_text = pc.utf8_slice_codeunits(
+        pc.replace_substring_regex(_plain(ex.column("message")), r"\n[\s\S]*", ""), 0, 200
+    ).to_pylist()
+    ex_key = _plain(ex.column("key")).to_pylist()
+    ex_file, ex_line = ex.column("file").to_pylist(), ex.column("line").to_pylist()
+    # the slot values: the first records of each changed template, on both sides
+    vals = con.sql(
+        f"select key, logger, message, {in_w} as w from (select key, logger, message, t, ord, "
+        f"row_number() over (partition by key order by ord) as r from ev join wanted using (key) "
+        f"where t > 0 and ({in_w} or {in_b}) and starts_with(key, 't:')) where r <= {VALUE_ROWS} order by key, ord"
+    ).to_arrow_table()
+    vkey = np.asarray(_plain(vals.column("key")).to_pylist(), dtype=object)
     if not _TEXT:
         _TEXT.update(_catalogue_text())
     out = []
     for c in sig:
-        kind = _kind(int(a[c]), int(b[c]), share)
-        side = df[(df["code"] == c) & (df["in_w"] == (kind != "gone"))].sort_values("ts", kind="stable")
+        kind = kinds[int(c)]
         key = names[c]
+        mine = agg[agg["key"] == key]
         tid = key[2:] if key.startswith("t:") else ""
         text = _TEXT.get(tid)
         counts = ah[c] if kind != "gone" else bh[c]
         hosts = {hnames[h]: int(counts[h]) for h in np.argsort(-counts, kind="stable") if counts[h]}
-        ex = side.head(EXAMPLES)
+        examples = [f"{f}:{ln}: {x}" for kk, f, ln, x in zip(ex_key, ex_file, ex_line, ex_text) if kk == key]
+        rows = np.flatnonzero(vkey == key)
         out.append(
             {
                 "kind": kind,
                 "template": text.template if text else key[2:],
                 "template_id": tid,
-                "logger": str(side["logger"].mode().iloc[0]) if len(side) else "",
-                "level": str(side["level"].mode().iloc[0]) if len(side) else "",
+                "logger": _mode(mine.groupby("logger", dropna=False)["n"].sum()),
+                "level": _mode(mine.groupby("level", dropna=False)["n"].sum()),
                 "window": int(a[c]),
                 "baseline": int(b[c]),
                 "g": round(float(g[c]), 1),
                 "p": float(chi2_sf(float(g[c]))),
                 "hosts": hosts,
-                "first": side["ts"].min() if len(side) else None,
-                "last": side["ts"].max() if len(side) else None,
-                "examples": [f"{f}:{ln}: {x}" for f, ln, x in zip(ex["file"], ex["line"], ex["text"])],
-                "values": _changed_values(t, code, in_w, c, share) if tid else [],
+                "first": pd.Timestamp(int(mine["lo"].min()), unit="ms", tz="UTC") if len(mine) else None,
+                "last": pd.Timestamp(int(mine["hi"].max()), unit="ms", tz="UTC") if len(mine) else None,
+                "examples": examples,
+                "values": _changed_values(vals.take(pa.array(rows)), share) if tid and len(rows) else [],
                 "releases": f"{text.first}..{text.last}" if text else "",
             }
         )
     return pd.DataFrame(out, columns=cols)
 
 
-def _changed_values(t: pa.Table, code: np.ndarray, in_w: np.ndarray, c: int, share: float, limit: int = 20000):
-    """The slot values of template key ``c`` whose window count departs most from what the
-    baseline predicts: up to three (slot, value, window count, baseline count)."""
-    rows = np.flatnonzero(code == c)[:limit]
-    vals = matching.values(t.column("logger").take(pa.array(rows)), t.column("message").take(pa.array(rows)))
+def _changed_values(t: pa.Table, share: float):
+    """The slot values of one template's records ``t`` (logger, message, ``w``: in the window)
+    whose window count departs most from what the baseline predicts: up to three (slot, value,
+    window count, baseline count)."""
+    vals = matching.values(_plain(t.column("logger")), _plain(t.column("message")))
     if vals.null_count == len(vals):
         return []
     lens = pc.list_value_length(vals).fill_null(0).to_numpy(zero_copy_only=False)
     flat = pc.list_flatten(vals)
     slot = np.arange(len(flat)) - np.repeat(np.cumsum(lens) - lens, lens)
-    w = np.repeat(in_w[rows], lens)
+    w = np.repeat(t.column("w").to_numpy(zero_copy_only=False).astype(bool), lens)
     df = pd.DataFrame({"slot": slot, "value": flat.to_pandas(), "w": w})
     grp = df.groupby(["slot", "value"], sort=False)["w"].agg(["sum", "count"])
     grp["baseline"] = grp["count"] - grp["sum"]

@@ -140,3 +140,37 @@ def test_window_text_is_checked():
         ch.parse_span("2026-11-23T12:00")
     lo, hi = ch.parse_span("2026-11-23T12:00+01:00..2026-11-23T12:30+01:00")
     assert lo == pd.Timestamp("2026-11-23T11:00", tz="UTC") and hi > lo
+
+
+@pytest.mark.slow
+def test_an_ingest_output_gives_the_changes_of_the_bundle_in_memory(isr, tmp_path):
+    """Counted by DuckDB over the stored Parquet files, the same changes as from the tables in memory."""
+    kitlib.ingest(ISR, tmp_path / "out", progress=False)
+    stored = kitlib.load(tmp_path / "out")
+    assert stored.lazy("events")
+    mem, disk = ch.changes(isr, ISR_WINDOW), ch.changes(stored, ISR_WINDOW)
+    assert disk.records == mem.records and disk.tested == mem.tested and disk.share == mem.share
+
+    def rows(df):
+        return sorted(
+            (r.kind, r.template, r.window, r.baseline, r.g, r.first, r.last, r.level) for r in df.itertuples()
+        )
+
+    assert rows(disk.overall) == rows(mem.overall) and len(mem.overall) >= 5
+    shrink = disk.overall[disk.overall["template"].str.startswith("Shrinking ISR")].iloc[0]
+    assert len(shrink["examples"]) == 2 and shrink["values"]
+    assert sorted(map(tuple, disk.per_host[["host", "key", "window"]].values.tolist())) == sorted(
+        map(tuple, mem.per_host[["host", "key", "window"]].values.tolist())
+    )
+
+
+@pytest.mark.slow
+def test_the_changes_of_some_loggers_only(isr):
+    """An investigation's loggers: only their records are compared (a name keeps the loggers under it)."""
+    res = ch.changes(isr, ISR_WINDOW, loggers=["kafka.cluster"])
+    assert len(res.overall) and set(res.overall["logger"]) == {"kafka.cluster.Partition"}
+    assert any(t.startswith("Shrinking ISR") for t in res.overall["template"].head(3))
+    everything = ch.changes(isr, ISR_WINDOW)
+    assert sum(res.records) < sum(everything.records)
+    assert ch.changes(isr, ISR_WINDOW, loggers=["kafka.clus"]).records == (0, 0)  # a name, not any prefix
+    assert ch.changes(isr, ISR_WINDOW, loggers=[]).overall.empty
