@@ -108,6 +108,10 @@ class Finding:
     # a configuration risk rather than an incident (its investigation declares ``risks``; set when
     # the detector runs): listed after the incident findings
     risk: bool = False
+    # how much evidence the finding rests on (set by :func:`triage` from the evidence rows and the
+    # rows ``counted_from`` selects; read from the evidence alone when the finding never went
+    # through triage): never set by a detector
+    extent: Extent | None = None
 
     def __post_init__(self):
         if not _ID.match(self.id):
@@ -131,7 +135,143 @@ class Finding:
             "investigation": self.investigation,
             "counted_from": {k: {"table": t, "query": q} for k, (t, q) in self.counted_from.items()},
             "risk": self.risk,
+            "extent": self.rests_on().to_dict(),
         }
+
+    def rests_on(self) -> Extent:
+        """How much evidence this finding rests on: what :func:`triage` measured, or (for a finding
+        built outside it) what its evidence rows alone show."""
+        return self.extent if self.extent is not None else evidence_extent(self)
+
+
+_EXTENT_COLUMNS = ["file", "line", "host", "ts"]
+
+
+@dataclass(frozen=True)
+class Extent:
+    """How much evidence a finding rests on: the distinct rows it cites or counts (``lines`` with a
+    file and line, ``other`` without one, such as JMX samples or rows of a describe snapshot), the
+    hosts and files they come from, and the time from the first to the last of them.
+
+    Example:
+        >>> e = Extent(lines=14, other=0, hosts=("broker-1", "broker-2"), files=3,
+        ...            first=pd.Timestamp("2026-11-23 12:40:41Z"), last=pd.Timestamp("2026-11-23 12:43:41Z"))
+        >>> e.text()
+        'rests on 14 lines from 2 hosts (3 files) over 3 min, 2026-11-23 12:40:41 → 12:43:41 UTC'
+        >>> e.to_dict()["span_s"], Extent(1, 0, ("b1",), 1, None, None).text()
+        (180.0, 'rests on 1 line from host b1, no time stamp')
+    """
+
+    lines: int
+    other: int
+    hosts: tuple[str, ...]
+    files: int
+    first: pd.Timestamp | None
+    last: pd.Timestamp | None
+
+    @property
+    def records(self) -> int:
+        return self.lines + self.other
+
+    @property
+    def span_s(self) -> float | None:
+        if self.first is None or self.last is None:
+            return None
+        return float((self.last - self.first).total_seconds())
+
+    def to_dict(self) -> dict:
+        """The shape ``kitlib triage --json`` prints under ``extent``."""
+        return {
+            "records": self.records,
+            "lines": self.lines,
+            "other": self.other,
+            "hosts": list(self.hosts),
+            "files": self.files,
+            "first": plain(self.first),
+            "last": plain(self.last),
+            "span_s": self.span_s,
+        }
+
+    def text(self) -> str:
+        """One short line for a reader: ``rests on 14 lines from 2 hosts (3 files) over 3 min, ...``."""
+
+        def n(k: int, word: str) -> str:
+            return f"{k:,} {word}{'' if k == 1 else 's'}"
+
+        what = []
+        if self.lines or not self.other:
+            what.append(n(self.lines, "line"))
+        if self.other:
+            what.append(n(self.other, "record") + " without a line number")
+        out = "rests on " + " and ".join(what)
+        if len(self.hosts) == 1:
+            out += f" from host {self.hosts[0]}"
+        elif self.hosts:
+            out += f" from {len(self.hosts)} hosts"
+        if self.files > 1:
+            out += f" ({self.files} files)"
+        span = self.span_s
+        if span is None or self.first is None or self.last is None:
+            return out + ", no time stamp"
+        lo, hi = self.first.tz_convert("UTC"), self.last.tz_convert("UTC")
+        if span < 1:
+            return out + f", at {lo:%Y-%m-%d %H:%M:%S} UTC"
+        end = f"{hi:%H:%M:%S}" if lo.date() == hi.date() else f"{hi:%Y-%m-%d %H:%M:%S}"
+        return out + f" over {_duration(span)}, {lo:%Y-%m-%d %H:%M:%S} → {end} UTC"
+
+
+def _duration(secs: float) -> str:
+    """A span as a reader says it: ``45 s``, ``3 min``, ``2.5 h``, ``3.0 days``."""
+    if secs < 120:
+        return f"{secs:.1f} s" if secs < 10 else f"{secs:.0f} s"
+    if secs < 7200:
+        return f"{secs / 60:.0f} min"
+    if secs < 3 * 86400:
+        return f"{secs / 3600:.1f} h"
+    return f"{secs / 86400:.1f} days"
+
+
+def extent_rows(f: Finding, bundle=None) -> pd.DataFrame:
+    """The distinct rows ``f`` rests on (file, line, host, ts; ts in UTC): its evidence rows and,
+    with ``bundle``, every row its ``counted_from`` queries select. A row with a line number is
+    one row per (file, line); one without is one row per (file, host, ts, text)."""
+    ev = pd.DataFrame(f.evidence, columns=[*_EXTENT_COLUMNS, "text"]) if f.evidence else None
+    parts = []
+    if ev is not None:
+        ev["ts"] = pd.to_datetime(ev["ts"], utc=True, errors="coerce", format="ISO8601")
+        parts.append(ev)
+    if bundle is not None:
+        for table, query in f.counted_from.values():
+            rows = bundle.table(table).query(query, engine="python")
+            if len(rows):
+                got = rows.reindex(columns=_EXTENT_COLUMNS).assign(text=None)
+                got["ts"] = pd.to_datetime(got["ts"], utc=True, errors="coerce")
+                parts.append(got)
+    if not parts:
+        return pd.DataFrame({c: pd.Series(dtype=object) for c in [*_EXTENT_COLUMNS, "text"]})
+    d = pd.concat(parts, ignore_index=True) if len(parts) > 1 else parts[0]
+    d = d.assign(
+        file=d["file"].astype("string").fillna(""),
+        host=d["host"].astype("string").fillna(""),
+        line=pd.to_numeric(d["line"], errors="coerce").astype("Int64"),
+    )
+    has_line = d["line"].notna()
+    keyed = d[has_line].drop_duplicates(["file", "line"])
+    bare = d[~has_line].astype({"text": "string"}).drop_duplicates(["file", "host", "ts", "text"])
+    return pd.concat([keyed, bare], ignore_index=True)
+
+
+def evidence_extent(f: Finding, bundle=None) -> Extent:
+    """How much evidence ``f`` rests on (:class:`Extent`), from :func:`extent_rows`. The one place
+    an extent is measured: :func:`triage` calls it with the bundle for every finding."""
+    d = extent_rows(f, bundle)
+    lines = int(d["line"].notna().sum()) if len(d) else 0
+    hosts = tuple(sorted(set(d["host"]) - {""})) if len(d) else ()
+    files = len(set(d["file"]) - {""}) if len(d) else 0
+    ts = d["ts"].dropna() if len(d) else pd.Series([], dtype=object)
+    first = pd.Timestamp(ts.min()) if len(ts) else None
+    last = pd.Timestamp(ts.max()) if len(ts) else None
+    return Extent(lines, len(d) - lines, hosts, files, first, last)
 
 
 def plain(v):
@@ -333,11 +473,18 @@ def triage(bundle, investigations: Iterable[str] | None = None) -> Triage:
             continue
         stray = sorted({f.id for f in got if f.id not in d.ids})
         got = [f for f in got if f.id in d.ids]
-        for f in got:
+        try:
+            # what each finding rests on, measured here for every detector alike
+            extents = [evidence_extent(f, bundle) for f in got]
+        except Exception as e:  # noqa: BLE001 - a count that names no rows is the detector's failure
+            runs.append(DetectorRun(name, inv_name, d.checks, "failed", reason=f"{type(e).__name__}: {e}"))
+            continue
+        for f, ext in zip(got, extents):
             f.detector = f.detector or name
             f.investigation = inv_name
             f.notebook = inv.notebook if inv else ""
             f.risk = bool(inv and inv.risks)
+            f.extent = ext
         found.extend(got)
         runs.append(
             DetectorRun(
@@ -379,6 +526,7 @@ def triage_text(result: Triage, summary_text: str = "") -> str:
                 ("\n" if incidents else "") + f"Risks: {risks} configuration risk(s), not incidents, most severe first:"
             )
         out.append(f"\n{i}. [{f.severity.upper()}] {f.id}: {f.summary}")
+        out.append(f"   {f.rests_on().text()}")
         for k, v in f.numbers.items():
             out.append(f"     {k} = {value_text(v)}")
         if f.recommendation:

@@ -164,3 +164,59 @@ def test_stalled_broker_shrinks_match_the_leaders_lines():
     ev = b.events
     lines = ev["message"].astype(str).str.contains(r"Shrinking ISR from .* Out of sync replicas: \(brokerId: 2,")
     assert f.numbers["isr_shrinks"] == int(lines.sum()) == 16
+
+
+# --- what each finding rests on (its extent), recounted from its rows ---
+
+
+def _utc(t) -> pd.Timestamp:
+    t = pd.Timestamp(t)
+    return t.tz_localize("UTC") if t.tzinfo is None else t.tz_convert("UTC")
+
+
+def rested_on(bundle, f) -> tuple[set, set, set, set, list]:
+    """(file:line rows, rows without a line, hosts, files, times) of a finding's evidence rows and
+    of the rows its counts select, gathered here without the kit's own code."""
+    lined, bare, hosts, files, times = set(), set(), set(), set(), []
+    for e in f.evidence:
+        if e.get("line") is not None:
+            lined.add((e["file"], e["line"]))
+        else:
+            bare.add((e["file"], e["host"], None if not e.get("ts") else _utc(e["ts"]), e["text"]))
+        hosts |= {e["host"]} - {"", None}
+        files |= {e["file"]} - {"", None}
+        times += [_utc(e["ts"])] if e.get("ts") else []
+    for table, query in f.counted_from.values():
+        rows = recount(bundle, table, query)
+        lined |= set(zip(rows["file"].astype(str), rows["line"].astype(int)))
+        hosts |= set(rows["host"].dropna().astype(str)) - {""}
+        files |= set(rows["file"].dropna().astype(str)) - {""}
+        times += [_utc(t) for t in rows["ts"].dropna()]
+    return lined, bare, hosts, files, times
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", NAMES)
+def test_extent_is_recounted_from_the_rows_it_rests_on(name):
+    """The lines, hosts, files and first/last time a finding says it rests on are those of its
+    evidence rows and of the rows its counts select: no more, no fewer."""
+    b = sample(name)
+    real = provenance(name)
+    for f in triaged(name):
+        ext = f.extent
+        assert ext is not None, f"{f.id}: triage measured no extent"
+        lined, bare, hosts, files, times = rested_on(b, f)
+        assert lined <= real, f"{f.id}: rests on rows no table holds"
+        assert (ext.lines, ext.other) == (len(lined), len(bare)), f"{f.id}: {ext}"
+        assert set(ext.hosts) == hosts and ext.files == len(files), f"{f.id}: {ext}"
+        assert (ext.first, ext.last) == ((min(times), max(times)) if times else (None, None)), f"{f.id}: {ext}"
+        assert f.to_dict()["extent"] == ext.to_dict()
+
+
+@pytest.mark.slow
+def test_the_samples_exercise_the_extent():
+    """The recount above meets findings whose counts reach past their cited rows, and findings
+    that span hosts and time (rows without a line number: tests/test_evidence_extent.py)."""
+    found = [f for n in NAMES for f in triaged(n)]
+    assert any(f.extent.lines > len(f.evidence) for f in found)  # counted rows beyond the cited ones
+    assert any(len(f.extent.hosts) > 1 and f.extent.span_s for f in found)

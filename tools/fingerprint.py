@@ -12,6 +12,11 @@ Usage:
     ... change the structure ...
     python tools/fingerprint.py sample_data > after.json
     python tools/fingerprint.py --diff before.json after.json
+    python tools/fingerprint.py --diff before.json after.json --ignore extent
+
+A finding's ``extent`` (what it rests on) is in the fingerprint like the rest of its JSON: it is
+what a reader is told, and a change of the rows a finding cites or counts changes it. ``--ignore``
+leaves keys out of the comparison, e.g. against a fingerprint taken before a key existed.
 """
 
 from __future__ import annotations
@@ -83,13 +88,19 @@ def fingerprint(root: Path) -> dict:
     return out
 
 
-def diff(before: dict, after: dict) -> list[str]:
-    """Every difference between two fingerprints, one line each."""
+def diff(before: dict, after: dict, ignore: tuple[str, ...] = ()) -> list[str]:
+    """Every difference between two fingerprints, one line each (keys named in ``ignore`` left
+    out; lists of findings of the same length compared finding by finding)."""
     lines = []
 
     def walk(a, b, where: str) -> None:
-        if isinstance(a, dict) and isinstance(b, dict):
+        if isinstance(a, list) and isinstance(b, list) and len(a) == len(b) and all(isinstance(x, dict) for x in a):
+            for i, (x, y) in enumerate(zip(a, b)):
+                walk(x, y, f"{where}[{i}]")
+        elif isinstance(a, dict) and isinstance(b, dict):
             for k in sorted(set(a) | set(b)):
+                if k in ignore:
+                    continue
                 if k not in a:
                     lines.append(f"{where}/{k}: only after")
                 elif k not in b:
@@ -111,10 +122,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument(
         "--diff", nargs=2, metavar=("BEFORE", "AFTER"), help="compare two fingerprints and list the differences"
     )
+    ap.add_argument("--ignore", action="append", default=[], metavar="KEY", help="leave KEY out of --diff")
     args = ap.parse_args(argv)
     if args.diff:
         before, after = (json.loads(Path(p).read_text()) for p in args.diff)
-        lines = diff(before, after)
+        lines = diff(before, after, tuple(args.ignore))
         print("\n".join(lines) if lines else "identical")
         return 1 if lines else 0
     json.dump(fingerprint(Path(args.root)), sys.stdout, indent=1, sort_keys=True)

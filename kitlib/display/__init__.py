@@ -89,6 +89,7 @@ def findings_html(findings, title: str = "Findings", bundle=None, tz=None) -> HT
             f"<div class='kit-finding' data-id='{esc(f.id)}' style='border-left:4px solid {_color(f.severity)};"
             f"padding:4px 10px;margin:8px 0'>"
             f"<b>[{esc(f.severity)}] {esc(f.id)}</b>: {esc(f.summary)}"
+            f"<p class='kit-extent' style='margin:2px 0;color:#555'>{esc(f.rests_on().text())}</p>"
             f"<ul>{nums}</ul><p><b>Recommended change:</b> {esc(f.recommendation)}</p>"
             + (
                 f"<div class='kit-open'><b>Open next:</b> {open_next(f.notebook, _title(f), params).html}</div>"

@@ -49,6 +49,17 @@ def markdown(investigations: Iterable[Investigation] | None = None) -> str:
         "`kitlib findings > docs/findings.md`. `kitlib triage` ranks findings by severity: "
         + ", ".join(s.value for s in Severity)
         + ".",
+        "",
+        "Every finding also says how much evidence it rests on: the distinct log lines (and records",
+        "without a line number, such as JMX samples) it cites or counts, the hosts and files they come",
+        "from, and the time from the first to the last (`extent` in `kitlib triage --json`: `records`,",
+        "`lines`, `other`, `hosts`, `files`, `first`, `last`, `span_s`; one line, `rests on ...`, in the",
+        "terminal, the notebooks and the report). It is measured in one place from the finding's",
+        "evidence rows and the rows its counts select (`counted_from`), never by a detector, and is no",
+        "part of the finding's id, severity or summary. One line of a strong signal is a finding on its",
+        "own (a broker fenced or deleted, an out-of-memory error, a log directory taken offline, a",
+        "producer fenced by a newer one with the same transactional id); one line of an ambiguous one",
+        "(a single rebalance or member join, a disconnect, one failed authentication) is not, or is low.",
     ]
     for inv in invs:
         out += ["", f"## `{inv.name}`: {inv.title}", "", inv.question, ""]

@@ -78,6 +78,7 @@ def summary_view(plan, runs: list[dict]) -> dict:
                 "summary": f.summary,
                 "recommendation": f.recommendation,
                 "numbers": [(k, value_text(v)) for k, v in f.numbers.items()],
+                "extent": f.rests_on().text(),
                 "page": page,
                 "evidence": ev,
                 "more": max(0, len(f.evidence) - EVIDENCE_PER_FINDING),

@@ -128,7 +128,8 @@ def auth_failures(bundle) -> list[Finding]:
     return [
         Finding(
             "auth-failures",
-            "high" if total >= 10 else "medium",
+            # one failure alone is ambiguous (a probe, a password mistyped once): low until it repeats
+            "high" if total >= 10 else "medium" if total >= 2 else "low",
             f"{total} authentication/authorization failures: " + "; ".join(parts),
             numbers={
                 "failures": total,
@@ -143,6 +144,7 @@ def auth_failures(bundle) -> list[Finding]:
                 .drop_duplicates()
                 .sort_values("ts")
             ),
+            counted_from={"failures": ("auth_failures", "index == index")},
         )
     ]
 

@@ -32,6 +32,7 @@ PAUSE_SHARE_ALERT = 0.05  # 5 % of wall-clock time in pauses
 FLAP_MIN = 3  # the same broker leaving the same partition's ISR this often = flapping
 HEAP_FULL = 0.9  # heap still this full after a collection = the heap is too small
 URP_MBEAN = "UnderReplicatedPartitions"
+WATCH_AFTER_S = 30  # replica.lag.time.max.ms: how long the lines must go on past a departure to call it lasting
 HUMONGOUS_MIN = 5  # collections started by humongous allocations: the heap (or region) is too small for the batches
 
 
@@ -276,6 +277,10 @@ def detect_isr_shrink(bundle) -> list[Finding]:
     ep = ep.merge(rest[["file", "line"]].astype({"file": str}), on=["file", "line"]) if len(ep) else ep
     # back by any source: the logs, JMX UnderReplicatedPartitions at 0, a describe snapshot
     back_by = stalls.recovered_by(bundle, ep, host_of(node_ids(bundle)), URP_MBEAN) if len(ep) else None
+    # a departure the lines end right after is not seen back for want of lines, which is no sign that it
+    # stayed out: "never rejoined" needs the bundle to go on past it for replica.lag.time.max.ms (30 s)
+    span = bundle.span()
+    watched_to = span[1] - pd.Timedelta(seconds=WATCH_AFTER_S) if span else None
     under_min = int(pchg[(pchg["kind"] == "isr_updated") & pchg["under_min_isr"].fillna(False).astype(bool)].shape[0])
     # one finding per broker that left (a handful): each pass below is vectorised over its rows
     for node, grp in rest.groupby("node"):
@@ -283,7 +288,11 @@ def detect_isr_shrink(bundle) -> list[Finding]:
         mine = ep[ep["node"] == node] if len(ep) else ep
         flapping = int((parts >= FLAP_MIN).sum())
         longest = float(mine["out_s"].max()) if len(mine) else np.nan
-        never = int(back_by[mine.index].isna().sum()) if len(mine) and back_by is not None else 0
+        never = (
+            int((back_by[mine.index].isna() & (mine["left"] <= watched_to).fillna(False)).sum())
+            if len(mine) and back_by is not None and watched_to is not None
+            else 0
+        )
         span = (grp["ts"].max() - grp["ts"].min()).total_seconds()
         summary = (
             f"Broker {node} left the ISR {len(grp)} times on {len(parts)} partition(s) over {_fmt_s(span)}"
@@ -537,14 +546,20 @@ def detect_log_dir_failure(bundle) -> list[Finding]:
     e["about"] = node_col(e, ids)
     p = bundle.table("partition_changes")
     out = []
-    for (node, d), grp in e.groupby(["about", e["dir"].fillna("?")]):
+    # a broker whose lines carry no broker id (one line of an excerpt) is named by its host
+    dirs = e["dir"].fillna("?")
+    bare = e["about"].isna().to_numpy(bool)
+    groups = [(k, g, None) for k, g in e[~bare].groupby(["about", dirs[~bare]])]
+    groups += [((np.nan, d), g, h) for (h, d), g in e[bare].groupby([e["host"].astype(str)[bare], dirs[bare]])]
+    for (node, d), grp, host in groups:
+        who = f"The broker on host {host}" if host is not None else f"Broker {node}"
         causes = grp["cause"].dropna().astype(str)
         io = [c for c in causes if not c.startswith(("Error while", "Shutdown broker", "Halting broker"))]
         cause = io[0] if io else (causes.iloc[0] if len(causes) else "not logged")
         parts = set()
         for s in grp["partitions"].dropna():
             parts |= {x for x in str(s).split(",") if x}
-        lead = p[(p["kind"] == "offline_dir_leader") & (p["reporter"] == node)] if len(p) else p
+        lead = p[(p["kind"] == "offline_dir_leader") & (p["reporter"] == node)] if len(p) and host is None else p[:0]
         parts |= {f"{t}-{q}" for t, q in zip(lead["topic"], lead["partition"])} if len(lead) else set()
         halted = bool(grp["kind"].isin(["log_dir_halt", "log_dir_shutdown"]).any())
         odc = metric_series(bundle, "OfflineLogDirectoryCount", "Value")
@@ -553,7 +568,7 @@ def detect_log_dir_failure(bundle) -> list[Finding]:
                 id="log-dir-failure",
                 severity="critical" if halted else "high",
                 summary=(
-                    f"Broker {node} lost log directory {d}: {cause}"
+                    f"{who} lost log directory {d}: {cause}"
                     + (
                         f"; {len(parts)} partition(s) went offline on it ({', '.join(sorted(parts)[:6])})"
                         if parts
@@ -567,6 +582,7 @@ def detect_log_dir_failure(bundle) -> list[Finding]:
                 ),
                 numbers={
                     "broker": int(node) if node == node else None,
+                    **({"host": host} if host is not None else {}),
                     "dir": d,
                     "cause": cause,
                     "offline_partitions": len(parts),
@@ -621,5 +637,6 @@ def detect_unclean(bundle) -> list[Finding]:
                 "Tell the producers' owners which partitions and times lost data."
             ),
             evidence=evidence(u.head(8)) if len(u) else [],
+            counted_from={"elections": ("partition_changes", "kind == 'unclean'")} if len(u) else {},
         )
     ]

@@ -275,6 +275,13 @@ NODE_RULES = [
         r"Logs for partitions (\S*) are offline and logs for future partitions \S* are offline due to "
         r"failure on log directory (\S+?)\.?$",
     ),
+    # 1.1+ ReplicaManager, on its own the sign of an offline log dir: "Broker 0 stopped fetcher for partitions
+    # t-0,t-1 and stopped moving logs for partitions  because they are in the failed log directory /data/kafka."
+    (
+        "log_dir_offline",
+        r"Broker \d+ stopped fetcher for partitions (\S*) and stopped moving logs for partitions \S* because they "
+        r"are in the failed log directory (\S+?)\.?$",
+    ),
     ("log_dir_shutdown", r"(Shutdown broker because all log dirs in (.*?) have failed)"),
     ("log_dir_halt", r"(Halting broker because dir (\S+) is offline)"),
     # 0.8-0.11, before log directories could fail alone: "Halting due to unrecoverable I/O error while handling
@@ -388,7 +395,7 @@ def _node_fields(kind: str, g: list, rule: str) -> dict:
         else:
             r.update(cause=g[0], partitions=g[1], dir=g[2])
     elif kind == "log_dir_offline":
-        if "Logs for partitions" in rule:
+        if "Logs for partitions" in rule or "stopped fetcher" in rule:
             r.update(partitions=g[0] or None, dir=g[1])
         else:
             r.update(dir=g[0])

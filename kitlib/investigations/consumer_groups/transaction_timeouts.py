@@ -54,6 +54,17 @@ def transaction_summary(txn_events: pd.DataFrame) -> pd.DataFrame:
             "epoch": te["epoch"].astype("float64").to_numpy(),
         }
     )
+    # one producer's own lines of one fencing (the TransactionManager going fatal, then the Sender aborting
+    # its batches, a millisecond apart) are one sign: a client's fenced line within a second of its previous
+    # one for the same id counts no more
+    client = te["client_id"].astype("string").to_numpy(object)
+    mine = pd.DataFrame({"tx": d["tx"], "client": client, "ts": d["ts"]})[(d["fenced"] > 0).to_numpy(bool)]
+    mine = mine[mine["client"].notna().to_numpy(bool) & mine["ts"].notna().to_numpy(bool)]
+    if len(mine) > 1:
+        mine = mine.sort_values(["tx", "client", "ts"], kind="stable")
+        same = (mine["tx"] == mine["tx"].shift()) & (mine["client"] == mine["client"].shift())
+        again = same & ((mine["ts"] - mine["ts"].shift()) <= pd.Timedelta(seconds=1))
+        d.loc[mine.index[again.to_numpy(bool)], "fenced"] = 0
     g = d.groupby("tx", sort=True)
     out = g.agg(
         inits=("init", "sum"),

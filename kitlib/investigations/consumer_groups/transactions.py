@@ -118,7 +118,11 @@ _JAVA_PREFIX = r"\[Producer clientId=(?P<client>[^,\]]+)(?:, transactionalId=(?P
 
 @extractor(
     "txn_events",
-    match=logger_keywords("transaction", "producer", "replicamanager", "rdkafka", "confluent", "kgo", "sarama"),
+    # "sender": the producer's Sender under an abbreviated logger (o.a.k.c.p.i.Sender), whose "Aborting producer
+    # batches due to fatal error" may be the one line that shows a ProducerFencedException
+    match=logger_keywords(
+        "transaction", "producer", "sender", "replicamanager", "rdkafka", "confluent", "kgo", "sarama"
+    ),
     contains=_ANCHORS,
     blockwise=True,
 )
