@@ -2,6 +2,7 @@
 cross-host timeline and its brush, the panel's one window, and pinning a view."""
 
 import gzip
+import os
 import re
 from pathlib import Path
 
@@ -559,3 +560,87 @@ def test_every_investigation_notebook_has_its_explore_panel_right_after_its_find
         assert opened and at[0] > opened[0], path.name
         shown = [i for i, src in enumerate(code) if "findings_html(" in src]
         assert not shown or at[0] == shown[0] + 1, path.name  # right after the findings it explores
+
+
+def test_the_lines_around_a_hit_at_the_end_of_a_big_file_are_read_from_its_line_index(tmp_path, monkeypatch):
+    from kitlib.bundle import Bundle
+    from kitlib.explore import lines as li
+    from kitlib.sources import decompress
+
+    root = tmp_path / "big"
+    (root / "broker-1").mkdir(parents=True)
+    n = 300_000
+    text = "".join(
+        f"[2026-11-23 12:00:00,{i % 1000:03d}] INFO line {i} of the log (kafka.log.LocalLog)\n" for i in range(1, n + 1)
+    )
+    (root / "broker-1" / "server.log").write_text(text)
+    (root / "broker-1" / "server.log.1.gz").write_bytes(gzip.compress(text.encode()))
+    b = Bundle(str(root), {})  # a raw bundle in memory: its index is kept by the process, never in the bundle
+    read: list[int] = []
+    real = decompress.open_raw
+
+    def counting(src):  # every byte the context view reads from disk (a seek reads none)
+        fh = real(src)
+        plain_read = fh.read
+
+        def tally(k=-1):
+            got = plain_read(k)
+            read.append(len(got))
+            return got
+
+        fh.read = tally
+        return fh
+
+    monkeypatch.setattr(decompress, "open_raw", counting)
+    want = [
+        (k, f"[2026-11-23 12:00:00,{k % 1000:03d}] INFO line {k} of the log (kafka.log.LocalLog)")
+        for k in range(n - 8, n + 1)
+    ]
+    assert s.context(b, "broker-1/server.log", n - 4, 4, 6) == want  # the first call builds the index
+    read.clear()
+    for target, lo, hi in (
+        (n - 4, n - 8, n),
+        (n // 2, n // 2 - 4, n // 2 + 4),
+        (li.STEP + 10, li.STEP + 6, li.STEP + 14),
+    ):
+        read.clear()
+        got = s.context(b, "broker-1/server.log", target, 4, 4)
+        assert got == [
+            (k, f"[2026-11-23 12:00:00,{k % 1000:03d}] INFO line {k} of the log (kafka.log.LocalLog)")
+            for k in range(lo, min(hi, n) + 1)
+        ]
+        assert 0 < sum(read) <= 2 * li.STEP * 80, (target, sum(read))  # two steps of lines at most, not the file
+    assert list(root.rglob("*.npz")) == [] and sorted(p.name for p in root.rglob("*")) == [
+        "broker-1",
+        "server.log",
+        "server.log.1.gz",
+    ]
+    read.clear()  # a compressed copy has no index: read from its start, and still right
+    assert s.context(b, "broker-1/server.log.1.gz", n - 4, 4, 6) == want
+    assert sum(read) > len(text) // 1000  # its compressed bytes, all of them
+
+
+def test_a_line_index_kept_in_the_store_is_rebuilt_when_the_file_changes(tmp_path):
+    from kitlib.explore import lines as li
+    from kitlib.sources.files import SourceFile
+
+    store = tmp_path / "out.kit"
+    store.mkdir()
+    f = tmp_path / "server.log"
+    f.write_bytes(b"".join(b"row %d\n" % i for i in range(1, 20_001)))
+    src = SourceFile(f, "broker-1/server.log", "broker-1")
+    holder = type("B", (), {})()
+    holder.store = store
+    got = li.index_of(holder, src, step=1000)
+    assert got is not None and len(got) == 21 and f.read_bytes()[got[7] :].startswith(b"row 7001\n")
+    assert got[-1] == f.stat().st_size  # line 20,001 would start at the end
+    (saved,) = (store / ".index" / "lines").glob("*.npz")
+    li._MEMO.clear()
+    assert li.index_of(holder, src, step=1000).tolist() == got.tolist()  # read back from the store
+    f.write_bytes(b"x\n" + f.read_bytes())
+    os.utime(f, ns=(1, 1))
+    again = li.index_of(holder, src, step=1000)
+    assert f.read_bytes()[again[7] :].startswith(b"row 7000\n")  # one line shifted: a new index
+    cr = tmp_path / "mac.log"
+    cr.write_bytes(b"a\rb\r" * 10)
+    assert li.offsets(cr) is None

@@ -10,7 +10,9 @@ else counted up to :data:`COUNT_CAP` ("at least 10,000 lines match"), a count th
 as it gets there.
 
 :func:`context` reads the lines around a hit from the bundle's own file (decompressed as the
-parsers read it), redacted; :func:`context_html` shows them escaped, the hit's line marked.
+parsers read it; a plain file only between two of its sparse line offsets,
+:mod:`kitlib.explore.lines`), redacted; :func:`context_html` shows them escaped, the hit's line
+marked.
 
 Example:
     >>> import kitlib
@@ -250,6 +252,7 @@ def context(bundle, file: str, line: int, before: int = 5, after: int = 5) -> li
     """Lines ``line - before`` to ``line + after`` of ``file`` (as tables cite it) in the bundle's
     own files, read as the parsers read them and redacted. Raises ``LookupError`` when the file is
     not in the bundle (e.g. an ingest output whose bundle has moved)."""
+    from kitlib.explore.lines import from_line
     from kitlib.sources.reading import read_chunks
 
     src = _sources(bundle).get(str(file))
@@ -257,7 +260,8 @@ def context(bundle, file: str, line: int, before: int = 5, after: int = 5) -> li
         raise LookupError(f"{file} is not in the bundle folder {bundle.root}")
     lo, hi = max(1, int(line) - before), int(line) + after
     want = hi - lo + 1
-    n = 1  # the number of the line that starts at the current position
+    # a plain file is read from the indexed line at or before ``lo`` (kitlib.explore.lines), not from its start
+    src, n = from_line(bundle, src, lo, hi)  # n: the number of the line that starts at the current position
     held: bytearray | None = None  # the content from the start of line ``lo`` on, once reached
     for chunk in read_chunks(src):
         if held is None:
