@@ -36,6 +36,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from kitlib import registry
 from kitlib.bundle import Bundle
 from kitlib.formats.logs import matching
 from kitlib.formats.logs import statements as st
@@ -322,14 +323,18 @@ def changes(
     alpha: float = ALPHA,
     top: int = 20,
     loggers: list[str] | None = None,
+    investigation: str | None = None,
 ) -> Changes:
     """The log statements (and patterns) that changed in ``window`` against ``baseline`` (default:
     every record outside the window), overall and per host; see the module's description.
     ``loggers`` keeps only the records of those loggers and the loggers under them (an
-    investigation's own, e.g. ``["kafka.log.LogCleaner"]``): the comparison is then among them.
+    investigation's own, e.g. ``["kafka.log.LogCleaner"]``): the comparison is then among them;
+    ``investigation`` takes the loggers that investigation declares (``Investigation.loggers``).
 
     The records are counted by DuckDB (per key, host and side), so only the counts, and the
     example lines and slot values of the changes shown, come back to Python."""
+    if investigation is not None:
+        loggers = [*(loggers or []), *registry.investigation(investigation).loggers]
     con = _connect(bundle, loggers)
     found = window is None
     if isinstance(window, str):

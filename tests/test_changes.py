@@ -174,3 +174,9 @@ def test_the_changes_of_some_loggers_only(isr):
     assert sum(res.records) < sum(everything.records)
     assert ch.changes(isr, ISR_WINDOW, loggers=["kafka.clus"]).records == (0, 0)  # a name, not any prefix
     assert ch.changes(isr, ISR_WINDOW, loggers=[]).overall.empty
+    # an investigation's declared loggers: cluster health sees the shrinks, compaction sees none of this
+    health = ch.changes(isr, ISR_WINDOW, investigation="cluster_health")
+    assert any(t.startswith("Shrinking ISR") for t in health.overall["template"])
+    declared = kitlib.registry.investigation("cluster_health").loggers
+    assert all(any(lg == d or lg.startswith((d + ".", d + "$")) for d in declared) for lg in health.overall["logger"])
+    assert ch.changes(isr, ISR_WINDOW, investigation="compaction").overall.empty

@@ -83,7 +83,10 @@ class Investigation:
       investigation names must yield nothing);
     - ``risks``: its findings are configuration risks rather than incidents: the triage and the
       report list them in a block of their own after the incident findings, so a risk never
-      hides an outage.
+      hides an outage;
+    - ``loggers``: the loggers of the Kafka code it is about (a name also stands for the loggers
+      under it and its inner classes), so its notebook can show what changed among them alone
+      (``kitlib.changes(bundle, window, investigation=name)``).
     """
 
     name: str
@@ -96,6 +99,7 @@ class Investigation:
     package: str = ""
     examples: dict[str, tuple[str, ...]] = field(default_factory=dict)
     risks: bool = False
+    loggers: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if not self.notebook:
@@ -127,6 +131,7 @@ class Investigation:
             "finding_ids": list(self.finding_ids),
             "package": self.package,
             "examples": {k: list(v) for k, v in self.examples.items()},
+            "loggers": list(self.loggers),
         }
 
 

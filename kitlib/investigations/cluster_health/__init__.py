@@ -57,6 +57,29 @@ INVESTIGATION = Investigation(
     # a controller failover owns the fencing of the node that lost the role (see analysis), so
     # controller-failover alone is expected there; a stalled node's ISR departures are told in
     # its broker-fenced finding (stalls.py)
+    loggers=(
+        "kafka.cluster",
+        "kafka.controller",
+        "org.apache.kafka.controller",
+        "state.change.logger",
+        "kafka.server.ReplicaManager",
+        "kafka.server.ReplicaFetcherManager",
+        "kafka.server.ReplicaFetcherThread",
+        "kafka.server.ReplicaAlterLogDirsManager",
+        "kafka.server.BrokerLifecycleManager",
+        "kafka.server.KafkaServer",
+        "kafka.server.BrokerServer",
+        "kafka.server.KafkaRaftServer",
+        "kafka.server.SharedServer",
+        "kafka.log.LogManager",
+        "kafka.raft",
+        "org.apache.kafka.raft",
+        "kafka.zookeeper",
+        "kafka.zk",
+        "org.apache.kafka.metadata",
+        "org.apache.kafka.image",
+        "org.apache.kafka.storage.internals.log.LogDirFailureChannel",
+    ),
     examples={
         "isr-flapping": ("broker-fenced",),
         "controller-failover": ("controller-failover",),

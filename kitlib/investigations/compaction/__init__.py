@@ -24,5 +24,13 @@ INVESTIGATION = Investigation(
         ),
     ),
     relevant_when=("cleaner_runs",),
+    loggers=(
+        "kafka.log.Cleaner",
+        "kafka.log.LogCleaner",
+        "kafka.log.LogCleanerManager",
+        "org.apache.kafka.storage.internals.log.Cleaner",
+        "org.apache.kafka.storage.internals.log.LogCleaner",
+        "org.apache.kafka.storage.internals.log.LogCleanerManager",
+    ),
     examples={"compaction": ("cleaner-buffer-too-small", "cleaner-no-reclaim")},
 )

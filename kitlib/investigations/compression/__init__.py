@@ -11,5 +11,11 @@ INVESTIGATION = Investigation(
     tables=("probe_codecs", "payload_samples"),
     findings=(),
     relevant_when=("probe_codecs",),
+    loggers=(
+        "kafka.log.LogValidator",
+        "org.apache.kafka.storage.internals.log.LogValidator",
+        "org.apache.kafka.common.record",
+        "org.apache.kafka.common.compress",
+    ),
     examples={"codecs": ()},
 )

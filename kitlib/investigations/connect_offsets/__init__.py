@@ -18,5 +18,6 @@ INVESTIGATION = Investigation(
         ),
     ),
     relevant_when=("commits",),
+    loggers=("org.apache.kafka.connect",),
     examples={"connect-offsets": ("offset-commit-timeouts",), "connect-offsets-2x": ("offset-commit-timeouts",)},
 )

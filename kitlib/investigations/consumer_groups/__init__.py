@@ -42,6 +42,13 @@ INVESTIGATION = Investigation(
         ),
     ),
     relevant_when=("group_events", "txn_events", "consumer_lag", "group_offsets"),
+    loggers=(
+        "kafka.coordinator",
+        "org.apache.kafka.coordinator",
+        "org.apache.kafka.clients.consumer",
+        "org.apache.kafka.clients.producer.internals.TransactionManager",
+        "kafka.server.AddPartitionsToTxnManager",
+    ),
     examples={
         "rebalance-storm": ("rebalance-storm",),
         "consumer-stalled": ("consumer-stalled",),

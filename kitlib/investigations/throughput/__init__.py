@@ -23,5 +23,15 @@ INVESTIGATION = Investigation(
         Rows("requests", "conversion_ms"),
         Rows("metrics", "mbean", mentions=("MessageConversions", "BytesOutPerSec", "BytesInPerSec")),
     ),
+    loggers=(
+        "kafka.request.logger",
+        "kafka.server.KafkaApis",
+        "kafka.server.ClientQuotaManager",
+        "kafka.server.ReplicationQuotaManager",
+        "kafka.server.KafkaRequestHandler",
+        "kafka.network.RequestChannel",
+        "kafka.log.LogValidator",
+        "org.apache.kafka.storage.internals.log.LogValidator",
+    ),
     examples={"down-conversion": ("down-conversion",)},
 )

@@ -27,6 +27,16 @@ INVESTIGATION = Investigation(
         ),
     ),
     relevant_when=("tierstate_events", "file_io", Rows("remote_log_events", "kind", other_than=("other",))),
+    loggers=(
+        "kafka.log.remote",
+        "kafka.tier",
+        "org.apache.kafka.server.log.remote",
+        "org.apache.kafka.storage.internals.log.RemoteIndexCache",
+        "kafka.server.DelayedRemoteFetch",
+        "kafka.server.RemoteLeaderEndPoint",
+        "kafka.server.TierStateMachine",
+        "kafka.server.ReplicaFetcherTierStateMachine",
+    ),
     examples={
         "tiered-storage": ("tierstate-metadata-growth", "broker-io-imbalance"),
         "remote-storage": ("remote-copy-errors",),
