@@ -61,6 +61,7 @@ from .cluster import (
     wait_for_log,
 )
 from .connect import start_connect
+from .disk import record_df
 from .errors import LabError
 from .folders import APP_DIR, WORK_ENV, fresh_work, template, work_root
 from .jars import (
@@ -120,6 +121,7 @@ __all__ = [
     "restart_node",
     "resume",
     "run_jmxtool",
+    "record_df",
     "run_tool",
     "running",
     "scrub_paths",

@@ -23,7 +23,8 @@ from samples import sample
 import kitlib
 from kitlib.bundle import Bundle
 from kitlib.findings import Finding, Triage, triage_text
-from kitlib.investigations.cluster_config import capacity, durability, lag_time, layout, model, versions
+from kitlib.investigations.cluster_config import capacity, durability, layout, model, versions
+from kitlib.investigations.consumer_groups import lag_time
 from kitlib.investigations.consumer_groups.lag import lag_history
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -9,10 +9,11 @@ a tool, each registering its format.
   :mod:`~kitlib.formats.cli.configs` (``kafka-configs --describe``),
   :mod:`~kitlib.formats.cli.log_dirs` (``kafka-log-dirs --describe``),
   :mod:`~kitlib.formats.cli.metadata_quorum` (``kafka-metadata-quorum describe``),
-  :mod:`~kitlib.formats.cli.dump_log` (``kafka-dump-log``) and
+  :mod:`~kitlib.formats.cli.dump_log` (``kafka-dump-log``),
+  :mod:`~kitlib.formats.cli.df` (``df`` of the log dirs' file systems) and
   :mod:`~kitlib.formats.cli.jmxtool` (JmxTool's CSV, ``kafka-jmx.sh``).
 """
 
-from kitlib.formats.cli import configs, consumer_groups, dump_log, jmxtool, log_dirs, metadata_quorum, topics
+from kitlib.formats.cli import configs, consumer_groups, df, dump_log, jmxtool, log_dirs, metadata_quorum, topics
 
-__all__ = ["configs", "consumer_groups", "dump_log", "jmxtool", "log_dirs", "metadata_quorum", "topics"]
+__all__ = ["configs", "consumer_groups", "df", "dump_log", "jmxtool", "log_dirs", "metadata_quorum", "topics"]

@@ -5,13 +5,15 @@ value and the recommended one, why it matters, and the rows it rests on. The che
 the kit already parses: the brokers' config dumps, live captures and saved ``kafka-configs``
 output (``configs``), ``kafka-topics --describe`` (``topic_partitions``), ``kafka-log-dirs
 --describe`` and captures (``log_dirs``), JMX (``metrics``), start-up banners (``restarts``),
-``kafka-metadata-quorum`` (``quorum_status``) and the consumer-lag history. Every detector is
-silent when the tables it needs are absent.
+``kafka-metadata-quorum`` (``quorum_status``), ``df`` output (``disk_usage``), GC logs
+(``gc_pauses``) and the broker request log (``requests``). Every detector is silent when the
+tables it needs are absent. The lag in time lives with the consumer groups
+(:mod:`kitlib.investigations.consumer_groups.lag_time`); this investigation's notebook shows it.
 """
 
 from kitlib.findings import Severity
 from kitlib.investigations import FindingKind, Investigation
-from kitlib.investigations.cluster_config import capacity, durability, layout, versions  # noqa: F401  (registers its detectors; charts load with the notebook)
+from kitlib.investigations.cluster_config import capacity, durability, layout, threads, versions  # noqa: F401  (registers its detectors; charts load with the notebook)
 
 INVESTIGATION = Investigation(
     name="cluster_config",
@@ -28,6 +30,9 @@ INVESTIGATION = Investigation(
         "quorum_status",
         "consumer_lag",
         "group_offsets",
+        "disk_usage",
+        "gc_pauses",
+        "requests",
     ),
     findings=(
         FindingKind(
@@ -78,9 +83,49 @@ INVESTIGATION = Investigation(
             "a log dir grows steadily: its rate, the fit, and the time until full when the capacity is known",
         ),
         FindingKind("broker-versions-mixed", Severity.LOW, "brokers of more than one Kafka version in one bundle"),
+        FindingKind(
+            "clients-on-removed-protocol",
+            Severity.MEDIUM,
+            "clients sending API versions Kafka 4.0 removes (KIP-896), from the request log or JMX by version",
+        ),
+        FindingKind(
+            "io-threads-short",
+            Severity.LOW,
+            "request handlers under 30 % idle for a fifth of the window: num.io.threads against the load "
+            "(medium under 10 %)",
+        ),
+        FindingKind(
+            "network-threads-short",
+            Severity.LOW,
+            "network processors under 30 % idle for a fifth of the window: num.network.threads against the load",
+        ),
+        FindingKind(
+            "replica-fetchers-short",
+            Severity.LOW,
+            "followers over 4,000 records behind in every sample (MaxLag): num.replica.fetchers",
+        ),
+        FindingKind("heap-too-small", Severity.MEDIUM, "the heap after GC at or above 45 % of the heap (median)"),
+        FindingKind(
+            "controller-combined-busy",
+            Severity.LOW,
+            "a broker+controller node whose broker is busy (handler idle under 50 %) or holds 1,000+ replicas",
+        ),
     ),
     risks=True,
     relevant_when=("topic_partitions", "log_dirs", "quorum_status"),
+    loggers=(
+        "kafka.server.KafkaConfig",
+        "kafka.server.DynamicBrokerConfig",
+        "kafka.server.DynamicConfigManager",
+        "kafka.server.ConfigAdminManager",
+        "kafka.server.TopicConfigHandler",
+        "kafka.server.metadata.DynamicConfigPublisher",
+        "kafka.log.LogManager",
+        "org.apache.kafka.common.config",
+        "org.apache.kafka.controller.ConfigurationControlManager",
+        "org.apache.kafka.controller.FeatureControlManager",
+        "org.apache.kafka.common.utils.AppInfoParser",
+    ),
     examples={
         "cluster-config": (
             "replication-factor-low",

@@ -9,8 +9,12 @@ fullest broker the differences say nothing about capacity and nothing is reporte
 **Fill forecast**: each log directory's total bytes at every snapshot, a least-squares line
 through them (bytes per second, and R² for how well a line fits), and — when the capacity of
 the disk is known — the time until the line reaches it. ``kafka-log-dirs`` and Kafka's JMX do
-not report a disk's capacity, so it is a parameter (``capacity_bytes``: one number, or one per
-broker or per ``(broker, log_dir)``); without it the forecast gives the growth per hour and day.
+not report a disk's capacity; ``df`` output in the bundle does (the ``disk_usage`` table): each log
+dir is joined to the file system whose mount point is the longest prefix of its path, on the
+broker's own host (:func:`log_dir_filesystems`), and the time until full is the file system's
+free bytes at its latest ``df`` divided by the log dir's growth. Without ``df`` the capacity is a
+parameter (``capacity_bytes``: one number, or one per broker or per ``(broker, log_dir)``);
+without either the forecast gives the growth per hour and day.
 Two snapshots give a line but no fit quality: the forecast says so (``fit`` = 'two snapshots').
 Retention bounds a topic's size once its oldest segment expires, so a line fitted over a short
 window overestimates growth for topics that have reached their retention; the window is stated.
@@ -36,6 +40,7 @@ DISK_MEDIUM = 100.0
 DISK_MIN_BYTES = 32 * 1024**2
 FILL_MIN_R2 = 0.9  # a steady fill: the line explains at least 90 % of the variation
 FILL_MIN_SNAPSHOTS = 3
+FILL_HORIZON_S = 7 * 86400  # full within a week: medium (a week is the time to order and add disks)
 
 
 def dir_sizes(bundle) -> pd.DataFrame:
@@ -156,6 +161,86 @@ def _capacity(rows: pd.DataFrame, capacity_bytes) -> pd.Series:
     return pd.to_numeric(by_dir.where(by_dir.notna(), by_broker), errors="coerce").astype("float64")
 
 
+FS_COLUMNS = [
+    "broker_id",
+    "log_dir",
+    "mount",
+    "filesystem",
+    "size_bytes",
+    "used_bytes",
+    "avail_bytes",
+    "df_ts",
+    "file",
+    "line",
+]
+
+
+def _broker_hosts(bundle) -> pd.DataFrame:
+    """host -> broker id, from each broker's own config dump (``node.id``, else ``broker.id``)."""
+    node = model.broker_settings(bundle, "node.id")
+    if not len(node):
+        node = model.broker_settings(bundle, "broker.id")
+    node = node[node["host"].notna()]
+    ids = pd.to_numeric(node["value"], errors="coerce")
+    out = pd.DataFrame({"host": node["host"].astype("string"), "broker_id": ids}).dropna()
+    return out.drop_duplicates("host", keep="last").astype({"broker_id": "int64"})
+
+
+def log_dir_filesystems(bundle) -> pd.DataFrame:
+    """Each log dir's file system from ``df`` output (:data:`FS_COLUMNS`): the latest ``df`` row
+    whose mount point is the longest prefix of the log dir's path. A ``df`` file in a broker's
+    folder describes that broker's host; one from another folder (a single machine's capture)
+    describes the brokers that have none of their own."""
+    du = bundle.table("disk_usage")
+    dirs = dir_sizes(bundle)
+    if not len(du) or not len(dirs):
+        return pd.DataFrame(columns=FS_COLUMNS)
+    dirs = dirs.drop_duplicates(["broker_id", "log_dir"])[["broker_id", "log_dir"]]
+    dirs["broker_id"] = pd.to_numeric(dirs["broker_id"]).astype("int64")
+    du = du.assign(df_ts=pd.to_datetime(du["snapshot_ts"], utc=True), host=du["host"].astype("string"))
+    du = du.sort_values(["df_ts", "file", "line"], kind="stable", na_position="first")
+    du = du.drop_duplicates(["host", "mount"], keep="last")
+    owner = du["host"].map(_broker_hosts(bundle).set_index("host")["broker_id"])
+    own = du[owner.notna()].assign(broker_id=owner[owner.notna()].astype("int64"))
+    pairs = dirs.merge(own, on="broker_id")
+    shared = du[owner.isna()]
+    if len(shared):
+        rest = dirs[~dirs["broker_id"].isin(own["broker_id"])]
+        pairs = pd.concat([pairs, rest.merge(shared.drop(columns=["host"]), how="cross")], ignore_index=True)
+    if not len(pairs):
+        return pd.DataFrame(columns=FS_COLUMNS)
+    path = pairs["log_dir"].astype("string").str.rstrip("/") + "/"
+    mount = pairs["mount"].astype("string").str.rstrip("/") + "/"
+    inside = pd.Series(
+        np.char.startswith(path.to_numpy(dtype=str), mount.to_numpy(dtype=str)), index=pairs.index, dtype=bool
+    )
+    pairs = pairs[inside].assign(depth=mount[inside].str.len())
+    best = pairs.sort_values("depth", kind="stable").drop_duplicates(["broker_id", "log_dir"], keep="last")
+    return best[FS_COLUMNS].sort_values(["broker_id", "log_dir"]).reset_index(drop=True)
+
+
+def forecast(bundle, capacity_bytes=None) -> pd.DataFrame:
+    """:func:`fill_forecast` of the bundle's log dirs, with the time until full: from
+    ``capacity_bytes`` when given, else from ``df`` (the file system's free bytes at its latest
+    ``df``, shared by the log dirs on it: their growth adds up). Extra columns: mount, avail_bytes,
+    df_ts, capacity_from ('parameter', 'df' or '')."""
+    f = fill_forecast(dir_sizes(bundle), capacity_bytes)
+    f["capacity_from"] = np.where(f["capacity_bytes"].notna(), "parameter", "")
+    fs = log_dir_filesystems(bundle)
+    if not len(f) or not len(fs):
+        return f.assign(mount=pd.NA, avail_bytes=np.nan, df_ts=pd.NaT)
+    f = f.merge(fs[["broker_id", "log_dir", "mount", "avail_bytes", "size_bytes", "df_ts"]], how="left")
+    use = f["capacity_bytes"].isna() & f["avail_bytes"].notna()
+    growth = f["bytes_per_s"].clip(lower=0).groupby([f["broker_id"], f["mount"]], dropna=False).transform("sum")
+    full_at = f["df_ts"].fillna(f["last_ts"]) + pd.to_timedelta(f["avail_bytes"] / growth, unit="s")
+    ok = use & (f["bytes_per_s"] > 0)
+    f.loc[use, "capacity_bytes"] = f.loc[use, "size_bytes"].astype("float64")
+    f.loc[use, "capacity_from"] = "df"
+    f.loc[ok, "full_at"] = full_at[ok]
+    f.loc[ok, "seconds_to_full"] = (full_at[ok] - f.loc[ok, "last_ts"]).dt.total_seconds()
+    return f.drop(columns=["size_bytes"])
+
+
 def _gb(b: float) -> str:
     return f"{b / 1e9:,.2f} GB" if b >= 1e8 else f"{b / 1e6:,.1f} MB"
 
@@ -214,7 +299,7 @@ def disk_skew(bundle) -> list[Finding]:
 )
 def log_dir_filling(bundle, capacity_bytes=None) -> list[Finding]:
     sizes = dir_sizes(bundle)
-    f = fill_forecast(sizes, capacity_bytes)
+    f = forecast(bundle, capacity_bytes)
     if not len(f):
         return []
     steady = f[
@@ -226,39 +311,74 @@ def log_dir_filling(bundle, capacity_bytes=None) -> list[Finding]:
     out = []
     for _, r in steady.iterrows():  # one finding per growing log dir: few
         span_s = (r["last_ts"] - r["first_ts"]).total_seconds()
+        known = pd.notna(r["seconds_to_full"])
+        on_df = r["capacity_from"] == "df"
+        where = f" ({r['mount']} has {_gb(r['avail_bytes'])} free of {_gb(r['capacity_bytes'])} by df)" if on_df else ""
         full = (
             f"at this rate it is full in {r['seconds_to_full'] / 3600:,.1f} h ({r['full_at']:%Y-%m-%d %H:%M} UTC)"
-            if pd.notna(r["seconds_to_full"])
-            else "the disk's capacity is not in the bundle: time until full = free bytes / "
+            + where
+            if known
+            else "the disk's capacity is not in the bundle (no df output): time until full = free bytes / "
             f"{r['bytes_per_s'] / 1e6:,.2f} MB/s"
         )
+        # what keeps a week of this growth: the free space it needs, stated against what there is
+        week = float(r["bytes_per_s"]) * FILL_HORIZON_S
+        advice = (
+            f" (current {_gb(r['avail_bytes'])} free -> recommended at least {_gb(week)} free, a week at this rate, "
+            "or a retention bound)"
+            if on_df and known
+            else ""
+        )
         rows = sizes[(sizes["broker_id"] == r["broker_id"]) & (sizes["log_dir"] == r["log_dir"])]
+        numbers = {
+            "broker": int(r["broker_id"]),
+            "log_dir": r["log_dir"],
+            "bytes": int(r["last_bytes"]),
+            "bytes_per_s": round(float(r["bytes_per_s"]), 1),
+            "r2": round(float(r["r2"]), 4),
+            "snapshots": int(r["snapshots"]),
+            "window_s": round(span_s, 1),
+            "seconds_to_full": r["seconds_to_full"],
+            "fit": r["fit"],
+            "capacity_from": r["capacity_from"] or "unknown",
+        }
+        if on_df:
+            numbers.update(
+                mount=r["mount"],
+                avail_bytes=int(r["avail_bytes"]),
+                capacity_bytes=int(r["capacity_bytes"]),
+                df_at=r["df_ts"],
+                threshold=f"medium when full within {FILL_HORIZON_S // 86400} days",
+            )
+        ev = evidence(rows, lambda x: f"{x['ts']:%H:%M:%S} broker {x['broker_id']} {x['log_dir']}: {_gb(x['bytes'])}")
+        if on_df:
+            fs = log_dir_filesystems(bundle)
+            fs = fs[(fs["broker_id"] == r["broker_id"]) & (fs["log_dir"] == r["log_dir"])]
+            ev = (
+                evidence(
+                    fs,
+                    lambda x: (
+                        f"df: {x['filesystem']} on {x['mount']}: {_gb(x['size_bytes'])} size, "
+                        f"{_gb(x['avail_bytes'])} available"
+                    ),
+                )
+                + ev
+            )
         out.append(
             Finding(
                 "log-dir-filling",
-                "medium" if pd.notna(r["seconds_to_full"]) and r["seconds_to_full"] < 7 * 86400 else "low",
+                "medium" if known and r["seconds_to_full"] < FILL_HORIZON_S else "low",
                 f"log dir {r['log_dir']} of broker {int(r['broker_id'])} grows {_gb(r['bytes_per_day'])} a day "
                 f"({r['bytes_per_s'] / 1e6:,.2f} MB/s, a line through {int(r['snapshots'])} snapshots over "
-                f"{span_s / 60:,.1f} min, R² {r['r2']:.3f}); {full}",
-                numbers={
-                    "broker": int(r["broker_id"]),
-                    "log_dir": r["log_dir"],
-                    "bytes": int(r["last_bytes"]),
-                    "bytes_per_s": round(float(r["bytes_per_s"]), 1),
-                    "r2": round(float(r["r2"]), 4),
-                    "snapshots": int(r["snapshots"]),
-                    "window_s": round(span_s, 1),
-                    "seconds_to_full": r["seconds_to_full"],
-                    "fit": r["fit"],
-                },
-                recommendation="Check the disk's free space against this rate (df on the broker), and what writes "
-                "it: the partitions that grew most between the first and last snapshot. Retention (retention.ms / "
-                "retention.bytes) bounds a topic once its oldest segments expire; a topic without a bound fills the "
-                "disk, and a full log dir goes offline with every partition on it.",
-                evidence=evidence(
-                    rows,
-                    lambda x: f"{x['ts']:%H:%M:%S} broker {x['broker_id']} {x['log_dir']}: {_gb(x['bytes'])}",
-                ),
+                f"{span_s / 60:,.1f} min, R² {r['r2']:.3f}); {full}{advice}",
+                numbers=numbers,
+                recommendation=("" if on_df else "Check the disk's free space against this rate (df on the broker). ")
+                + "Find what writes it: the partitions that grew most between the first and last snapshot. "
+                "Retention (retention.ms / retention.bytes) bounds a topic once its oldest segments expire; a topic "
+                "without a bound fills the disk, and a full log dir goes offline with every partition on it. The "
+                "forecast is a straight line over the window above: traffic that varies over the day needs a "
+                "window of a day to forecast days.",
+                evidence=ev,
             )
         )
     return out

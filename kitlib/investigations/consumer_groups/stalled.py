@@ -1,6 +1,11 @@
 """Stalled consumers: the window rules of :mod:`.lag` applied to the lag snapshots say which
 group partitions stopped or fall behind. A group in a rebalance storm is left to the
 ``rebalance-storm`` finding (:mod:`.rebalances`), which says why it stopped.
+
+The finding states the lag in time too (:mod:`.lag_time`, over the same window): how many seconds
+of the producers' current output the group is behind (``lag_s``, the largest of its flagged
+partitions), and each flagged partition's state (stalled, no consumers, growing, ...), so a lag of
+a million records reads as the minutes it is.
 """
 
 from __future__ import annotations
@@ -9,6 +14,7 @@ import pandas as pd
 
 from kitlib.findings import Finding, detector, evidence
 from kitlib.investigations.consumer_groups.lag import LagRules, lag_history, partition_status
+from kitlib.investigations.consumer_groups.lag_time import lag_times
 from kitlib.investigations.consumer_groups.rebalances import STORM_REBALANCES, rebalance_summary
 
 
@@ -29,6 +35,9 @@ def consumer_stalled(bundle, rules: LagRules | None = None) -> list[Finding]:
         return []
     status = partition_status(history, rules)
     bad = status[status["status"] != "ok"]
+    if not len(bad):
+        return []
+    times = lag_times(history, rules.window).set_index(["group", "topic", "partition"])
     # a group in a rebalance storm stops and falls behind because of it: rebalance-storm says so
     storms = rebalance_summary(bundle.table("group_events"))
     storming = set(storms.loc[storms["busiest_10min"] >= STORM_REBALANCES, "group"])
@@ -89,6 +98,15 @@ def consumer_stalled(bundle, rules: LagRules | None = None) -> list[Finding]:
             [ev_rows.groupby(["topic", "partition"]).head(1), ev_rows.groupby(["topic", "partition"]).tail(1)]
         )
         ev_rows = ev_rows.drop_duplicates().sort_values(["topic", "partition", "ts"])
+        in_time = times.reindex(
+            pd.MultiIndex.from_arrays(
+                [pd.Series([g] * len(worst), dtype="string"), worst["topic"].astype("string"), worst["partition"]]
+            )
+        )
+        lag_s = in_time["lag_s"].max()
+        states = in_time["state"].dropna().value_counts()
+        if pd.notna(lag_s):
+            summary += f", about {_duration(float(lag_s))} of the producers' current output"
         state = _group_state(bundle, history, g)
         if state:
             summary += f" (group {state})"
@@ -107,6 +125,8 @@ def consumer_stalled(bundle, rules: LagRules | None = None) -> list[Finding]:
                     "members_owning": ", ".join(sorted(set(owners.astype(str)))) or "none",
                     "first_snapshot": rows["first_ts"].min(),
                     "last_snapshot": rows["last_ts"].max(),
+                    "lag_s": round(float(lag_s), 1) if pd.notna(lag_s) else None,
+                    "lag_state": ", ".join(f"{k} {v}" for k, v in states.items()) or "unknown",
                 },
                 recommendation=fix,
                 evidence=evidence(
@@ -120,6 +140,17 @@ def consumer_stalled(bundle, rules: LagRules | None = None) -> list[Finding]:
             )
         )
     return out
+
+
+def _duration(seconds: float) -> str:
+    """A lag in seconds as people say it: 45 s, 12.5 min, 3.2 h, 2.1 days."""
+    if seconds < 120:
+        return f"{seconds:,.0f} s"
+    if seconds < 7200:
+        return f"{seconds / 60:,.1f} min"
+    if seconds < 172800:
+        return f"{seconds / 3600:,.1f} h"
+    return f"{seconds / 86400:,.1f} days"
 
 
 def _group_state(bundle, history: pd.DataFrame, group: str) -> str:

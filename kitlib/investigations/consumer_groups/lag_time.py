@@ -1,11 +1,10 @@
 """Consumer lag in time: for each group and partition, the lag in records and in seconds, a state,
 and when the lag is shrinking, how long until it is gone.
 
-It takes the lag history the consumer-groups investigation builds
-(:func:`kitlib.investigations.consumer_groups.lag.lag_history`: kit captures and
-``kafka-consumer-groups --describe`` snapshots in one shape; investigations do not import each
-other, so the caller passes it in) and, per partition, compares the first and the last of its
-last ``window`` timed snapshots:
+It takes the lag history of :func:`.lag.lag_history` (kit captures and ``kafka-consumer-groups
+--describe`` snapshots in one shape) and, per partition, compares the first and the last of its
+last ``window`` timed snapshots. The ``consumer-stalled`` finding (:mod:`.stalled`) states the lag
+in seconds and the state from here; the cluster_config notebook shows the table:
 
 - ``produce_rate`` = Δ log-end offset / Δt, ``consume_rate`` = Δ committed offset / Δt (records/s);
 - ``lag_s`` = latest lag / produce_rate: how many seconds of the producers' current output the
