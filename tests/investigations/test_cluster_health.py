@@ -524,13 +524,21 @@ def test_a_re_election_is_not_called_a_move(tmp_path):
 def test_a_departure_the_logs_do_not_see_back_but_jmx_does(tmp_path):
     """The log ends before the rejoin; broker 1's UnderReplicatedPartitions (it leads the
     partition) falls back to 0 afterwards: the departure is not reported as never back. Without
-    the JMX file it is."""
+    the JMX file it is, when the log goes on past the departure without the rejoin; a log that ends
+    right after the departure shows nothing either way."""
     shrink = (
         "[2024-05-22 00:00:05,100] INFO [Partition orders-0 broker=1] Shrinking ISR from 1,3,2 to 1,3. "
         "Leader: (highWatermark: 10, endOffset: 12). Out of sync replicas: (brokerId: 2, endOffset: 10, "
         "lastCaughtUpTimeMs: 1716336000000). (kafka.cluster.Partition)"
     )
+    later = (
+        "[2024-05-22 00:01:05,100] INFO [ProducerStateManager partition=orders-0] Wrote producer snapshot at "
+        "offset 12 with 0 producer ids in 1 ms. (kafka.log.ProducerStateManager)"
+    )
     _write(tmp_path, "broker-1", "server.log", [shrink])
+    f = findings(kitlib.load_bundle(tmp_path), "isr-shrink")[0]
+    assert (f.numbers["never_rejoined"], str(f.severity)) == (0, "medium")
+    _write(tmp_path, "broker-1", "server.log", [shrink, later])
     name = '"kafka.server:type=ReplicaManager,name=UnderReplicatedPartitions:Value"'
     rows = [f'"time",{name}'] + [f"{1716336000000 + i * 1000},{1 if 5 <= i < 12 else 0}" for i in range(20)]
     _write(tmp_path, "broker-1", "jmx-broker.csv", rows)
