@@ -22,7 +22,7 @@ def register_cli(sub) -> None:
         "--json",
         action="store_true",
         help="print a JSON list of findings (id, severity, summary, numbers, recommendation, evidence, "
-        "notebook, investigation)",
+        "notebook, investigation, extent: the lines, hosts and time the finding rests on)",
     )
     p.add_argument("--tz", default=None, help=TZ_HELP)
     p.add_argument("--no-cache", action="store_true", help=NO_CACHE_HELP)
