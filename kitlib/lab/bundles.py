@@ -132,10 +132,13 @@ def write_provenance(
     command: str,
     notes: str = "",
     per_kind: int = 6,
+    window: tuple | None = None,
 ) -> Path:
     """Write PROVENANCE.md of a finished cluster scenario bundle: what it is, how it was made
-    (Kafka version, Java, the command), the timeline of :meth:`Scenario.mark`, and for every
-    :class:`Evidence` the first lines that match it (host, file, line number). Raises
+    (Kafka version, Java, the command), the incident window when given (two UTC datetimes, as
+    ``Incident window (UTC): START..END``, the span ``kitlib changes --window`` takes), the
+    timeline of :meth:`Scenario.mark`, and for every :class:`Evidence` the first lines that match
+    it (host, file, line number). Raises
     :class:`LabError` when one kind of evidence is missing: the scenario did not produce the
     incident it is about."""
     java = subprocess.run(["java", "-version"], capture_output=True, text=True, check=False).stderr.splitlines()
@@ -160,9 +163,10 @@ def write_provenance(
         "",
         f"Expected findings: {expected}",
         "",
-        "## What happened when (UTC, from the scenario script)",
-        "",
     ]
+    if window is not None:
+        lines += [f"Incident window (UTC): {window[0]:%Y-%m-%dT%H:%M:%S}..{window[1]:%Y-%m-%dT%H:%M:%S}", ""]
+    lines += ["## What happened when (UTC, from the scenario script)", ""]
     lines += [f"- {t:%H:%M:%S.%f}"[:-3] + f" {what}" for t, what in s.timeline]
     lines += ["", "## Lines a detector should find", ""]
     missing = []
