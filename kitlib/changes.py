@@ -106,6 +106,7 @@ class Changes:
     overall: pd.DataFrame = field(default_factory=pd.DataFrame)
     per_host: pd.DataFrame = field(default_factory=pd.DataFrame)
     found_window: bool = False
+    found_by: str = ""  # what picked a found window, in words
 
     def to_dict(self) -> dict:
         def rows(df: pd.DataFrame) -> list[dict]:
@@ -117,6 +118,7 @@ class Changes:
         return {
             "window": [t.isoformat() for t in self.window],
             "window_found": self.found_window,
+            **({"window_found_by": self.found_by} if self.found_by else {}),
             "baseline": [t.isoformat() for t in self.baseline] if self.baseline else "rest of the bundle",
             "share": self.share,
             "test": f"G (log-likelihood ratio) against binomial(n, share); beyond chance when G > {self.threshold:.2f} "
@@ -269,17 +271,22 @@ def find_window(t: pa.Table, bins: int = 120, codes: np.ndarray | None = None) -
     return _pick_span(lo, width, alln, np.bincount(b[bad], minlength=bins).astype(float), mat)
 
 
-def _pick_span(lo: int, width: float, alln: np.ndarray, badn: np.ndarray, mat: np.ndarray | None):
+def _pick_span(lo: int, width: float, alln: np.ndarray, badn: np.ndarray, mat: np.ndarray | None, why=None):
     """The span of :func:`find_window` from the counts per time bin: of all records (``alln``), of
-    the WARN/ERROR ones (``badn``) and of each template considered (rows of ``mat``)."""
+    the WARN/ERROR ones (``badn``) and of each template considered (rows of ``mat``). ``why``, a
+    list, gets what picked it: -1 for the WARN/ERROR rate, else the row of ``mat``."""
     bins = len(alln)
     i, j = np.triu_indices(bins + 1, 1)
     keep = (j - i) <= bins // 2
     i, j = i[keep], j[keep]
     best = _scan(badn[None, :], np.full(bins, 1.0 / bins), i, j)[0]
+    bad_best, per_row = best, None
     if mat is not None and len(mat):
-        best = np.maximum(best, _scan(mat.astype(float), alln / alln.sum(), i, j).max(axis=0))
+        per_row = _scan(mat.astype(float), alln / alln.sum(), i, j)
+        best = np.maximum(best, per_row.max(axis=0))
     k = int(np.argmax(best))
+    if why is not None:
+        why.append(-1 if per_row is None or bad_best[k] >= per_row[:, k].max() else int(np.argmax(per_row[:, k])))
 
     def ms(x: float) -> pd.Timestamp:
         return pd.Timestamp(int(x), unit="ms", tz="UTC")
@@ -287,10 +294,10 @@ def _pick_span(lo: int, width: float, alln: np.ndarray, badn: np.ndarray, mat: n
     return ms(lo + i[k] * width), ms(lo + j[k] * width)
 
 
-def _find_window_sql(con, lo: int, hi: int, bins: int = 120) -> tuple[pd.Timestamp, pd.Timestamp]:
+def _find_window_sql(con, lo: int, hi: int, bins: int = 120) -> tuple[pd.Timestamp, pd.Timestamp, str]:
     """:func:`find_window` on the view ``ev`` of :func:`_connect`: the records counted per key and
     time bin by DuckDB (the templates considered are those of :func:`find_window`, in the order
-    they first appear)."""
+    they first appear); with what picked the span, in words."""
     width = max((hi - lo) / bins, 1.0)
     per = con.execute(
         f"select key, case when t > 0 then least(cast(floor((t - {lo}) / ?::double) as bigint), {bins - 1}) end as b, "
@@ -313,7 +320,13 @@ def _find_window_sql(con, lo: int, hi: int, bins: int = 120) -> tuple[pd.Timesta
         mat = np.bincount(
             row * bins + pick["b"].to_numpy(np.int64), weights=pick["n"].to_numpy(float), minlength=len(some) * bins
         ).reshape(len(some), bins)
-    return _pick_span(lo, width, alln, badn, mat)
+    why: list[int] = []
+    span = _pick_span(lo, width, alln, badn, mat, why)
+    if why[0] < 0:
+        reason = "the rate of WARN and ERROR records departs most from the rest there"
+    else:
+        reason = f"the count of `{_describe(str(some[why[0]]))}` departs most from its share of the log there"
+    return span[0], span[1], reason + f" (scan statistic over {bins} time bins, spans up to half the bundle)"
 
 
 def changes(
@@ -336,7 +349,7 @@ def changes(
     if investigation is not None:
         loggers = [*(loggers or []), *registry.investigation(investigation).loggers]
     con = _connect(bundle, loggers)
-    found = window is None
+    found, found_by = window is None, ""
     if isinstance(window, str):
         window = parse_span(window)
     if isinstance(baseline, str):
@@ -346,7 +359,8 @@ def changes(
     if window is None:
         if got[2] < 2:
             raise ValueError("too few timed records to find a window")
-        window = _find_window_sql(con, int(got[0]), int(got[1]) + 1)
+        w0, w1, found_by = _find_window_sql(con, int(got[0]), int(got[1]) + 1)
+        window = (w0, w1)
     ws, we = utc(window[0]), utc(window[1])
     ms = lambda x: int(x.value // 1_000_000)
     lo, hi = (int(got[0]), int(got[1]) + 1) if got[2] else (0, 1)
@@ -400,6 +414,7 @@ def changes(
     crit_h = chi2_isf(alpha / max(tested_h, 1))
     result = Changes((ws, we), (utc(baseline[0]), utc(baseline[1])) if baseline else None, share, crit, tested,
                      (n_w, n_b), found_window=found)  # fmt: skip
+    result.found_by = found_by
     # with no record on one side there is no mix to compare (an empty window is no evidence)
     sig = np.flatnonzero(g > crit) if n_w and n_b else np.zeros(0, np.int64)
     rising = a[sig] > (a[sig] + b[sig]) * share
@@ -571,7 +586,7 @@ def _changed_values(t: pa.Table, share: float):
 def changes_text(res: Changes, rows: int = 15) -> str:
     """The changes as text for a terminal."""
     base = f"{res.baseline[0]}..{res.baseline[1]}" if res.baseline else "the rest of the bundle"
-    how = " (found: where the WARN/ERROR rate departs most)" if res.found_window else ""
+    how = f" (found: {res.found_by})" if res.found_window else ""
     lines = [
         f"window {res.window[0]}..{res.window[1]}{how}; baseline {base}",
         f"records: {res.records[0]:,} in the window, {res.records[1]:,} in the baseline (the window's share "
