@@ -19,6 +19,13 @@ def register_cli(sub) -> None:
         f"$XDG_CACHE_HOME/{lab.APP_DIR}/jars-{lab.KAFKA_VERSION}, ~/.cache when unset)",
     )
     common.add_argument(
+        "--kafka",
+        metavar="VERSION",
+        default=None,
+        help=f"Kafka release to run (default: ${lab.VERSION_ENV}, else {lab.KAFKA_VERSION}; "
+        f"4 stands for {lab.KAFKA4_VERSION}, a KRaft-only 4.x line with jars of its own)",
+    )
+    common.add_argument(
         "--work",
         metavar="DIR",
         default=None,
@@ -79,7 +86,10 @@ def register_cli(sub) -> None:
 
 
 def _use_dirs(args) -> None:
-    """--jars/--work act like the environment variables (child JVMs and helpers see them too)."""
+    """--jars/--work/--kafka act like the environment variables (child JVMs and helpers see them too)."""
+    if getattr(args, "kafka", None):
+        lab.use_kafka(args.kafka)
+        lab.kafka_version()  # an unknown release is refused before anything starts
     if getattr(args, "jars", None):
         os.environ[lab.JARS_ENV] = str(Path(args.jars).expanduser().resolve())
     if getattr(args, "work", None):

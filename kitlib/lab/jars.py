@@ -55,7 +55,10 @@ def kafka_version() -> str:
     if v in ("3", "3.9", "3.x"):
         return KAFKA_VERSION
     if not _VERSION.match(v) or int(v.split(".")[0]) not in (3, 4):
-        raise LabError(f"${VERSION_ENV}={v!r}: give a Kafka release such as {KAFKA_VERSION} or {KAFKA4_VERSION} (or 4)")
+        raise LabError(
+            f"Kafka release {v!r} (--kafka or ${VERSION_ENV}): give a release such as {KAFKA_VERSION} or "
+            f"{KAFKA4_VERSION} (or 4)"
+        )
     return v
 
 

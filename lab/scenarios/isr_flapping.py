@@ -54,6 +54,24 @@ def evidence(paused: int) -> list[lab.Evidence]:
     ]
 
 
+def startup_shrinks(out: Path) -> str:
+    """What the expected findings add when a leader shrank its ISR before any data reached the
+    topic (``highWatermark: 0``): its followers had not fetched within replica.lag.time.max.ms of
+    the topic's creation (seen on a busy machine, on 4.x), one ``isr-shrink`` per broker named."""
+    named: set[str] = set()
+    for log in sorted(out.glob("broker-*/server.log*")):
+        for line in log.read_text(errors="replace").splitlines():
+            if "Shrinking ISR from" in line and "Leader: (highWatermark: 0," in line:
+                named.update(re.findall(r"\(brokerId: (\d+),", line))
+    if not named:
+        return ""
+    return (
+        f"; `isr-shrink` for broker(s) {', '.join(sorted(named))}: right after the topic was created, before any "
+        "pause, the leaders shrank their ISRs once (highWatermark 0: the followers had not fetched yet within "
+        "replica.lag.time.max.ms=2500) and took the followers back in"
+    )
+
+
 def run(
     out: str | Path,
     pauses: int = 3,
@@ -122,7 +140,7 @@ def run(
         "gets no answer while it is frozen, so its rows have gaps); `live/` is a capture after the run. "
         f"Settings beyond the lab's: {', '.join(f'{k}={v}' for k, v in SETTINGS.items())}.",
         f"`broker-fenced`: one finding for the stalls of broker {paused.node_id} (fenced during the long pause), "
-        f"naming their consequences (it leaves and rejoins the ISR {pauses + 1} times)",
+        f"naming their consequences (it leaves and rejoins the ISR {pauses + 1} times)" + startup_shrinks(out),
         evidence(paused.node_id),
         command or f".venv/bin/python lab/scenarios/isr_flapping.py {out}",
     )

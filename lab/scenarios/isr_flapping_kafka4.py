@@ -17,7 +17,7 @@ from pathlib import Path
 from kitlib import lab
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-import isr_flapping  # noqa: E402
+import isr_flapping
 
 
 def run(out: str | Path, work: Path | None = None) -> Path:
@@ -27,7 +27,7 @@ def run(out: str | Path, work: Path | None = None) -> Path:
         return isr_flapping.run(
             out,
             pauses=2,
-            work=work,
+            work=work or lab.work_root() / "isr-flapping-kafka4",  # not the 3.9 scenario's folder
             command=f".venv/bin/python lab/scenarios/isr_flapping_kafka4.py {out}",
         )
     finally:
