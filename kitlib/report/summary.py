@@ -118,7 +118,30 @@ def summary_view(plan, runs: list[dict]) -> dict:
         "checks_ok": sum(r.status == "ok" for r in runs_),
         "checks_skipped": sum(r.status == "skipped" for r in runs_),
         "checks_failed": sum(r.status == "failed" for r in runs_),
+        "changes_html": _changes_html(plan, findings),
     }
+
+
+def _changes_html(plan, findings) -> str:
+    """The summary page's "what else changed" block (:mod:`kitlib.display.changes`), on the whole
+    stored bundle: the pinned view's window when there is one, else the findings' span, else the
+    span found; '' for a plan without stored tables. Escaped here; redacted with the whole page."""
+    tables = getattr(plan, "tables", None)
+    if tables is None or not Path(tables).is_dir():
+        return ""
+    import kitlib
+    from kitlib.display import esc
+    from kitlib.display.changes import changes_block
+    from kitlib.params import as_list
+
+    pinned = getattr(plan, "pinned", None) or {}
+    try:
+        whole = kitlib.load(tables)
+        if pinned.get("HOSTS"):
+            whole = kitlib.window(whole, None, None, as_list(pinned["HOSTS"]))
+        return changes_block(whole, findings, pinned.get("START"), pinned.get("END"), heading=None).html
+    except Exception as e:  # noqa: BLE001 - the block must not take the summary page down
+        return f"<p class='kit-muted'>The changes in the window could not be compared: {esc(type(e).__name__)}: {esc(e)}</p>"
 
 
 def _short_ts(ts) -> str:
