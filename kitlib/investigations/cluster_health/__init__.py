@@ -82,6 +82,8 @@ INVESTIGATION = Investigation(
     ),
     examples={
         "isr-flapping": ("broker-fenced",),
+        # Kafka 4.4: besides the stalled node, the leaders' ISRs shrank once at start-up (before any pause)
+        "isr-flapping-kafka4": ("broker-fenced", "isr-shrink"),
         "controller-failover": ("controller-failover",),
         "log-dir-failure": ("log-dir-failure",),
         "gc-pressure": ("gc-pauses",),

@@ -1,0 +1,150 @@
+"""Kafka 4.x in the kit: the lab's 4.x line (chosen per process, its own jars, the tool classes 4.x
+moved) and the lab's 4.x bundle ``sample_data/isr-flapping-kafka4`` (real 4.4.0 nodes): its Kafka
+records get template ids as far as the catalogue reaches, and triage names the fenced broker."""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+
+import pytest
+
+import kitlib
+from kitlib import lab
+from kitlib.lab.errors import LabError
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_the_lab_runs_3_9_unless_told_otherwise(monkeypatch, tmp_path):
+    for var in (lab.JARS_ENV, lab.VERSION_ENV, "XDG_CACHE_HOME"):
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.setenv("HOME", str(tmp_path))
+    cache = tmp_path / ".cache" / "kafka-incident-kit"
+    assert lab.kafka_version() == lab.KAFKA_VERSION == "3.9.1"
+    assert lab.jars_dir() == cache / "jars-3.9.1"
+    assert lab.tool_class("kafka.admin.ConfigCommand") == "kafka.admin.ConfigCommand"
+    monkeypatch.setenv(lab.VERSION_ENV, "4")
+    assert lab.kafka_version() == lab.KAFKA4_VERSION and lab.kafka_major() == 4
+    assert lab.jars_dir() == cache / f"jars-{lab.KAFKA4_VERSION}"  # one jars folder per release
+    assert lab.tool_class("kafka.admin.ConfigCommand") == "org.apache.kafka.tools.ConfigCommand"
+    assert lab.tool_class("kafka.tools.DumpLogSegments") == "org.apache.kafka.tools.DumpLogSegments"
+    assert lab.tool_class("kafka.tools.StorageTool") == "kafka.tools.StorageTool"  # still Scala in 4.x
+    monkeypatch.setenv(lab.VERSION_ENV, "4.1.1")
+    assert lab.jars_dir() == cache / "jars-4.1.1"
+    for bad in ("5.0.0", "latest", "2.8.0"):
+        monkeypatch.setenv(lab.VERSION_ENV, bad)
+        with pytest.raises(LabError, match="give a release such as"):
+            lab.kafka_version()
+
+
+def test_use_kafka_reaches_the_jvms_the_lab_starts(monkeypatch):
+    monkeypatch.delenv(lab.VERSION_ENV, raising=False)
+    try:
+        assert lab.use_kafka("4") == lab.KAFKA4_VERSION
+        assert os.environ[lab.VERSION_ENV] == "4"  # inherited by the JVMs and tools started from here
+    finally:
+        assert lab.use_kafka(None) == lab.KAFKA_VERSION
+    assert lab.VERSION_ENV not in os.environ
+
+
+def test_the_4_x_pom_is_package_data():
+    pom = lab.template("pom-4.xml")
+    assert "<artifactId>kafka_2.13</artifactId>" in pom and "<artifactId>kafka-tools</artifactId>" in pom
+    assert f"<kafka.version>{lab.KAFKA4_VERSION}</kafka.version>" in pom
+    # the same log4j 1 layout as 3.9's nodes (reload4j), so 4.x bundles read the same way
+    assert "<artifactId>slf4j-reload4j</artifactId>" in pom
+
+
+# --- the lab's 4.x bundle -----------------------------------------------------------------------
+
+KAFKA4 = ROOT / "sample_data" / "isr-flapping-kafka4"
+
+# Why a Kafka record of the 4.x bundle keeps no template id. The catalogue is read from apache/kafka
+# up to trunk of October 2024 (release tags up to 3.9), before 4.0 branched, so 4.x's new and
+# reworded sentences are not in it yet; a few messages are built by helpers and were never a template
+# in any release (the 3.9 bundles keep these without an id too).
+WITHOUT_ID = {
+    # reworded in 4.x (the 3.9/trunk sentence in brackets)
+    r"^Skipped the become-(?:leader|follower) state change for \S+ with topic id \S+, partition registration ": (
+        "4.x: '..., partition registration' (trunk: 'and partition state ...')"
+    ),
+    r"^Loading producer state till offset \d+$": "4.x dropped 'with message format version {}'",
+    r"^Creating new QuorumController with clusterId \S+$": "4.x dropped the '.{}' suffix",
+    r"^maybeSendControllerRegistration: cannot register yet because the metadata.version is not known yet": (
+        "4.x rewording of the controller registration's wait"
+    ),
+    # new in 4.x
+    r"^(?:Registering periodic task \w+ to run every \d+ ms|Activated periodic tasks: )": "PeriodicTaskControlManager",
+    r"^In the last \d+ ms period, \d+ controller events were completed": "EventPerformanceMonitor",
+    r"^Election (?:timed out before receiving sufficient vote responses|was not granted, transitioning to prospective)": (
+        "Raft pre-vote (KIP-996)"
+    ),
+    r"^Insufficient remaining votes to become leader\. Candidate will wait the remaining election timeout": (
+        "Raft pre-vote (trunk: '(rejected by {}). We will backoff before retrying election again')"
+    ),
+    r"^Exceptionally slow controller event \S+ took \d+ ms": "EventPerformanceMonitor",
+    r"^Updated in-memory voters from VoterSet": "dynamic quorum voters (KIP-853)",
+    r"^Removed ELRs from \d+ partitions of topic ": "eligible leader replicas (KIP-966)",
+    r"^(?:Starting ShareGroupDLQStateManager|Feature share\.version has been updated to version \d+)": "share groups",
+    r"^Registered `kafka:type=kafka.Log4jController` MBean": "Log4jControllerRegistration",
+    # never a template: the message is built elsewhere and logged as a whole (3.9 too)
+    r"^(?:Kafka|Abstract|\w+)Config values: ": "a config dump built by AbstractConfig.logAll",
+    r"^Kafka Server started$": "a constant (KafkaBroker.STARTED_MESSAGE)",
+    r"^\w+: event failed with \w+ in \d+ microseconds": "built by EventHandlerExceptionInfo",
+    r"^Performing controller activation\. ": "built with a StringBuilder (ActivationRecordsGenerator)",
+    # in the catalogue, but these records share their first 96 characters (a long LogLoader prefix)
+    # with an unmatched 'Loading producer state' record, and the matcher matches a shape once
+    r"^(?:Reloading from producer snapshot and rebuilding producer state from offset \d+|Producer state recovery took)": (
+        "shape shared with an unmatched record"
+    ),
+}
+
+
+def _kafka_records():
+    from kitlib.formats.logs import matching
+
+    ev = kitlib.load_bundle(KAFKA4).table("events")
+    return ev[ev["logger"].astype(str).str.match(matching.KAFKA_LOGGERS.pattern)]
+
+
+@pytest.mark.slow
+def test_kafka_4_records_get_template_ids_but_for_the_sentences_the_catalogue_lacks():
+    kafka = _kafka_records()
+    body = kafka["message"].astype(str).str.replace(r"^\[[^\]]*\] ", "", regex=True)  # a logIdent prefix
+    missing = kafka["template_id"].isna()
+    explained = body.str.match("|".join(f"(?:{p})" for p in WITHOUT_ID))
+    assert len(kafka) > 1000
+    unexplained = body[missing & ~explained]
+    assert unexplained.empty, unexplained.str.slice(0, 120).value_counts().head(10)
+    assert (~missing).sum() >= 0.85 * len(kafka)  # 1378 of 1572 (87.7 %) when this was written
+    # the detectors' sentences all get one: ISR shrinks and updates, fencing (4.x's wording is read
+    # by 3.9's template, its epoch inside a slot), the active controller, unfencing
+    for words in ("Shrinking ISR from", "ISR updated to", "because its session has timed out",
+                  "Becoming the active controller", "to unfence has been granted"):  # fmt: skip
+        rows = kafka[kafka["message"].astype(str).str.contains(words, regex=False)]
+        assert len(rows) and rows["template_id"].notna().all(), words
+
+
+def _paused() -> int:
+    text = (KAFKA4 / "PROVENANCE.md").read_text()
+    assert "Apache Kafka 4." in text  # a 4.x run
+    return int(re.search(r"`broker-fenced`: one finding for the stalls of broker (\d+)", text).group(1))
+
+
+@pytest.mark.slow
+def test_triage_of_the_kafka_4_bundle_names_the_fenced_broker():
+    paused = _paused()
+    found = kitlib.triage(kitlib.load_bundle(KAFKA4)).findings
+    fenced = [f for f in found if f.id == "broker-fenced"]
+    assert len(fenced) == 1 and fenced[0].numbers["broker"] == paused and fenced[0].numbers["fenced"] == 1
+    assert f"Broker {paused}" in fenced[0].summary and fenced[0].numbers["isr_shrinks"] >= 3
+    # the fencing line is 4.x's ("Fencing broker N at epoch E because ...") and is cited
+    cited = " ".join(e["text"] for e in fenced[0].evidence)
+    assert f"Fencing broker {paused} at epoch " in cited
+    # the leaders' shrinks right after the topic was created (before any pause), one per broker named
+    shrinks = {f.numbers["broker"] for f in found if f.id == "isr-shrink"}
+    assert {f.id for f in found} <= {"broker-fenced", "isr-shrink"}
+    named = re.search(r"`isr-shrink` for broker\(s\) ([\d, ]+):", (KAFKA4 / "PROVENANCE.md").read_text())
+    assert shrinks == ({int(x) for x in named.group(1).split(", ")} if named else set())
