@@ -148,3 +148,14 @@ def test_triage_of_the_kafka_4_bundle_names_the_fenced_broker():
     assert {f.id for f in found} <= {"broker-fenced", "isr-shrink"}
     named = re.search(r"`isr-shrink` for broker\(s\) ([\d, ]+):", (KAFKA4 / "PROVENANCE.md").read_text())
     assert shrinks == ({int(x) for x in named.group(1).split(", ")} if named else set())
+
+
+@pytest.mark.slow
+def test_the_capture_of_a_4_x_broker_keeps_the_api_keys_the_client_cannot_name():
+    """kafka-python has no name for some keys a 4.4 broker announces (share groups' 93 and 94 among
+    them); the capture keeps every key, those named ``api_<key>``, instead of failing."""
+    api = kitlib.load_bundle(KAFKA4).table("api_versions")
+    keys = dict(zip(api["api_key"].astype(int), api["api_name"].astype(str)))
+    assert keys[0] == "Produce" and keys[18] == "ApiVersions"
+    unnamed = {k for k, name in keys.items() if name == f"api_{k}"}
+    assert {93, 94} <= unnamed and len(keys) == len(api) > 70
