@@ -644,3 +644,54 @@ def test_a_line_index_kept_in_the_store_is_rebuilt_when_the_file_changes(tmp_pat
     cr = tmp_path / "mac.log"
     cr.write_bytes(b"a\rb\r" * 10)
     assert li.offsets(cr) is None
+
+
+@pytest.mark.slow  # ingests a bundle and searches it twice per query
+def test_the_trigram_index_finds_exactly_what_a_scan_of_every_line_finds(tmp_path, monkeypatch):
+    from kitlib.explore import textindex as ti
+
+    root = tmp_path / "bundle"
+    (root / "broker-1").mkdir(parents=True)
+    lines = [_line(i, 1) for i in range(6000)]
+    lines[4000] = lines[4000].replace("Rolled new log segment", "Disk at 300\u212aelvin, rolled new log segment")
+    lines[5000] = lines[5000].replace("Rolled new log segment", "Fenced broker epoch=17 after ÜBER-long pause")
+    (root / "broker-1" / "server.log").write_text("\n".join(lines) + "\n")
+    out = tmp_path / "out.kit"
+    kitlib.ingest(root, out, progress=False)
+    store = kitlib.load(out)
+    monkeypatch.setattr(ti, "MOST", 1.0)  # narrow even when the store's one row group must be read
+    queries = [
+        {"text": "shrinking isr"},  # any case
+        {"text": "Shrinking ISR from 1,2,3"},  # exact
+        {"text": "SHRINKING"},  # exact: no line holds it in capitals
+        {"text": "300kelvin"},  # any case: the Kelvin sign lowers to an ASCII k
+        {"text": "über-long"},  # any case, past ASCII
+        {"text": "not_leader", "level": "ERROR"},
+        {"text": r"Shrinking ISR from \d,2,3 to", "regex": True},
+        {"text": r"(?i)fenced broker epoch=\d+", "regex": True},
+        {"text": r"offset (12|34)00\b", "regex": True},
+        {"text": "[[:upper:]]enced", "regex": True},  # RE2's class: Python would read literals into it
+        {"text": "Rolled new log segment at offset 1", "window": Window.of("2026-11-23 12:30", "2026-11-23 13:00")},
+    ]
+    narrowed = set()
+    for kw in queries:
+        q = s.Query(**kw)
+        part = s._narrowed(store, q)
+        if part is not None and part.num_rows < len(lines) // 10:
+            narrowed.add(kw["text"])
+        with_index = s.search(store, query=q, limit=5000)
+        with monkeypatch.context() as m:
+            m.setattr(s, "_narrowed", lambda b, q: None)
+            scanned = s.search(store, query=q, limit=5000)
+        assert not with_index.error and not scanned.error, kw
+        assert with_index.total == scanned.total, kw
+        assert with_index.rows["where"].tolist() == scanned.rows["where"].tolist(), kw
+        if "window" not in kw and "[[:" not in kw["text"]:
+            pattern = kw["text"].replace("(?i)", "") if kw.get("regex") else re.escape(kw["text"])
+            flags = re.I if kw["text"] == kw["text"].lower() or "(?i)" in kw["text"] else 0
+            assert scanned.total == _count({1: lines}, pattern, flags, level=kw.get("level")), kw
+    # rare text: the index rules out all but a tenth of the store (a line past ASCII: its part only)
+    assert {"300kelvin", "über-long", r"(?i)fenced broker epoch=\d+"} <= narrowed, narrowed
+    assert s.search(store, "300kelvin").total == 1 and s.search(store, "über-long").total == 1
+    assert (out / ".index" / "trigrams.npz").is_file() and not list(root.rglob("*.npz"))
+    assert ti.literals(r"Shrinking ISR from \d,2,3 to") == ["Shrinking ISR from ", ",2,3 to"]

@@ -383,11 +383,15 @@ class Explorer:
         self.hit_box.max = max(1, hits.total)
         self.hit_box.value = max(1, hits.offset + 1)
         table = hits_table(hits, self.tz)
+        widget = _hits_widget(table, self)
+        if widget is not None and widget is self.__dict__.get("_hits_shown"):
+            return  # the table on screen took the new page (a new widget each time is slow to start)
+        self._hits_shown = widget
         self.hits_out.clear_output()
         with self.hits_out:
             from IPython.display import display as show
 
-            show(_hits_widget(table, self))
+            show(widget)
 
     def open_hit(self, n: int) -> display.HTML:
         """Show (and return) the raw lines around hit number ``n`` (1-based, as the table numbers them)."""
@@ -492,21 +496,28 @@ def _hits_widget(table: pd.DataFrame, panel: Explorer):
     except ImportError:  # pragma: no cover - itables is a dependency; a plain table still works
         return display.table(table, max_rows=PAGE)
     shown = table.assign(ts=table["ts"].map(lambda v: display.tables.cell(v), na_action="ignore").fillna(""))
-    t = ITable(
-        shown,
-        select={"style": "single"},
-        paging=False,
-        classes="display compact kit-hits-table",
-        columnDefs=[{"className": "dt-left", "targets": "_all"}],
-        style="table-layout:auto;width:100%;margin:0;text-align:left",
-        showIndex=False,
-        allow_html=False,
-    )
+    options: dict = {
+        "select": {"style": "single"},
+        "paging": False,
+        "classes": "display compact kit-hits-table",
+        "columnDefs": [{"className": "dt-left", "targets": "_all"}],
+        "style": "table-layout:auto;width:100%;margin:0;text-align:left",
+        "showIndex": False,
+        "allow_html": False,
+    }
+    panel.__dict__["_hits_page"] = table
+    t = panel.__dict__.get("_hits_table")
+    if t is not None:  # one table widget per panel, given each new page
+        t.update(shown, selected_rows=[], **options)
+        return t
+    t = ITable(shown, **options)
 
     def picked(change):
         rows = change["new"]
-        if rows:
-            panel.open_hit(int(table["hit"].iloc[rows[0]]))
+        page = panel.__dict__["_hits_page"]
+        if rows and rows[0] < len(page):
+            panel.open_hit(int(page["hit"].iloc[rows[0]]))
 
     t.observe(picked, names=["selected_rows"])
+    panel.__dict__["_hits_table"] = t
     return t

@@ -148,19 +148,36 @@ def _lit(text: str) -> str:
     return "'" + str(text).replace("'", "''") + "'"
 
 
-def run_sql(bundle, query: str) -> pd.DataFrame:
+def run_sql(bundle, query: str, events=None) -> pd.DataFrame:
     """``query`` over the bundle's ``events``: through :meth:`Bundle.sql` on an ingest output,
-    else over the events in memory (the bundle's window already applied to them)."""
-    if bundle.lazy("events"):
+    else over the events in memory (the bundle's window already applied to them); over
+    ``events`` (a frame or Arrow table: some of the stored events) when given."""
+    if events is None and bundle.lazy("events"):
         return bundle.sql(query)
     import duckdb
 
     con = duckdb.connect()
     try:
-        con.register("events", bundle.table("events"))
+        con.register("events", bundle.table("events") if events is None else events)
         return con.execute(query).df()
     finally:
         con.close()
+
+
+SEARCHED = ["host", "ts", "file", "line", "level", "logger", "message"]  # the columns a search reads
+
+
+def _narrowed(bundle, q: Query):
+    """The stored events a text search can match, from the trigram index
+    (:mod:`kitlib.explore.textindex`); None to scan them all."""
+    if not q.text or not bundle.lazy("events"):
+        return None
+    from kitlib.explore.textindex import candidates
+
+    try:
+        return candidates(bundle, q, SEARCHED)
+    except (OSError, ValueError, KeyError):  # an index that cannot be read or built: the scan answers
+        return None
 
 
 COUNT_CAP = 10_000  # hits are counted up to this many (or to the end of the page asked for)
@@ -185,7 +202,11 @@ def search(
     rows it keeps). When it is not full it is the last page, and its end is the number of hits:
     nothing else is read. Otherwise the hits are counted up to ``count_cap`` (at least to the
     page's end; None counts them all) by a scan that stops at the cap, so a search with many hits
-    answers at once and ``capped`` says the count is a lower bound."""
+    answers at once and ``capped`` says the count is a lower bound.
+
+    On an ingest output a text search first asks the trigram index
+    (:mod:`kitlib.explore.textindex`) which parts of the store can hold a hit, and runs the same
+    query over those parts only (the same hits: the index only rules parts out)."""
     q = kw.pop("query", None) or Query(text=text, **kw)
     t0 = time.perf_counter()
     where = q.where()
@@ -196,6 +217,7 @@ def search(
     direction = " desc" if desc else ""
     keys = ", ".join(f"{k.strip()}{direction}" for k in key.split(","))
     capped = False
+    events = _narrowed(bundle, q)  # None: every stored event is scanned
     try:
         rows = run_sql(
             bundle,
@@ -204,13 +226,14 @@ def search(
                        substr(message, 1, {MESSAGE_CHARS}) as message
                 from events where {where}
                 order by {keys}, file, line limit {limit} offset {offset}""",
+            events,
         )
         if len(rows) < limit and (len(rows) or not offset):
             total = offset + len(rows)  # the last page: its end is the count
         else:
             cap = None if count_cap is None else max(int(count_cap), offset + limit)
             inner = f"select 1 from events where {where}" + ("" if cap is None else f" limit {cap + 1}")
-            total = int(run_sql(bundle, f"select count(*) as n from ({inner})")["n"].iloc[0])
+            total = int(run_sql(bundle, f"select count(*) as n from ({inner})", events)["n"].iloc[0])
             if cap is not None and total > cap:
                 total, capped = cap, True
     except Exception as e:  # noqa: BLE001 - a bad pattern is the user's to fix, not a traceback

@@ -48,14 +48,15 @@ def lab(tmp_path):
     """JupyterLab serving a folder that holds the triage notebook pointed at the sample bundle."""
     work = tmp_path / "work"
     work.mkdir()
-    nb = json.loads((ROOT / "notebooks" / "triage.ipynb").read_text())
-    for cell in nb["cells"]:
-        if "parameters" in cell["metadata"].get("tags", []):
-            src = "".join(cell["source"])
-            src = re.sub(r'^BUNDLE = "[^"]*"', f"BUNDLE = {str(BUNDLE)!r}", src, flags=re.M)
-            cell["source"] = src.splitlines(keepends=True)
-        cell.pop("outputs", None) if cell["cell_type"] != "code" else cell.update(outputs=[], execution_count=None)
-    (work / "triage.ipynb").write_text(json.dumps(nb, indent=1))
+    for name in ("triage", "cluster_health"):
+        nb = json.loads((ROOT / "notebooks" / f"{name}.ipynb").read_text())
+        for cell in nb["cells"]:
+            if "parameters" in cell["metadata"].get("tags", []):
+                src = "".join(cell["source"])
+                src = re.sub(r'^BUNDLE = "[^"]*"', f"BUNDLE = {str(BUNDLE)!r}", src, flags=re.M)
+                cell["source"] = src.splitlines(keepends=True)
+            cell.pop("outputs", None) if cell["cell_type"] != "code" else cell.update(outputs=[], execution_count=None)
+        (work / f"{name}.ipynb").write_text(json.dumps(nb, indent=1))
     port, token = _free_port(), secrets.token_hex(16)
     env = {k: v for k, v in os.environ.items() if k not in ("KITLIB_EXPLORE", "JPY_SESSION_NAME")}
     env.update(JUPYTER_CONFIG_DIR=str(tmp_path / "config"), JUPYTER_RUNTIME_DIR=str(tmp_path / "runtime"))
@@ -105,9 +106,9 @@ def lab(tmp_path):
                 os.killpg(proc.pid, signal.SIGKILL)
 
 
-def _rows_in_window(label: str) -> int:
-    """The evidence rows of the sample's findings inside the window a label states (computed here,
-    apart from the panel)."""
+def _rows_in_window(label: str, investigations=None) -> int:
+    """The evidence rows of the sample's findings (of ``investigations``, default all) inside the
+    window a label states (computed here, apart from the panel)."""
     import kitlib
     from kitlib.explore import evidence_rows
     from kitlib.window import Window
@@ -115,15 +116,27 @@ def _rows_in_window(label: str) -> int:
     m = re.search(r"Window: (\S+ \S+) → (\S+ \S+) UTC", label)
     assert m, label
     w = Window.of(m.group(1), m.group(2))
-    return len(w.frame(evidence_rows(kitlib.triage(kitlib.open(BUNDLE)).findings), "ts"))
+    return len(w.frame(evidence_rows(kitlib.triage(kitlib.open(BUNDLE), investigations).findings), "ts"))
 
 
-def test_brush_search_and_pin_in_jupyterlab(lab, kit, tmp_path):
-    from playwright.sync_api import sync_playwright
+def _browser(p):
+    return p.chromium.launch(
+        executable_path=_chromium(),
+        args=[
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-quic",
+            "--no-first-run",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+        ],
+    )
 
-    base, token, work = lab
-    outside: list[str] = []
-    errors: list[str] = []
+
+def _open_and_run_all(browser, base: str, token: str, name: str, outside: list, errors: list):
+    """A page on notebook ``name``, every request off 127.0.0.1 refused and recorded, every
+    JavaScript error recorded; Run All once its kernel is up."""
 
     def route(r):
         host = urlparse(r.request.url).hostname
@@ -133,59 +146,76 @@ def test_brush_search_and_pin_in_jupyterlab(lab, kit, tmp_path):
             outside.append(r.request.url)
             r.abort()
 
-    with sync_playwright() as p:
-        browser = p.chromium.launch(
-            executable_path=_chromium(),
-            args=[
-                "--no-sandbox",
-                "--disable-gpu",
-                "--disable-quic",
-                "--no-first-run",
-                "--disable-background-networking",
-                "--disable-component-update",
-                "--disable-sync",
-            ],
+    page = browser.new_page(viewport={"width": 1500, "height": 1100})
+    page.route("**/*", route)
+    page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    page.goto(f"{base}/lab/tree/{name}.ipynb?token={token}")
+    page.wait_for_function("window.jupyterapp && document.querySelector('.jp-Notebook')", timeout=120_000)
+    page.wait_for_selector(".jp-Notebook .jp-Cell", timeout=60_000)
+    page.wait_for_function(
+        "document.querySelector('.jp-Notebook-ExecutionIndicator, .jp-Toolbar-kernelStatus') !== null"
+        " && window.jupyterapp.shell.currentWidget && window.jupyterapp.shell.currentWidget.sessionContext"
+        " && window.jupyterapp.shell.currentWidget.sessionContext.session"
+        " && window.jupyterapp.shell.currentWidget.sessionContext.session.kernel",
+        timeout=120_000,
+    )
+    page.evaluate("window.jupyterapp.commands.execute('notebook:run-all-cells')")
+    return page
+
+
+def _brush(page, total: int) -> tuple[str, int]:
+    """Drag across the middle of the timeline; wait for the evidence count to leave ``total``.
+    Returns the window label and the evidence rows the panel then shows."""
+    page.wait_for_selector(".kit-timeline canvas, .kit-timeline svg.marks", timeout=120_000)
+    area = page.locator(".kit-timeline canvas, .kit-timeline svg.marks").first
+    area.scroll_into_view_if_needed()
+    box = area.bounding_box()
+    y = box["y"] + box["height"] * 0.5
+    page.mouse.move(box["x"] + box["width"] * 0.35, y)
+    page.mouse.down()
+    page.mouse.move(box["x"] + box["width"] * 0.55, y, steps=8)
+    page.mouse.move(box["x"] + box["width"] * 0.6, y, steps=4)
+    page.mouse.up()
+    page.wait_for_function(
+        f"(() => {{ const e = document.querySelector('.kit-evidence-count'); return e && e.dataset.rows !== '{total}'; }})()",
+        timeout=120_000,
+    )
+
+    def now():
+        return page.locator(".kit-window").inner_text(), int(
+            page.locator(".kit-evidence-count").get_attribute("data-rows")
         )
+
+    seen, deadline = now(), time.monotonic() + 120
+    while time.monotonic() < deadline:  # the brush sends updates while it moves: wait for the last one
+        page.wait_for_timeout(2000)
+        got = now()
+        if got == seen:
+            break
+        seen = got
+    return seen
+
+
+def test_brush_search_and_pin_in_jupyterlab(lab, kit, tmp_path):
+    from playwright.sync_api import sync_playwright
+
+    base, token, work = lab
+    outside: list[str] = []
+    errors: list[str] = []
+
+    with sync_playwright() as p:
+        browser = _browser(p)
         try:
-            page = browser.new_page(viewport={"width": 1500, "height": 1100})
-            page.route("**/*", route)
-            page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
-            page.on("pageerror", lambda e: errors.append(str(e)))
-            page.goto(f"{base}/lab/tree/triage.ipynb?token={token}")
-            page.wait_for_function("window.jupyterapp && document.querySelector('.jp-Notebook')", timeout=120_000)
-            page.wait_for_selector(".jp-Notebook .jp-Cell", timeout=60_000)
-            page.wait_for_function(
-                "document.querySelector('.jp-Notebook-ExecutionIndicator, .jp-Toolbar-kernelStatus') !== null"
-                " && window.jupyterapp.shell.currentWidget && window.jupyterapp.shell.currentWidget.sessionContext"
-                " && window.jupyterapp.shell.currentWidget.sessionContext.session"
-                " && window.jupyterapp.shell.currentWidget.sessionContext.session.kernel",
-                timeout=120_000,
-            )
-            page.evaluate("window.jupyterapp.commands.execute('notebook:run-all-cells')")
+            page = _open_and_run_all(browser, base, token, "triage", outside, errors)
 
             # Run All: the explore panel (only in explore mode: on, since a Jupyter server started the kernel)
             count = page.wait_for_selector(".kit-evidence-count", timeout=600_000)
             total = int(count.get_attribute("data-rows"))
             assert total > 2
-            page.wait_for_selector(".kit-timeline canvas, .kit-timeline svg.marks", timeout=120_000)
 
             # brush a window across the middle of the timeline
-            area = page.locator(".kit-timeline canvas, .kit-timeline svg.marks").first
-            area.scroll_into_view_if_needed()
-            box = area.bounding_box()
-            y = box["y"] + box["height"] * 0.5
-            page.mouse.move(box["x"] + box["width"] * 0.35, y)
-            page.mouse.down()
-            page.mouse.move(box["x"] + box["width"] * 0.55, y, steps=8)
-            page.mouse.move(box["x"] + box["width"] * 0.6, y, steps=4)
-            page.mouse.up()
-            page.wait_for_function(
-                f"(() => {{ const e = document.querySelector('.kit-evidence-count'); return e && e.dataset.rows !== '{total}'; }})()",
-                timeout=120_000,
-            )
-            page.wait_for_timeout(1500)  # the last brush update
-            label = page.locator(".kit-window").inner_text()
-            rows = int(page.locator(".kit-evidence-count").get_attribute("data-rows"))
+            label, rows = _brush(page, total)
             assert rows < total and rows == _rows_in_window(label), label
             shown = page.locator(".kit-explore-evidence table.kit-table tbody tr").count()
             assert shown == rows
@@ -234,3 +264,36 @@ def test_brush_search_and_pin_in_jupyterlab(lab, kit, tmp_path):
     assert run.returncode == 0, run.stderr[-2000:]
     page = (out / "triage.html").read_text()
     assert f"{pinned['START']} → {pinned['END']} (pinned view)" in page
+
+
+def test_an_investigation_notebook_follows_the_brush_in_jupyterlab(lab):
+    """cluster_health on the same sample: a brush re-queries its own findings' evidence and its
+    ISR-episode table to the rows inside the window."""
+    from playwright.sync_api import sync_playwright
+
+    import kitlib
+    from kitlib.investigations.cluster_health import analysis
+
+    base, token, _work = lab
+    outside: list[str] = []
+    errors: list[str] = []
+    with sync_playwright() as p:
+        browser = _browser(p)
+        try:
+            page = _open_and_run_all(browser, base, token, "cluster_health", outside, errors)
+            count = page.wait_for_selector(".kit-evidence-count", timeout=600_000)
+            total = int(count.get_attribute("data-rows"))
+            episodes = page.locator(".kit-table-count[data-table='ISR episodes']")
+            before = int(episodes.get_attribute("data-rows"))
+            assert total > 2 and before > 2
+            label, rows = _brush(page, total)
+            after = int(episodes.get_attribute("data-rows"))
+        finally:
+            browser.close()
+    assert rows < total and rows == _rows_in_window(label, ["cluster_health"]), label
+    m = re.search(r"Window: (\S+ \S+) → (\S+ \S+) UTC", label)
+    assert m, label
+    want = len(analysis.isr_episodes(kitlib.window(kitlib.open(BUNDLE), m.group(1), m.group(2))))
+    assert after == want < before, label
+    assert outside == [], outside
+    assert errors == [], errors
