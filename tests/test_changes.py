@@ -133,6 +133,11 @@ def test_the_command_prints_json(capsys, isr):
     assert "G (log-likelihood ratio)" in doc["test"]
     assert any(c["template"].startswith("Shrinking ISR") and c["kind"] == "new" for c in doc["changes"])
     assert main(["changes", str(ISR), "--window", "12:00..11:00"]) == 2
+    assert main(["changes", str(ISR), "--window", ISR_WINDOW, "--json", "--logger", "kafka.cluster"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["changes"] and {c["logger"] for c in doc["changes"]} == {"kafka.cluster.Partition"}
+    assert main(["changes", str(ISR), "--investigation", "no-such-one"]) == 2
+    assert "no investigation 'no-such-one'" in capsys.readouterr().err
 
 
 def test_window_text_is_checked():

@@ -23,6 +23,17 @@ def register_cli(sub) -> None:
     p.add_argument("--window", metavar="START..END", help="the window (ISO times, UTC unless a zone is given)")
     p.add_argument("--baseline", metavar="START..END", help="the baseline (default: every record outside the window)")
     p.add_argument("--top", type=int, default=20, help="changes listed (default: %(default)s)")
+    p.add_argument(
+        "--investigation",
+        metavar="NAME",
+        help="compare only the records of the loggers this investigation declares (kitlib investigations --json)",
+    )
+    p.add_argument(
+        "--logger",
+        action="append",
+        metavar="NAME",
+        help="compare only the records of this logger and the loggers under it (repeatable)",
+    )
     p.add_argument("--json", action="store_true", help="print JSON")
     p.add_argument("--tz", default=None, help=TZ_HELP)
     p.add_argument("--no-cache", action="store_true", help=NO_CACHE_HELP)
@@ -38,7 +49,7 @@ def _cmd_changes(args) -> int:
     b = load_bundle(
         args.bundle, tz=args.tz, progress=False if args.json else None, cache=False if args.no_cache else None
     )
-    res = changes(b, window, baseline, top=args.top)
+    res = changes(b, window, baseline, top=args.top, loggers=args.logger, investigation=args.investigation)
     if args.json:
         json.dump(res.to_dict(), sys.stdout, indent=1, default=str)
         print()
