@@ -1,0 +1,137 @@
+"""``kitlib changes`` against the lab's incidents: with the window each incident's PROVENANCE.md
+states, the incident's own log statements (named here from its scenario in lab/scenarios/) rank
+in the top ten changes; on the healthy bundles, sliding windows raise few alarms (the rate is
+measured and stated below and in bench/README.md); and the throttled reassignment, an incident
+no detector covers, is found by ``kitlib changes`` alone."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+import kitlib
+from kitlib import changes as ch
+from kitlib.findings import triage
+
+ROOT = Path(__file__).resolve().parents[1]
+SAMPLES = ROOT / "sample_data"
+WINDOW = re.compile(r"^Incident window \(UTC\): (\S+?)\.\.(\S+?)(?:\s|$)", re.MULTILINE)
+TOP = 10
+
+# each incident's own log statements: a piece of the template text of each (catalogue wording, or
+# the masked pattern of a line outside the catalogue), from what its scenario makes happen
+OWN = {
+    "isr-flapping": ["Shrinking ISR from", "ISR updated to"],
+    "controller-failover": ["Recorded new {any} controller", "could not be established"],
+    "log-dir-failure": ["Error while appending records", "resides in an offline log directory"],
+    "auth-failures": ["authentication with {any}"],
+    "rebalance-storm": ["Preparing to rebalance group", "Stabilized group"],
+    "remote-storage": ["Error occurred while copying log segments", "after failing to copy segment"],
+    "connect-offsets": ["Timed out waiting to flush offsets", "Failed to commit offsets"],
+    "connect-offsets-2x": ["Failed to flush, timed out", "Failed to commit offsets"],
+    "throttled-reassignment": [
+        "Updating node {broker_id} with new configuration",
+        "Replayed ConfigRecord",
+        "Replayed partition assignment change",
+        "Updating topic {topic} with new configuration",
+    ],
+}
+# incident bundles with no window: what they are about is not a change of their log statements
+# a window can show against the rest of the bundle
+NO_WINDOW = {
+    "transactions": "the rollback and the fencing are one or three lines each: no count that small is beyond chance",
+    "quota-throttling": "the throttling lasts the whole client run; the rest of the bundle is the broker's start-up",
+    "consumer-stalled": "the stall is in the lag snapshots; the logs say nothing about it by design",
+    "gc-pressure": "the pauses are in the GC log, read as GC pauses, not as log statements",
+    "request-saturation": "the saturation is in the request log's timings and JMX, not in which statements are logged",
+    "compaction": "the cleaner's passes are the whole run",
+    "down-conversion": "the conversions are in JMX and the request log's API versions",
+    "codecs": "a measurement, not an incident",
+    "tiered-storage": "synthetic read traces and tier-state lines over 19 days, not a window",
+}
+HEALTHY = ["healthy", "healthy-cluster"]
+CONFIG_ONLY = ["cluster-config"]  # nothing fails; its risks are configuration, a planted reassignment
+# measured with the sliding windows of test_healthy_bundles_alarm_rate (15 a bundle): the windows
+# that alarm hold a lifecycle step, a node's start-up, the offsets topic created on a group's first
+# use, the cluster stopping; Kafka logs nothing while it runs steadily, so the other windows are quiet
+STATED_ALARMS = (16, 30)
+
+
+def stated_window(name: str) -> tuple[pd.Timestamp, pd.Timestamp] | None:
+    got = WINDOW.search((SAMPLES / name / "PROVENANCE.md").read_text())
+    return ch.parse_span(f"{got.group(1)}..{got.group(2)}") if got else None
+
+
+def windowed() -> list[str]:
+    return sorted(p.parent.name for p in SAMPLES.glob("*/PROVENANCE.md") if stated_window(p.parent.name))
+
+
+def rank_of(res: ch.Changes, piece: str) -> int | None:
+    """1-based rank of the first change whose template holds ``piece``."""
+    for i, t in enumerate(res.overall["template"]):
+        if piece in t:
+            return i + 1
+    return None
+
+
+def test_the_windows_stated_are_the_ones_tested():
+    """Every bundle whose PROVENANCE.md states an incident window has its own statements named
+    here (so it is tested), and the bundles said to have none state none."""
+    names = {p.parent.name for p in SAMPLES.glob("*/PROVENANCE.md")}
+    with_window = set(windowed())
+    assert with_window <= set(OWN), f"windows with no statements named: {with_window - set(OWN)}"
+    assert set(OWN) <= with_window, f"statements named, no window stated: {set(OWN) - with_window}"
+    assert set(NO_WINDOW) | set(HEALTHY) | set(CONFIG_ONLY) <= names - with_window
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", sorted(OWN))
+def test_the_incident_statements_rank_in_the_top_ten(name):
+    window = stated_window(name)
+    assert window is not None
+    res = ch.changes(kitlib.load_bundle(SAMPLES / name, progress=False), window, top=TOP)
+    ranks = {piece: rank_of(res, piece) for piece in OWN[name]}
+    assert all(r is not None and r <= TOP for r in ranks.values()), ranks
+    for piece in OWN[name]:
+        row = res.overall.iloc[rank_of(res, piece) - 1]
+        assert row["kind"] in ("new", "rose") and row["p"] < ch.ALPHA  # more of it in the window, beyond chance
+
+
+@pytest.mark.slow
+def test_healthy_bundles_alarm_rate():
+    """Windows of an eighth of each healthy bundle, sliding by a sixteenth: the share of windows
+    in which any statement changes beyond chance (G over the Bonferroni threshold at alpha 0.01)."""
+    alarms = tried = 0
+    for name in HEALTHY:
+        b = kitlib.load_bundle(SAMPLES / name, progress=False)
+        lo, hi = b.span()
+        step = (hi - lo) / 16
+        for k in range(15):
+            res = ch.changes(b, (lo + k * step, lo + (k + 2) * step))
+            tried += 1
+            alarms += bool(len(res.overall))
+    assert (alarms, tried) == STATED_ALARMS
+
+
+@pytest.fixture(scope="module")
+def reassignment():
+    return kitlib.load_bundle(SAMPLES / "throttled-reassignment", progress=False)
+
+
+@pytest.mark.slow
+def test_no_detector_covers_the_throttled_reassignment(reassignment):
+    got = triage(reassignment)
+    assert got.findings == [] and not got.failed
+
+
+@pytest.mark.slow
+def test_the_throttled_reassignment_is_found_by_its_statements(reassignment):
+    res = ch.changes(reassignment, stated_window("throttled-reassignment"), top=TOP)
+    top = res.overall
+    throttle = top[top["template"].str.startswith("Updating node {broker_id} with new configuration")].iloc[0]
+    assert throttle["kind"] == "new" and set(throttle["hosts"]) == {"broker-1", "broker-2", "broker-3"}
+    # the throttle rate the operator typed, among the slot values that changed
+    assert any("replication.throttled.rate -> 8000" in v["value"] for v in throttle["values"])
