@@ -9,7 +9,9 @@ Parquet (``kitlib ingest``), opens the output as a notebook does, then times, ea
 - a level search (WARN and worse);
 - a brush: the timeline's aggregation for the whole bundle (what the chart is built from once),
   then a window cut and the first page of every line inside it (what a brush re-queries);
-- opening a hit's context (the raw lines around it).
+- opening a hit's context (the raw lines around it), early, mid-file and at the end of the file;
+- the first text search and the first context, which build the trigram index of the store and the
+  line offsets of the file (:mod:`kitlib.explore.textindex`, :mod:`kitlib.explore.lines`).
 
 Prints one Markdown table (median and worst seconds) and the process's peak RSS.
 
@@ -20,6 +22,7 @@ Example:
 from __future__ import annotations
 
 import argparse
+import os
 import resource
 import statistics
 import sys
@@ -30,13 +33,15 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 
 
-def timed(fn, n: int) -> tuple[float, float, object]:
-    got, out = [], None
+def timed(fn, n: int) -> tuple[float, float, float, object]:
+    """Median and worst wall seconds, median CPU seconds (every thread of this process), the result."""
+    got, cpu, out = [], [], None
     for _ in range(n):
-        t = time.perf_counter()
+        t, c = time.perf_counter(), time.process_time()
         out = fn()
         got.append(time.perf_counter() - t)
-    return statistics.median(got), max(got), out
+        cpu.append(time.process_time() - c)
+    return statistics.median(got), max(got), statistics.median(cpu), out
 
 
 def main(argv=None) -> int:
@@ -68,12 +73,27 @@ def main(argv=None) -> int:
         subprocess.run(
             [sys.executable, "-m", "kitlib.cli", "ingest", str(log.parent.parent), "--out", str(out)], check=True
         )
+    import shutil
+
+    from kitlib.explore import lines as li
+
+    shutil.rmtree(out / ".index", ignore_errors=True)  # the indexes are built below, timed
+    load0 = os.getloadavg()
     b = kitlib.load(out)
     lo, hi = b.span()
     mid = lo + (hi - lo) / 2
     window = Window.of(mid, mid + (hi - lo) / 20)
     rows = []
     n = a.repeat
+    rows.append(
+        ("trigram index: built by the first text search (once per store)", *timed(lambda: q.search(b, "fenced"), 1))
+    )
+    rows.append(
+        (
+            "line index of the 1 GB file: built by the first context (once per file)",
+            *timed(lambda: q.context(b, "broker-1/server.log", 5_000_000), 1),
+        )
+    )
     rows.append(("search: plain text, any case (lower case typed)", *timed(lambda: q.search(b, "shrinking isr"), n)))
     rows.append(("search: plain text, exact (a capital typed)", *timed(lambda: q.search(b, "Shrinking ISR"), n)))
     rows.append(
@@ -89,17 +109,26 @@ def main(argv=None) -> int:
     rows.append(
         ("context of a hit mid-file (11 lines)", *timed(lambda: q.context(b, hit["file"], int(hit["line"])), n))
     )
+    last = int(b.sql("select max(line) as n from events")["n"].iloc[0])
+    rows.append(
+        ("context of the file's last line (11 lines)", *timed(lambda: q.context(b, "broker-1/server.log", last), n))
+    )
     size = log.stat().st_size / 1e6
     print(f"bundle: {size:,.0f} MB server.log, {b.summary.rows.get('events', 0):,} events (ingest output, DuckDB)\n")
-    print("| step | median s | worst s | hits |")
-    print("|---|---|---|---|")
-    for name, med, worst, got in rows:
+    print("| step | median s | worst s | CPU s | hits |")
+    print("|---|---|---|---|---|")
+    for name, med, worst, cpu, got in rows:
         total = (
             f"{'≥ ' if got.capped else ''}{got.total:,}"
             if hasattr(got, "total")
             else (f"{got[2]:,} records" if isinstance(got, tuple) else "")
         )
-        print(f"| {name} | {med:.3f} | {worst:.3f} | {total} |")
+        print(f"| {name} | {med:.3f} | {worst:.3f} | {cpu:.3f} | {total} |")
+    idx = (out / ".index" / "trigrams.npz").stat().st_size / 1e6 if (out / ".index" / "trigrams.npz").is_file() else 0
+    print(
+        f"\ntrigram index on disk: {idx:.1f} MB; line offsets: {sum(len(v) for v in li._MEMO.values() if v is not None):,} entries"
+    )
+    print(f"load average (1, 5, 15 min) at the start: {load0}, at the end: {os.getloadavg()}")
     rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     print(f"\npeak RSS of this process (as a notebook kernel would hold it): {rss:,.0f} MB")
     return 0

@@ -185,6 +185,7 @@ class Explorer:
         self.widget = w.VBox(parts)
         self.widget.add_class("kit-explore")
         self.refresh()
+        _index_soon(bundle)
 
     def _ipython_display_(self):
         from IPython.display import display as show
@@ -474,6 +475,27 @@ class Explorer:
             self.pin()
         except (OSError, ValueError) as e:
             self.pin_label.value = f"<p style='color:#c92a2a'>Could not pin: {display.esc(e)}</p>"
+
+
+def _index_soon(bundle) -> None:
+    """Build the trigram index of a stored bundle on a thread of its own (daemon) while the analyst
+    reads the panel, so the first text search finds it built (it waits for it otherwise); nothing
+    when the store has one already or the bundle is in memory."""
+    import threading
+
+    from kitlib.explore import textindex
+
+    f = textindex.events_file(bundle)
+    if f is None or (f.parent / ".index" / "trigrams.npz").is_file():
+        return
+
+    def build():
+        try:
+            textindex.index_of(bundle)
+        except Exception:  # noqa: BLE001 - the search builds it again, or scans, and says what failed
+            pass
+
+    threading.Thread(target=build, name="kit-trigram-index", daemon=True).start()
 
 
 def _html_of(shown) -> str:

@@ -227,6 +227,9 @@ def index_of(bundle) -> Index | None:
         return got[1]
     saved = Path(bundle.store) / ".index" / "trigrams.npz"
     with _LOCK:
+        got = bundle.__dict__.get("_text_index")  # built by another thread meanwhile
+        if got is not None and (got[0] == stamp).all():
+            return got[1]
         idx = None
         if saved.is_file():
             try:
