@@ -135,3 +135,23 @@ def test_the_throttled_reassignment_is_found_by_its_statements(reassignment):
     assert throttle["kind"] == "new" and set(throttle["hosts"]) == {"broker-1", "broker-2", "broker-3"}
     # the throttle rate the operator typed, among the slot values that changed
     assert any("replication.throttled.rate -> 8000" in v["value"] for v in throttle["values"])
+
+
+@pytest.mark.broker
+@pytest.mark.slow
+def test_the_throttled_reassignment_scenario_is_found_again(tmp_path):
+    """The scenario, shortened, on a fresh three-node cluster: its window again holds the
+    throttle configs among the top ten changes."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("throttled", ROOT / "lab" / "scenarios" / "throttled_reassignment.py")
+    assert spec and spec.loader
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    out = mod.run(tmp_path / "b", preload_s=4, before_s=15, crawl_s=20, after_s=3, rate=200, work=tmp_path / "w")
+    got = WINDOW.search((out / "PROVENANCE.md").read_text())
+    assert got
+    res = ch.changes(kitlib.load_bundle(out, progress=False), f"{got.group(1)}..{got.group(2)}", top=TOP)
+    for piece in ("Updating node {broker_id} with new configuration", "Replayed ConfigRecord"):
+        rank = rank_of(res, piece)
+        assert rank is not None and rank <= TOP and res.overall.iloc[rank - 1]["kind"] == "new", (piece, rank)
