@@ -5,8 +5,11 @@
   piled on node 1, node 2's log dir filling at a steady rate) each planted risk is one finding
   naming its topic, broker or log dir, with current -> recommended;
 - the healthy bundles, and a bundle with none of the tables, yield nothing;
-- the fill forecast, fitted on the first half of the lab's snapshots, predicts when the log dir
-  reaches the size it had at the last snapshot within 20 %; two snapshots say so;
+- the fill forecast, fitted on the lab's snapshots taken during the load, predicts when the log
+  dir reaches the size it had once the producer finished within 20 %; two snapshots say so;
+- df output (every layout) gives the time until full; thread, heap, combined-controller and
+  removed-protocol checks fire on their planted bundles and nowhere else;
+- consumer-stalled states the lag in time;
 - lag in seconds and time to clear match a hand computation on captured snapshot series;
 - a replica missing from an offline log dir is not read as a lower replication factor.
 """
@@ -18,7 +21,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from samples import sample
+from samples import NAMES, sample
 
 import kitlib
 from kitlib.bundle import Bundle
@@ -90,20 +93,22 @@ def test_an_offline_log_dir_is_not_a_lower_replication_factor():
 
 @pytest.mark.slow
 def test_fill_forecast_on_the_lab_log_dir_is_within_20_percent():
+    # fitted on the captures taken while scratch was written, the line predicts when node 2's log
+    # dir reaches the size kafka-log-dirs measured once the producer's last record was acknowledged
+    # (its backlog flushed after the last capture: a time after the fit's window)
     sizes = capacity.dir_sizes(sample("cluster-config"))
     d = sizes[sizes["broker_id"] == 2]
-    times = sorted(d["ts"].unique())
+    end = d[d["file"] == "cli/log-dirs.txt"].sort_values("ts").iloc[-1]
+    during = d[d["file"].str.startswith("live/") & (d["ts"] < end["ts"])]
+    times = sorted(during["ts"].unique())
     assert len(times) >= 8
-    half = times[len(times) // 2]
-    early, last = d[d["ts"] <= half], d[d["ts"] == times[-1]]
-    target = float(last["bytes"].sum())
-    f = capacity.fill_forecast(early, capacity_bytes=target).iloc[0]
-    real = (times[-1] - half).total_seconds()
-    assert f["snapshots"] == len([t for t in times if t <= half]) and f["fit"].startswith("least squares")
+    f = capacity.fill_forecast(during, capacity_bytes=float(end["bytes"])).iloc[0]
+    real = (end["ts"] - times[-1]).total_seconds()
+    assert f["snapshots"] == len(times) and f["fit"].startswith("least squares")
     assert abs(f["seconds_to_full"] - real) <= 0.2 * real, (f["seconds_to_full"], real)
     # the same with only two snapshots: a line through them, and the table says so
     two = d[d["ts"].isin(times[:2])]
-    f2 = capacity.fill_forecast(two, capacity_bytes=target).iloc[0]
+    f2 = capacity.fill_forecast(two, capacity_bytes=float(end["bytes"])).iloc[0]
     assert f2["snapshots"] == 2 and f2["fit"].startswith("two snapshots") and pd.isna(f2["r2"])
     assert f2["bytes_per_s"] == pytest.approx(
         (two[two["ts"] == times[1]]["bytes"].sum() - two[two["ts"] == times[0]]["bytes"].sum())
@@ -246,3 +251,195 @@ def test_quorum_and_broker_level_unclean_from_the_brokers_config_dumps():
     (u,) = got["unclean-election-enabled"]
     assert u.numbers["brokers"] == "2" and u.numbers["topics"] == "none"
     assert u.evidence[0]["file"] == "broker-2/server.log"
+
+
+# --- df, heap and threads, protocol versions, lag in time ---
+
+NEW_CHECKS = {
+    "io-threads-short",
+    "network-threads-short",
+    "replica-fetchers-short",
+    "heap-too-small",
+    "controller-combined-busy",
+    "clients-on-removed-protocol",
+}
+# where each new check is planted (every other sample bundle must stay silent on it)
+PLANTED = {
+    "request-saturation": {"io-threads-short"},
+    "gc-pressure": {"heap-too-small"},
+    "down-conversion": {"clients-on-removed-protocol"},
+    "cluster-config": {"clients-on-removed-protocol"},
+}
+
+
+def test_df_outputs_of_every_layout(tmp_path):
+    # GNU coreutils 9.1 df -k / -h / -B1 / -P / -T (real), and the BSD layout and a wrapped
+    # device name of older GNU df (constructed)
+    for name in ("real-coreutils-df.txt", "constructed-df-bsd-wrapped.txt"):
+        shutil.copy(CLI / name, tmp_path / name)
+    b = kitlib.load_bundle(tmp_path)
+    assert len(b.table("unparsed")) == 0
+    du = b.table("disk_usage")
+    real = du[du["file"] == "real-coreutils-df.txt"]
+    root = real[real["mount"] == "/"]
+    exact = root[~root["approx"].astype(bool)]
+    assert len(root) == 5 and exact["size_bytes"].nunique() == 1
+    assert int(exact["size_bytes"].iloc[0]) == 264212084 * 1024  # the 1K-blocks column
+    human = root[root["approx"].astype(bool)].iloc[0]
+    assert human["size_bytes"] == 252 * 1024**3 and abs(human["size_bytes"] / exact["size_bytes"].iloc[0] - 1) < 0.01
+    assert set(real["fs_type"].dropna()) == {"ext4", "tmpfs"}
+    made = du[du["file"] == "constructed-df-bsd-wrapped.txt"].set_index("mount")
+    assert made.loc["/Volumes/kafka data", "avail_bytes"] == 11534336 * 1024
+    wrapped = made.loc["/var/lib/kafka"]
+    assert wrapped["filesystem"] == "/dev/mapper/vg_kafka-lv_data_with_a_long_name" and wrapped["line"] == 8
+    assert wrapped["use_pct"] == 80.0
+
+
+@pytest.mark.slow
+def test_time_until_full_from_df_of_the_brokers_own_host():
+    b = sample("cluster-config")
+    fs = capacity.log_dir_filesystems(b).set_index("broker_id")
+    # every node's log dir sits on "/" of its own host, from its own df.txt
+    assert set(fs["mount"]) == {"/"} and list(fs["file"]) == [f"broker-{n}/df.txt" for n in (1, 2, 3)]
+    (fill,) = by_id(findings(b))["log-dir-filling"]
+    n = fill.numbers
+    assert n["broker"] == 2 and n["capacity_from"] == "df" and n["mount"] == "/"
+    du = b.table("disk_usage")
+    last = du[du["host"] == "broker-2"].sort_values("snapshot_ts").iloc[-1]
+    assert n["avail_bytes"] == last["avail_bytes"] and n["capacity_bytes"] == last["size_bytes"]
+    # hand computation: the free bytes at the last df over the log dir's growth, from the df's time
+    f = capacity.fill_forecast(capacity.dir_sizes(b)).set_index("broker_id").loc[2]
+    full_at = last["snapshot_ts"] + pd.to_timedelta(last["avail_bytes"] / f["bytes_per_s"], unit="s")
+    assert n["seconds_to_full"] == pytest.approx((full_at - f["last_ts"]).total_seconds(), rel=1e-6)
+    assert "current" in fill.summary and "-> recommended at least" in fill.summary
+    assert fill.severity == "medium" and fill.evidence[0]["file"] == "broker-2/df.txt"
+
+
+@pytest.mark.slow
+def test_a_log_dir_takes_the_longest_mount_that_is_a_path_prefix():
+    b = sample("cluster-config")
+    ld = b.table("log_dirs").copy()
+    two = ld["broker_id"] == 2
+    ld["log_dir"] = ld["log_dir"].astype("string")
+    ld.loc[two, "log_dir"] = "/var/lib/kafka/data"
+    # one df file outside the brokers' folders, with "/" and "/var/lib/kafka" mounted
+    du = kitlib.load_bundle(CLI.parent / "cli").table("disk_usage")
+    du = du[du["file"].isin(["constructed-df-bsd-wrapped.txt", "real-coreutils-df.txt"])]
+    got = capacity.log_dir_filesystems(
+        Bundle("x", {"log_dirs": ld, "disk_usage": du, "configs": b.table("configs")})
+    ).set_index("broker_id")
+    assert got.loc[2, "mount"] == "/var/lib/kafka"
+    # /var/lib/kafka-lab/... starts with the text "/var/lib/kafka" but is not inside it
+    assert got.loc[1, "mount"] == "/" and got.loc[3, "mount"] == "/"
+
+
+@pytest.mark.slow
+def test_request_handlers_short_of_threads_on_the_saturated_broker():
+    b = sample("request-saturation")
+    (f,) = [x for x in findings(b) if x.id == "io-threads-short"]
+    n = f.numbers
+    assert n["host"] == "broker-2" and n["setting"] == "num.io.threads" and n["set_by"] == "the broker's config"
+    assert n["current"] == 1 and n["recommended"] == 2 and "current 1 -> recommended 2" in f.summary
+    # hand computation from the meter's Count: idle ns per 10-second window over its ns
+    m = b.table("metrics")
+    c = m[(m["name"] == "RequestHandlerAvgIdlePercent") & (m["attribute"] == "Count")].sort_values("ts")
+    t = (c["ts"] - c["ts"].iloc[0]).dt.total_seconds()
+    ends = c[(t // 10) != (t // 10).shift(-1)]
+    ends = pd.concat([c.iloc[:1], ends])
+    idle = ends["value"].diff().iloc[1:] / (ends["ts"].diff().dt.total_seconds().iloc[1:] * 1e9)
+    assert n["intervals"] == len(idle) and n["busy_intervals"] == int((idle < 0.3).sum())
+    assert "request queue up to 3" in f.summary
+
+
+@pytest.mark.slow
+def test_a_heap_too_small_and_its_threads_left_to_it():
+    got = by_id(findings(sample("gc-pressure")))
+    (h,) = got["heap-too-small"]
+    g = sample("gc-pressure").table("gc_pauses")
+    g = g[(g["host"] == "broker-2") & g["is_pause"].astype(bool) & g["heap_after"].notna()]
+    assert h.numbers["heap_bytes"] == 64 * 1024**2 and h.numbers["pauses"] == len(g)
+    assert h.numbers["after_gc_share"] == pytest.approx(g["heap_after"].median() / 64 / 1024**2, abs=1e-3)
+    assert h.numbers["recommended_bytes"] == 1024**3 and "current heap 64 MiB -> recommended 1.0 GiB" in h.summary
+    # its handlers wait on GC: no thread finding, no busy combined controller there
+    assert not set(got) & {"io-threads-short", "controller-combined-busy"}
+
+
+@pytest.mark.slow
+def test_a_combined_controller_on_a_busy_broker():
+    # request-saturation's broker-2 as if it also were a controller (process.roles planted)
+    b = sample("request-saturation")
+    c = b.table("configs").copy()
+    roles = (c["key"] == "process.roles") & (c["host"] == "broker-2")
+    assert roles.any()
+    c["value"] = c["value"].astype("string")
+    c.loc[roles, "value"] = "[broker, controller]"
+    planted = Bundle("x", {"configs": c, "metrics": b.table("metrics")})
+    (f,) = [x for x in findings(planted) if x.id == "controller-combined-busy"]
+    assert f.numbers["node"] == 2 and f.numbers["handler_idle_median"] < 0.5
+    assert "node 2 (broker-2)" in f.summary and "current broker,controller -> recommended broker" in f.summary
+    # the lab's combined nodes of cluster-config and healthy-cluster are idle: nothing
+    for name in ("cluster-config", "healthy-cluster"):
+        assert not [x for x in findings(sample(name)) if x.id == "controller-combined-busy"]
+
+
+@pytest.mark.slow
+def test_clients_on_protocol_versions_kafka_4_removes():
+    # cluster-config: legacy-billing pinned to Kafka 0.10.1's protocol writes with Produce v2
+    (f,) = by_id(findings(sample("cluster-config")))["clients-on-removed-protocol"]
+    assert f.numbers["clients"] == "legacy-billing at 127.0.0.1" and f.numbers["apis"] == "Produce v2"
+    assert "current Produce v2 -> recommended Produce v3+" in f.summary and f.numbers["brokers_run"] == "3.9.1"
+    assert "JMX DeprecatedRequestsPerSec" in f.numbers["sources"] and "request log" in f.numbers["sources"]
+    m = sample("cluster-config").table("metrics")
+    dep = m[(m["name"] == "DeprecatedRequestsPerSec") & (m["attribute"] == "Count") & (m["value"] > 0)]
+    assert set(dep["request"]) == {"Produce"} and set(dep["version"]) == {"2"}
+    # down-conversion: a 0.9 client's Fetch v1 and ListOffsets v0, from the request log
+    (d,) = [x for x in findings(sample("down-conversion")) if x.id == "clients-on-removed-protocol"]
+    assert d.numbers["apis"] == "Fetch v1; ListOffsets v0" and d.numbers["clients"].startswith("kitlib-probe-0.9")
+    assert "recommended Fetch v4+, ListOffsets v1+" in d.summary
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", sorted(set(NAMES)))
+def test_the_new_checks_stay_silent_where_nothing_is_planted(name):
+    got = {f.id for f in findings(sample(name))} & NEW_CHECKS
+    assert got == PLANTED.get(name, set())
+
+
+@pytest.mark.slow
+def test_consumer_stalled_states_the_lag_in_time():
+    from kitlib.investigations.consumer_groups import stalled
+
+    b = sample("consumer-stalled")
+    (f,) = stalled.consumer_stalled(b)
+    assert f.numbers["group"] == "billing" and f.numbers["lag_state"] == "no consumers 3"
+    # nothing was produced in the window: no rate to turn the lag into seconds of output, but the
+    # oldest unconsumed record has waited since before the first snapshot with a committed offset
+    h = lag_history(b)
+    first = h[(h["group"] == "billing") & h["lag"].notna()]["ts"].min()
+    assert f.numbers["lag_s"] is None and f.numbers["wait_at_least"] is True
+    assert f.numbers["wait_s"] == pytest.approx(round((h["ts"].max() - first).total_seconds(), 1))
+    assert "its oldest unconsumed record has waited at least 102 s" in f.summary
+
+
+def test_wait_of_the_oldest_record_is_interpolated_between_snapshots():
+    h = pd.DataFrame(
+        {
+            "ts": pd.to_datetime([0, 10, 20, 30], unit="s", utc=True),
+            "group": "g",
+            "topic": "t",
+            "partition": 0,
+            "committed": [100, 100, 100, 100],
+            "end_offset": [90, 112, 122, 132],
+            "lag": [0, 12, 22, 32],
+            "consumer_id": "c-1",
+            "group_state": "Stable",
+            "source": "consumer_lag",
+            "file": "f",
+            "line": [1, 2, 3, 4],
+        }
+    )
+    r = lag_time.lag_times(h).iloc[0]
+    # offset 100 exists once the log end reaches 101: 11 of the 22 offsets between 0 s and 10 s,
+    # so at 5 s; the last snapshot is at 30 s
+    assert r["wait_s"] == pytest.approx(25.0) and not r["wait_at_least"]
+    assert r["state"] == "stalled" and r["lag_s"] == pytest.approx(32 / ((132 - 90) / 30))

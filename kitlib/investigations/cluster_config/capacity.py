@@ -176,13 +176,17 @@ FS_COLUMNS = [
 
 
 def _broker_hosts(bundle) -> pd.DataFrame:
-    """host -> broker id, from each broker's own config dump (``node.id``, else ``broker.id``)."""
-    node = model.broker_settings(bundle, "node.id")
-    if not len(node):
-        node = model.broker_settings(bundle, "broker.id")
-    node = node[node["host"].notna()]
-    ids = pd.to_numeric(node["value"], errors="coerce")
-    out = pd.DataFrame({"host": node["host"].astype("string"), "broker_id": ids}).dropna()
+    """host -> broker id, from each broker's own config dump (``KafkaConfig values:`` in its log:
+    ``node.id``, else ``broker.id``); a live capture's host is the cluster's, not a broker's."""
+    c = bundle.table("configs")
+    if not len(c):
+        return pd.DataFrame(columns=["host", "broker_id"])
+    own = c[
+        (c["scope"].astype("string") == "KafkaConfig") & c["key"].isin(["node.id", "broker.id"]) & c["host"].notna()
+    ]
+    own = own.assign(order=(own["key"] == "node.id").astype(int)).sort_values(["order", "line"], kind="stable")
+    ids = pd.to_numeric(own["value"], errors="coerce")
+    out = pd.DataFrame({"host": own["host"].astype("string"), "broker_id": ids}).dropna()
     return out.drop_duplicates("host", keep="last").astype({"broker_id": "int64"})
 
 

@@ -7,8 +7,8 @@ and each version has its own bugs.
 versions of 23 APIs deprecated (``deprecatedVersions`` in each request's JSON schema) and count
 the requests that use them (``DeprecatedRequestsPerSec``, tagged with the request, its version and
 the client software that sent it); Kafka 4.0 removes them, except Produce v3-v6 (kept: Produce's
-baseline is v3) and Metadata v0-v3 (kept). :data:`REMOVED_IN_4_0` holds the highest removed
-version per API. The evidence read: the request log (``requests``: API, version, client id,
+baseline is v3) and Metadata v0-v3 (kept). :data:`REMOVED` holds the highest removed version of
+each of the 22 APIs that lose versions. The evidence read: the request log (``requests``: API, version, client id,
 address and software), and JMX ``RequestsPerSec`` / ``DeprecatedRequestsPerSec`` by ``version``
 with a count above zero. A client of Kafka 2.1 or later (Java), or a 2021 release of librdkafka,
 Sarama, KafkaJS or kafka-python, uses versions 4.0 keeps.
@@ -27,31 +27,34 @@ import pandas as pd
 from kitlib.findings import Finding, detector, evidence
 
 # highest version Kafka 4.0 removes, per API (the 3.9 request schemas' deprecatedVersions, less
-# Produce v3-v6 and Metadata v0-v3, which 4.0 kept); keys are API names lower-case without "_"
-REMOVED_IN_4_0 = {
-    "produce": 2,
-    "fetch": 3,
-    "listoffsets": 0,
-    "offsetcommit": 1,
-    "offsetfetch": 0,
-    "findcoordinator": 0,
-    "joingroup": 1,
-    "offsetforleaderepoch": 1,
-    "createtopics": 1,
-    "deletetopics": 0,
-    "deletegroups": 0,
-    "describeconfigs": 0,
-    "alterreplicalogdirs": 0,
-    "describelogdirs": 0,
-    "createacls": 0,
-    "deleteacls": 0,
-    "describeacls": 0,
-    "saslhandshake": 0,
-    "createdelegationtoken": 0,
-    "renewdelegationtoken": 0,
-    "expiredelegationtoken": 0,
-    "describedelegationtoken": 0,
+# Produce v3-v6 and Metadata v0-v3, which 4.0 kept)
+REMOVED = {
+    "Produce": 2,
+    "Fetch": 3,
+    "ListOffsets": 0,
+    "OffsetCommit": 1,
+    "OffsetFetch": 0,
+    "FindCoordinator": 0,
+    "JoinGroup": 1,
+    "OffsetForLeaderEpoch": 1,
+    "CreateTopics": 1,
+    "DeleteTopics": 0,
+    "DeleteGroups": 0,
+    "DescribeConfigs": 0,
+    "AlterReplicaLogDirs": 0,
+    "DescribeLogDirs": 0,
+    "CreateAcls": 0,
+    "DeleteAcls": 0,
+    "DescribeAcls": 0,
+    "SaslHandshake": 0,
+    "CreateDelegationToken": 0,
+    "RenewDelegationToken": 0,
+    "ExpireDelegationToken": 0,
+    "DescribeDelegationToken": 0,
 }
+# the same keyed as the request log and JMX spell them alike: lower case, no "_"
+REMOVED_IN_4_0 = {k.lower(): v for k, v in REMOVED.items()}
+API_NAME = {k.lower(): k for k in REMOVED}
 
 
 def latest_versions(restarts: pd.DataFrame) -> pd.DataFrame:
@@ -113,7 +116,7 @@ def removed_requests(bundle) -> pd.DataFrame:
         old = r[top.notna() & (pd.to_numeric(r["api_version"], errors="coerce") <= top)]
         if len(old):
             old = old.assign(
-                api=old["api_name"].astype("string"),
+                api=_api_key(old["api_name"]).map(API_NAME).astype("string"),
                 version=old["api_version"].astype("int64"),
                 client=old["client_id"].astype("string").fillna("")
                 + " at "
@@ -137,7 +140,7 @@ def removed_requests(bundle) -> pd.DataFrame:
             v = v[top.notna() & (pd.to_numeric(v["version"], errors="coerce") <= top)]
         if len(v):
             v = v.sort_values("ts").assign(
-                api=v["request"].astype("string"),
+                api=_api_key(v["request"]).map(API_NAME).astype("string"),
                 version=pd.to_numeric(v["version"]).astype("int64"),
                 software=_software(v["props"]),
                 source=v["name"].astype("string"),

@@ -13,7 +13,13 @@ in seconds and the state from here; the cluster_config notebook shows the table:
   describe output shows no consumer for the partition), **stalled** (committed offset did not
   move), **draining** (lag went down), **growing** (lag went up), **steady** (commits move and the
   lag stays the same), or **one snapshot** (no trend yet);
-- ``clear_s`` (draining only) = latest lag / (consume_rate − produce_rate).
+- ``clear_s`` (draining only) = latest lag / (consume_rate − produce_rate);
+- ``wait_s``: how long the oldest record the group has not consumed has been in the log, over
+  the whole history: the time the log end passed the latest committed offset, interpolated
+  between the two snapshots around it (as Kafka Lag Exporter reads its offset-to-time table),
+  until the latest snapshot. It needs no produce rate, so it holds when producers stopped too;
+  when the log end was already past the committed offset at the first snapshot it is a lower
+  bound (``wait_at_least`` True).
 
 Example:
     >>> h = pd.DataFrame({"ts": pd.to_datetime([0, 60], unit="s", utc=True), "group": "g", "topic": "t",
@@ -43,6 +49,8 @@ COLUMNS = [
     "consume_rate",
     "lag_s",
     "clear_s",
+    "wait_s",
+    "wait_at_least",
     "consumer_id",
     "file",
     "line",
@@ -56,6 +64,7 @@ def lag_times(history: pd.DataFrame, window: int = 5) -> pd.DataFrame:
         return pd.DataFrame(columns=COLUMNS)
     key = ["group", "topic", "partition"]
     h = h.assign(group=h["group"].astype("string").fillna("")).sort_values("ts", kind="stable")
+    full = h
     h = h.groupby(key, sort=False).tail(window)
     g = h.groupby(key, sort=True)
     first, last = g.first(), g.last()
@@ -93,7 +102,37 @@ def lag_times(history: pd.DataFrame, window: int = 5) -> pd.DataFrame:
     out["clear_s"] = (out["lag"] / net).where((out["state"] == "draining") & (net > 0))
     out["consumer_id"] = tail["consumer_id"]
     out["file"], out["line"] = tail["file"], tail["line"]
+    wait = oldest_wait(full)
+    out["wait_s"] = wait["wait_s"].reindex(out.index)
+    out["wait_at_least"] = wait["wait_at_least"].reindex(out.index).fillna(False).astype(bool)
+    out.loc[out["lag"] == 0, "wait_s"] = 0.0
     return out.reset_index()[COLUMNS]
+
+
+def oldest_wait(history: pd.DataFrame) -> pd.DataFrame:
+    """Per group partition (index group, topic, partition): ``wait_s``, the seconds from when the
+    log end passed the latest committed offset to the latest snapshot, and ``wait_at_least``
+    (it had passed it before the first snapshot)."""
+    key = ["group", "topic", "partition"]
+    h = history.sort_values("ts", kind="stable")
+    last = h.groupby(key, sort=True).last()
+    committed = h[key].merge(last["committed"].rename("c_last").reset_index(), on=key, how="left")["c_last"]
+    end = h["end_offset"].astype("float64").to_numpy()
+    past = end > committed.astype("float64").to_numpy()
+    h = h.assign(past=past, end=end, c_last=committed.to_numpy())
+    g = h.groupby(key, sort=False)
+    h["prev_ts"], h["prev_end"] = g["ts"].shift(), g["end"].shift()
+    first_past = h[h["past"]].groupby(key, sort=True).head(1).set_index(key)
+    step = (first_past["end"] - first_past["prev_end"]).where(first_past["prev_end"].notna())
+    frac = ((first_past["c_last"].astype("float64") + 1 - first_past["prev_end"]) / step).clip(0, 1)
+    span = (first_past["ts"] - first_past["prev_ts"]).dt.total_seconds()
+    passed = first_past["prev_ts"] + pd.to_timedelta(frac * span, unit="s")
+    at_least = first_past["prev_ts"].isna()
+    passed = passed.where(~at_least, first_past["ts"])
+    out = pd.DataFrame(index=last.index)
+    out["wait_s"] = (last["ts"] - passed.reindex(out.index)).dt.total_seconds()
+    out["wait_at_least"] = at_least.reindex(out.index)
+    return out
 
 
 def group_summary(times: pd.DataFrame) -> pd.DataFrame:

@@ -4,8 +4,10 @@ group partitions stopped or fall behind. A group in a rebalance storm is left to
 
 The finding states the lag in time too (:mod:`.lag_time`, over the same window): how many seconds
 of the producers' current output the group is behind (``lag_s``, the largest of its flagged
-partitions), and each flagged partition's state (stalled, no consumers, growing, ...), so a lag of
-a million records reads as the minutes it is.
+partitions; unknown when nothing was produced in the window), how long its oldest unconsumed
+record has waited (``wait_s``, from the whole history; "at least" when it was already waiting at
+the first snapshot), and each flagged partition's state (stalled, no consumers, growing, ...), so
+a lag of a million records reads as the minutes it is.
 """
 
 from __future__ import annotations
@@ -104,9 +106,15 @@ def consumer_stalled(bundle, rules: LagRules | None = None) -> list[Finding]:
             )
         )
         lag_s = in_time["lag_s"].max()
+        wait_s = in_time["wait_s"].max()
+        at_least = bool(in_time.loc[in_time["wait_s"] == wait_s, "wait_at_least"].any()) if pd.notna(wait_s) else False
         states = in_time["state"].dropna().value_counts()
         if pd.notna(lag_s):
             summary += f", about {_duration(float(lag_s))} of the producers' current output"
+        if pd.notna(wait_s) and wait_s > 0:
+            summary += (
+                f"; its oldest unconsumed record has waited {'at least ' if at_least else ''}{_duration(float(wait_s))}"
+            )
         state = _group_state(bundle, history, g)
         if state:
             summary += f" (group {state})"
@@ -126,6 +134,8 @@ def consumer_stalled(bundle, rules: LagRules | None = None) -> list[Finding]:
                     "first_snapshot": rows["first_ts"].min(),
                     "last_snapshot": rows["last_ts"].max(),
                     "lag_s": round(float(lag_s), 1) if pd.notna(lag_s) else None,
+                    "wait_s": round(float(wait_s), 1) if pd.notna(wait_s) else None,
+                    "wait_at_least": at_least,
                     "lag_state": ", ".join(f"{k} {v}" for k, v in states.items()) or "unknown",
                 },
                 recommendation=fix,
