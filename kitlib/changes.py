@@ -189,13 +189,21 @@ def _connect(bundle: Bundle, loggers: list[str] | None = None):
         con.register("mem", mem)
         con.execute("create temp view src as select * from mem")
     masked = f"regexp_replace(regexp_replace(substr(message, 1, {FIRST_LINE_CHARS}), '\\n[\\s\\S]*', ''), '{MASK}', '<*>', 'g')"
-    con.execute(
-        "create temp view ev as select t, cast(level as varchar) as level, cast(logger as varchar) as logger, "
-        "coalesce(cast(host as varchar), '') as host, cast(file as varchar) as file, line, message, ord, "
-        "case when template_id is not null then 't:' || cast(template_id as varchar) "
-        f"else 'p:' || coalesce(cast(logger as varchar), '') || ' ' || {masked} end as key from src "
-        f"where {_logger_filter(loggers)}"
+    cols = (
+        "t, cast(level as varchar) as level, cast(logger as varchar) as logger, coalesce(cast(host as varchar), '') "
+        "as host, cast(file as varchar) as file, line, message, ord"
     )
+    keep = _logger_filter(loggers)
+    # two views, so that a question about the records with a template never reads their messages
+    con.execute(
+        f"create temp view evt as select {cols}, 't:' || cast(template_id as varchar) as key from src "
+        f"where template_id is not null and {keep}"
+    )
+    con.execute(
+        f"create temp view evp as select {cols}, 'p:' || coalesce(cast(logger as varchar), '') || ' ' || {masked} "
+        f"as key from src where template_id is null and {keep}"
+    )
+    con.execute("create temp view ev as select * from evt union all select * from evp")
     return con
 
 
@@ -504,13 +512,15 @@ def _rows(con, in_w: str, in_b: str, names, sig, a, b, g, ah, bh, hnames, share)
         "wanted", pd.DataFrame({"key": [names[c] for c in sig], "gone": [kinds[int(c)] == "gone" for c in sig]})
     )
     side = f"t > 0 and (case when gone then {in_b} else {in_w} end)"
+    # the records of the changes: of the templates, and of the patterns only when one changed
+    rel = "(select * from evt" + (" union all select * from evp)" if any(names[c][:2] == "p:" for c in sig) else ")")
     agg = con.execute(
-        f"select key, logger, level, count(*) as n, min(t) as lo, max(t) as hi from ev join wanted using (key) "
+        f"select key, logger, level, count(*) as n, min(t) as lo, max(t) as hi from {rel} join wanted using (key) "
         f"where {side} group by all"
     ).df()
     ex = con.sql(
         f"select key, file, line, message from (select key, file, line, message, t, ord, "
-        f"row_number() over (partition by key order by t, ord) as r from ev join wanted using (key) where {side}) "
+        f"row_number() over (partition by key order by t, ord) as r from {rel} join wanted using (key) where {side}) "
         f"where r <= {EXAMPLES} order by key, r"
     ).to_arrow_table()
     ex_text = pc.utf8_slice_codeunits(
@@ -521,7 +531,7 @@ def _rows(con, in_w: str, in_b: str, names, sig, a, b, g, ah, bh, hnames, share)
     # the slot values: the first records of each changed template, on both sides
     vals = con.sql(
         f"select key, logger, message, {in_w} as w from (select key, logger, message, t, ord, "
-        f"row_number() over (partition by key order by ord) as r from ev join wanted using (key) "
+        f"row_number() over (partition by key order by ord) as r from evt join wanted using (key) "
         f"where t > 0 and ({in_w} or {in_b}) and starts_with(key, 't:')) where r <= {VALUE_ROWS} order by key, ord"
     ).to_arrow_table()
     vkey = np.asarray(_plain(vals.column("key")).to_pylist(), dtype=object)
