@@ -224,6 +224,7 @@ def test_one_failed_authentication_is_low_and_repeats_raise_it(tmp_path):
 EXTENT_KEYS = {"records": int, "lines": int, "other": int, "hosts": list, "files": int}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ["rebalance-storm", "log-dir-failure"])
 def test_extent_in_json(name):
     for f in kitlib.triage(sample(name)).findings:
@@ -259,6 +260,7 @@ def test_extent_of_a_finding_built_outside_triage_reads_its_evidence():
     assert Finding("demo-finding", "low", "nothing cited").rests_on() == Extent(0, 0, (), 0, None, None)
 
 
+@pytest.mark.slow
 def test_terminal_shows_one_extent_line_under_each_finding():
     result = kitlib.triage(sample("rebalance-storm"))
     text = triage_text(result).splitlines()
@@ -269,6 +271,7 @@ def test_terminal_shows_one_extent_line_under_each_finding():
     assert sum("rests on " in ln for ln in text) == len(result.findings)
 
 
+@pytest.mark.slow
 def test_notebook_html_and_report_summary_show_the_extent():
     from types import SimpleNamespace
 
