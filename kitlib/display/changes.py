@@ -111,15 +111,14 @@ def changes_html(res: Changes, why: str = "", rows: int = ROWS, heading: str | N
         f"{res.records[1]:,} in the baseline.</p>"
     )
     test = (
-        f"each Kafka log statement (lines outside the catalogue by their pattern) is tested for its share of "
-        f"the log in the window (G test; beyond chance when G > {res.threshold:.1f}, alpha {ALPHA} over "
-        f"{res.tested} statements)"
+        f"each Kafka log statement (other lines by their pattern) is tested for its share of the log in the "
+        f"window: G test, beyond chance when G > {res.threshold:.1f} (alpha {ALPHA} over {res.tested} statements)"
     )
     if not len(res.overall):
-        text = f"Nothing else changed beyond chance in this window ({test})."
+        text = f"Nothing else changed beyond chance in this window: {test}."
         return HTML(
             f"<div class='{CHANGES_CLASS}'>{head}{intro}<p class='{QUIET_CLASS}'>{esc(text)}</p></div>",
-            f"{heading or 'Changes'}: {text}",
+            f"{heading}: {text}" if heading else text,
         )
     day = f"{res.window[0]:%Y-%m-%d}"
     body, lines = [], []
