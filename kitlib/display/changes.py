@@ -133,16 +133,23 @@ def changes_html(res: Changes, why: str = "", rows: int = ROWS, heading: str | N
             f"<tr data-kind='{esc(r.kind)}'><td><b>{esc(r.kind)}</b></td>"
             f"<td><code class='kit-template'>{_clean(r.template)}</code>"
             + (f"<div class='kit-changes-values'>{_clean(vals)}</div>" if vals else "")
-            + f"</td><td>{esc(r.logger)}</td><td>{esc(r.level)}</td>"
+            + (
+                f"<div class='kit-changes-example'><code>{esc(where)}</code>"
+                f"<pre style='white-space:pre-wrap;overflow-wrap:anywhere;margin:0'>{_clean(said)}</pre></div>"
+                if example
+                else ""
+            )
+            + f"</td><td class='kit-changes-logger' style='overflow-wrap:anywhere'>{esc(r.logger)}</td>"
+            f"<td>{esc(r.level)}</td>"
             f"<td style='text-align:right'>{r.window:,}</td><td style='text-align:right'>{r.baseline:,}</td>"
-            f"<td>{esc(hosts)}</td><td>{esc(_when(r.first, day))}</td><td>{esc(_when(r.last, day))}</td>"
-            f"<td><code>{esc(where)}</code><pre style='white-space:pre-wrap;margin:0'>{_clean(said)}</pre></td></tr>"
+            f"<td>{esc(hosts)}</td><td>{esc(_when(r.first, day))}</td><td>{esc(_when(r.last, day))}</td></tr>"
         )
         lines.append(f"{r.kind.upper():5} {redact_text(str(r.template))} ({r.window} vs {r.baseline})")
     more = len(res.overall) - rows
     table = (
-        "<table class='kit-changes-table'><thead><tr><th>change</th><th>template</th><th>logger</th><th>level</th>"
-        "<th>window</th><th>baseline</th><th>hosts</th><th>first</th><th>last</th><th>example (file:line)</th>"
+        "<table class='kit-changes-table'><thead><tr><th>change</th>"
+        "<th>template (the slot values that changed most; the first line in the window, file:line)</th>"
+        "<th>logger</th><th>level</th><th>window</th><th>baseline</th><th>hosts</th><th>first</th><th>last</th>"
         "</tr></thead><tbody>" + "".join(body) + "</tbody></table>"
     )
     note = f"<p class='kit-muted'>The rows: {esc(test)}; what rose first, then what fell."
