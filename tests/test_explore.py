@@ -655,6 +655,7 @@ def test_the_trigram_index_finds_exactly_what_a_scan_of_every_line_finds(tmp_pat
     lines = [_line(i, 1) for i in range(6000)]
     lines[4000] = lines[4000].replace("Rolled new log segment", "Disk at 300\u212aelvin, rolled new log segment")
     lines[5000] = lines[5000].replace("Rolled new log segment", "Fenced broker epoch=17 after ÜBER-long pause")
+    lines[5500] = lines[5500].replace("Rolled new log segment", "\u017ftalled fetcher, rolled new log segment")
     (root / "broker-1" / "server.log").write_text("\n".join(lines) + "\n")
     out = tmp_path / "out.kit"
     kitlib.ingest(root, out, progress=False)
@@ -693,5 +694,10 @@ def test_the_trigram_index_finds_exactly_what_a_scan_of_every_line_finds(tmp_pat
     # rare text: the index rules out all but a tenth of the store (a line past ASCII: its part only)
     assert {"300kelvin", "über-long", r"(?i)fenced broker epoch=\d+"} <= narrowed, narrowed
     assert s.search(store, "300kelvin").total == 1 and s.search(store, "über-long").total == 1
+    # any case is lower(): the long s is lower case already, so it is no 's' (RE2 without case would say it is)
+    assert s.search(store, "stalled fetcher").total == 0 and s.search(store, "\u017ftalled fetcher").total == 1
+    assert s.search(store, "rolled new log segment at offset 1").total == _count(
+        {1: lines}, "rolled new log segment at offset 1", re.I
+    )
     assert (out / ".index" / "trigrams.npz").is_file() and not list(root.rglob("*.npz"))
     assert ti.literals(r"Shrinking ISR from \d,2,3 to") == ["Shrinking ISR from ", ",2,3 to"]
