@@ -562,6 +562,7 @@ def test_every_investigation_notebook_has_its_explore_panel_right_after_its_find
         assert not shown or at[0] == shown[0] + 1, path.name  # right after the findings it explores
 
 
+@pytest.mark.slow  # writes 300,000 lines twice (plain and gzip): over a second on a busy machine
 def test_the_lines_around_a_hit_at_the_end_of_a_big_file_are_read_from_its_line_index(tmp_path, monkeypatch):
     from kitlib.bundle import Bundle
     from kitlib.explore import lines as li
@@ -574,7 +575,7 @@ def test_the_lines_around_a_hit_at_the_end_of_a_big_file_are_read_from_its_line_
         f"[2026-11-23 12:00:00,{i % 1000:03d}] INFO line {i} of the log (kafka.log.LocalLog)\n" for i in range(1, n + 1)
     )
     (root / "broker-1" / "server.log").write_text(text)
-    (root / "broker-1" / "server.log.1.gz").write_bytes(gzip.compress(text.encode()))
+    (root / "broker-1" / "server.log.1.gz").write_bytes(gzip.compress(text.encode(), compresslevel=1))
     b = Bundle(str(root), {})  # a raw bundle in memory: its index is kept by the process, never in the bundle
     read: list[int] = []
     real = decompress.open_raw
