@@ -12,6 +12,12 @@ under its subclass's name, a helper handed the caller's logger) are matched agai
 catalogue in a second round. The values of the slots are then read with one ``extract_regex``
 per template found, on demand (:func:`values`).
 
+Where the compiled matcher (``_match.c``) is built, :func:`assign` takes the same steps in it
+(:func:`_assign_compiled`): each block's shapes and digit-masked texts are hashed in one pass over
+the message bytes, records are grouped by hash, a record is checked against its shape's template
+by a search for the template's literal pieces, and new shapes are matched by their key words,
+all without Arrow regexes; the tests hold it equal to the Arrow path, record for record.
+
 ``template_id`` is a template's *lineage*: when a release drops a template and the next release
 of the same logger and level brings one that starts with the same words and holds (nearly) all
 of the other's words, the two are one lineage, named by the oldest template's id. So Kafka
@@ -36,6 +42,7 @@ import os
 import re
 from dataclasses import dataclass
 from functools import cache
+from itertools import repeat
 from pathlib import Path
 
 import numpy as np
@@ -43,6 +50,11 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from kitlib.formats.logs import statements as st
+
+try:  # the compiled matcher (_match.c, built by setup.py where a C compiler is found)
+    from kitlib.formats.logs import _match as _C
+except ImportError:  # pragma: no cover - an install without a compiler
+    _C = None  # type: ignore[assignment]
 
 TEMPLATE_FIELD = pa.field("template_id", pa.dictionary(pa.int32(), pa.string()))
 # loggers whose unmatched records are tried against the whole catalogue
@@ -60,7 +72,7 @@ KEY_CHARS = 512
 SHAPE_CHARS = 96
 # shapes whose template is remembered between blocks (per process)
 MEMO_SIZE = 200_000
-_MEMO: dict[tuple[str, str], int] = {}
+_MEMO: dict[tuple[str, str | None] | int, int] = {}  # (logger, shape) -> template; int keys: the compiled path's
 
 
 def _escape(text: str) -> str:
@@ -302,7 +314,7 @@ def _codes(logger: pa.Array) -> tuple[list[str], np.ndarray]:
     if not pa.types.is_dictionary(logger.type):
         logger = pc.dictionary_encode(logger)
     names = [x or "" for x in logger.dictionary.to_pylist()]
-    codes = logger.indices.to_numpy(zero_copy_only=False).astype(np.int64)
+    codes = logger.indices.fill_null(0).to_numpy(zero_copy_only=False).astype(np.int64)
     return names, np.where(logger.is_null().to_numpy(zero_copy_only=False), len(names), codes)
 
 
@@ -419,6 +431,16 @@ def assign(logger: pa.Array, message: pa.Array) -> np.ndarray:
     mostly in numbers: about one in nine is distinct in the generated log); shapes are cut from
     the distinct texts only, and the check against a shape's template is made once per distinct
     text (see :func:`_still_match`), the answer broadcast back to every record."""
+    if isinstance(message, pa.ChunkedArray):
+        message = message.combine_chunks()
+    if len(message) and _compiled():
+        return _assign_compiled(logger, message)
+    return _assign_arrow(logger, message)
+
+
+def _assign_arrow(logger: pa.Array, message: pa.Array) -> np.ndarray:
+    """:func:`assign` with Arrow's kernels only (where the compiled matcher is not built; the
+    reference it is tested against)."""
     n = len(message)
     if n == 0:
         return np.full(0, -1, np.int64)
@@ -459,6 +481,101 @@ def assign(logger: pa.Array, message: pa.Array) -> np.ndarray:
     redo = np.flatnonzero(bad)
     if len(redo):
         out[redo] = _assign(names, codes[redo], message.take(pa.array(redo)))
+    return out
+
+
+def pieces(template: str) -> list[bytes]:
+    """A template as the compiled matcher reads it: its text between slots, UTF-8, each run of
+    blanks a zero byte (``\\s+``), written as :func:`template_regex` writes its pattern (the first
+    piece without leading blanks, the last without trailing ones)."""
+    out = []
+    for i, part in enumerate(template.split("{}")):
+        text = part.lstrip() if i == 0 else part
+        out.append(b"".join(b"\0" if w.isspace() else w.encode() for w in re.split(r"(\s+)", text) if w))
+    if out[-1].endswith(b"\0"):
+        out[-1] = out[-1][:-1]
+    return out
+
+
+@cache
+def _compiled() -> bool:
+    """Whether the compiled matcher is there, with the catalogue loaded into it (once per process).
+    ``KITLIB_TEMPLATE_C=0`` leaves it out (the Arrow path, to compare)."""
+    if _C is None or os.environ.get("KITLIB_TEMPLATE_C", "").strip().lower() in ("0", "false", "no"):
+        return False
+    p = patterns()
+    progs = [pieces(t) for t in p.templates]
+    literal = {w for t in p.templates for w in re.split(r"\s+", t)}
+    if any("\0" in w for w in literal):  # a zero byte of its own: not a program the matcher can read
+        return False
+    _C.load(progs, [w.encode() for w in p.vocab.to_pylist()], np.ascontiguousarray(p.key_order, np.int64),
+            np.ascontiguousarray(p.key_bounds, np.int64), np.ascontiguousarray(p.pairs, np.int64),
+            len(p.templates))  # fmt: skip
+    return True
+
+
+_NAMES: dict[str, int] = {}  # logger name -> a number, for the compiled path's memo keys
+_NULL_SHAPE = np.uint64(0x9E3779B97F4A7C15)  # the shape of a null message
+
+
+def _mix(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """One 64-bit key from a shape hash and a small number (a logger's), mixed (numpy's uint64
+    arithmetic wraps)."""
+    h = a ^ ((b.astype(np.uint64) + np.uint64(1)) * np.uint64(0xC2B2AE3D27D4EB4F))
+    h ^= h >> np.uint64(29)
+    h *= np.uint64(0xBF58476D1CE4E5B9)
+    return h ^ (h >> np.uint64(32))
+
+
+def _assign_compiled(logger: pa.Array, message: pa.Array) -> np.ndarray:
+    """:func:`assign` with the compiled matcher: the same steps, decisions and memo as
+    :func:`_assign_arrow`, so the same templates. A shape is a 64-bit hash of its characters (made
+    in C), each record is checked against its shape's template by a search for the template's
+    literal pieces (in C, on the text as it is: that is what the check per text with digits as 0
+    amounts to), and records are matched on their own by their key words in C. No Arrow regex,
+    no pass over the texts in Python."""
+    n = len(message)
+    text = message if message.type == pa.large_string() else message.cast(pa.large_string())
+    off = np.frombuffer(text.buffers()[1], np.int64)[text.offset : text.offset + n + 1]
+    data = text.buffers()[2] if text.buffers()[2] is not None else b""
+    valid = np.ones(n, bool) if text.null_count == 0 else text.is_valid().to_numpy(zero_copy_only=False)
+    names, codes = _codes(logger)
+    p = patterns()
+    glog_of = np.array([p.loggers.get(x, -1) for x in names] + [-1], np.int64)
+    kafka_of = np.array([bool(KAFKA_LOGGERS.match(x)) for x in names] + [False], np.uint8)
+    name_of = np.array([_NAMES.setdefault(x, len(_NAMES)) for x in [*names, ""]], np.uint64)
+
+    def match_alone(rows: np.ndarray) -> np.ndarray:
+        rows = np.ascontiguousarray(rows, np.int64)
+        c = codes[rows]
+        got = np.frombuffer(_C.assign(off, data, rows, np.ascontiguousarray(glog_of[c]), kafka_of[c]), np.int64)
+        return np.where(valid[rows], got, -1)  # a null text matches nothing
+
+    raw_shape, raw_text = _C.keys(off, data, SHAPE_CHARS)
+    shape = np.frombuffer(raw_shape, np.uint64)
+    if not valid.all():
+        shape = np.where(valid, shape, _NULL_SHAPE)
+    raw_first, raw_inv = _C.group(_mix(shape, codes))
+    first, inv = np.frombuffer(raw_first, np.int64), np.frombuffer(raw_inv, np.int64)
+    keys = _mix(shape[first], name_of[codes[first]]).tolist()
+    rep = np.fromiter(map(_MEMO.get, keys, repeat(-2)), np.int64, len(keys))  # type: ignore[call-overload]
+    new = np.flatnonzero(rep == -2)
+    if len(new):
+        rep[new] = match_alone(first[new])
+        if len(_MEMO) > MEMO_SIZE:
+            _MEMO.clear()
+        _MEMO.update(zip([keys[i] for i in new], rep[new].tolist()))
+    out = rep[inv]
+    others = np.ones(n, bool)
+    others[first] = False
+    rows = np.flatnonzero(others & (out >= 0) & valid)
+    bad = others & (out >= 0) & ~valid
+    if len(rows):
+        ok = np.frombuffer(_C.verify(off, data, rows, np.ascontiguousarray(out[rows]), raw_text), np.bool_)
+        bad[rows[~ok]] = True
+    redo = np.flatnonzero(bad)
+    if len(redo):
+        out[redo] = match_alone(redo)
     return out
 
 

@@ -1,0 +1,778 @@
+/*
+ * Template matching in compiled code: the hot loops of kitlib/formats/logs/matching.py.
+ *
+ * Each template of the catalogue is an RE2 pattern there (``template_regex``): an optional prefix
+ * on the first line ending in one of ``]:,)>`` and a space, the template's literal pieces with each
+ * run of blanks as ``\s+``, a lazy wildcard (any character, newlines too) for each slot, then
+ * blanks up to a newline or the end of the text. This file decides the same question (does the
+ * text match the pattern?) by searching for the literal pieces directly, and finds each record's
+ * candidate templates by its words, as the Python path does with Arrow's kernels. The Python path
+ * stays the reference; the tests hold the two equal, and compare this search with RE2's.
+ *
+ * load(pieces, vocab, key_order, key_bounds, pairs, ntemplates) takes the compiled catalogue once
+ * per process; shapes(), verify() and assign() read texts from the buffers of an Arrow
+ * large_string array (int64 offsets, UTF-8 data) and release the GIL while they run.
+ */
+#define _GNU_SOURCE /* memmem */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef unsigned char uc;
+typedef Py_ssize_t ssize;
+
+#define WS 0 /* a byte of a piece's program: a run of blanks (RE2's \s+) */
+#define MATCH_CHARS 4096 /* characters of a text a template is matched on */
+#define KEY_CHARS 512    /* characters of a text searched for key words */
+
+typedef struct {
+    const uc *p; /* the program: literal bytes, WS for a run of blanks */
+    ssize len;
+    ssize minlen; /* fewest text bytes it can match */
+    ssize lit;    /* length of its leading literal run (0: it starts with WS or is empty) */
+} Piece;
+
+typedef struct {
+    Piece *pieces;
+    int n;
+    int digits; /* a digit among its literal text: it tells one digit from another */
+} Tmpl;
+
+static Tmpl *TMPL;
+static int NT;
+static PyObject *KEEP; /* the bytes the pieces point into */
+static int64_t *KEY_ORDER, *KEY_BOUNDS, *PAIRS;
+static ssize NPAIRS, NVOCAB;
+/* the key words: open addressing on a hash of the word, slot -> key index + 1 */
+static const uc **VOC;
+static ssize *VOC_LEN;
+static int32_t *VSLOT;
+static uint64_t VMASK;
+
+static inline int blank(uc c) { return c == ' ' || c == '\t' || c == '\n' || c == '\f' || c == '\r'; }
+static inline int alnum(uc c) { return (c >= '0' && c <= '9') || ((c | 32) >= 'a' && (c | 32) <= 'z'); }
+
+static inline uint64_t fmix(uint64_t h) {
+    h ^= h >> 33;
+    h *= 0xff51afd7ed558ccdULL;
+    h ^= h >> 33;
+    h *= 0xc4ceb9fe1a85ec53ULL;
+    h ^= h >> 33;
+    return h;
+}
+
+static inline uint64_t word_hash(const uc *p, ssize n) {
+    uint64_t h = 0xcbf29ce484222325ULL;
+    for (ssize i = 0; i < n; i++)
+        h = (h ^ p[i]) * 0x100000001b3ULL;
+    return fmix(h ^ (uint64_t)n);
+}
+
+static ssize chars_end_fast(const uc *t, ssize n, ssize chars);
+
+/* the piece matched at q: its end, or -1. A run of blanks followed by a literal takes the whole
+ * run (the literal starts with a non-blank); one at the piece's end takes one blank (a wildcard
+ * follows it, which can take the rest). */
+static ssize piece_at(const uc *t, ssize n, ssize q, const Piece *P) {
+    const uc *p = P->p;
+    ssize i = 0, m = P->len;
+    while (i < m) {
+        if (p[i] == WS) {
+            if (q >= n || !blank(t[q]))
+                return -1;
+            q++;
+            if (i + 1 < m)
+                while (q < n && blank(t[q]))
+                    q++;
+            i++;
+        } else {
+            ssize j = i;
+            while (j < m && p[j] != WS)
+                j++;
+            if (q + (j - i) > n || memcmp(t + q, p + i, (size_t)(j - i)) != 0)
+                return -1;
+            q += j - i;
+            i = j;
+        }
+    }
+    return q;
+}
+
+/* the next position >= q where the piece may start (its leading literal found there, or a blank) */
+static inline ssize next_start(const uc *t, ssize n, ssize q, const Piece *P) {
+    if (q > n)
+        return -1;
+    if (P->lit) {
+        const uc *f = memmem(t + q, (size_t)(n - q), P->p, (size_t)P->lit);
+        return f ? f - t : -1;
+    }
+    while (q < n && !blank(t[q]))
+        q++;
+    return q < n ? q : -1;
+}
+
+/* blanks from e up to a newline or the end of the text */
+static inline int ends_line(const uc *t, ssize n, ssize e) {
+    while (e < n && blank(t[e])) {
+        if (t[e] == '\n')
+            return 1;
+        e++;
+    }
+    return e == n;
+}
+
+/* the earliest end of the piece matched anywhere from q on, or -1 */
+static ssize earliest_end(const uc *t, ssize n, ssize q, const Piece *P) {
+    if (P->len == 0)
+        return q;
+    ssize best = -1;
+    for (ssize s = next_start(t, n, q, P); s >= 0; s = next_start(t, n, s + 1, P)) {
+        if (best >= 0 && s + P->minlen >= best)
+            break;
+        ssize e = piece_at(t, n, s, P);
+        if (e >= 0 && (best < 0 || e < best))
+            best = e;
+    }
+    return best;
+}
+
+/* does text t[0..n) match template T (see template_regex in matching.py)? */
+static int match(const uc *t, ssize n, const Tmpl *T) {
+    const Piece *first = &T->pieces[0];
+    int k = T->n - 1;
+    ssize best = -1;
+    /* where the first piece may start: 0, or after one of ]:,)> and a space on the first line */
+    for (ssize s = 0, j = 0;;) {
+        if (k > 0 && best >= 0 && s >= best)
+            break;
+        ssize e = piece_at(t, n, s, first);
+        if (e >= 0) {
+            if (k == 0) {
+                if (ends_line(t, n, e))
+                    return 1;
+            } else if (best < 0 || e < best)
+                best = e;
+        }
+        for (; j + 1 < n && t[j] != '\n'; j++) {
+            uc c = t[j];
+            if ((c == ']' || c == ':' || c == ',' || c == ')' || c == '>') && t[j + 1] == ' ')
+                break;
+        }
+        if (j + 1 >= n || t[j] == '\n') /* (j + 1 < n holds before t[j] is read) */
+            break;
+        s = j + 2;
+        j++;
+    }
+    if (k == 0 || best < 0)
+        return 0;
+    ssize cur = best;
+    for (int i = 1; i < k; i++) {
+        cur = earliest_end(t, n, cur, &T->pieces[i]);
+        if (cur < 0)
+            return 0;
+    }
+    const Piece *last = &T->pieces[k];
+    if (last->len == 0)
+        return 1; /* a wildcard then the end of the text */
+    for (ssize s = next_start(t, n, cur, last); s >= 0; s = next_start(t, n, s + 1, last)) {
+        ssize e = piece_at(t, n, s, last);
+        if (e >= 0 && ends_line(t, n, e))
+            return 1;
+    }
+    return 0;
+}
+
+static inline int64_t vocab_index(const uc *w, ssize n) {
+    uint64_t i = word_hash(w, n) & VMASK;
+    for (;; i = (i + 1) & VMASK) {
+        int32_t v = VSLOT[i];
+        if (v == 0)
+            return -1;
+        if (VOC_LEN[v - 1] == n && memcmp(VOC[v - 1], w, (size_t)n) == 0)
+            return v - 1;
+    }
+}
+
+static inline int has_pair(int64_t code) {
+    ssize lo = 0, hi = NPAIRS;
+    while (lo < hi) {
+        ssize mid = (lo + hi) / 2;
+        if (PAIRS[mid] < code)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo < NPAIRS && PAIRS[lo] == code;
+}
+
+static int cmp64(const void *a, const void *b) {
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return (x > y) - (x < y);
+}
+
+/* the template of one text: its logger's own candidates first (most literal text first), then, for
+ * a Kafka logger, every other candidate; -1 for none. `cand` has room for every template. */
+static int64_t assign1(const uc *t, ssize n, int64_t glog, int kafka, int64_t *cand) {
+    ssize kn = chars_end_fast(t, n, KEY_CHARS), nc = 0;
+    for (ssize i = 0; i < kn;) {
+        if (!alnum(t[i])) {
+            i++;
+            continue;
+        }
+        ssize j = i;
+        while (j < kn && alnum(t[j]))
+            j++;
+        int64_t k = vocab_index(t + i, j - i);
+        if (k >= 0)
+            for (int64_t a = KEY_BOUNDS[k]; a < KEY_BOUNDS[k + 1]; a++)
+                cand[nc++] = KEY_ORDER[a];
+        i = j;
+        if (nc > NT) { /* a key word met again: keep each template once */
+            qsort(cand, (size_t)nc, sizeof *cand, cmp64);
+            ssize u = 0;
+            for (ssize a = 0; a < nc; a++)
+                if (u == 0 || cand[a] != cand[u - 1])
+                    cand[u++] = cand[a];
+            nc = u;
+        }
+    }
+    if (!nc)
+        return -1;
+    qsort(cand, (size_t)nc, sizeof *cand, cmp64);
+    ssize mn = chars_end_fast(t, n, MATCH_CHARS);
+    for (int round = 0; round < 2; round++) {
+        if (round == 1 && !kafka)
+            break;
+        int64_t prev = -1;
+        for (ssize a = 0; a < nc; a++) {
+            int64_t c = cand[a];
+            if (c == prev)
+                continue;
+            prev = c;
+            int own = glog >= 0 && has_pair(glog * NT + c);
+            if (own != (round == 0))
+                continue;
+            if (match(t, mn, &TMPL[c]))
+                return c;
+        }
+    }
+    return -1;
+}
+
+typedef struct {
+    Py_buffer off, data;
+    const int64_t *o;
+    const uc *d;
+    ssize n; /* texts */
+} Texts;
+
+static int texts_get(Texts *x, PyObject *off, PyObject *data) {
+    memset(x, 0, sizeof *x);
+    if (PyObject_GetBuffer(off, &x->off, PyBUF_SIMPLE) < 0)
+        return -1;
+    if (PyObject_GetBuffer(data, &x->data, PyBUF_SIMPLE) < 0) {
+        PyBuffer_Release(&x->off);
+        return -1;
+    }
+    x->o = x->off.buf;
+    x->d = x->data.buf;
+    x->n = x->off.len / 8 - 1;
+    if (x->n < 0)
+        x->n = 0;
+    for (ssize i = 0; i <= x->n && x->n; i += x->n) { /* first and last offsets inside the data */
+        if (x->o[i] < 0 || x->o[i] > x->data.len) {
+            PyErr_SetString(PyExc_ValueError, "offsets outside the data");
+            PyBuffer_Release(&x->off);
+            PyBuffer_Release(&x->data);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+static void texts_release(Texts *x) {
+    PyBuffer_Release(&x->off);
+    PyBuffer_Release(&x->data);
+}
+
+static int rows_get(Py_buffer *b, PyObject *o, ssize n_texts, ssize *nrows) {
+    if (PyObject_GetBuffer(o, b, PyBUF_SIMPLE) < 0)
+        return -1;
+    *nrows = b->len / 8;
+    const int64_t *r = b->buf;
+    for (ssize i = 0; i < *nrows; i++)
+        if (r[i] < 0 || r[i] >= n_texts) {
+            PyErr_SetString(PyExc_IndexError, "row out of range");
+            PyBuffer_Release(b);
+            return -1;
+        }
+    return 0;
+}
+
+#define ONES 0x0101010101010101ULL
+#define HIGH 0x8080808080808080ULL
+
+/* 0x80 in each byte of w that is an ASCII digit */
+static inline uint64_t digit_bytes(uint64_t w) {
+    uint64_t lo = w & ~HIGH;
+    return ((lo + 0x50 * ONES) & ~(lo + 0x46 * ONES) & ~w & HIGH);
+}
+
+static inline uint64_t load8(const uc *p, ssize n) {
+    uint64_t w = 0;
+    memcpy(&w, p, (size_t)(n < 8 ? n : 8));
+    return w;
+}
+
+/* byte length of the first `chars` characters, counted eight bytes at a time */
+static ssize chars_end_fast(const uc *t, ssize n, ssize chars) {
+    if (n <= chars)
+        return n;
+    ssize i = 0, seen = 0;
+    for (; i + 8 <= n; i += 8) {
+        uint64_t w = load8(t + i, 8);
+        uint64_t cont = w & ~(w << 1) & HIGH; /* bytes 10xxxxxx */
+        ssize c = 8 - __builtin_popcountll(cont);
+        if (seen + c > chars)
+            break;
+        seen += c;
+    }
+    for (; i < n; i++)
+        if ((t[i] & 0xC0) != 0x80 && seen++ == chars)
+            return i;
+    return n;
+}
+
+/* Two hashes per text, in one pass: its shape (first `chars` characters, ASCII digits left out) and
+ * its text as matched (first MATCH_CHARS characters) with each ASCII digit written as 0. */
+static PyObject *keys(PyObject *self, PyObject *args) {
+    PyObject *off, *data;
+    Py_ssize_t chars;
+    if (!PyArg_ParseTuple(args, "OOn", &off, &data, &chars))
+        return NULL;
+    Texts x;
+    if (texts_get(&x, off, data) < 0)
+        return NULL;
+    PyObject *sh = PyBytes_FromStringAndSize(NULL, x.n * 8), *hd = PyBytes_FromStringAndSize(NULL, x.n * 8);
+    if (sh && hd) {
+        uint64_t *hs = (uint64_t *)PyBytes_AS_STRING(sh), *hh = (uint64_t *)PyBytes_AS_STRING(hd);
+        Py_BEGIN_ALLOW_THREADS;
+        for (ssize r = 0; r < x.n; r++) {
+            const uc *t = x.d + x.o[r];
+            ssize n = x.o[r + 1] - x.o[r];
+            /* the shape: digits dropped, bytes packed into words (eight at a time where they are
+             * ASCII without a digit) */
+            uint64_t v = 0x9E3779B97F4A7C15ULL, acc = 0;
+            int k = 0;
+            ssize seen = 0, kept = 0, j = 0;
+            while (j < n) {
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+                if (j + 8 <= n && seen + 8 <= chars) {
+                    uint64_t w = load8(t + j, 8);
+                    uint64_t d = digit_bytes(w);
+                    if (!(w & HIGH) && !d) {
+                        uint64_t full = acc | (k ? w << (8 * k) : w);
+                        v = (v ^ full) * 0x9FB21C651E98DF25ULL;
+                        v ^= v >> 29;
+                        acc = k ? w >> (64 - 8 * k) : 0;
+                        j += 8;
+                        seen += 8;
+                        kept += 8;
+                        continue;
+                    }
+                    if (!(w & HIGH)) { /* ASCII with digits: the other bytes, one by one */
+                        for (uint64_t keep = ~d & HIGH; keep; keep &= keep - 1) {
+                            acc |= ((w >> (__builtin_ctzll(keep) & ~7)) & 0xFF) << (8 * k);
+                            kept++;
+                            if (++k == 8) {
+                                v = (v ^ acc) * 0x9FB21C651E98DF25ULL;
+                                v ^= v >> 29;
+                                acc = 0;
+                                k = 0;
+                            }
+                        }
+                        j += 8;
+                        seen += 8;
+                        continue;
+                    }
+                }
+#endif
+                uc c = t[j++];
+                if ((c & 0xC0) != 0x80 && seen++ == chars)
+                    break;
+                if (c >= '0' && c <= '9')
+                    continue;
+                acc |= (uint64_t)c << (8 * k);
+                kept++;
+                if (++k == 8) {
+                    v = (v ^ acc) * 0x9FB21C651E98DF25ULL;
+                    v ^= v >> 29;
+                    acc = 0;
+                    k = 0;
+                }
+            }
+            hs[r] = fmix(v ^ acc ^ ((uint64_t)kept << 48));
+            /* the text matched, digits as 0: two lanes of eight bytes */
+            ssize m = chars_end_fast(t, n, MATCH_CHARS);
+            uint64_t a = 0x243F6A8885A308D3ULL, b = 0x13198A2E03707344ULL;
+            ssize i = 0;
+            for (; i + 16 <= m; i += 16) {
+                uint64_t w1 = load8(t + i, 8), w2 = load8(t + i + 8, 8);
+                w1 &= ~((digit_bytes(w1) >> 7) * 0x0F);
+                w2 &= ~((digit_bytes(w2) >> 7) * 0x0F);
+                a = (a ^ w1) * 0x9FB21C651E98DF25ULL;
+                b = (b ^ w2) * 0xC2B2AE3D27D4EB4FULL;
+                a ^= a >> 31;
+                b ^= b >> 29;
+            }
+            for (; i < m; i += 8) {
+                uint64_t w = load8(t + i, m - i);
+                w &= ~((digit_bytes(w) >> 7) * 0x0F);
+                a = (a ^ w) * 0x9FB21C651E98DF25ULL;
+                a ^= a >> 31;
+            }
+            hh[r] = fmix(a ^ fmix(b + (uint64_t)m));
+        }
+        Py_END_ALLOW_THREADS;
+    }
+    texts_release(&x);
+    if (!sh || !hd) {
+        Py_XDECREF(sh);
+        Py_XDECREF(hd);
+        return NULL;
+    }
+    return Py_BuildValue("(NN)", sh, hd);
+}
+
+/* group(keys) -> (first, inverse): the first row of each distinct key, in order of first
+ * appearance, and each row's group */
+static PyObject *group(PyObject *self, PyObject *arg) {
+    Py_buffer kb;
+    if (PyObject_GetBuffer(arg, &kb, PyBUF_SIMPLE) < 0)
+        return NULL;
+    ssize n = kb.len / 8;
+    uint64_t size = 16;
+    while (size < (uint64_t)n * 2)
+        size *= 2;
+    int64_t *slot = malloc(size * sizeof *slot), *first = malloc((size_t)(n ? n : 1) * sizeof *first);
+    PyObject *inv = PyBytes_FromStringAndSize(NULL, n * 8), *fst = NULL;
+    ssize g = 0;
+    if (!slot || !first || !inv) {
+        if (!PyErr_Occurred())
+            PyErr_NoMemory();
+        goto done;
+    }
+    const uint64_t *key = kb.buf;
+    int64_t *iv = (int64_t *)PyBytes_AS_STRING(inv);
+    Py_BEGIN_ALLOW_THREADS;
+    memset(slot, 0xff, size * sizeof *slot);
+    for (ssize i = 0; i < n; i++) {
+        uint64_t s = fmix(key[i]) & (size - 1);
+        for (;; s = (s + 1) & (size - 1)) {
+            int64_t at = slot[s];
+            if (at < 0) {
+                slot[s] = g;
+                first[g] = i;
+                iv[i] = g++;
+                break;
+            }
+            if (key[first[at]] == key[i]) {
+                iv[i] = at;
+                break;
+            }
+        }
+    }
+    Py_END_ALLOW_THREADS;
+    fst = PyBytes_FromStringAndSize((const char *)first, g * 8);
+done:
+    free(slot);
+    free(first);
+    PyBuffer_Release(&kb);
+    if (!fst) {
+        Py_XDECREF(inv);
+        return NULL;
+    }
+    return Py_BuildValue("(NN)", fst, inv);
+}
+
+static PyObject *verify(PyObject *self, PyObject *args) {
+    PyObject *off, *data, *rows, *tmpl, *hash = Py_None;
+    if (!PyArg_ParseTuple(args, "OOOO|O", &off, &data, &rows, &tmpl, &hash))
+        return NULL;
+    if (!TMPL) {
+        PyErr_SetString(PyExc_RuntimeError, "no catalogue loaded");
+        return NULL;
+    }
+    Texts x;
+    if (texts_get(&x, off, data) < 0)
+        return NULL;
+    Py_buffer rb, tb;
+    ssize nr, nt;
+    if (rows_get(&rb, rows, x.n, &nr) < 0) {
+        texts_release(&x);
+        return NULL;
+    }
+    if (rows_get(&tb, tmpl, NT, &nt) < 0) {
+        PyBuffer_Release(&rb);
+        texts_release(&x);
+        return NULL;
+    }
+    if (nt != nr) {
+        PyErr_SetString(PyExc_ValueError, "rows and templates differ in length");
+        PyBuffer_Release(&tb);
+        PyBuffer_Release(&rb);
+        texts_release(&x);
+        return NULL;
+    }
+    /* with each text's hash (digits as 0), a template without digits of its own is tried once per
+     * distinct hash: its pattern cannot tell one digit from another */
+    Py_buffer hb = {0};
+    uint64_t size = 16;
+    int64_t *slot = NULL;
+    if (hash != Py_None) {
+        if (PyObject_GetBuffer(hash, &hb, PyBUF_SIMPLE) < 0)
+            goto fail;
+        if (hb.len != x.n * 8) {
+            PyErr_SetString(PyExc_ValueError, "one hash per text");
+            PyBuffer_Release(&hb);
+            goto fail;
+        }
+        while (size < (uint64_t)nr * 2)
+            size *= 2;
+        if (!(slot = malloc(size * sizeof *slot))) {
+            PyErr_NoMemory();
+            PyBuffer_Release(&hb);
+            goto fail;
+        }
+    }
+    PyObject *res = PyBytes_FromStringAndSize(NULL, nr);
+    if (res) {
+        char *ok = PyBytes_AS_STRING(res);
+        const int64_t *r = rb.buf, *tp = tb.buf;
+        const uint64_t *hh = hb.buf;
+        Py_BEGIN_ALLOW_THREADS;
+        if (slot)
+            memset(slot, 0xff, size * sizeof *slot);
+        for (ssize i = 0; i < nr; i++) {
+            const Tmpl *T = &TMPL[tp[i]];
+            uint64_t s = 0;
+            if (slot && !T->digits) {
+                uint64_t key = hh[r[i]] ^ ((uint64_t)tp[i] * 0x9E3779B97F4A7C15ULL);
+                for (s = fmix(key) & (size - 1);; s = (s + 1) & (size - 1)) {
+                    int64_t at = slot[s];
+                    if (at < 0)
+                        break;
+                    if (tp[at] == tp[i] && hh[r[at]] == hh[r[i]])
+                        break;
+                }
+                if (slot[s] >= 0) {
+                    ok[i] = ok[slot[s]];
+                    continue;
+                }
+                slot[s] = i;
+            }
+            const uc *t = x.d + x.o[r[i]];
+            ssize n = chars_end_fast(t, x.o[r[i] + 1] - x.o[r[i]], MATCH_CHARS);
+            ok[i] = (char)match(t, n, T);
+        }
+        Py_END_ALLOW_THREADS;
+    }
+    free(slot);
+    if (hb.obj)
+        PyBuffer_Release(&hb);
+    PyBuffer_Release(&rb);
+    PyBuffer_Release(&tb);
+    texts_release(&x);
+    return res;
+fail:
+    PyBuffer_Release(&rb);
+    PyBuffer_Release(&tb);
+    texts_release(&x);
+    return NULL;
+}
+
+static PyObject *assign(PyObject *self, PyObject *args) {
+    PyObject *off, *data, *rows, *glog, *kafka;
+    if (!PyArg_ParseTuple(args, "OOOOO", &off, &data, &rows, &glog, &kafka))
+        return NULL;
+    if (!TMPL) {
+        PyErr_SetString(PyExc_RuntimeError, "no catalogue loaded");
+        return NULL;
+    }
+    Texts x;
+    if (texts_get(&x, off, data) < 0)
+        return NULL;
+    Py_buffer rb, gb, kb;
+    ssize nr;
+    if (rows_get(&rb, rows, x.n, &nr) < 0) {
+        texts_release(&x);
+        return NULL;
+    }
+    if (PyObject_GetBuffer(glog, &gb, PyBUF_SIMPLE) < 0) {
+        PyBuffer_Release(&rb);
+        texts_release(&x);
+        return NULL;
+    }
+    if (PyObject_GetBuffer(kafka, &kb, PyBUF_SIMPLE) < 0) {
+        PyBuffer_Release(&gb);
+        PyBuffer_Release(&rb);
+        texts_release(&x);
+        return NULL;
+    }
+    PyObject *res = NULL;
+    int64_t *cand = NULL;
+    if (gb.len != nr * 8 || kb.len != nr)
+        PyErr_SetString(PyExc_ValueError, "rows, loggers and flags differ in length");
+    else if (!(cand = malloc(sizeof(int64_t) * (size_t)(2 * NT + 2))))
+        PyErr_NoMemory();
+    else if ((res = PyBytes_FromStringAndSize(NULL, nr * 8))) {
+        int64_t *out = (int64_t *)PyBytes_AS_STRING(res);
+        const int64_t *r = rb.buf, *g = gb.buf;
+        const char *kf = kb.buf;
+        Py_BEGIN_ALLOW_THREADS;
+        for (ssize i = 0; i < nr; i++) {
+            const uc *t = x.d + x.o[r[i]];
+            ssize n = x.o[r[i] + 1] - x.o[r[i]];
+            out[i] = (g[i] >= 0 || kf[i]) ? assign1(t, n, g[i], kf[i], cand) : -1;
+        }
+        Py_END_ALLOW_THREADS;
+    }
+    free(cand);
+    PyBuffer_Release(&kb);
+    PyBuffer_Release(&gb);
+    PyBuffer_Release(&rb);
+    texts_release(&x);
+    return res;
+}
+
+static int64_t *copy64(PyObject *o, ssize *n) {
+    Py_buffer b;
+    if (PyObject_GetBuffer(o, &b, PyBUF_SIMPLE) < 0)
+        return NULL;
+    *n = b.len / 8;
+    int64_t *a = malloc((size_t)(b.len ? b.len : 8));
+    if (a)
+        memcpy(a, b.buf, (size_t)b.len);
+    else
+        PyErr_NoMemory();
+    PyBuffer_Release(&b);
+    return a;
+}
+
+static PyObject *load(PyObject *self, PyObject *args) {
+    PyObject *pieces, *vocab, *order, *bounds, *pairs;
+    int nt;
+    if (!PyArg_ParseTuple(args, "O!O!OOOi", &PyList_Type, &pieces, &PyList_Type, &vocab, &order, &bounds, &pairs,
+                          &nt))
+        return NULL;
+    if (TMPL) /* once per process: texts may be matched on other threads */
+        Py_RETURN_FALSE;
+    if (PyList_GET_SIZE(pieces) != nt) {
+        PyErr_SetString(PyExc_ValueError, "one list of pieces per template");
+        return NULL;
+    }
+    ssize no, nb;
+    KEY_ORDER = copy64(order, &no);
+    KEY_BOUNDS = copy64(bounds, &nb);
+    PAIRS = copy64(pairs, &NPAIRS);
+    NVOCAB = PyList_GET_SIZE(vocab);
+    if (!KEY_ORDER || !KEY_BOUNDS || !PAIRS || nb != NVOCAB + 1)
+        goto fail;
+    for (ssize i = 0; i < no; i++)
+        if (KEY_ORDER[i] < 0 || KEY_ORDER[i] >= nt)
+            goto fail;
+    for (ssize i = 0; i < nb; i++)
+        if (KEY_BOUNDS[i] < 0 || KEY_BOUNDS[i] > no || (i && KEY_BOUNDS[i] < KEY_BOUNDS[i - 1]))
+            goto fail;
+    KEEP = PyList_New(0);
+    Tmpl *tm = calloc((size_t)(nt ? nt : 1), sizeof(Tmpl));
+    if (!KEEP || !tm)
+        goto fail;
+    for (int i = 0; i < nt; i++) {
+        PyObject *ps = PyList_GET_ITEM(pieces, i);
+        if (!PyList_Check(ps) || PyList_GET_SIZE(ps) < 1)
+            goto fail_tm;
+        tm[i].n = (int)PyList_GET_SIZE(ps);
+        tm[i].pieces = calloc((size_t)tm[i].n, sizeof(Piece));
+        if (!tm[i].pieces)
+            goto fail_tm;
+        for (int j = 0; j < tm[i].n; j++) {
+            PyObject *b = PyList_GET_ITEM(ps, j);
+            if (!PyBytes_Check(b) || PyList_Append(KEEP, b) < 0)
+                goto fail_tm;
+            Piece *P = &tm[i].pieces[j];
+            P->p = (const uc *)PyBytes_AS_STRING(b);
+            P->len = PyBytes_GET_SIZE(b);
+            P->minlen = P->len; /* each byte of the program takes at least one byte of text */
+            for (ssize a = 0; a < P->len; a++)
+                tm[i].digits |= P->p[a] >= '0' && P->p[a] <= '9';
+            while (P->lit < P->len && P->p[P->lit] != WS)
+                P->lit++;
+        }
+    }
+    VOC = calloc((size_t)(NVOCAB ? NVOCAB : 1), sizeof *VOC);
+    VOC_LEN = calloc((size_t)(NVOCAB ? NVOCAB : 1), sizeof *VOC_LEN);
+    uint64_t size = 16;
+    while (size < (uint64_t)NVOCAB * 4)
+        size *= 2;
+    VSLOT = calloc(size, sizeof *VSLOT);
+    VMASK = size - 1;
+    if (!VOC || !VOC_LEN || !VSLOT)
+        goto fail_tm;
+    for (ssize v = 0; v < NVOCAB; v++) {
+        PyObject *w = PyList_GET_ITEM(vocab, v);
+        if (!PyBytes_Check(w) || PyList_Append(KEEP, w) < 0)
+            goto fail_tm;
+        VOC[v] = (const uc *)PyBytes_AS_STRING(w);
+        VOC_LEN[v] = PyBytes_GET_SIZE(w);
+        uint64_t s = word_hash(VOC[v], VOC_LEN[v]) & VMASK;
+        while (VSLOT[s])
+            s = (s + 1) & VMASK;
+        VSLOT[s] = (int32_t)(v + 1);
+    }
+    NT = nt;
+    TMPL = tm;
+    Py_RETURN_TRUE;
+fail_tm:
+    for (int i = 0; i < nt; i++)
+        free(tm[i].pieces);
+    free(tm);
+fail:
+    free(KEY_ORDER);
+    free(KEY_BOUNDS);
+    free(PAIRS);
+    free(VOC);
+    free(VOC_LEN);
+    free(VSLOT);
+    KEY_ORDER = KEY_BOUNDS = PAIRS = NULL;
+    VOC = NULL;
+    VOC_LEN = NULL;
+    VSLOT = NULL;
+    Py_CLEAR(KEEP);
+    if (!PyErr_Occurred())
+        PyErr_SetString(PyExc_ValueError, "a malformed catalogue");
+    return NULL;
+}
+
+static PyMethodDef METHODS[] = {
+    {"load", load, METH_VARARGS,
+     "load(pieces, vocab, key_order, key_bounds, pairs, ntemplates) -> bool: take the compiled catalogue (once per "
+     "process; False when one is loaded already)"},
+    {"keys", keys, METH_VARARGS,
+     "keys(offsets, data, chars) -> (shapes, texts) as bytes of uint64: a hash of each text's first `chars` "
+     "characters with ASCII digits left out, and one of its first 4096 characters with each ASCII digit as 0"},
+    {"group", group, METH_O,
+     "group(keys) -> (first, inverse) as bytes of int64: the first row of each distinct uint64 key, in order of "
+     "first appearance, and each row's group"},
+    {"verify", verify, METH_VARARGS,
+     "verify(offsets, data, rows, templates, hashes=None) -> bytes of 0/1: whether text rows[i] matches template "
+     "templates[i] (with the texts' hashes from keys(), once per distinct hash for a template without digits)"},
+    {"assign", assign, METH_VARARGS,
+     "assign(offsets, data, rows, logger_index, kafka) -> bytes of int64: each row's template (-1 for none)"},
+    {NULL, NULL, 0, NULL}};
+
+static struct PyModuleDef MODULE = {PyModuleDef_HEAD_INIT, "_match", "Compiled template matching.", -1, METHODS};
+
+PyMODINIT_FUNC PyInit__match(void) { return PyModule_Create(&MODULE); }

@@ -1,0 +1,214 @@
+"""The compiled template matcher (kitlib/formats/logs/_match.c) gives the Arrow path's template ids.
+
+The Arrow path (``matching._assign_arrow``: RE2 through Arrow's kernels) is the reference: records of
+every sample bundle and of a generated broker log are matched both ways, in blocks and with the
+memo of shapes carried from block to block as an ingest does, and must get the same template for
+every record. The compiled search for a template's literal pieces must answer what RE2 answers for
+the template's pattern, on texts built to sit at its edges (prefixes, blanks, newlines inside
+slots, a last piece met twice, long and non-ASCII texts), and its two hashes must tell texts apart
+exactly as the Arrow path's shapes and digit-masked texts do."""
+
+from __future__ import annotations
+
+import io
+import sys
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pytest
+
+import kitlib
+from kitlib.formats.logs import matching
+
+C = pytest.importorskip("kitlib.formats.logs._match", reason="the compiled matcher is not built")
+ROOT = Path(__file__).resolve().parents[1]
+BLOCK = 4000  # records per block: several blocks per bundle, so shapes are remembered across blocks
+
+
+def test_the_matcher_is_built_by_the_install_and_used():
+    assert matching._C is not None and matching._compiled()
+
+
+def _both_paths(logger: pa.Array, message: pa.Array, monkeypatch) -> tuple[np.ndarray, np.ndarray]:
+    """Each path over the same records in blocks of BLOCK, each starting with an empty memo."""
+    got = []
+    for path in (matching._assign_compiled, matching._assign_arrow):
+        monkeypatch.setattr(matching, "_MEMO", {})
+        got.append(
+            np.concatenate(
+                [path(logger.slice(i, BLOCK), message.slice(i, BLOCK)) for i in range(0, len(message), BLOCK)]
+            )
+        )
+    return got[0], got[1]
+
+
+def _columns(ev) -> tuple[pa.Array, pa.Array]:
+    logger = pa.array(ev["logger"].astype(str).where(ev["logger"].notna(), None)).dictionary_encode()
+    message = pa.array(ev["message"].astype(object).where(ev["message"].notna(), None), pa.large_string())
+    return logger, message
+
+
+@pytest.mark.slow
+def test_every_sample_bundle_gets_the_same_template_ids_both_ways(monkeypatch):
+    total = matched = 0
+    for bundle in sorted(p for p in (ROOT / "sample_data").iterdir() if p.is_dir()):
+        ev = kitlib.load_bundle(bundle).table("events")
+        logger, message = _columns(ev)
+        fast, reference = _both_paths(logger, message, monkeypatch)
+        assert np.array_equal(fast, reference), (bundle.name, np.flatnonzero(fast != reference)[:5])
+        total += len(fast)
+        matched += int((fast >= 0).sum())
+    assert total > 20_000 and matched > 0.8 * total
+
+
+@pytest.mark.slow
+def test_a_generated_broker_log_gets_the_same_template_ids_both_ways(monkeypatch, tmp_path):
+    sys.path.insert(0, str(ROOT / "bench"))
+    try:
+        from genlog import generate
+    finally:
+        sys.path.remove(str(ROOT / "bench"))
+    buf = io.BytesIO()
+    generate(3 * 1024 * 1024, buf, seed=11)
+    (tmp_path / "b" / "broker-1").mkdir(parents=True)
+    (tmp_path / "b" / "broker-1" / "server.log").write_bytes(buf.getvalue())
+    ev = kitlib.load_bundle(tmp_path / "b").table("events")
+    logger, message = _columns(ev)
+    fast, reference = _both_paths(logger, message, monkeypatch)
+    assert len(fast) > 10_000 and (fast >= 0).mean() > 0.9
+    assert np.array_equal(fast, reference), np.flatnonzero(fast != reference)[:5]
+
+
+def _regex_says(texts: list[str], templates: list[int]) -> np.ndarray:
+    p = matching.patterns()
+    arr = pa.array(texts, pa.large_string())
+    return np.array(
+        [
+            bool(pc.match_substring_regex(arr.slice(i, 1), matching.template_regex(p.templates[t]))[0].as_py())
+            for i, t in enumerate(templates)
+        ]
+    )
+
+
+def _compiled_says(texts: list[str], templates: list[int], hashed: bool = False) -> np.ndarray:
+    arr = pa.array(texts, pa.large_string())
+    off = np.frombuffer(arr.buffers()[1], np.int64)[: len(arr) + 1]
+    rows = np.arange(len(arr), dtype=np.int64)
+    extra = (C.keys(off, arr.buffers()[2], matching.SHAPE_CHARS)[1],) if hashed else ()
+    return np.frombuffer(C.verify(off, arr.buffers()[2], rows, np.array(templates, np.int64), *extra), np.bool_)
+
+
+def _template(text: str) -> int:
+    return matching.patterns().templates.index(text)
+
+
+def _edge_texts() -> tuple[list[str], list[int]]:
+    """Texts around a few real templates of the catalogue: with and without a logIdent prefix, the
+    prefix on a later line, blanks of every kind between words, slots spanning lines, the record's
+    end followed by blanks and a trace, text after the last piece, the last piece met twice,
+    non-ASCII slots, and a record longer than the characters matched."""
+    p = matching.patterns()
+    shrink = next(i for i, t in enumerate(p.templates) if t.startswith("Shrinking ISR from {} to {}"))
+    plain = next(i for i, t in enumerate(p.templates) if "{}" not in t and len(t) > 20 and t[-1] == ".")
+    two = next(i for i, t in enumerate(p.templates) if t.count("{}") == 2 and not t.endswith("{}"))
+    out: list[tuple[str, int]] = []
+    for ti in (shrink, plain, two):
+        t = p.templates[ti]
+        for fill in ("1,2", "", "x y", "é ü 日本", "a\nb", "]: ", "{}"):
+            body = t.replace("{}", fill)
+            for text in (
+                body,
+                "[Partition t-0 broker=1] " + body,
+                "[A] b: c, " + body,
+                "x> " + body,
+                "junk" + body,
+                "[A]\n] " + body,
+                body + "  \n\tat java.lang.Thread.run",
+                body + " trailing words",
+                body + "\r\n",
+                body.replace(" ", "\t", 1),
+                body.replace(" ", "  \n ", 1),
+                body.replace(" ", "", 1),
+                body + body,
+                body + "\n" + body,
+                body + " " * 5000,
+                "é" * 5000 + body,
+                body + "é" * 5000,
+            ):
+                out.append((text, ti))
+                out.append((text, (ti + 1) % len(p.templates)))
+    return [t for t, _ in out], [i for _, i in out]
+
+
+def test_the_compiled_search_answers_what_re2_answers():
+    texts, tmpl = _edge_texts()
+    want = _regex_says(texts, tmpl)
+    assert want.any() and not want.all()
+    assert np.array_equal(_compiled_says(texts, tmpl), want)
+    assert np.array_equal(_compiled_says(texts, tmpl, hashed=True), want)
+
+
+@pytest.mark.slow
+def test_the_compiled_search_answers_what_re2_answers_for_every_template():
+    """Every template of the catalogue against a text written from it (slots filled with words,
+    numbers and brackets) and against the next template's text: the two searches agree."""
+    p = matching.patterns()
+    rng = np.random.default_rng(3)
+    fills = ["0", "orders-3", "[1, 2]", "a b", "x\ny", "(reason: z)", ""]
+    texts, tmpl = [], []
+    for i, t in enumerate(p.templates):
+        parts = t.split("{}")
+        text = parts[0] + "".join(fills[rng.integers(len(fills))] + q for q in parts[1:])
+        for j in (i, (i + 1) % len(p.templates)):
+            texts += [text, "[Ctx id=1] " + text]
+            tmpl += [j, j]
+    want = _regex_says(texts, tmpl)
+    assert want.sum() > 0.9 * len(p.templates)
+    assert np.array_equal(_compiled_says(texts, tmpl), want)
+
+
+def test_the_hashes_tell_texts_apart_as_the_arrow_path_does():
+    texts = [
+        "[GroupCoordinator 1]: Stabilized group g-1 generation 12",
+        "[GroupCoordinator 2]: Stabilized group g-7 generation 3",  # same shape, same masked text? no: 12 vs 3
+        "[GroupCoordinator 2]: Stabilized group g-7 generation 30",
+        "[GroupCoordinator 1]: Stabilized group g-1 generation 12 é",
+        "ab1c" + "x" * 200,
+        "abc1" + "x" * 200,  # the same shape (digits dropped), another masked text
+        "é" * 95 + "z1" + "tail",
+        "é" * 95 + "z2" + "other tail",  # past the 96 characters of a shape
+        "1" * 4000 + "é" * 200 + "end",
+        "2" * 4000 + "é" * 200 + "another end",  # past the 4,096 characters matched
+        "",
+    ]
+    arr = pa.array(texts, pa.large_string())
+    off = np.frombuffer(arr.buffers()[1], np.int64)[: len(arr) + 1]
+    shape, text = (np.frombuffer(b, np.uint64) for b in C.keys(off, arr.buffers()[2], matching.SHAPE_CHARS))
+    want_shape = matching._without_digits(pc.utf8_slice_codeunits(arr, 0, matching.SHAPE_CHARS)).to_pylist()
+    want_text = matching._digits_as_zero(matching._head(arr)).to_pylist()
+    for i in range(len(texts)):
+        for j in range(len(texts)):
+            assert (shape[i] == shape[j]) == (want_shape[i] == want_shape[j]), (i, j)
+            assert (text[i] == text[j]) == (want_text[i] == want_text[j]), (i, j)
+    assert shape[4] == shape[5] and text[4] != text[5] and shape[6] == shape[7] and text[8] == text[9]
+
+
+def test_group_gives_first_rows_and_groups_in_order_of_appearance():
+    keys = np.array([5, 3, 5, 9, 3, 3, 2**63 + 1, 5], np.uint64)
+    first, inv = (np.frombuffer(b, np.int64) for b in C.group(keys))
+    assert first.tolist() == [0, 1, 3, 6] and inv.tolist() == [0, 1, 0, 2, 1, 1, 3, 0]
+    first, inv = (np.frombuffer(b, np.int64) for b in C.group(np.zeros(0, np.uint64)))
+    assert len(first) == 0 and len(inv) == 0
+
+
+def test_null_messages_and_loggers_keep_no_id_both_ways(monkeypatch):
+    logger = pa.array(["kafka.cluster.Partition", None, "kafka.cluster.Partition", ""]).dictionary_encode()
+    message = pa.array(
+        [None, "[Partition t-0 broker=1] Shrinking ISR from 1,2 to 1", "Shrinking ISR from 1,2 to 1", None],
+        pa.large_string(),
+    )
+    fast, reference = _both_paths(logger, message, monkeypatch)
+    assert fast.tolist() == reference.tolist()
+    assert fast[0] == -1 and fast[3] == -1 and fast[2] >= 0
