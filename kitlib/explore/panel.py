@@ -92,7 +92,9 @@ class Explorer:
         self.next_out.add_class("kit-explore-next")
         self.tables_out = w.HTML()
         self.tables_out.add_class("kit-explore-tables")
-        self.charts_out = w.Output()
+        self.chart_outs = {name: w.Output() for name in self.charts}  # one place per chart
+        self.live_charts: dict = {}  # name -> the live chart on screen (given each window's chart)
+        self.charts_out = w.VBox(list(self.chart_outs.values()))
         self.charts_out.add_class("kit-explore-charts")
         apply_btn.on_click(lambda _: self._typed())
         whole_btn.on_click(lambda _: self.set_window(None, None, None))
@@ -300,19 +302,30 @@ class Explorer:
         self.tables_out.value = "".join(parts)
         if not self.charts:
             return
+        import altair as alt
         from IPython.display import display as show
 
-        self.charts_out.clear_output()
-        with self.charts_out:
-            for name, fn in self.charts.items():
-                try:
-                    got = fn(b)
-                except Exception as e:  # noqa: BLE001 - as for the tables
-                    got = display.HTML(
-                        f"<p class='kit-chart-error'>{display.esc(name)}: could not draw it: {display.esc(e)}</p>",
-                        f"{name}: could not draw it: {e}",
-                    )
-                if got is not None:
+        for name, fn in self.charts.items():
+            try:
+                got = fn(b)
+            except Exception as e:  # noqa: BLE001 - as for the tables
+                got = display.HTML(
+                    f"<p class='kit-chart-error'>{display.esc(name)}: could not draw it: {display.esc(e)}</p>",
+                    f"{name}: could not draw it: {e}",
+                )
+            live = self.live_charts.get(name)
+            if isinstance(got, alt.TopLevelMixin):
+                if live is not None:  # the chart on screen takes the new spec (a new widget is slow to start)
+                    live.chart = got
+                    continue
+                alt.JupyterChart.enable_offline()
+                got = self.live_charts[name] = alt.JupyterChart(got)
+            else:
+                self.live_charts.pop(name, None)
+            out = self.chart_outs[name]
+            out.clear_output()
+            if got is not None:
+                with out:
                     show(got)
 
     def next_links(self) -> display.HTML:
