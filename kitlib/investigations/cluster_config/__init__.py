@@ -12,7 +12,7 @@ tables it needs are absent. The lag in time lives with the consumer groups
 """
 
 from kitlib.findings import Severity
-from kitlib.investigations import FindingKind, Investigation
+from kitlib.investigations import FindingKind, Investigation, Rows
 from kitlib.investigations.cluster_config import capacity, durability, layout, threads, versions  # noqa: F401  (registers its detectors; charts load with the notebook)
 
 INVESTIGATION = Investigation(
@@ -112,7 +112,24 @@ INVESTIGATION = Investigation(
         ),
     ),
     risks=True,
-    relevant_when=("topic_partitions", "log_dirs", "quorum_status"),
+    relevant_when=(
+        "topic_partitions",
+        "log_dirs",
+        "quorum_status",
+        "disk_usage",
+        "gc_pauses",
+        "requests",
+        Rows(
+            "metrics",
+            "name",
+            among=(
+                "RequestHandlerAvgIdlePercent",
+                "NetworkProcessorAvgIdlePercent",
+                "MaxLag",
+                "DeprecatedRequestsPerSec",
+            ),
+        ),
+    ),
     loggers=(
         "kafka.server.KafkaConfig",
         "kafka.server.DynamicBrokerConfig",
@@ -134,6 +151,10 @@ INVESTIGATION = Investigation(
             "leader-skew",
             "disk-use-skew",
             "log-dir-filling",
-        )
+            "clients-on-removed-protocol",
+        ),
+        "request-saturation": ("io-threads-short",),
+        "gc-pressure": ("heap-too-small",),
+        "down-conversion": ("clients-on-removed-protocol",),
     },
 )

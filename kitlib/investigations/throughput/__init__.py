@@ -33,5 +33,6 @@ INVESTIGATION = Investigation(
         "kafka.log.LogValidator",
         "org.apache.kafka.storage.internals.log.LogValidator",
     ),
-    examples={"down-conversion": ("down-conversion",)},
+    # cluster-config: its legacy-billing client produces with Produce v2 (message format v1)
+    examples={"down-conversion": ("down-conversion",), "cluster-config": ("down-conversion",)},
 )
