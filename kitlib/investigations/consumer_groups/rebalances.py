@@ -50,23 +50,65 @@ def skipped_rebalances(rows: pd.DataFrame, starts: np.ndarray, window: pd.Timede
     """
     is_start = np.zeros(len(rows), bool)
     is_start[starts] = True
-    d = pd.DataFrame(
-        {
-            "ts": rows["ts"].to_numpy(),
-            "file": rows["file"].astype("string").to_numpy(object),
-            "line": rows["line"].to_numpy(),
-            "gen": pd.to_numeric(rows["generation"], errors="coerce").astype("float64").to_numpy(),
-            "start": is_start,
-        }
-    ).sort_values(["ts", "file", "line"], kind="stable")
-    seen = ~d["start"] & d["gen"].notna() & d["ts"].notna()
-    last_gen = d["gen"].where(seen).ffill().shift()
-    last_ts = d["ts"].where(seen).ffill().shift()
-    gap = (d["gen"] - last_gen).to_numpy(float)
-    near = ((d["ts"] - last_ts) <= window).to_numpy(bool)
-    out = pd.Series(np.where(near & (gap > 0), gap, 0).astype(np.int64), index=d.index).sort_index()
-    since = last_ts.sort_index().to_numpy(dtype="datetime64[ns]")
-    return out.to_numpy()[starts], since[starts]
+    skipped, since = _skipped(_order_keys(rows), is_start, np.zeros(len(rows), np.int64), window)
+    return skipped[starts], since[starts]
+
+
+def _order_keys(rows: pd.DataFrame) -> dict[str, np.ndarray]:
+    """The columns :func:`_skipped` reads, as plain numpy arrays: times (ns, UTC), file as
+    integer codes in the order its text sorts, line and generation as floats (NaN where missing)."""
+    return {
+        "ts": rows["ts"].to_numpy(dtype="datetime64[ns]"),
+        "file": _text_order(rows["file"]),
+        "line": pd.to_numeric(rows["line"], errors="coerce").astype("float64").to_numpy(),
+        "gen": pd.to_numeric(rows["generation"], errors="coerce").astype("float64").to_numpy(),
+    }
+
+
+def _text_order(col: pd.Series) -> np.ndarray:
+    """Integer codes that sort as the column's values sort as text, missing ones last: the
+    distinct values are sorted, never every row's text made."""
+    if isinstance(col.dtype, pd.CategoricalDtype):
+        names = np.asarray([str(c) for c in col.cat.categories], dtype=object)
+        codes = col.cat.codes.to_numpy()
+    else:
+        codes, uniques = pd.factorize(col, use_na_sentinel=True)
+        names = np.asarray([str(u) for u in uniques], dtype=object)
+    rank = np.empty(len(names), np.int64)
+    rank[np.argsort(names, kind="stable")] = np.arange(len(names))
+    return np.where(codes < 0, len(names), rank[np.maximum(codes, 0)] if len(names) else 0)
+
+
+def _skipped(keys: dict[str, np.ndarray], start: np.ndarray, group: np.ndarray, window: pd.Timedelta):
+    """:func:`skipped_rebalances` of every row at once, each group (``group``: integer codes) on
+    its own: the rows sorted by group, time, file and line (missing last, ties in row order), the
+    last report before each row carried forward by a running maximum of positions, and the
+    counts put back in row order. Returns (skipped per row, time of that report per row)."""
+    ts, gen = keys["ts"], keys["gen"]
+    t_na = np.isnat(ts)
+    t_ns = ts.astype(np.int64)
+    line = keys["line"]
+    l_na = np.isnan(line)
+    # np.lexsort: last key first; every sort is stable, so ties keep the rows' order
+    order = np.lexsort((np.where(l_na, 0, line), l_na, keys["file"], np.where(t_na, 0, t_ns), t_na, group))
+    ts_s, gen_s, grp_s = ts[order], gen[order], group[order]
+    seen = ~start[order] & ~np.isnan(gen_s) & ~np.isnat(ts_s)
+    last = np.maximum.accumulate(np.where(seen, np.arange(len(order)), -1)) if len(order) else np.zeros(0, np.int64)
+    prev = np.concatenate([[-1], last[:-1]]).astype(np.int64)  # the last report strictly before each row
+    has = prev >= 0
+    has[has] = grp_s[prev[has]] == grp_s[has]  # of the row's own group
+    at = np.maximum(prev, 0)
+    last_gen = np.where(has, gen_s[at], np.nan)
+    last_ts = np.where(has, ts_s[at], np.datetime64("NaT", "ns"))
+    with np.errstate(invalid="ignore"):
+        gap = gen_s - last_gen
+        near = (ts_s - last_ts) <= np.timedelta64(window.value, "ns")
+        counts = np.where(near & (gap > 0), gap, 0).astype(np.int64)
+    skipped = np.empty(len(order), np.int64)
+    since = np.empty(len(order), "datetime64[ns]")
+    skipped[order] = counts
+    since[order] = last_ts
+    return skipped, since
 
 
 def busiest_with_skipped(times: pd.Series, window: pd.Timedelta, skipped: np.ndarray, since: np.ndarray) -> int:
@@ -81,8 +123,36 @@ def busiest_with_skipped(times: pd.Series, window: pd.Timedelta, skipped: np.nda
     at, frm, n = times.to_numpy(dtype="datetime64[ns]")[gap], since[gap], skipped[gap]
     lo = np.unique(np.concatenate([t, frm]))  # a busiest window can start at a start or at such a report
     logged = np.searchsorted(t, lo + w, side="right") - np.searchsorted(t, lo, side="left")
-    holds = (frm[None, :] >= lo[:, None]) & (at[None, :] <= lo[:, None] + w)
-    return int((logged + (holds * n[None, :]).sum(axis=1)).max())
+    return int((logged + skipped_within(lo, w, at, frm, n)).max())
+
+
+def skipped_within(lo: np.ndarray, w: np.timedelta64, at: np.ndarray, frm: np.ndarray, n: np.ndarray) -> np.ndarray:
+    """For each window ``[lo, lo + w]``, the sum of ``n`` over the rebalance starts it holds with
+    their report before (``frm >= lo`` and ``at <= lo + w``). Ordered by start time, the reports
+    before the starts come in time order too (each is the last report before its start), so the
+    starts a window holds are one run of that order: two binary searches and a running sum per
+    window, not a window-by-start matrix. Should the two orders disagree, the matrix is summed
+    in slices of windows (same result, bounded memory).
+
+    Example:
+        >>> ts = lambda *m: np.array([np.datetime64("2026-01-01T00:00") + np.timedelta64(x, "m") for x in m])
+        >>> skipped_within(ts(0, 5), np.timedelta64(10, "m"), ts(3, 12), ts(1, 6), np.array([2, 7])).tolist()
+        [2, 7]
+    """
+    order = np.lexsort((frm, at))
+    at, frm, n = at[order], frm[order], n[order]
+    if len(frm) < 2 or bool((frm[1:] >= frm[:-1]).all()):
+        sums = np.concatenate([[0], np.cumsum(n)])
+        first = np.searchsorted(frm, lo, side="left")  # starts whose report is at or after lo
+        last = np.searchsorted(at, lo + w, side="right")  # starts at or before lo + w
+        return np.where(last > first, sums[last] - sums[np.minimum(first, last)], 0)
+    out = np.zeros(len(lo), np.int64)
+    step = max(1, 2**22 // max(len(at), 1))
+    for i in range(0, len(lo), step):  # slices of windows; each slice one matrix operation
+        part = lo[i : i + step]
+        holds = (frm[None, :] >= part[:, None]) & (at[None, :] <= part[:, None] + w)
+        out[i : i + step] = (holds * n[None, :]).sum(axis=1)
+    return out
 
 
 def reason_patterns(reasons: pd.Series) -> pd.Series:
@@ -94,9 +164,14 @@ def reason_patterns(reasons: pd.Series) -> pd.Series:
         ...                            "heartbeat expiration", None])).tolist()
         ['removing member <member> on heartbeat expiration', '(not logged)']
     """
-    arr = pa.array(reasons.astype("string").astype(object).where(reasons.notna(), None), pa.large_string())
-    out = pc.replace_substring_regex(arr, pattern=_MEMBER, replacement="<member>")
-    return pd.Series(out.fill_null("(not logged)").to_pylist(), index=reasons.index, dtype=object)
+    out = pc.replace_substring_regex(_arrow_text(reasons), pattern=_MEMBER, replacement="<member>")
+    return pd.Series(out.fill_null("(not logged)").to_numpy(zero_copy_only=False), index=reasons.index, dtype=object)
+
+
+def _arrow_text(col: pd.Series) -> pa.ChunkedArray:
+    """A text column as Arrow strings (missing values null), without a Python object a row."""
+    got = pa.array(col.astype(pd.StringDtype("pyarrow")).array)
+    return got if isinstance(got, pa.ChunkedArray) else pa.chunked_array([got])
 
 
 def churn_mask(prepares: pd.DataFrame, empty_generations: pd.Series) -> np.ndarray:
@@ -125,21 +200,37 @@ def client_groups(group_events: pd.DataFrame) -> pd.DataFrame:
         return ge
     # by position (a caller's frame may repeat index labels)
     client = (ge["source"].astype("string") == "client").fillna(False).to_numpy(bool)
-    # (the arrays themselves: a tz-aware column's to_numpy() would make one Timestamp object a row)
-    group = pd.Series(ge["group"].astype("string").array, dtype="string")
-    file = pd.Series(ge["file"].astype("string").array, dtype="string")
-    ts = pd.Series(ge["ts"].array, dtype=ge["ts"].dtype)
+    if not client.any():  # coordinator lines only: every line names its group
+        return ge
+    # only the client lines' values are made (a broker's group lines can be millions); the arrays
+    # themselves: a tz-aware column's to_numpy() would make one Timestamp object a row
+    at = np.flatnonzero(client)
+    group = pd.Series(ge["group"].iloc[at].astype("string").array, dtype="string")
+    file = pd.Series(ge["file"].iloc[at].astype("string").array, dtype="string")
+    ts = pd.Series(ge["ts"].iloc[at].array, dtype=ge["ts"].dtype)
     has = group.notna().to_numpy(bool)
-    named = pd.DataFrame({"file": file[client & has], "group": group[client & has]}).drop_duplicates()
+    named = pd.DataFrame({"file": file[has], "group": group[has]}).drop_duplicates()
     one = named.groupby("file")["group"].agg(["first", "size"])
     fill = file.map(one.loc[one["size"] == 1, "first"]).astype("string")
-    missing = client & ~has & fill.isna().to_numpy(bool)
+    missing = ~has & fill.isna().to_numpy(bool)
     if missing.any():
         # files whose lines name no group at all: the group rebalancing during their span
         spans = pd.DataFrame({"file": file[missing], "ts": ts[missing]})
         spans = spans[~spans["file"].isin(named["file"])].groupby("file")["ts"].agg(["min", "max"]).dropna()
-        prep = (ge["kind"].astype("string") == "prepare_rebalance").fillna(False).to_numpy(bool) & has
-        runs = pd.DataFrame({"group": group[prep], "ts": ts[prep]}).groupby("group")["ts"].agg(["min", "max"])
+        prep = np.flatnonzero(
+            (ge["kind"].astype("string") == "prepare_rebalance").fillna(False).to_numpy(bool)
+            & ge["group"].notna().to_numpy(bool)
+        )
+        runs = (
+            pd.DataFrame(
+                {
+                    "group": pd.Series(ge["group"].iloc[prep].astype("string").array, dtype="string"),
+                    "ts": pd.Series(ge["ts"].iloc[prep].array, dtype=ge["ts"].dtype),
+                }
+            )
+            .groupby("group")["ts"]
+            .agg(["min", "max"])
+        )
         if len(spans) and len(runs.dropna()):
             pairs = spans.reset_index().merge(runs.dropna().reset_index(), how="cross", suffixes=("_file", "_group"))
             fits = pairs[
@@ -148,11 +239,13 @@ def client_groups(group_events: pd.DataFrame) -> pd.DataFrame:
             ]
             only = fits.groupby("file")["group"].agg(["first", "size"])
             fill = fill.fillna(file.map(only.loc[only["size"] == 1, "first"]).astype("string"))
-    take = client & ~has & fill.notna().to_numpy(bool)
+    take = ~has & fill.notna().to_numpy(bool)
     if not take.any():
         return ge
     out = ge.copy()
-    out["group"] = pd.array(group.where(~take, fill), dtype="string")
+    filled = pd.Series(ge["group"].astype("string").array, dtype="string")
+    filled.iloc[at[take]] = fill.to_numpy(dtype=object)[take]
+    out["group"] = pd.array(filled, dtype="string")
     return out
 
 
@@ -166,13 +259,22 @@ def client_files_by_group(group_events: pd.DataFrame) -> dict[str, list[str]]:
     ge = group_events
     if not len(ge):
         return {}
-    raw = ge["group"].astype("string")
-    done = client_groups(ge)
-    took = raw.isna().to_numpy(bool) & done["group"].notna().to_numpy(bool)
+    return _files_by_group(ge, client_groups(ge))
+
+
+def _files_by_group(ge: pd.DataFrame, done: pd.DataFrame) -> dict[str, list[str]]:
+    """:func:`client_files_by_group` of ``ge`` given ``done``, its :func:`client_groups`."""
+    if done is ge:  # no row was given a group
+        return {}
+    took = ge["group"].isna().to_numpy(bool) & done["group"].notna().to_numpy(bool)
     if not took.any():
         return {}
+    at = np.flatnonzero(took)
     pairs = pd.DataFrame(
-        {"group": done["group"].astype("string").to_numpy()[took], "file": ge["file"].astype(str).to_numpy()[took]}
+        {
+            "group": done["group"].iloc[at].astype("string").to_numpy(),
+            "file": ge["file"].iloc[at].astype(str).to_numpy(),
+        }
     ).drop_duplicates()
     return {str(g): sorted(f.tolist()) for g, f in pairs.groupby("group", sort=True)["file"]}
 
@@ -201,97 +303,139 @@ def _first_of_bursts(ts: pd.Series, group: pd.Series, mask: np.ndarray) -> np.nd
     return out
 
 
+SUMMARY_COLUMNS = [
+    "group",
+    "rebalances",
+    "churn_rebalances",
+    "busiest_10min",
+    "first",
+    "last",
+    "generation_first",
+    "generation_last",
+    "generations_per_min",
+    "skipped_rebalances",
+    "members_failed",
+    "members_left",
+    "new_members",
+    "poll_timeouts",
+    "commit_failures",
+    "top_reasons",
+]
+
+
 def rebalance_summary(group_events: pd.DataFrame) -> pd.DataFrame:
     """Per group: rebalances started (and how many were churn, see :func:`churn_mask`), the busiest
     10 minutes of churn, generations reached, members
     removed or left, the client-side symptoms and the most frequent reasons."""
-    cols = [
-        "group",
-        "rebalances",
-        "churn_rebalances",
-        "busiest_10min",
-        "first",
-        "last",
-        "generation_first",
-        "generation_last",
-        "generations_per_min",
-        "skipped_rebalances",
-        "members_failed",
-        "members_left",
-        "new_members",
-        "poll_timeouts",
-        "commit_failures",
-        "top_reasons",
-    ]
-    ge = client_groups(group_events)
+    return _summary(client_groups(group_events))
+
+
+_SUMMARY_KINDS = (
+    "group_empty",
+    "member_failed",
+    "member_left",
+    "unknown_member_join",
+    "poll_timeout",
+    "commit_failed",
+    "prepare_rebalance",
+    "stabilized",
+    "assignment",
+    "joined",
+    "rejoining",
+)
+
+
+def _kind_masks(kind: pd.Series, kinds) -> dict[str, np.ndarray]:
+    """Which rows are of each kind in ``kinds`` (a boolean array each): on a categorical column
+    by its codes, so no row's text is made."""
+    if isinstance(kind.dtype, pd.CategoricalDtype):
+        codes = kind.cat.codes.to_numpy()
+        names = [str(c) for c in kind.cat.categories]
+        return {kd: np.isin(codes, [i for i, n in enumerate(names) if n == kd]) for kd in kinds}
+    txt = kind.astype("string")
+    return {kd: (txt == kd).fillna(False).to_numpy(bool) for kd in kinds}
+
+
+def _summary(ge: pd.DataFrame) -> pd.DataFrame:
+    """:func:`rebalance_summary` of rows whose groups :func:`client_groups` already filled in.
+    Every per-row step runs once over the whole table (kinds by category codes, the skipped
+    rebalances of every group in one sort); the loop is per group, over positions."""
     if not len(ge):
-        return pd.DataFrame(columns=cols)
+        return pd.DataFrame(columns=SUMMARY_COLUMNS)
     start = rebalance_kind(ge)
-    named = ge[ge["group"].notna()]
-    # the few columns the counts need, numpy-backed (a group's rows are taken once per column, and
-    # an Arrow-backed take costs a millisecond), the kind as a category (compared by its codes)
-    slim = pd.DataFrame(
-        {
-            "kind": named["kind"].astype("string").astype("category"),
-            "generation": named["generation"],
-            "ts": named["ts"],
-            "file": named["file"],
-            "line": named["line"],
-            "reason": named["reason"].astype("string").astype(object),
-        },
-        index=named.index,
-    )
-    is_prep = (slim["kind"] == start).to_numpy(bool).copy()
+    has = ge["group"].notna().to_numpy(bool)
+    named = ge[has] if not has.all() else ge
+    masks = _kind_masks(named["kind"], _SUMMARY_KINDS)
+    is_prep = masks[start].copy()
     if start == "rejoining":  # the members of one group rejoin together: one rebalance per burst
-        is_prep &= _first_of_bursts(slim["ts"], named["group"].astype("string"), is_prep)
-    slim["starts"] = is_prep
-    slim["pattern"] = None
-    slim.loc[is_prep, "pattern"] = reason_patterns(named.loc[is_prep, "reason"])
+        is_prep &= _first_of_bursts(named["ts"], named["group"].astype("string"), is_prep)
+    gcodes, gnames = pd.factorize(named["group"].astype("string"), sort=True)
+    gen = pd.to_numeric(named["generation"], errors="coerce").astype("float64").to_numpy()
+    ts_col = named["ts"]
+    ts = ts_col.to_numpy(dtype="datetime64[ns]")
+    ts_na = np.isnat(ts)
+    t_ns = ts.astype(np.int64)
+    prep_at = np.flatnonzero(is_prep)
+    pattern = np.full(len(named), None, dtype=object)
+    reason = named["reason"].iloc[prep_at]
+    pattern[prep_at] = reason_patterns(reason).to_numpy()
+    adding = np.zeros(len(named), bool)
+    adding[prep_at] = (
+        pc.match_substring(_arrow_text(reason), "Adding new member").fill_null(False).to_numpy(zero_copy_only=False)
+    )
+    # rebalances the generation numbers show but the lines skip (an excerpt): coordinator lines only
+    if start == "prepare_rebalance":
+        skipped_all, since_all = _skipped(_order_keys(named), is_prep, gcodes.astype(np.int64), STORM_WINDOW)
+    else:
+        skipped_all = np.zeros(len(named), np.int64)
+        since_all = np.full(len(named), np.datetime64("NaT"), "datetime64[ns]")
+    in_gens = masks["prepare_rebalance"] | masks["stabilized"] | masks["assignment"] | masks["joined"]
+    in_gens &= ~np.isnan(gen)
+    order = np.argsort(gcodes, kind="stable")  # each group's rows in table order
+    bounds = np.searchsorted(gcodes[order], np.arange(len(gnames) + 1))
     rows = []
-    for g, rows_g in slim.groupby(named["group"].astype("string").astype(object), sort=True):
-        k = rows_g["kind"]
-        prep = rows_g[rows_g["starts"].to_numpy(bool)]
-        if not len(prep):
+    for j, g in enumerate(gnames):
+        pos = order[bounds[j] : bounds[j + 1]]
+        prep_pos = pos[is_prep[pos]]
+        if not len(prep_pos):
             continue
-        is_churn = churn_mask(prep, rows_g.loc[k == "group_empty", "generation"])
-        churn = prep[is_churn]
-        # rebalances the generation numbers show but the lines skip (an excerpt): coordinator lines only
-        skipped, since = (
-            skipped_rebalances(rows_g, np.flatnonzero(rows_g["starts"].to_numpy(bool)), STORM_WINDOW)
-            if start == "prepare_rebalance"
-            else (np.zeros(len(prep), np.int64), np.full(len(prep), np.datetime64("NaT"), "datetime64[ns]"))
+        empty_pos = pos[masks["group_empty"][pos]]
+        is_churn = churn_mask(
+            pd.DataFrame({"generation": named["generation"].iloc[prep_pos]}), named["generation"].iloc[empty_pos]
         )
-        gens = rows_g.loc[k.isin(["prepare_rebalance", "stabilized", "assignment", "joined"]), "generation"].dropna()
-        first, last = rows_g["ts"].min(), rows_g["ts"].max()
+        skipped, since = skipped_all[prep_pos], since_all[prep_pos]
+        churn_ts = pd.Series(ts[prep_pos][is_churn])
+        gens = gen[pos[in_gens[pos]]]
+        valid = pos[~ts_na[pos]]
+        if len(valid):
+            first = ts_col.iloc[valid[np.argmin(t_ns[valid])]]
+            last = ts_col.iloc[valid[np.argmax(t_ns[valid])]]
+        else:
+            first = last = ts_col.iloc[pos].min()
         minutes = max((last - first).total_seconds() / 60, 1 / 60)
-        reasons = prep["pattern"].value_counts()
+        reasons = pd.Series(pattern[prep_pos], dtype=object).value_counts()
         rows.append(
             {
-                "group": g,
-                "rebalances": len(prep),
-                "churn_rebalances": len(churn),
-                "busiest_10min": busiest_with_skipped(churn["ts"], STORM_WINDOW, skipped[is_churn], since[is_churn]),
+                "group": str(g),
+                "rebalances": len(prep_pos),
+                "churn_rebalances": int(is_churn.sum()),
+                "busiest_10min": busiest_with_skipped(churn_ts, STORM_WINDOW, skipped[is_churn], since[is_churn]),
                 "first": first,
                 "last": last,
                 "generation_first": int(gens.min()) if len(gens) else None,
                 "generation_last": int(gens.max()) if len(gens) else None,
                 "generations_per_min": round(float(gens.max() - gens.min()) / minutes, 2) if len(gens) else 0.0,
                 "skipped_rebalances": int(skipped[is_churn].sum()),
-                "members_failed": int((k == "member_failed").sum()),
-                "members_left": int((k == "member_left").sum()),
+                "members_failed": int(masks["member_failed"][pos].sum()),
+                "members_left": int(masks["member_left"][pos].sum()),
                 # a new member shows as an unknown-member join and as the reason of the rebalance it starts
-                "new_members": int(
-                    max(
-                        (k == "unknown_member_join").sum(),
-                        prep["reason"].str.contains("Adding new member", na=False, regex=False).sum(),
-                    )
-                ),
-                "poll_timeouts": int((k == "poll_timeout").sum()),
-                "commit_failures": int((k == "commit_failed").sum()),
+                "new_members": int(max(masks["unknown_member_join"][pos].sum(), adding[prep_pos].sum())),
+                "poll_timeouts": int(masks["poll_timeout"][pos].sum()),
+                "commit_failures": int(masks["commit_failed"][pos].sum()),
                 "top_reasons": "; ".join(f"{r} ({n}x)" for r, n in reasons.head(3).items()),
             }
         )
-    return pd.DataFrame(rows, columns=cols)
+    return pd.DataFrame(rows, columns=SUMMARY_COLUMNS)
 
 
 def _storm_advice(s: pd.Series, reasons: str) -> str:
@@ -330,14 +474,15 @@ def _storm_advice(s: pd.Series, reasons: str) -> str:
     " minutes (group coordinator lines)",
 )
 def rebalance_storm(bundle) -> list[Finding]:
-    ge = client_groups(bundle.table("group_events"))
+    raw = bundle.table("group_events")
+    ge = client_groups(raw)
     out = []
-    summary = rebalance_summary(ge)
+    summary = _summary(ge)
     status = partition_status(lag_history(bundle))
     group = ge["group"].astype("string").astype(object)
     by_group = group.groupby(group).indices  # group -> positions of its rows
     kind = ge["kind"].astype("string").astype("category")
-    files_of = client_files_by_group(bundle.table("group_events"))
+    files_of = _files_by_group(raw, ge)
     start_kind = rebalance_kind(ge)
     for _, s in summary[summary["busiest_10min"] >= STORM_REBALANCES].iterrows():
         g = s["group"]

@@ -1,0 +1,149 @@
+"""The rebalance counts computed over whole columns (rebalance_storm's summary) give what a plain
+walk over the rows gives: the rebalances the lines skip, the busiest window counting them, and the
+summary of many groups at once against each group alone."""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from kitlib.investigations.consumer_groups import rebalances
+
+W = pd.Timedelta("10min")
+T0 = np.datetime64("2026-05-04T10:00:00", "ns")
+
+
+def _walk_skipped(rows: pd.DataFrame, starts: np.ndarray, window: pd.Timedelta):
+    """The rebalances skipped before each start, one row at a time: rows in time, file and line
+    order (missing ones last, ties as given), the last report of the group carried along."""
+
+    ts = [None if pd.isna(t) else pd.Timestamp(t) for t in rows["ts"]]
+    files = [None if pd.isna(f) else str(f) for f in rows["file"]]
+    lines = [None if pd.isna(x) else int(x) for x in rows["line"]]
+    gens = [None if pd.isna(g) else int(g) for g in rows["generation"]]
+
+    def key(i):
+        return (
+            ts[i] is None,
+            0 if ts[i] is None else ts[i].value,
+            files[i] is None,
+            files[i] or "",
+            lines[i] is None,
+            lines[i] or 0,
+        )
+
+    is_start = set(starts.tolist())
+    skipped = {}
+    since = {}
+    last = None  # (generation, ts) of the last report seen
+    for i in sorted(range(len(rows)), key=key):
+        n, at = 0, pd.NaT
+        if last is not None:
+            at = last[1]
+            if ts[i] is not None and gens[i] is not None and ts[i] - at <= window and gens[i] - last[0] > 0:
+                n = gens[i] - last[0]
+        skipped[i], since[i] = n, at
+        if i not in is_start and gens[i] is not None and ts[i] is not None:
+            last = (gens[i], ts[i])
+    return [skipped[i] for i in starts], [since[i] for i in starts]
+
+
+def _coordinator_rows(rng, n, groups=("orders", "billing", "ledger"), files=("b2/server.log", "b1/server.log")):
+    """Coordinator lines of several groups, interleaved, with generations that jump (an excerpt),
+    repeated times, missing times, generations and line numbers."""
+    ts = T0 + np.sort(rng.integers(0, 3 * 3600, n)).astype("timedelta64[s]")
+    ts[rng.random(n) < 0.03] = np.datetime64("NaT")
+    gen = pd.array(np.cumsum(rng.integers(0, 4, n)), dtype="Int64")
+    gen[rng.random(n) < 0.03] = pd.NA
+    line = pd.array(rng.integers(1, 50, n), dtype="Int64")  # ties and disorder within a second
+    line[rng.random(n) < 0.03] = pd.NA
+    kind = rng.choice(["prepare_rebalance", "stabilized", "assignment", "group_empty"], n, p=[0.45, 0.3, 0.2, 0.05])
+    return pd.DataFrame(
+        {
+            "ts": pd.Series(ts).dt.tz_localize("UTC"),
+            "source": pd.Categorical(["coordinator"] * n),
+            "kind": pd.Categorical(kind),
+            "group": pd.array(rng.choice(list(groups), n), dtype="string"),
+            "generation": gen,
+            "reason": pd.array(
+                rng.choice(["Adding new member c-1 with group instance id None", "removing member x on heartbeat"], n),
+                dtype="string",
+            ),
+            "file": pd.Categorical(rng.choice(list(files), n)),
+            "line": line,
+            "host": "b1",
+            "message": "m",
+        }
+    )
+
+
+def test_skipped_rebalances_equal_a_walk_over_the_rows():
+    rng = np.random.default_rng(7)
+    for _ in range(3):
+        rows = _coordinator_rows(rng, 400, groups=("g",))
+        starts = np.flatnonzero((rows["kind"] == "prepare_rebalance").to_numpy(bool))
+        got, since = rebalances.skipped_rebalances(rows, starts, W)
+        want, want_since = _walk_skipped(rows, starts, W)
+        assert got.tolist() == want
+        assert [pd.Timestamp(s) if not pd.isna(s) else None for s in since] == [
+            None if pd.isna(s) else s.tz_localize(None) for s in want_since
+        ]
+        assert got.sum() > 0  # the excerpt skips some
+
+
+def _matrix(lo, w, at, frm, n):
+    return ((frm[None, :] >= lo[:, None]) & (at[None, :] <= lo[:, None] + w)) @ n
+
+
+def test_skipped_within_equals_the_window_by_start_matrix():
+    rng = np.random.default_rng(3)
+    w = np.timedelta64(600, "s")
+    for monotone in (True, False):
+        at = T0 + np.sort(rng.integers(0, 7200, 300)).astype("timedelta64[s]")
+        if monotone:  # as the rows give them: the report before each start, itself in time order
+            frm = np.maximum.accumulate(at - rng.integers(0, 900, len(at)).astype("timedelta64[s]"))
+        else:  # any order (the matrix, in slices)
+            frm = at - rng.integers(0, 900, len(at)).astype("timedelta64[s]")
+        n = rng.integers(1, 9, len(at))
+        lo = np.unique(np.concatenate([at, frm]))
+        perm = rng.permutation(len(at))  # the starts come in any order
+        got = rebalances.skipped_within(lo, w, at[perm], frm[perm], n[perm])
+        assert got.tolist() == _matrix(lo, w, at, frm, n).tolist()
+
+
+def test_summary_of_all_groups_equals_each_group_alone():
+    rng = np.random.default_rng(11)
+    ge = _coordinator_rows(rng, 3000)
+    whole = rebalances.rebalance_summary(ge)
+    alone = pd.concat(
+        [rebalances.rebalance_summary(ge[ge["group"] == g]) for g in sorted(ge["group"].unique())],
+        ignore_index=True,
+    )
+    pd.testing.assert_frame_equal(whole, alone)
+    assert whole["skipped_rebalances"].sum() > 0 and len(whole) == 3
+
+
+@pytest.mark.slow
+def test_busiest_window_with_skipped_grows_with_its_starts():
+    """Every start after a gap in the generations (an excerpt of a storm): twice the starts cost
+    about twice the time (a window-by-start matrix cost four times)."""
+    rng = np.random.default_rng(5)
+
+    def case(n):
+        at = T0 + np.sort(rng.integers(0, 86400, n)).astype("timedelta64[s]")
+        frm = np.maximum.accumulate(at - rng.integers(1, 120, n).astype("timedelta64[s]"))
+        return pd.Series(at), rng.integers(1, 5, n), frm
+
+    def best(args):
+        out = float("inf")
+        for _ in range(5):
+            t = time.perf_counter()
+            rebalances.busiest_with_skipped(args[0], W, args[1], args[2])
+            out = min(out, time.perf_counter() - t)
+        return max(out, 0.002)
+
+    small, big = case(20_000), case(40_000)
+    assert best(big) < 3 * best(small)
