@@ -19,6 +19,7 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pytest
 from samples import NAMES, sample
@@ -443,3 +444,25 @@ def test_wait_of_the_oldest_record_is_interpolated_between_snapshots():
     # so at 5 s; the last snapshot is at 30 s
     assert r["wait_s"] == pytest.approx(25.0) and not r["wait_at_least"]
     assert r["state"] == "stalled" and r["lag_s"] == pytest.approx(32 / ((132 - 90) / 30))
+
+
+@pytest.mark.slow
+def test_replica_fetchers_and_network_threads_on_planted_metrics():
+    # cluster-config's real JMX rows with two values planted: broker-2's followers 5,000 to 9,000
+    # records behind (MaxLag), broker-3's network processors 10-25 % idle; the lab's own values
+    # (MaxLag 0, network idle above 96 %) stay silent
+    b = sample("cluster-config")
+    assert not {f.id for f in findings(b)} & {"replica-fetchers-short", "network-threads-short"}
+    m = b.table("metrics").copy()
+    lag = (m["name"] == "MaxLag") & (m["host"] == "broker-2")
+    m.loc[lag, "value"] = np.linspace(5000, 9000, int(lag.sum()))
+    net = (m["name"] == "NetworkProcessorAvgIdlePercent") & (m["host"] == "broker-3")
+    m.loc[net, "value"] = np.resize([0.1, 0.25, 0.2], int(net.sum()))
+    got = by_id(findings(Bundle("x", {"metrics": m, "configs": b.table("configs")})))
+    (r,) = got["replica-fetchers-short"]
+    assert r.numbers["host"] == "broker-2" and r.numbers["max_lag_min"] == 5000 and r.numbers["samples"] == lag.sum()
+    assert "current 1 -> recommended 2" in r.summary  # num.replica.fetchers=1 in the node's config dump
+    (n,) = got["network-threads-short"]
+    # 3 threads at a median 20 % idle of the busy samples: 3 x 0.8 / 0.5 = 4.8 -> 5
+    assert n.numbers["host"] == "broker-3" and n.numbers["current"] == 3 and n.numbers["recommended"] == 5
+    assert n.numbers["busy_intervals"] == net.sum() and "num.network.threads=3" in n.summary

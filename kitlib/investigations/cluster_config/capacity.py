@@ -175,21 +175,6 @@ FS_COLUMNS = [
 ]
 
 
-def _broker_hosts(bundle) -> pd.DataFrame:
-    """host -> broker id, from each broker's own config dump (``KafkaConfig values:`` in its log:
-    ``node.id``, else ``broker.id``); a live capture's host is the cluster's, not a broker's."""
-    c = bundle.table("configs")
-    if not len(c):
-        return pd.DataFrame(columns=["host", "broker_id"])
-    own = c[
-        (c["scope"].astype("string") == "KafkaConfig") & c["key"].isin(["node.id", "broker.id"]) & c["host"].notna()
-    ]
-    own = own.assign(order=(own["key"] == "node.id").astype(int)).sort_values(["order", "line"], kind="stable")
-    ids = pd.to_numeric(own["value"], errors="coerce")
-    out = pd.DataFrame({"host": own["host"].astype("string"), "broker_id": ids}).dropna()
-    return out.drop_duplicates("host", keep="last").astype({"broker_id": "int64"})
-
-
 def log_dir_filesystems(bundle) -> pd.DataFrame:
     """Each log dir's file system from ``df`` output (:data:`FS_COLUMNS`): the latest ``df`` row
     whose mount point is the longest prefix of the log dir's path. A ``df`` file in a broker's
@@ -204,7 +189,7 @@ def log_dir_filesystems(bundle) -> pd.DataFrame:
     du = du.assign(df_ts=pd.to_datetime(du["snapshot_ts"], utc=True), host=du["host"].astype("string"))
     du = du.sort_values(["df_ts", "file", "line"], kind="stable", na_position="first")
     du = du.drop_duplicates(["host", "mount"], keep="last")
-    owner = du["host"].map(_broker_hosts(bundle).set_index("host")["broker_id"])
+    owner = du["host"].map(model.broker_hosts(bundle).set_index("host")["broker_id"])
     own = du[owner.notna()].assign(broker_id=owner[owner.notna()].astype("int64"))
     pairs = dirs.merge(own, on="broker_id")
     shared = du[owner.isna()]

@@ -80,11 +80,9 @@ def leader_counts(bundle) -> pd.DataFrame:
         lc = lc[lc["value"].notna()]
         if len(lc) and lc["host"].nunique() >= 2:
             last = lc.sort_values("ts").drop_duplicates("host", keep="last")
-            node = model.broker_settings(bundle, "node.id")
-            # one id per host: a host's node.id can come from several sources (its
-            # server.properties, a describe output, a live capture)
-            node = node.drop_duplicates("host", keep="last")
-            node_of = node.set_index(node["host"].astype("string"))["value"]
+            # one id per host, from the host's own config dump (a live capture's host is the cluster's)
+            node = model.broker_hosts(bundle)
+            node_of = node.set_index(node["host"].astype("string"))["broker_id"]
             key = last["host"].astype("string").map(node_of)
             key = pd.to_numeric(key, errors="coerce").fillna(-1).astype("int64")
             out = skew(pd.Series(last["value"].to_numpy(), index=key))

@@ -286,6 +286,21 @@ def brokers(bundle) -> pd.DataFrame:
     return out.sort_values("broker_id").reset_index(drop=True)
 
 
+def broker_hosts(bundle) -> pd.DataFrame:
+    """host -> broker id, from each broker's own config dump (``KafkaConfig values:`` in its log:
+    ``node.id``, else ``broker.id``); a live capture's host is the cluster's, not a broker's."""
+    c = bundle.table("configs")
+    if not len(c):
+        return pd.DataFrame(columns=["host", "broker_id"])
+    own = c[
+        (c["scope"].astype("string") == "KafkaConfig") & c["key"].isin(["node.id", "broker.id"]) & c["host"].notna()
+    ]
+    own = own.assign(order=(own["key"] == "node.id").astype(int)).sort_values(["order", "line"], kind="stable")
+    ids = pd.to_numeric(own["value"], errors="coerce")
+    out = pd.DataFrame({"host": own["host"].astype("string"), "broker_id": ids}).dropna()
+    return out.drop_duplicates("host", keep="last").astype({"broker_id": "int64"})
+
+
 def broker_count(bundle, reps: pd.DataFrame | None = None) -> int:
     """How many brokers the cluster has, as far as the bundle shows: the brokers it names, or
     the distinct brokers holding replicas when that is more."""
@@ -311,6 +326,7 @@ __all__ = [
     "as_bool",
     "as_int",
     "broker_count",
+    "broker_hosts",
     "broker_settings",
     "brokers",
     "cluster_default",

@@ -231,18 +231,21 @@ def pool_load(bundle) -> pd.DataFrame:
 
 
 def _setting_by_host(bundle, key: str) -> pd.Series:
-    """host -> the broker's value of ``key`` (its own config dump or live capture), as int."""
+    """host -> the broker's value of ``key`` as int: the latest value for its node id (config
+    dump, live capture or saved kafka-configs output), the host found from its own config dump."""
     s = model.broker_settings(bundle, key)
-    s = s[s["host"].notna()]
-    return (
-        pd.Series(model.as_int(s["value"]).to_numpy(), index=s["host"].astype("string").to_numpy())
-        .groupby(level=0)
-        .last()
-    )
+    hosts = model.broker_hosts(bundle)
+    if not len(s) or not len(hosts):
+        return pd.Series(dtype="float64")
+    by_id = pd.Series(model.as_int(s["value"]).to_numpy(), index=pd.to_numeric(s["broker"], errors="coerce"))
+    by_id = by_id[by_id.index.notna()].groupby(level=0).last()
+    vals = hosts["broker_id"].map(by_id)
+    return pd.Series(vals.to_numpy(), index=hosts["host"].astype("string").to_numpy()).dropna()
 
 
 def _node_ids(bundle) -> pd.Series:
-    return _setting_by_host(bundle, "node.id").combine_first(_setting_by_host(bundle, "broker.id"))
+    hosts = model.broker_hosts(bundle)
+    return pd.Series(hosts["broker_id"].to_numpy(), index=hosts["host"].astype("string").to_numpy())
 
 
 def _queue(bundle, host: str) -> str:
