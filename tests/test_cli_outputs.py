@@ -22,6 +22,7 @@ FORMAT_OF = {
     "quorum": "metadata_quorum",
     "metadata-quorum": "metadata_quorum",
     "jmxtool": "jmxtool",
+    "df": "df",
 }
 
 
