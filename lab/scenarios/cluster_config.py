@@ -187,7 +187,8 @@ def run(out: str | Path, seconds: float = 180, every: float = 15, rate: int = 40
         "reassignment plan that was executed.",
         "replication-factor-low (scratch), min-isr-blocks-writes (payments), unclean-election-enabled "
         "(clickstream), leader-skew (node 1), disk-use-skew (node 2), log-dir-filling (node 2's log dir, with "
-        "the time until its file system is full from df), clients-on-removed-protocol (Produce v2 of legacy-billing)",
+        "the time until its file system is full from df), clients-on-removed-protocol (Produce v2 of legacy-billing); "
+        "and from the throughput investigation down-conversion (legacy-billing's message format v1)",
         evidence(),
         f".venv/bin/python lab/scenarios/cluster_config.py {out}",
     )
