@@ -31,6 +31,15 @@ def test_the_matcher_is_built_by_the_install_and_used():
     assert matching._C is not None and matching._compiled()
 
 
+@pytest.fixture(autouse=True)
+def _own_memo(monkeypatch):
+    """Each test starts from an empty memo of shapes and leaves the process's memo as it was
+    (the loads below would fill it), and needs the catalogue loaded into the matcher."""
+    monkeypatch.setattr(matching, "_MEMO", {})
+    if not matching._compiled():
+        pytest.skip("the compiled matcher is switched off (KITLIB_TEMPLATE_C=0)")
+
+
 def _both_paths(logger: pa.Array, message: pa.Array, monkeypatch) -> tuple[np.ndarray, np.ndarray]:
     """Each path over the same records in blocks of BLOCK, each starting with an empty memo."""
     got = []
