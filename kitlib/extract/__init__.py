@@ -127,8 +127,12 @@ def select(block: pa.Table) -> dict[str, pa.Table]:
             continue
         rows = np.flatnonzero(want[idx])
         if len(rows) and ex.contains:
-            hit = pc.match_substring_regex(block.column("message").take(pa.array(rows)), ex.contains)
-            rows = rows[np.asarray(hit.to_numpy(zero_copy_only=False), bool)]
+            if 2 * len(rows) > len(idx):  # most of the block: matched where it is, not copied out first
+                hit = pc.match_substring_regex(block.column("message"), ex.contains)
+                rows = rows[np.asarray(hit.to_numpy(zero_copy_only=False), bool)[rows]]
+            else:
+                hit = pc.match_substring_regex(block.column("message").take(pa.array(rows)), ex.contains)
+                rows = rows[np.asarray(hit.to_numpy(zero_copy_only=False), bool)]
         if len(rows):
             out[name] = block.take(pa.array(rows))
     return out
