@@ -51,6 +51,50 @@ EXAMPLES = 2
 VALUE_ROWS = 20000  # records of a changed template whose slot values are read
 COLUMNS = ["ts", "level", "logger", "host", "file", "line", "message", "template_id"]
 
+# Kafka's own lifecycle statements (logger and wording, every release's: 0.8's "Started", 0.8.1 to
+# 3.x's "[KafkaServer id=N] started", KRaft's "Transition from STARTING to STARTED" and "Kafka
+# Server started"). A node's start-up runs from the first line a Kafka process logs (its signal
+# handlers, its log4j MBean, "starting"; else the end of its previous shutdown, else its first
+# record) to its "started" line; its shutdown from "shutting down" to "shut down completed" (or
+# its next start, or its last record).
+SERVER_LOGGERS = (
+    "kafka.server.KafkaServer", "kafka.server.KafkaRaftServer", "kafka.server.BrokerServer",
+    "kafka.server.ControllerServer", "kafka.Kafka",
+)  # fmt: skip
+BOOT_LOGGERS = ("kafka.utils.Log4jControllerRegistration$", "org.apache.kafka.common.utils.LoggingSignalHandler")
+BOOTING = (
+    r"(?i)^registered signal handlers|^registered kafka:type=kafka\.log4jcontroller|(^|\] )starting\s*$|"
+    r"transition from \w+ to starting\b"
+)
+STARTED = r"(?i)(^|\] )(kafka server )?started\.?\s*$|transition from \w+ to started\b"
+STOPPING = r"(?i)(^|\] )shutting down\b|transition from \w+ to shutting_down\b"
+STOPPED = r"(?i)shut ?down complete"
+# the statements of a topic or partition being created, and of a group or transaction coordinator
+# loading or unloading its partitions (the offsets topic created on a group's first use, moved,
+# or released at shutdown): context of the window, not a change of the running cluster
+CREATION = (
+    r"^(\{any\} ?)?(Replayed TopicRecord|Replayed PartitionRecord for new partition|Creating new partition|"
+    r"Created log for partition|No checkpointed highwatermark is found for partition|"
+    r"Elected as the (group|transaction) coordinator|Resigned as the (group|transaction) coordinator|"
+    r"Scheduling (loading|unloading) of (offsets and group|transaction) metadata|"
+    r"Finished (loading|unloading) (offsets and group metadata|transaction metadata|\{)|"
+    r"Unloaded transaction metadata|Loading transaction metadata|Completed loading transaction metadata|"
+    r"Creating topic|Created topic|CreateTopics result|Sent auto-creation request)"
+)
+# what follows a lifecycle step: partitions loaded and their leaders and followers starting,
+# fetcher threads started, nodes registering, configs and producer id blocks replayed. These are
+# set aside only within a step: a node's start-up or shutdown, or a burst of creation statements
+# (records at most BURST_GAP apart), each widened by BURST_GAP on both sides
+FOLLOWS = (
+    r"^(\{any\} ?)?(Log loaded for partition|Loading producer state till offset|"
+    r"Truncating partition .* due to local high watermark|Truncating to .* has no effect|Starting$|"
+    r"Replayed .* modifying the registration for broker|Replaying ProducerIdsRecord|Replayed ConfigRecord for|"
+    r"Added fetcher to broker|Removed fetcher for partitions)"
+    r"|\} starts at leader epoch|partition\(s\) to local leaders"
+)
+BURST_GAP = 5000  # ms
+PHASES = {"start-up": "started", "shutdown": "shut down", "creation": "creation"}
+
 
 def chi2_isf(q: float) -> float:
     """The x with P(chi-square(1) > x) = q (bisection on erfc)."""
@@ -107,6 +151,10 @@ class Changes:
     per_host: pd.DataFrame = field(default_factory=pd.DataFrame)
     found_window: bool = False
     found_by: str = ""  # what picked a found window, in words
+    lifecycle_included: bool = False  # the lifecycle records compared like the others
+    # records of lifecycle steps (set aside unless included): per phase, in the window and baseline
+    set_aside: dict = field(default_factory=dict)
+    context: list[str] = field(default_factory=list)  # the lifecycle steps in the window, in words
 
     def to_dict(self) -> dict:
         def rows(df: pd.DataFrame) -> list[dict]:
@@ -124,6 +172,14 @@ class Changes:
             "test": f"G (log-likelihood ratio) against binomial(n, share); beyond chance when G > {self.threshold:.2f} "
             f"(alpha {ALPHA} / {self.tested} templates)",
             "records": {"window": self.records[0], "baseline": self.records[1]},
+            "lifecycle": {
+                "set_aside": not self.lifecycle_included,
+                "how": "each node's start-up (its first record, or the end of its last shutdown, to Kafka's "
+                "'started' line) and shutdown ('shutting down' to 'shut down completed'), and the statements "
+                "of topics and partitions created and of coordinators loading or unloading their partitions",
+                "records": self.set_aside,
+                "context": self.context,
+            },
             "changes": rows(self.overall),
             "per_host": rows(self.per_host),
         }
@@ -153,7 +209,69 @@ def _logger_filter(loggers: list[str] | None) -> str:
     return f"(cast(logger as varchar) in ({exact}) or {under})"
 
 
-def _connect(bundle: Bundle, loggers: list[str] | None = None):
+_IDS: dict[str, list[str]] = {}
+
+
+def statement_ids(pattern: str) -> list[str]:
+    """The lineage ids of the catalogue's statements (any release's wording) matching ``pattern``
+    (:data:`CREATION`, :data:`FOLLOWS`)."""
+    if pattern not in _IDS:
+        import re
+
+        cat = st.load()
+        fam = matching.lineage(cat)
+        rx = re.compile(pattern)
+        _IDS[pattern] = sorted({fam[s.id] for s in cat.statements if rx.search(s.typed())})
+    return _IDS[pattern]
+
+
+def _lifecycle(con, keep: str) -> str:
+    """Tables ``phases`` (host, phase, lo, hi: each node's start-up and shutdown, from the server
+    loggers' own lines) and ``marks`` (host, t, kind S/D/E) on the connection; returns the ``where``
+    condition of a record of ``src`` set aside as lifecycle (in a phase of its host, or a creation
+    statement)."""
+    servers = ", ".join(f"'{x}'" for x in (*SERVER_LOGGERS, *BOOT_LOGGERS))
+    h = "coalesce(cast(host as varchar), '')"
+    con.execute(
+        f"create temp table marks as select * from (select {h} as host, t, case "
+        f"when regexp_matches(message, '{STOPPED}') then 'E' when regexp_matches(message, '{STOPPING}') then 'D' "
+        f"when regexp_matches(message, '{STARTED}') then 'S' when regexp_matches(message, '{BOOTING}') then 'B' "
+        f"end as kind from src "
+        f"where cast(logger as varchar) in ({servers}) and t > 0 and {keep}) where kind is not null"
+    )
+    con.execute(
+        f"create temp table hspan as select {h} as host, min(t) as lo, max(t) as hi from src where t > 0 group by all"
+    )
+    con.execute(
+        "create temp table phases as "
+        # a start-up ends at a "started" line and begins at the first boot line after the node's
+        # previous lifecycle line (its host's first record when there is none before)
+        "select host, 'start-up' as phase, lo, max(hi) as hi from (select x.host, x.hi, case when x.prev is null "
+        "then h.lo else coalesce((select min(e.t) from marks e where e.host = x.host and e.kind = 'B' "
+        "and e.t > x.prev and e.t <= x.hi), x.hi) end as lo from (select s.host, s.t as hi, (select max(e.t) "
+        "from marks e where e.host = s.host and e.kind in ('S', 'D', 'E') and e.t < s.t) as prev from marks s "
+        "where s.kind = 'S') x join hspan h using (host)) group by all "
+        "union all select host, 'shutdown', min(lo), hi from (select d.host, d.t as lo, coalesce("
+        "(select min(e.t) from marks e where e.host = d.host and e.kind in ('E', 'S') and e.t > d.t), h.hi) as hi "
+        "from marks d join hspan h using (host) where d.kind = 'D') group by all"
+    )
+    ids = ", ".join(f"'{x}'" for x in statement_ids(CREATION)) or "''"
+    follows = ", ".join(f"'{x}'" for x in statement_ids(FOLLOWS)) or "''"
+    con.execute(
+        f"create temp table steps as select min(t) - {BURST_GAP} as lo, max(t) + {BURST_GAP} as hi from ("
+        f"select t, sum(cast(t - gap > {BURST_GAP} as int)) over (order by t) as g from (select t, "
+        f"lag(t, 1, t) over (order by t) as gap from src where t > 0 and cast(template_id as varchar) in ({ids}) "
+        f"and {keep})) group by g "
+        f"union all select lo - {BURST_GAP}, hi + {BURST_GAP} from phases"
+    )
+    return (
+        f"coalesce(cast(template_id as varchar) in ({ids}) or exists (select 1 from phases p where p.host = {h} "
+        f"and t between p.lo and p.hi) or (cast(template_id as varchar) in ({follows}) and exists (select 1 from "
+        f"steps s where t between s.lo and s.hi)), false)"
+    )
+
+
+def _connect(bundle: Bundle, loggers: list[str] | None = None, lifecycle: bool = False):
     """A DuckDB connection with the view ``ev``: one row per record of the bundle (its window, and
     its ``loggers`` where given) with ``t`` (ms since the epoch), level, logger, host, file, line,
     message, ``ord`` (the record's place in the bundle) and ``key`` (see :func:`keys`). On an
@@ -194,6 +312,17 @@ def _connect(bundle: Bundle, loggers: list[str] | None = None):
         "as host, cast(file as varchar) as file, line, message, ord"
     )
     keep = _logger_filter(loggers)
+    # the records of a lifecycle step, set aside (kept as context) unless ``lifecycle``
+    life = _lifecycle(con, keep)
+    h = "coalesce(cast(host as varchar), '')"
+    con.execute(
+        f"create temp view lev as select t, {h} as host, ord, cast(logger as varchar) as logger, "
+        f"cast(template_id as varchar) as template_id, message, "
+        f"coalesce((select first(p.phase) from phases p where p.host = {h} and t between p.lo and p.hi), 'creation') "
+        f"as phase from src where t > 0 and {keep} and {life}"
+    )
+    if not lifecycle:
+        keep = f"{keep} and not {life}"
     # two views, so that a question about the records with a template never reads their messages
     con.execute(
         f"create temp view evt as select {cols}, 't:' || cast(template_id as varchar) as key from src "
@@ -345,6 +474,7 @@ def changes(
     top: int = 20,
     loggers: list[str] | None = None,
     investigation: str | None = None,
+    lifecycle: bool = False,
 ) -> Changes:
     """The log statements (and patterns) that changed in ``window`` against ``baseline`` (default:
     every record outside the window), overall and per host; see the module's description.
@@ -353,10 +483,15 @@ def changes(
     ``investigation`` takes the loggers that investigation declares (``Investigation.loggers``).
 
     The records are counted by DuckDB (per key, host and side), so only the counts, and the
-    example lines and slot values of the changes shown, come back to Python."""
+    example lines and slot values of the changes shown, come back to Python.
+
+    The records of lifecycle steps (a node starting or stopping, topics and partitions created,
+    coordinators loading or unloading the offsets topic) are kept out of the test and of the
+    window search and reported as context (``set_aside``, ``context``); ``lifecycle=True``
+    compares them like the others."""
     if investigation is not None:
         loggers = [*(loggers or []), *registry.investigation(investigation).loggers]
-    con = _connect(bundle, loggers)
+    con = _connect(bundle, loggers, lifecycle)
     found, found_by = window is None, ""
     if isinstance(window, str):
         window = parse_span(window)
@@ -397,7 +532,12 @@ def changes(
     # the window's share of the records compared: a template's count in the window is tested
     # against its share of the log (its rate relative to all records), so a window that is
     # busier or quieter as a whole does not make every template change
-    share = n_w / (n_w + n_b) if n_w and n_b else tw / (tw + tb)
+    # the records set aside as lifecycle are not tested, but they are part of how busy each side
+    # is: a bundle that is mostly start-up leaves too few others for a share of its own
+    set_aside, context = _context(con, (ms(ws), ms(we)), in_w, in_b, lifecycle)
+    l_w = 0 if lifecycle else sum(v["window"] for v in set_aside.values())
+    l_b = 0 if lifecycle else sum(v["baseline"] for v in set_aside.values())
+    share = (n_w + l_w) / (n_w + n_b + l_w + l_b) if n_w and n_b else tw / (tw + tb)
     names = cnt.groupby("key", sort=False)["o"].min().sort_values(kind="stable").index.tolist()
     hnames = cnt.groupby("host", sort=False)["o"].min().sort_values(kind="stable").index.tolist()
     code = pd.Index(names).get_indexer(cnt["key"]).astype(np.int64)
@@ -423,6 +563,8 @@ def changes(
     result = Changes((ws, we), (utc(baseline[0]), utc(baseline[1])) if baseline else None, share, crit, tested,
                      (n_w, n_b), found_window=found)  # fmt: skip
     result.found_by = found_by
+    result.lifecycle_included = lifecycle
+    result.set_aside, result.context = set_aside, context
     # with no record on one side there is no mix to compare (an empty window is no evidence)
     sig = np.flatnonzero(g > crit) if n_w and n_b else np.zeros(0, np.int64)
     rising = a[sig] > (a[sig] + b[sig]) * share
@@ -442,6 +584,49 @@ def changes(
     )
     result.per_host.insert(2, "template", [_describe(x) for x in result.per_host["key"]])
     return result
+
+
+def _context(con, span: tuple[int, int], in_w: str, in_b: str, included: bool) -> tuple[dict, list[str]]:
+    """The lifecycle records per phase in the window and the baseline, and the steps in the window
+    in words ("broker-1 started in the window", "the offsets topic was created or loaded")."""
+    got = con.execute(
+        f"select phase, {in_w} as w, count(*) as n from lev where {in_w} or {in_b} group by all"
+    ).fetchall()
+    counts: dict = {}
+    for phase, w, n in got:
+        counts.setdefault(phase, {"window": 0, "baseline": 0})["window" if w else "baseline"] += int(n)
+    words: list[str] = []
+    fmt = lambda t: pd.Timestamp(int(t), unit="ms", tz="UTC").strftime("%H:%M:%S")
+    for host, kind, t in con.execute(
+        f"select host, kind, min(t) from marks where {in_w} and kind in ('S', 'E') group by all order by 3, 1"
+    ).fetchall():
+        words.append(f"{host or 'the node'} {'started' if kind == 'S' else 'shut down'} in the window ({fmt(t)})")
+    for host, phase in con.execute(
+        f"select host, phase from phases p where p.lo < {span[1]} and p.hi >= {span[0]} group by all order by 1"
+    ).fetchall():
+        said = f"{host or 'the node'} {'started' if phase == 'start-up' else 'shut down'} in the window"
+        if not any(w.startswith(said) for w in words):
+            words.append(f"{host or 'the node'} was {'starting' if phase == 'start-up' else 'shutting down'} "
+                         "in the window")  # fmt: skip
+    row = con.execute(
+        f"select count(*), count(distinct host), bool_or(contains(message, '__consumer_offsets')), "
+        f"bool_or(contains(message, '__transaction_state')), "
+        f"count(*) filter (where not contains(message, '__consumer_offsets') and not contains(message, "
+        f"'__transaction_state')) from lev where phase = 'creation' and {in_w}"
+    ).fetchall()[0]
+    if row and row[0]:
+        n, hosts, offsets, txn, other = row
+        if offsets:
+            words.append("the offsets topic (__consumer_offsets) was created, loaded or unloaded by its coordinators")
+        if txn:
+            words.append("the transaction state topic was created, loaded or unloaded by its coordinators")
+        if other:
+            words.append(f"topics or partitions were created or moved ({other:,} records on {hosts} hosts)")
+    if counts and not included:
+        n_w = sum(v["window"] for v in counts.values())
+        n_b = sum(v["baseline"] for v in counts.values())
+        words.append(f"{n_w:,} records of these steps in the window and {n_b:,} in the baseline were set aside")
+    return counts, words
 
 
 def _kind(a: int, b: int, share: float) -> str:
@@ -602,6 +787,8 @@ def changes_text(res: Changes, rows: int = 15) -> str:
         f"records: {res.records[0]:,} in the window, {res.records[1]:,} in the baseline (the window's share "
         f"{res.share:.3f}); beyond chance: G > {res.threshold:.1f} (alpha {ALPHA} over {res.tested} templates)",
     ]
+    if res.context:
+        lines.append("lifecycle steps (context, not changes): " + "; ".join(res.context))
     if not len(res.overall):
         lines.append("no template changed beyond chance")
         return "\n".join(lines)

@@ -34,6 +34,12 @@ def register_cli(sub) -> None:
         metavar="NAME",
         help="compare only the records of this logger and the loggers under it (repeatable)",
     )
+    p.add_argument(
+        "--include-lifecycle",
+        action="store_true",
+        help="compare the records of nodes starting or stopping and of topics being created like the others "
+        "(by default they are set aside and reported as context)",
+    )
     p.add_argument("--json", action="store_true", help="print JSON")
     p.add_argument("--tz", default=None, help=TZ_HELP)
     p.add_argument("--no-cache", action="store_true", help=NO_CACHE_HELP)
@@ -49,7 +55,15 @@ def _cmd_changes(args) -> int:
     b = load_bundle(
         args.bundle, tz=args.tz, progress=False if args.json else None, cache=False if args.no_cache else None
     )
-    res = changes(b, window, baseline, top=args.top, loggers=args.logger, investigation=args.investigation)
+    res = changes(
+        b,
+        window,
+        baseline,
+        top=args.top,
+        loggers=args.logger,
+        investigation=args.investigation,
+        lifecycle=args.include_lifecycle,
+    )
     if args.json:
         json.dump(res.to_dict(), sys.stdout, indent=1, default=str)
         print()

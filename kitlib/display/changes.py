@@ -110,6 +110,12 @@ def changes_html(res: Changes, why: str = "", rows: int = ROWS, heading: str | N
         + f". Compared with {esc(base)} of the bundle: {res.records[0]:,} records in the window, "
         f"{res.records[1]:,} in the baseline.</p>"
     )
+    if res.context:
+        intro += (
+            "<p class='kit-changes-lifecycle'>Lifecycle steps, context rather than changes"
+            + (" (compared like the other records)" if res.lifecycle_included else " (set aside from the test)")
+            + f": {_clean('; '.join(res.context))}.</p>"
+        )
     test = (
         f"each Kafka log statement (other lines by their pattern) is tested for its share of the log in the "
         f"window: G test, beyond chance when G > {res.threshold:.1f} (alpha {ALPHA} over {res.tested} statements)"
