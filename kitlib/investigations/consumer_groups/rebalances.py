@@ -479,11 +479,15 @@ def rebalance_storm(bundle) -> list[Finding]:
     out = []
     summary = _summary(ge)
     status = partition_status(lag_history(bundle))
-    group = ge["group"].astype("string").astype(object)
-    by_group = group.groupby(group).indices  # group -> positions of its rows
-    kind = ge["kind"].astype("string").astype("category")
+    # group -> positions of its rows (in table order), and the kinds shown as masks over all rows
+    codes, names = pd.factorize(ge["group"].astype("string"))
+    order = np.argsort(codes, kind="stable")
+    bounds = np.searchsorted(codes[order], np.arange(-1, len(names) + 1))
+    by_group = {str(n): order[bounds[j + 1] : bounds[j + 2]] for j, n in enumerate(names)}
     files_of = _files_by_group(raw, ge)
     start_kind = rebalance_kind(ge)
+    shown_kinds = ("member_failed", "member_left", "poll_timeout", "commit_failed", "stabilized")
+    masks = _kind_masks(ge["kind"], (*shown_kinds, start_kind))
     for _, s in summary[summary["busiest_10min"] >= STORM_REBALANCES].iterrows():
         g = s["group"]
         behind = status[(status["group"].astype("string") == g) & (status["status"] != "ok")] if len(status) else status
@@ -493,16 +497,12 @@ def rebalance_storm(bundle) -> list[Finding]:
             else ""
         )
         at = by_group[g]
-        k = kind.iloc[at]
         # the rows shown are picked by position (only they are taken out of the whole table): some
         # of every kind the numbers count, so each count cites rows of its own
         shown = ge.iloc[
             np.concatenate(
-                [
-                    at[(k == kd).to_numpy(bool)][:3]
-                    for kd in ("member_failed", "member_left", "poll_timeout", "commit_failed")
-                ]
-                + [at[(k == start_kind).to_numpy(bool)][:6], at[(k == "stabilized").to_numpy(bool)][-2:]]
+                [at[masks[kd][at]][:3] for kd in ("member_failed", "member_left", "poll_timeout", "commit_failed")]
+                + [at[masks[start_kind][at]][:6], at[masks["stabilized"][at]][-2:]]
             )
         ].sort_values("ts")
         # where each count comes from: group_events rows, the group's own or its clients' files
