@@ -537,7 +537,8 @@ def changes(
     set_aside, context = _context(con, (ms(ws), ms(we)), in_w, in_b, lifecycle)
     l_w = 0 if lifecycle else sum(v["window"] for v in set_aside.values())
     l_b = 0 if lifecycle else sum(v["baseline"] for v in set_aside.values())
-    share = (n_w + l_w) / (n_w + n_b + l_w + l_b) if n_w and n_b else tw / (tw + tb)
+    both = bool(n_w + l_w and n_b + l_b)  # records on both sides (an empty window is no evidence)
+    share = (n_w + l_w) / (n_w + n_b + l_w + l_b) if both else tw / (tw + tb)
     names = cnt.groupby("key", sort=False)["o"].min().sort_values(kind="stable").index.tolist()
     hnames = cnt.groupby("host", sort=False)["o"].min().sort_values(kind="stable").index.tolist()
     code = pd.Index(names).get_indexer(cnt["key"]).astype(np.int64)
@@ -566,11 +567,11 @@ def changes(
     result.lifecycle_included = lifecycle
     result.set_aside, result.context = set_aside, context
     # with no record on one side there is no mix to compare (an empty window is no evidence)
-    sig = np.flatnonzero(g > crit) if n_w and n_b else np.zeros(0, np.int64)
+    sig = np.flatnonzero(g > crit) if both else np.zeros(0, np.int64)
     rising = a[sig] > (a[sig] + b[sig]) * share
     sig = sig[np.lexsort((-g[sig], ~rising))][:top]  # what rose first, then what fell; each by G
     result.overall = _rows(con, in_w, in_b, names, sig, a, b, g, ah, bh, hnames, share)
-    hk, hh = np.nonzero(gh > crit_h) if n_w and n_b else (np.zeros(0, np.int64), np.zeros(0, np.int64))
+    hk, hh = np.nonzero(gh > crit_h) if both else (np.zeros(0, np.int64), np.zeros(0, np.int64))
     order = np.argsort(-gh[hk, hh], kind="stable")[: top * 2]
     result.per_host = pd.DataFrame(
         {
@@ -621,7 +622,10 @@ def _context(con, span: tuple[int, int], in_w: str, in_b: str, included: bool) -
         if txn:
             words.append("the transaction state topic was created, loaded or unloaded by its coordinators")
         if other:
-            words.append(f"topics or partitions were created or moved ({other:,} records on {hosts} hosts)")
+            words.append(
+                f"topics or partitions were created or moved ({other:,} record{'s' * (other != 1)} on "
+                f"{hosts} host{'s' * (hosts != 1)})"
+            )
     if counts and not included:
         n_w = sum(v["window"] for v in counts.values())
         n_b = sum(v["baseline"] for v in counts.values())
