@@ -6,9 +6,10 @@ and each version has its own bugs.
 **Clients on protocol versions Kafka 4.0 removes** (KIP-896): Kafka 3.7 to 3.9 mark the old
 versions of 23 APIs deprecated (``deprecatedVersions`` in each request's JSON schema) and count
 the requests that use them (``DeprecatedRequestsPerSec``, tagged with the request, its version and
-the client software that sent it); Kafka 4.0 removes them, except Produce v3-v6 (kept: Produce's
-baseline is v3) and Metadata v0-v3 (kept). :data:`REMOVED` holds the highest removed version of
-each of the 22 APIs that lose versions. The evidence read: the request log (``requests``: API, version, client id,
+the client software that sent it); Kafka 4.0 removes most of them. What 4.0 kept is read from its own
+``kafka-clients-4.0.0`` classes (``LOWEST_SUPPORTED_VERSION`` of each request): Produce v3-v6,
+Metadata v0-v3, FindCoordinator v0, DeleteGroups v0 and SaslHandshake v0 stay. :data:`REMOVED`
+holds the highest removed version of each of the 19 APIs that lose versions. The evidence read: the request log (``requests``: API, version, client id,
 address and software), and JMX ``RequestsPerSec`` / ``DeprecatedRequestsPerSec`` by ``version``
 with a count above zero. A client of Kafka 2.1 or later (Java), or a 2021 release of librdkafka,
 Sarama, KafkaJS or kafka-python, uses versions 4.0 keeps.
@@ -26,27 +27,25 @@ import pandas as pd
 
 from kitlib.findings import Finding, detector, evidence
 
-# highest version Kafka 4.0 removes, per API (the 3.9 request schemas' deprecatedVersions, less
-# Produce v3-v6 and Metadata v0-v3, which 4.0 kept)
+# highest version Kafka 4.0 removes, per API: one below each request's LOWEST_SUPPORTED_VERSION
+# in kafka-clients 4.0.0 (3.9 deprecated more: Produce v3-v6, Metadata v0-v3, FindCoordinator v0,
+# DeleteGroups v0 and SaslHandshake v0 were kept)
 REMOVED = {
     "Produce": 2,
     "Fetch": 3,
     "ListOffsets": 0,
     "OffsetCommit": 1,
     "OffsetFetch": 0,
-    "FindCoordinator": 0,
     "JoinGroup": 1,
     "OffsetForLeaderEpoch": 1,
     "CreateTopics": 1,
     "DeleteTopics": 0,
-    "DeleteGroups": 0,
     "DescribeConfigs": 0,
     "AlterReplicaLogDirs": 0,
     "DescribeLogDirs": 0,
     "CreateAcls": 0,
     "DeleteAcls": 0,
     "DescribeAcls": 0,
-    "SaslHandshake": 0,
     "CreateDelegationToken": 0,
     "RenewDelegationToken": 0,
     "ExpireDelegationToken": 0,
