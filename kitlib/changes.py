@@ -15,6 +15,13 @@ tested; ``alpha`` 0.01 by default). A change is *new* when the baseline holds no
 when the window holds none, else *rose* or *fell*; what rose comes first, then what fell, each
 ranked by G.
 
+Lifecycle steps are context, not changes: a node's start-up (from the first line its process logs
+to Kafka's "started" line) and shutdown, topics and partitions created, coordinators loading or
+unloading their partitions, and what follows those within the step (see :data:`CREATION`,
+:data:`FOLLOWS`). Their records are found by DuckDB, kept out of the test and of the search for a
+window (``lifecycle=True`` compares them like the others), counted per step and said in words
+(``Changes.set_aside``, ``Changes.context``); they still count toward each side's records.
+
 Without a window, :func:`find_window` picks the span (at most half the bundle) where the rate of
 WARN and ERROR records, or the count of one template, departs most from the rest (Kulldorff's
 scan statistic over 120 time bins).
