@@ -221,3 +221,49 @@ def test_null_messages_and_loggers_keep_no_id_both_ways(monkeypatch):
     fast, reference = _both_paths(logger, message, monkeypatch)
     assert fast.tolist() == reference.tolist()
     assert fast[0] == -1 and fast[3] == -1 and fast[2] >= 0
+
+
+def test_offsets_that_do_not_bound_each_text_are_refused():
+    """Each text is read from its offset up to the next one, so every offset must lie inside the
+    data and none below the one before it: a middle offset past the end (first and last fine)
+    or a decreasing pair is refused before any text is read."""
+    data = b"[2024-01-01] INFO Shutting down" * 2
+    rows, tmpl = np.array([0, 1], np.int64), np.array([0, 0], np.int64)
+    flags = (np.array([0, 0], np.int64), np.array([1, 1], np.uint8))
+    for bad in ([0, 10_000, 20, len(data)], [0, 40, 20, len(data)]):
+        off = np.array(bad, np.int64)
+        with pytest.raises(ValueError, match="offsets"):
+            C.keys(off, data, matching.SHAPE_CHARS)
+        with pytest.raises(ValueError, match="offsets"):
+            C.verify(off, data, rows, tmpl)
+        with pytest.raises(ValueError, match="offsets"):
+            C.assign(off, data, rows, *flags)
+    good = np.array([0, 20, 40, len(data)], np.int64)
+    assert len(np.frombuffer(C.keys(good, data, matching.SHAPE_CHARS)[0], np.uint64)) == 3
+
+
+def test_a_catalogue_whose_key_word_lists_more_than_every_template_is_refused(tmp_path):
+    """A key word's templates fill the candidate buffer of a record (room for every template
+    twice): a key word listing more entries than there are templates is a malformed catalogue,
+    refused by load() with nothing kept, and a good one loads after it (in a fresh process: the
+    catalogue is loaded once per process)."""
+    script = tmp_path / "load.py"
+    script.write_text(
+        "import numpy as np\n"
+        "from kitlib.formats.logs import _match as C\n"
+        "i64 = lambda xs: np.array(xs, np.int64)\n"
+        "pieces = [[b'Shutting\\0', b''], [b'Started\\0', b'']]\n"
+        "try:\n"
+        "    C.load(pieces, [b'Shutting'], i64([0] * 9), i64([0, 9]), i64([]), 2)\n"
+        "except ValueError as e:\n"
+        "    print('refused', e)\n"
+        "assert C.load(pieces, [b'Shutting', b'Started'], i64([0, 1]), i64([0, 1, 2]), i64([]), 2)\n"
+        "text = b'Shutting Shutting Shutting down'\n"
+        "print(np.frombuffer(C.assign(i64([0, len(text)]), text, i64([0]), i64([-1]), np.ones(1, np.uint8)),"
+        " np.int64).tolist())\n"
+    )
+    import subprocess
+
+    run = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=60, cwd=ROOT)
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.splitlines() == ["refused a malformed catalogue", "[0]"]

@@ -281,9 +281,11 @@ static int texts_get(Texts *x, PyObject *off, PyObject *data) {
     x->n = x->off.len / 8 - 1;
     if (x->n < 0)
         x->n = 0;
-    for (ssize i = 0; i <= x->n && x->n; i += x->n) { /* first and last offsets inside the data */
-        if (x->o[i] < 0 || x->o[i] > x->data.len) {
-            PyErr_SetString(PyExc_ValueError, "offsets outside the data");
+    /* every offset inside the data and none below the one before it: each text is read up to its
+     * own next offset, so the first and last alone do not bound the texts between them */
+    for (ssize i = 0; i <= x->n && x->n; i++) {
+        if (x->o[i] < 0 || x->o[i] > x->data.len || (i && x->o[i] < x->o[i - 1])) {
+            PyErr_SetString(PyExc_ValueError, "offsets outside the data or decreasing");
             PyBuffer_Release(&x->off);
             PyBuffer_Release(&x->data);
             return -1;
@@ -674,22 +676,25 @@ static PyObject *load(PyObject *self, PyObject *args) {
         return NULL;
     }
     ssize no, nb;
-    KEY_ORDER = copy64(order, &no);
-    KEY_BOUNDS = copy64(bounds, &nb);
-    PAIRS = copy64(pairs, &NPAIRS);
+    Tmpl *tm = NULL;
+    if (!(KEY_ORDER = copy64(order, &no)) || !(KEY_BOUNDS = copy64(bounds, &nb)) || !(PAIRS = copy64(pairs, &NPAIRS)))
+        goto fail;
     NVOCAB = PyList_GET_SIZE(vocab);
-    if (!KEY_ORDER || !KEY_BOUNDS || !PAIRS || nb != NVOCAB + 1)
+    if (nt < 0 || nb != NVOCAB + 1)
         goto fail;
     for (ssize i = 0; i < no; i++)
         if (KEY_ORDER[i] < 0 || KEY_ORDER[i] >= nt)
             goto fail;
+    /* a key word lists at most every template once: assign1's `cand` (2 * nt + 2) holds the
+     * templates kept so far (at most nt) and one word's */
     for (ssize i = 0; i < nb; i++)
-        if (KEY_BOUNDS[i] < 0 || KEY_BOUNDS[i] > no || (i && KEY_BOUNDS[i] < KEY_BOUNDS[i - 1]))
+        if (KEY_BOUNDS[i] < 0 || KEY_BOUNDS[i] > no || (i && (KEY_BOUNDS[i] < KEY_BOUNDS[i - 1] ||
+                                                              KEY_BOUNDS[i] - KEY_BOUNDS[i - 1] > nt)))
             goto fail;
     KEEP = PyList_New(0);
-    Tmpl *tm = calloc((size_t)(nt ? nt : 1), sizeof(Tmpl));
+    tm = calloc((size_t)(nt ? nt : 1), sizeof(Tmpl));
     if (!KEEP || !tm)
-        goto fail;
+        goto fail_tm;
     for (int i = 0; i < nt; i++) {
         PyObject *ps = PyList_GET_ITEM(pieces, i);
         if (!PyList_Check(ps) || PyList_GET_SIZE(ps) < 1)
@@ -736,7 +741,7 @@ static PyObject *load(PyObject *self, PyObject *args) {
     TMPL = tm;
     Py_RETURN_TRUE;
 fail_tm:
-    for (int i = 0; i < nt; i++)
+    for (int i = 0; tm && i < nt; i++)
         free(tm[i].pieces);
     free(tm);
 fail:
