@@ -215,9 +215,18 @@ class Extent:
             return out + ", no time stamp"
         lo, hi = self.first.tz_convert("UTC"), self.last.tz_convert("UTC")
         if span < 1:
-            return out + f", at {lo:%Y-%m-%d %H:%M:%S} UTC"
-        end = f"{hi:%H:%M:%S}" if lo.date() == hi.date() else f"{hi:%Y-%m-%d %H:%M:%S}"
-        return out + f" over {_duration(span)}, {lo:%Y-%m-%d %H:%M:%S} → {end} UTC"
+            return out + f", at {_day(lo)} {_clock(lo)} UTC"
+        end = _clock(hi) if _day(lo) == _day(hi) else f"{_day(hi)} {_clock(hi)}"
+        return out + f" over {_duration(span)}, {_day(lo)} {_clock(lo)} → {end} UTC"
+
+
+def _day(t: pd.Timestamp) -> str:
+    # from the fields, since strftime refuses years before 1
+    return f"{t.year:04d}-{t.month:02d}-{t.day:02d}"
+
+
+def _clock(t: pd.Timestamp) -> str:
+    return f"{t.hour:02d}:{t.minute:02d}:{t.second:02d}"
 
 
 def _duration(secs: float) -> str:
@@ -238,7 +247,9 @@ def extent_rows(f: Finding, bundle=None) -> pd.DataFrame:
     ev = pd.DataFrame(f.evidence, columns=[*_EXTENT_COLUMNS, "text"]) if f.evidence else None
     parts = []
     if ev is not None:
-        ev["ts"] = pd.to_datetime(ev["ts"], utc=True, errors="coerce", format="ISO8601")
+        # a time in evidence is ISO text (what ``plain`` makes of one); a number there is not a time
+        is_text = ev["ts"].map(type).eq(str)
+        ev["ts"] = pd.to_datetime(ev["ts"].where(is_text), utc=True, errors="coerce", format="ISO8601")
         parts.append(ev)
     if bundle is not None:
         for table, query in f.counted_from.values():
@@ -253,12 +264,44 @@ def extent_rows(f: Finding, bundle=None) -> pd.DataFrame:
     d = d.assign(
         file=d["file"].astype("string").fillna(""),
         host=d["host"].astype("string").fillna(""),
-        line=pd.to_numeric(d["line"], errors="coerce").astype("Int64"),
+        line=_line_numbers(d["line"]),
     )
     has_line = d["line"].notna()
     keyed = d[has_line].drop_duplicates(["file", "line"])
     bare = d[~has_line].astype({"text": "string"}).drop_duplicates(["file", "host", "ts", "text"])
     return pd.concat([keyed, bare], ignore_index=True)
+
+
+_I64 = np.iinfo(np.int64)
+
+
+def _line_number(v) -> int | None:
+    """One value as a line number: an integral number (or its text) within int64, else None
+    (NaN, infinities, ``10**400``, a time, a flag)."""
+    if isinstance(v, str):
+        try:
+            v = float(v) if any(c in v for c in ".eEnN") else int(v)
+        except ValueError:
+            return None
+    if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, float, np.integer, np.floating)):
+        return None
+    if isinstance(v, (float, np.floating)) and not (math.isfinite(v) and float(v).is_integer()):
+        return None
+    return int(v) if _I64.min <= v <= _I64.max else None
+
+
+def _line_numbers(s: pd.Series) -> pd.Series:
+    """``s`` as nullable Int64 line numbers, NA where a value is not one (see :func:`_line_number`).
+    A table's integer or float column is converted as a whole; anything else (the values of a
+    finding's evidence dicts, a handful of rows) one value at a time."""
+    if pd.api.types.is_signed_integer_dtype(s.dtype):
+        return s.astype("Int64")
+    if pd.api.types.is_float_dtype(s.dtype):
+        v = s.to_numpy(dtype="float64", na_value=np.nan)
+        ok = np.isfinite(v) & (np.floor(v) == v) & (np.abs(v) < 2.0**63)
+        out = pd.Series(pd.array(np.where(ok, v, 0).astype(np.int64), dtype="Int64"), index=s.index)
+        return out.mask(~ok)
+    return pd.Series([_line_number(v) for v in s], index=s.index, dtype="Int64")
 
 
 def evidence_extent(f: Finding, bundle=None) -> Extent:
