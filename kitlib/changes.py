@@ -11,7 +11,9 @@ The test: under "nothing changed", a template keeps its share of the log, so of 
 records the window holds binomial(n, p), ``p`` the window's share of all records compared (of the
 time, when one side has no records). The log-likelihood ratio (G) of the observed split against
 that is compared with the chi-square(1) quantile of ``alpha / K`` (Bonferroni over the K templates
-tested; ``alpha`` 0.01 by default). A change is *new* when the baseline holds none of it, *gone*
+tested; ``alpha`` 0.01 by default). Where either side expects fewer than five records, the
+chi-square approximation overstates a handful of lines, so there the exact binomial tail must be
+under ``alpha / K`` as well (:func:`beyond_chance`). A change is *new* when the baseline holds none of it, *gone*
 when the window holds none, else *rose* or *fell*; what rose comes first, then what fell, each
 ranked by G.
 
@@ -132,6 +134,56 @@ def g_statistic(a: np.ndarray, b: np.ndarray, p: float) -> np.ndarray:
     return np.maximum(2 * (ta + tb), 0.0)
 
 
+EXACT_BELOW = 5.0  # expected count on either side under which the exact binomial tail decides
+EXACT_MAX_N = 4096  # records of one template up to which the exact tail is computed
+
+
+def exact_tail(a: np.ndarray, b: np.ndarray, p: float) -> np.ndarray:
+    """One-sided exact binomial p-value of window counts ``a`` out of ``a + b`` at window share
+    ``p``: P(X >= a) when the window holds more than its share, else P(X <= a). NaN where it is
+    not computed (more than :data:`EXACT_MAX_N` records). Vectorised over a log-factorial table.
+
+    >>> [round(float(x), 4) for x in exact_tail(np.array([3, 0]), np.array([1, 10]), 0.05)]
+    [0.0005, 0.5987]
+    """
+    a = np.asarray(a, np.int64)
+    n = a + np.asarray(b, np.int64)
+    out = np.full(len(a), np.nan)
+    ok = np.flatnonzero((n <= EXACT_MAX_N) & (n > 0))
+    if not len(ok) or not 0.0 < p < 1.0:
+        return out
+    top = int(n[ok].max())
+    logfact = np.concatenate([[0.0], np.cumsum(np.log(np.arange(1, top + 1)))])
+    k = np.arange(top + 1)
+    for start in range(0, len(ok), 256):  # bounded memory: 256 rows of at most 4,097 terms
+        idx = ok[start : start + 256]
+        nn, aa = n[idx][:, None], a[idx][:, None]
+        valid = k[None, :] <= nn
+        kk = np.minimum(k[None, :], nn)
+        logpmf = logfact[nn] - logfact[kk] - logfact[nn - kk] + kk * math.log(p) + (nn - kk) * math.log1p(-p)
+        pmf = np.where(valid, np.exp(logpmf), 0.0)
+        upper = aa > nn * p
+        tail = np.where(upper, k[None, :] >= aa, k[None, :] <= aa) & valid
+        out[idx] = np.minimum((pmf * tail).sum(axis=1), 1.0)
+    return out
+
+
+def beyond_chance(a: np.ndarray, b: np.ndarray, p: float, g: np.ndarray, crit: float, q: float) -> np.ndarray:
+    """G over its chi-square threshold, and, where a side expects fewer than
+    :data:`EXACT_BELOW` records (the chi-square approximation is loose there and overstates a
+    handful of lines), the exact binomial tail under ``q`` too."""
+    hit = g > crit
+    n = a + b
+    small = hit & (np.minimum(n * p, n * (1 - p)) < EXACT_BELOW) & (n <= EXACT_MAX_N)
+    if small.any():
+        flat = np.flatnonzero(small.ravel())
+        tail = exact_tail(np.ravel(a)[flat], np.ravel(b)[flat], p)
+        keep = hit.ravel().copy()
+        keep[flat] = tail < q
+        hit = keep.reshape(hit.shape)
+    return hit
+
+
 def parse_span(text: str) -> tuple[pd.Timestamp, pd.Timestamp]:
     """``START..END`` (ISO times, naive = UTC) as two UTC Timestamps."""
     start, sep, end = text.partition("..")
@@ -177,7 +229,8 @@ class Changes:
             "baseline": [t.isoformat() for t in self.baseline] if self.baseline else "rest of the bundle",
             "share": self.share,
             "test": f"G (log-likelihood ratio) against binomial(n, share); beyond chance when G > {self.threshold:.2f} "
-            f"(alpha {ALPHA} / {self.tested} templates)",
+            f"(alpha {ALPHA} / {self.tested} templates), and the exact binomial tail under alpha / K too "
+            f"where a side expects fewer than {EXACT_BELOW:g} records",
             "records": {"window": self.records[0], "baseline": self.records[1]},
             "lifecycle": {
                 "set_aside": not self.lifecycle_included,
@@ -574,11 +627,12 @@ def changes(
     result.lifecycle_included = lifecycle
     result.set_aside, result.context = set_aside, context
     # with no record on one side there is no mix to compare (an empty window is no evidence)
-    sig = np.flatnonzero(g > crit) if both else np.zeros(0, np.int64)
+    sig = np.flatnonzero(beyond_chance(a, b, share, g, crit, alpha / max(tested, 1))) if both else np.zeros(0, np.int64)
     rising = a[sig] > (a[sig] + b[sig]) * share
     sig = sig[np.lexsort((-g[sig], ~rising))][:top]  # what rose first, then what fell; each by G
     result.overall = _rows(con, in_w, in_b, names, sig, a, b, g, ah, bh, hnames, share)
-    hk, hh = np.nonzero(gh > crit_h) if both else (np.zeros(0, np.int64), np.zeros(0, np.int64))
+    hit_h = beyond_chance(ah, bh, share, gh, crit_h, alpha / max(tested_h, 1))
+    hk, hh = np.nonzero(hit_h) if both else (np.zeros(0, np.int64), np.zeros(0, np.int64))
     order = np.argsort(-gh[hk, hh], kind="stable")[: top * 2]
     result.per_host = pd.DataFrame(
         {

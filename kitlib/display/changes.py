@@ -118,7 +118,8 @@ def changes_html(res: Changes, why: str = "", rows: int = ROWS, heading: str | N
         )
     test = (
         f"each Kafka log statement (other lines by their pattern) is tested for its share of the log in the "
-        f"window: G test, beyond chance when G > {res.threshold:.1f} (alpha {ALPHA} over {res.tested} statements)"
+        f"window: G test, beyond chance when G > {res.threshold:.1f} (alpha {ALPHA} over {res.tested} statements; "
+        "where a side expects under five records, the exact binomial tail decides too)"
     )
     if not len(res.overall):
         text = f"Nothing else changed beyond chance in this window: {test}."
