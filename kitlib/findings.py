@@ -13,6 +13,7 @@ Example:
 
 from __future__ import annotations
 
+import ast
 import datetime as dt
 import enum
 import math
@@ -240,10 +241,11 @@ def _duration(secs: float) -> str:
     return f"{secs / 86400:.1f} days"
 
 
-def extent_rows(f: Finding, bundle=None) -> pd.DataFrame:
+def extent_rows(f: Finding, bundle=None, masks: dict | None = None) -> pd.DataFrame:
     """The distinct rows ``f`` rests on (file, line, host, ts; ts in UTC): its evidence rows and,
     with ``bundle``, every row its ``counted_from`` queries select. A row with a line number is
-    one row per (file, line); one without is one row per (file, host, ts, text)."""
+    one row per (file, line); one without is one row per (file, host, ts, text). ``masks`` keeps
+    each query clause's rows for the next finding that shares it (see :func:`_selected`)."""
     ev = pd.DataFrame(f.evidence, columns=[*_EXTENT_COLUMNS, "text"]) if f.evidence else None
     parts = []
     if ev is not None:
@@ -252,10 +254,17 @@ def extent_rows(f: Finding, bundle=None) -> pd.DataFrame:
         ev["ts"] = pd.to_datetime(ev["ts"].where(is_text), utc=True, errors="coerce", format="ISO8601")
         parts.append(ev)
     if bundle is not None:
+        masks = {} if masks is None else masks
+        queries: dict[str, list[str]] = {}
         for table, query in f.counted_from.values():
-            rows = bundle.table(table).query(query, engine="python")
-            if len(rows):
-                got = rows.reindex(columns=_EXTENT_COLUMNS).assign(text=None)
+            queries.setdefault(table, []).append(query)
+        for table, qs in queries.items():
+            frame = bundle.table(table)
+            # a row two of the queries select is one row: their masks joined, its four columns taken once
+            mask = np.logical_or.reduce([_selected(frame, table, q, masks) for q in qs])
+            if mask.any():
+                got = frame.loc[mask, [c for c in _EXTENT_COLUMNS if c in frame.columns]]
+                got = got.reindex(columns=_EXTENT_COLUMNS).assign(text=None)
                 got["ts"] = pd.to_datetime(got["ts"], utc=True, errors="coerce")
                 parts.append(got)
     if not parts:
@@ -304,13 +313,61 @@ def _line_numbers(s: pd.Series) -> pd.Series:
     return pd.Series([_line_number(v) for v in s], index=s.index, dtype="Int64")
 
 
-def evidence_extent(f: Finding, bundle=None) -> Extent:
+def _conjuncts(query: str) -> list[str]:
+    """The clauses a query's top-level ``and`` joins, as text (the whole query when it has none or
+    is not Python syntax, such as one with backticks). pandas reads ``and`` as Python does."""
+    q = query.strip()
+    try:
+        body = ast.parse(q, mode="eval").body
+    except SyntaxError:
+        return [q]
+    if isinstance(body, ast.BoolOp) and isinstance(body.op, ast.And):
+        parts = [ast.get_source_segment(q, v) for v in body.values]
+        if all(parts):
+            return [p for p in parts if p]
+    return [q]
+
+
+def _row_mask(frame: pd.DataFrame, expr: str) -> pd.Series | None:
+    """``frame.eval(expr)`` when that is one flag per row, else None."""
+    m = frame.eval(expr, engine="python")
+    ok = isinstance(m, pd.Series) and len(m) == len(frame) and pd.api.types.is_bool_dtype(m.dtype)
+    return m if ok else None
+
+
+def _selected(frame: pd.DataFrame, table: str, query: str, masks: dict) -> np.ndarray:
+    """Which rows of ``frame`` (table ``table``) ``query`` selects, as ``frame.query(query,
+    engine="python")`` does, as a boolean array. Each clause of the query's top-level ``and`` is
+    evaluated once per table and kept in ``masks`` for the next query that shares it: one
+    detector's findings mostly differ in one clause (the group, the host) and share the others."""
+    got: pd.Series | None = None
+    for part in _conjuncts(query):
+        key = (table, part)
+        hit = masks.get(key)
+        if hit is None or hit[0] is not frame:
+            m = _row_mask(frame, part)
+            if m is None:  # a clause that means nothing on its own: the query as a whole
+                got = None
+                break
+            hit = masks[key] = (frame, m)
+        got = hit[1] if got is None else got & hit[1]
+    if got is None:
+        got = _row_mask(frame, query)
+    if got is None:  # not a mask at all: the rows the query returns, by position
+        picked = frame.reset_index(drop=True).query(query, engine="python").index
+        return np.isin(np.arange(len(frame)), picked)
+    return got.fillna(False).to_numpy(dtype=bool)
+
+
+def evidence_extent(f: Finding, bundle=None, masks: dict | None = None) -> Extent:
     """How much evidence ``f`` rests on (:class:`Extent`), from :func:`extent_rows`. The one place
-    an extent is measured: :func:`triage` calls it with the bundle for every finding."""
-    d = extent_rows(f, bundle)
+    an extent is measured: :func:`triage` calls it with the bundle for every finding, and one
+    ``masks`` for all the findings of a detector."""
+    d = extent_rows(f, bundle, masks)
     lines = int(d["line"].notna().sum()) if len(d) else 0
-    hosts = tuple(sorted(set(d["host"]) - {""})) if len(d) else ()
-    files = len(set(d["file"]) - {""}) if len(d) else 0
+    # the distinct names first, so Python sees each once rather than every row
+    hosts = tuple(sorted(str(h) for h in d["host"].unique() if h != "")) if len(d) else ()
+    files = sum(1 for x in d["file"].unique() if x != "") if len(d) else 0
     ts = d["ts"].dropna() if len(d) else pd.Series([], dtype=object)
     first = pd.Timestamp(ts.min()) if len(ts) else None
     last = pd.Timestamp(ts.max()) if len(ts) else None
@@ -518,7 +575,8 @@ def triage(bundle, investigations: Iterable[str] | None = None) -> Triage:
         got = [f for f in got if f.id in d.ids]
         try:
             # what each finding rests on, measured here for every detector alike
-            extents = [evidence_extent(f, bundle) for f in got]
+            masks: dict = {}
+            extents = [evidence_extent(f, bundle, masks) for f in got]
         except Exception as e:  # noqa: BLE001 - a count that names no rows is the detector's failure
             runs.append(DetectorRun(name, inv_name, d.checks, "failed", reason=f"{type(e).__name__}: {e}"))
             continue

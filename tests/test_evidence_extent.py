@@ -287,3 +287,36 @@ def test_notebook_html_and_report_summary_show_the_extent():
     assert [v["extent"] for v in view["findings"]] == [
         f.extent.text() for f in sorted(result.findings, key=lambda f: (f.risk, Severity.rank_of(f.severity)))
     ]
+
+
+@pytest.mark.slow
+def test_counted_rows_are_the_ones_pandas_query_selects():
+    """An extent selects a finding's counted rows clause by clause, each clause once per table;
+    the rows are those ``DataFrame.query`` returns for the whole query, whatever its form."""
+    from kitlib.findings import _conjuncts, _selected
+
+    b = sample("rebalance-storm")
+    ge = b.table("group_events")
+    group = ge["group"].dropna().iloc[0]
+    files = sorted(ge.loc[ge["group"].isna(), "file"].astype(str).unique())[:2]
+    queries = [q for f in kitlib.triage(b).findings for t, q in f.counted_from.values() if t == "group_events"]
+    assert queries  # the storm's own counts
+    queries += [
+        f"kind == 'member_failed' and (group == {group!r} or (group.isna() and file in {files!r}))",
+        f"kind == 'member_left' and (group == {group!r} or (group.isna() and file in {files!r}))",
+        f"kind == 'member_left' or group == {group!r}",  # no top-level and: one clause
+        f"kind == 'member_left' & group == {group!r}",  # pandas' & binds as and
+        f"`group` == {group!r} and line > 3",  # backticks: read whole
+        "index == index",
+        f"group == {group!r} and kind.str.startswith('member')",
+    ]
+    masks: dict = {}
+    for q in queries:
+        want = ge.index.isin(ge.query(q, engine="python").index)
+        assert (_selected(ge, "group_events", q, masks) == want).all(), q
+    # one mask per distinct clause of a top-level and, shared by the queries that repeat it
+    clauses = {c for q in queries for c in _conjuncts(q)}
+    assert set(masks) == {("group_events", c) for c in clauses} and len(clauses) < sum(
+        len(_conjuncts(q)) for q in queries
+    )
+    assert "kind == 'member_left' or group == " + repr(group) in clauses  # an or is one clause
