@@ -551,7 +551,7 @@ static int32_t name_index(Out *o, const unsigned char *p, Py_ssize_t n) {
     for (; o->slots[i] >= 0; i = (i + 1) & (o->nslots - 1)) {
         Py_ssize_t len;
         const unsigned char *q = name_at(o, o->slots[i], &len);
-        if (len == n && memcmp(p, q, (size_t)n) == 0)
+        if (len == n && (n == 0 || memcmp(p, q, (size_t)n) == 0)) /* memcmp on NULL is undefined, even for 0 bytes */
             return o->slots[i];
     }
     if (buf_put(&o->log, p, n))
