@@ -329,8 +329,20 @@ def _conjuncts(query: str) -> list[str]:
 
 
 def _row_mask(frame: pd.DataFrame, expr: str) -> pd.Series | None:
-    """``frame.eval(expr)`` when that is one flag per row, else None."""
-    m = frame.eval(expr, engine="python")
+    """``frame.eval(expr)`` when that is one flag per row, else None. Given the columns ``expr``
+    names only, and the index only when it names that (``DataFrame.eval`` makes a Series of the
+    index for every call, a copy of it each time)."""
+    try:
+        names = {n.id for n in ast.walk(ast.parse(expr.strip(), mode="eval")) if isinstance(n, ast.Name)}
+    except SyntaxError:
+        return _checked(frame.eval(expr, engine="python"), frame)
+    if names & {"index", frame.index.name}:
+        return _checked(frame[[c for c in frame.columns if c in names]].eval(expr, engine="python"), frame)
+    columns = {c: frame[c] for c in frame.columns if c in names}
+    return _checked(pd.eval(expr, engine="python", parser="pandas", resolvers=(columns,)), frame)
+
+
+def _checked(m, frame: pd.DataFrame) -> pd.Series | None:
     ok = isinstance(m, pd.Series) and len(m) == len(frame) and pd.api.types.is_bool_dtype(m.dtype)
     return m if ok else None
 
