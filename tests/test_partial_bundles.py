@@ -67,7 +67,9 @@ def test_every_notebook_runs_with_each_of_its_tables_missing(tmp_path):
         if bundle not in stores:
             stores[bundle] = tmp_path / f"{bundle}.kit"
             kitlib.ingest(ROOT / "sample_data" / bundle, stores[bundle], progress=False)
-        cut = without(stores[bundle], table, tmp_path / f"{bundle}-without-{table}")
+        cut = tmp_path / f"{bundle}-without-{table}"
+        if not cut.exists():  # two investigations may share an example bundle and a table
+            without(stores[bundle], table, cut)
         jobs.append((registry.investigation(name).notebook, cut, tmp_path / f"{name}-without-{table}.ipynb"))
     assert len(jobs) >= 10
     here = os.getcwd()
