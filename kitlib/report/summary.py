@@ -54,7 +54,10 @@ def summary_view(plan, runs: list[dict]) -> dict:
     lines = cited_lines(plan.bundle_path, [e for f in findings for e in f.evidence[:EVIDENCE_PER_FINDING]])
     fviews = []
     first_risk = next((f for f in findings if f.risk), None)
+    seen: dict[str, int] = {}
     for f in findings:
+        seen[f.id] = seen.get(f.id, 0) + 1  # one id may name several findings: each its own anchor
+        anchor = f.id if seen[f.id] == 1 else f"{f.id}--{seen[f.id]}"
         page = pages.get(Path(f.notebook).name) if f.notebook else None
         ev = []
         for e in f.evidence[:EVIDENCE_PER_FINDING]:
@@ -74,6 +77,7 @@ def summary_view(plan, runs: list[dict]) -> dict:
         fviews.append(
             {
                 "id": f.id,
+                "anchor": anchor,
                 "severity": f.severity,
                 "summary": f.summary,
                 "recommendation": f.recommendation,
