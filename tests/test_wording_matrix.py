@@ -51,12 +51,14 @@ def said(words: str, release: str, *values, logger: str | None = None) -> str:
 
 
 def write(root: Path, host: str, name: str, lines: list[tuple[str, str, str, str]]) -> None:
-    """Lines in Kafka's default layout: (time, level, message, logger)."""
+    """Lines in Kafka's default layout: (time, level, message, logger); a stack trace after the
+    message's first line follows the record's line, as log4j writes it."""
     d = root / host
     d.mkdir(parents=True, exist_ok=True)
     with open(d / name, "a") as f:
         for ts, level, msg, logger in lines:
-            f.write(f"[{ts}] {level} {msg} ({logger})\n")
+            first, nl, trace = msg.partition("\n")
+            f.write(f"[{ts}] {level} {first} ({logger})\n{trace}{nl}")
 
 
 def found(root: Path, finding: str) -> list:
@@ -428,3 +430,170 @@ def test_follower_refusing_truncation_in_every_era(tmp_path, release):
     write(tmp_path, "broker-2", "server.log", [(at(6), "FATAL", msg, "kafka.server.ReplicaFetcherThread")])
     f = found(tmp_path, "unclean-election")
     assert f and "orders-3" in f[0].summary
+
+
+# --- producers fenced by a newer one with the same transactional id ----------------------------------
+
+COORD = "kafka.coordinator.transaction.TransactionCoordinator"
+
+
+@pytest.mark.parametrize(
+    "release,prefix",
+    [
+        ("0.11.0.0", "[Transaction Coordinator 1]: "),
+        ("2.8.0", "[TransactionCoordinator id=1] "),
+        ("3.9.0-rc3", "[TransactionCoordinator id=1] "),
+        ("trunk", "[TransactionCoordinator id=1] "),
+    ],
+)
+def test_producer_fenced_seen_by_the_transaction_coordinator(tmp_path, release, prefix):
+    """A second producer initialising the id while the first one's transaction is open: the epoch goes
+    up by two (one bump aborts the open transaction, one is the new producer's) with no timeout rollback."""
+    lines = [
+        (
+            at(7, s),
+            "INFO",
+            prefix + said("Initialized transactionalId", release, "payments-tx", 4000, e, "__transaction_state", 12),
+            COORD,
+        )
+        for s, e in ((0, 0), (40, 2))
+    ]
+    write(tmp_path, "broker-1", "server.log", lines)
+    f = found(tmp_path, "transaction-timeouts")
+    assert f and "payments-tx" in f[0].summary and "fenced" in f[0].summary
+    assert f[0].numbers["transactional_ids"] == "payments-tx"
+
+
+FENCED = (
+    "org.apache.kafka.common.errors.ProducerFencedException: Producer attempted an operation with an old epoch."
+    "\n\tat org.apache.kafka.clients.producer.internals.TransactionManager$InitProducerIdHandler.handleResponse"
+    "(TransactionManager.java:1156)"
+)
+
+
+@pytest.mark.parametrize("release", ["0.11.0.0", "1.1.0", "2.8.0", "3.9.0-rc3", "trunk"])
+def test_producer_fenced_seen_by_the_producer(tmp_path, release):
+    if release.startswith("0.11"):  # the TransactionManager's own prefix, before the clients' LogContext
+        msg = said("Aborting producer batches due to fatal error", release, "[TransactionalId payments-tx] ")
+        logger, level, trace = "org.apache.kafka.clients.producer.internals.Sender", "ERROR", "\n" + FENCED
+    elif release.startswith("1."):
+        msg = "[Producer clientId=pay-1, transactionalId=payments-tx] " + said(
+            "Aborting producer batches due to fatal error", release
+        )
+        logger, level, trace = "org.apache.kafka.clients.producer.internals.Sender", "ERROR", "\n" + FENCED
+    else:
+        msg = "[Producer clientId=pay-1, transactionalId=payments-tx] " + said(
+            "Transiting to fatal error state due to", release, FENCED.split("\n")[0]
+        )
+        logger, level, trace = "org.apache.kafka.clients.producer.internals.TransactionManager", "INFO", ""
+    write(tmp_path, "app-1", "producer.log", [(at(7), level, msg + trace, logger)])
+    f = found(tmp_path, "transaction-timeouts")
+    assert f and "payments-tx" in f[0].summary and "fenced" in f[0].summary
+
+
+# --- a broker losing its ZooKeeper session ------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "release,prefix",
+    [("1.1.0", "[ZooKeeperClient] "), ("2.7.2", "[ZooKeeperClient Kafka server] ")],
+)
+def test_zookeeper_session_expired(tmp_path, release, prefix):
+    msg = prefix + said("Session expired.", release)
+    write(tmp_path, "broker-2", "server.log", [(at(8), "INFO", msg, "kafka.zookeeper.ZooKeeperClient")])
+    f = found(tmp_path, "broker-fenced")
+    assert f and f[0].numbers.get("zk_session_expired") == 1
+    assert f[0].numbers["broker"] == 2 or f[0].numbers.get("host") == "broker-2"
+
+
+def test_zookeeper_session_expired_0_10(tmp_path):
+    """Not from a template: 0.10 and 0.11 brokers use the ZooKeeper client library, whose own line
+    (org.apache.zookeeper.ClientCnxn) says the session expired."""
+    msg = "Unable to reconnect to ZooKeeper service, session 0x16b4fa2c3d70002 has expired, closing socket connection"
+    write(tmp_path, "broker-2", "server.log", [(at(8), "INFO", msg, "org.apache.zookeeper.ClientCnxn")])
+    f = found(tmp_path, "broker-fenced")
+    assert f and f[0].numbers.get("zk_session_expired") == 1
+    assert f[0].numbers["broker"] == 2 or f[0].numbers.get("host") == "broker-2"
+
+
+# --- the log cleaner stopping ---------------------------------------------------------------------------
+
+CLEANER_ERROR = (
+    "java.lang.IllegalStateException: Offset map is full\n\tat kafka.log.Cleaner.buildOffsetMap(LogCleaner.scala:871)"
+)
+
+
+@pytest.mark.parametrize("release", ["2.1.0", "2.8.0", "3.9.0-rc3", "trunk"])
+def test_cleaner_marks_a_partition_uncleanable(tmp_path, release):
+    log = "Log(dir=/data/k1/users-3, topic=users, partition=3, highWatermark=9120, lastStableOffset=9120, logStartOffset=0, logEndOffset=9120)"
+    msg = "[kafka-log-cleaner-thread-0]: " + said(
+        "Unexpected exception thrown when cleaning log", release, log, "users-3"
+    )
+    write(
+        tmp_path, "broker-1", "log-cleaner.log", [(at(9), "WARN", msg + "\n" + CLEANER_ERROR, "kafka.log.LogCleaner")]
+    )
+    f = found(tmp_path, "cleaner-stalled")
+    assert f and "users-3" in f[0].summary and f[0].evidence[0]["host"] == "broker-1"
+
+
+@pytest.mark.parametrize(
+    "release,ident,logger",
+    [
+        ("0.10.2.0", "[kafka-log-cleaner-thread-0], ", "kafka.log.LogCleaner"),
+        ("1.1.0", "[kafka-log-cleaner-thread-0]: ", "kafka.log.LogCleaner"),
+        ("2.8.0", "[kafka-log-cleaner-thread-0]: ", "kafka.log.LogCleaner"),
+        # 3.5+: the Java ShutdownableThread logs under the thread's own class
+        ("3.9.0-rc3", "[kafka-log-cleaner-thread-0]: ", "kafka.log.LogCleaner$CleanerThread"),
+        ("trunk", "[kafka-log-cleaner-thread-0]: ", "kafka.log.LogCleaner$CleanerThread"),
+    ],
+)
+def test_cleaner_thread_dies(tmp_path, release, ident, logger):
+    msg = ident + said("Error due to", release).rstrip()
+    write(tmp_path, "broker-1", "log-cleaner.log", [(at(9), "ERROR", msg + "\n" + CLEANER_ERROR, logger)])
+    f = found(tmp_path, "cleaner-stalled")
+    assert f and f[0].numbers["errors"] == 1 and f[0].evidence[0]["host"] == "broker-1"
+
+
+# --- tiered storage: segment copies to the remote store failing (3.6+) ----------------------------------
+
+
+@pytest.mark.parametrize(
+    "release,logger",
+    [
+        ("3.6.0", "kafka.log.remote.RemoteLogManager$RLMTask"),
+        ("3.9.0-rc3", "kafka.log.remote.RemoteLogManager$RLMCopyTask"),
+        ("trunk", "kafka.log.remote.RemoteLogManager$RLMCopyTask"),
+    ],
+)
+def test_remote_copy_errors(tmp_path, release, logger):
+    tp = "Fs3yVbY9S2qtNEF8A-xMSA:orders-3"
+    prefix = f"[RemoteLogManager=1 partition={tp}] "
+    err = "org.apache.kafka.server.log.remote.storage.RemoteStorageException: Access Denied\n\tat com.example.S3RemoteStorageManager.copyLogSegmentData(S3RemoteStorageManager.java:88)"
+    lines = [
+        (
+            at(10, s),
+            "ERROR",
+            prefix + said("Error occurred while copying log segments of partition", release, tp) + "\n" + err,
+            logger,
+        )
+        for s in (0, 30)
+    ]
+    write(tmp_path, "broker-1", "server.log", lines)
+    f = found(tmp_path, "remote-copy-errors")
+    assert f and "orders-3" in f[0].summary and f[0].numbers["copy_errors"] == 2
+
+
+# --- Connect sink tasks whose offset commits fail ------------------------------------------------------
+
+
+@pytest.mark.parametrize("release", ["0.10.2.0", "1.1.0", "2.8.0", "3.9.0-rc3", "trunk"])
+def test_connect_sink_commit_timeout_in_every_era(tmp_path, release):
+    task = "WorkerSinkTask{id=es-sink-0}"
+    if release < "1.0":
+        msg = said("offsets timed out", release, task)
+    else:
+        msg = said("Commit of offsets timed out", release, task)
+    logger = "org.apache.kafka.connect.runtime.WorkerSinkTask"
+    write(tmp_path, "connect-1", "connect.log", [(at(m), "WARN", msg, logger) for m in range(3)])
+    f = found(tmp_path, "offset-commit-timeouts")
+    assert f and "es-sink-0" in f[0].summary

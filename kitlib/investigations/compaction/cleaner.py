@@ -113,7 +113,7 @@ _EVENTS = [
     (
         "error",
         re.compile(
-            r"kafka-log-cleaner-thread-(\d+)\]: Error due to|Failed to clean up log for (\S+)|"
+            r"kafka-log-cleaner-thread-(\d+)\][:,] Error due to|Failed to clean up log for (\S+)|"
             r"Failed to access checkpoint file|Stopping cleaning logs in dir"
         ),
     ),
@@ -130,7 +130,13 @@ _EVENTS = [
     ),
 ]
 _LOGGERS: dict[str, Any] = dict(
-    loggers=["kafka.log.LogCleaner", "kafka.log.LogCleanerManager$", "kafka.log.LogCleaner$"],
+    # 3.5+: the Java ShutdownableThread's "Error due to" is logged under the cleaner thread's own class
+    loggers=[
+        "kafka.log.LogCleaner",
+        "kafka.log.LogCleanerManager$",
+        "kafka.log.LogCleaner$",
+        "kafka.log.LogCleaner$CleanerThread",
+    ],
     prefixes=["org.apache.kafka.storage.internals.log.LogCleaner", "org.apache.kafka.storage.internals.log.Cleaner"],
 )
 

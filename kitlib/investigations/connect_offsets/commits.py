@@ -129,10 +129,16 @@ _RULES: list[tuple[re.Pattern, int, str | None, str]] = [
         "source",
         "timeout",
     ),
-    (re.compile(r"Commit of offsets timed out"), OUTCOME, "sink", "timeout"),
+    # 0.9-0.11: "Commit of WorkerSinkTask{id=...} offsets timed out"
+    (re.compile(r"Commit of (?:\S+ )?offsets timed out"), OUTCOME, "sink", "timeout"),
     (re.compile(r"Finished (?:offset )?commitOffsets successfully in (?P<ms>\d+) ms"), OUTCOME, "source", "success"),
     (re.compile(r"Finished offset commit successfully in (?P<ms>\d+) ms"), OUTCOME, "sink", "success"),
-    (re.compile(r"Commit of offsets threw an unexpected exception|Offset commit failed"), OUTCOME, "sink", "failed"),
+    (
+        re.compile(r"Commit of (?:\S+ )?offsets threw an unexpected exception|Offset commit failed"),
+        OUTCOME,
+        "sink",
+        "failed",
+    ),
     (
         re.compile(
             r"Failed to flush offsets to storage|Flush of offsets threw an unexpected exception"

@@ -113,7 +113,10 @@ _ANCHORS = (
 )
 # librdkafka's client instance in its messages ('FACILITY [<client.id>#producer-N] ...')
 _RDKAFKA_CLIENT = r"\[(?P<client>[^\]\s]+#producer-\d+)\]"
-_JAVA_PREFIX = r"\[Producer clientId=(?P<client>[^,\]]+)(?:, transactionalId=(?P<txid>[^,\]]+))?\]"
+# 0.11's producer, before the clients' LogContext, prefixed its transactional lines '[TransactionalId <id>] '
+_JAVA_PREFIX = (
+    r"\[(?:Producer clientId=(?P<client>[^,\]]+)|TransactionalId)(?:(?:, transactionalId=| )(?P<txid>[^,\]]+))?\]"
+)
 
 
 @extractor(
