@@ -71,22 +71,76 @@ def logger_keywords(*words: str, empty: bool = True, exclude: Sequence[str] = ("
 def classify(texts: pa.Array, rules: Sequence[Rule]) -> tuple[np.ndarray, dict[str, np.ndarray]]:
     """The kind of each text (first rule that matches; None for none) and every named field of
     every rule as an object array (None where absent)."""
+    which, fields = classify_arrow(texts, rules)
+    return _kinds(which, rules), {f: _objects(v) for f, v in fields.items()}
+
+
+def classify_arrow(texts: pa.Array, rules: Sequence[Rule]) -> tuple[np.ndarray, dict[str, pa.Array]]:
+    """:func:`classify` with the index of the rule each text matched (-1 for none) instead of
+    the kind, and the fields kept as Arrow string arrays (null where absent): each rule's
+    groups are read only from the texts that rule took, and put in place with one take per
+    field, so no Python string is made."""
     n = len(texts)
     which = _first_match(texts, rules)
-    kinds = np.array([r.kind for r in rules] + [None], dtype=object)[np.where(which < 0, len(rules), which)]
-    fields = sorted({f for r in rules for f in r.fields})
-    cols = {f: np.full(n, None, object) for f in fields}
+    names = sorted({f for r in rules for f in r.fields})
+    pieces: dict[str, list[pa.Array]] = {f: [] for f in names}
+    where = {f: np.full(n, -1, np.int64) for f in names}
     for i, rule in enumerate(rules):
         sel = np.flatnonzero(which == i)
         if not len(sel) or not rule.fields:
             continue
-        got = pc.extract_regex(texts.take(pa.array(sel)), rule.pattern)
-        for g in rule.groups:
-            vals = np.array(pc.struct_field(got, g).to_pylist(), dtype=object)
-            vals[vals == ""] = None
-            f = _ALT.sub("", g)
-            cols[f][sel] = np.where(vals == None, cols[f][sel], vals)  # noqa: E711 - an alternative's fields fill the gaps
-    return kinds, cols
+        got = extract(texts.take(pa.array(sel)), rule.pattern)
+        for f, vals in got.items():
+            where[f][sel] = sum(len(x) for x in pieces[f]) + np.arange(len(sel))
+            pieces[f].append(vals)
+    out = {}
+    for f in names:
+        pos = where[f]
+        if not pieces[f]:
+            out[f] = pa.nulls(n, pa.large_string())
+            continue
+        total = sum(len(x) for x in pieces[f])
+        pos[pos < 0] = total  # the one null put after the pieces
+        col = pa.concat_arrays([x.cast(pa.large_string()) for x in pieces[f]] + [pa.nulls(1, pa.large_string())])
+        out[f] = col.take(pa.array(pos))
+    return which, out
+
+
+def _kinds(which: np.ndarray, rules: Sequence[Rule]) -> np.ndarray:
+    """The kind of the rule of each index (None for -1), as an object array."""
+    return np.array([r.kind for r in rules] + [None], dtype=object)[np.where(which < 0, len(rules), which)]
+
+
+def extract(texts: pa.Array, pattern: str) -> dict[str, pa.Array]:
+    """Every field of ``pattern``'s named groups in each text (see :attr:`Rule.fields`: an
+    alternative's ``group2`` fills what ``group`` left empty), as Arrow strings, null where the
+    text does not match or the group is empty.
+
+    Example:
+        >>> got = extract(pa.array(["joined g1", "left g2", "x"]), r"joined (?P<group>\\S+)|left (?P<group2>\\S+)")
+        >>> got["group"].to_pylist()
+        ['g1', 'g2', None]
+    """
+    groups = _NAMES.findall(pattern)
+    if not groups:
+        return {}
+    # RE2 reads the groups of an unanchored pattern much faster when told the match starts after
+    # the shortest run of any characters: the same leftmost match, found in one anchored pass
+    got = pc.extract_regex(texts, "^(?s:.*?)(?:" + pattern + ")")
+    out: dict[str, pa.Array] = {}
+    for g in groups:
+        vals = pc.struct_field(got, g)
+        vals = pc.if_else(pc.equal(vals, ""), pa.scalar(None, vals.type), vals)
+        if pc.any(pc.invert(pc.is_valid(got))).as_py():  # a text the pattern does not match
+            vals = pc.if_else(pc.is_valid(got), vals, pa.scalar(None, vals.type))
+        f = _ALT.sub("", g)
+        out[f] = vals if f not in out else pc.coalesce(vals, out[f])
+    return out
+
+
+def _objects(values: pa.Array) -> np.ndarray:
+    """Arrow strings -> an object array (None for null)."""
+    return np.asarray(values.to_numpy(zero_copy_only=False), dtype=object)
 
 
 def _first_match(texts: pa.Array, rules: Sequence[Rule]) -> np.ndarray:
@@ -108,24 +162,30 @@ def _first_match(texts: pa.Array, rules: Sequence[Rule]) -> np.ndarray:
 class Matches:
     """The records some rule matched, in record order: the records themselves (index from 0),
     their first lines, the kind of the rule each matched and every named field of every rule
-    (object arrays, None where absent)."""
+    (``fields``: Arrow strings, null where absent; ``cols``: the same as object arrays)."""
 
     events: pd.DataFrame
     first: pa.Array
     kinds: np.ndarray
-    cols: dict[str, np.ndarray]
+    fields: dict[str, pa.Array]
+    which: np.ndarray  # index of the rule each record matched (of the rules given to match)
 
     def __len__(self) -> int:
         return len(self.kinds)
 
+    @functools.cached_property
+    def cols(self) -> dict[str, np.ndarray]:
+        return {k: _objects(v) for k, v in self.fields.items()}
+
     def frame(self, columns: dict) -> pd.DataFrame:
         """The table: the record's time, then ``columns``, then its level, first line (500
-        characters at most), host, file and line."""
+        characters at most), host, file and line. A column may be an Arrow array (strings
+        stay in Arrow)."""
         ev = self.events
         return pd.DataFrame(
             {
                 "ts": ev["ts"],
-                **columns,
+                **{k: _pandas(v) for k, v in columns.items()},
                 "level": ev["level"].astype("string"),
                 "message": pd.array(pc.utf8_slice_codeunits(self.first, 0, 500), dtype=pd.StringDtype("pyarrow")),
                 "host": ev["host"].astype("string"),
@@ -135,6 +195,17 @@ class Matches:
         )
 
 
+def _pandas(values):
+    """An Arrow column as a pandas array (strings as the tables' ``string`` dtype, integers as
+    ``Int64``); anything else as given."""
+    if not isinstance(values, (pa.Array, pa.ChunkedArray)):
+        return values
+    if pa.types.is_integer(values.type):
+        data = np.asarray(pc.fill_null(values, 0).to_numpy(zero_copy_only=False), np.int64)
+        return pd.arrays.IntegerArray(data, np.asarray(pc.is_null(values).to_numpy(zero_copy_only=False), bool))
+    return pd.array(values.cast(pa.large_string()), dtype=pd.StringDtype("pyarrow"))
+
+
 def match(events: pd.DataFrame, rules: Sequence[Rule], whole: Collection[str] = ()) -> Matches:
     """The records of ``events`` whose first line one of ``rules`` matches (the first rule that
     does gives the kind). The records no rule took are tried again on their whole message with
@@ -142,19 +213,26 @@ def match(events: pd.DataFrame, rules: Sequence[Rule], whole: Collection[str] = 
     line), their fields filling only what the first pass left empty."""
     msgs = arrow_messages(events)
     first = first_lines(msgs)
-    kinds, cols = classify(first, rules)
-    rest = np.flatnonzero(kinds == None) if whole else np.zeros(0, np.int64)  # noqa: E711
+    which, cols = classify_arrow(first, rules)
+    rest = np.flatnonzero(which < 0) if whole else np.zeros(0, np.int64)
     if len(rest):
-        k2, c2 = classify(msgs.take(pa.array(rest)), [r for r in rules if r.kind in whole])
-        kinds[rest] = k2
-        for f, vals in c2.items():
-            cols[f][rest] = np.where(vals == None, cols[f][rest], vals)  # noqa: E711
-    keep = np.flatnonzero(kinds != None)  # noqa: E711 - elementwise on an object array
+        again = np.array([i for i, r in enumerate(rules) if r.kind in whole], np.int64)
+        w2, c2 = classify_arrow(msgs.take(pa.array(rest)), [rules[i] for i in again])
+        took = np.flatnonzero(w2 >= 0)
+        if len(took):
+            which[rest[took]] = again[w2[took]]
+            mask = np.zeros(len(which), bool)
+            mask[rest[took]] = True
+            for f, vals in c2.items():  # a record no rule took had no field: the second pass fills it
+                cols[f] = pc.replace_with_mask(cols[f], pa.array(mask), vals.take(pa.array(took)))
+    keep = np.flatnonzero(which >= 0)
+    at = pa.array(keep)
     return Matches(
         events.iloc[keep].reset_index(drop=True),
-        first.take(pa.array(keep)),
-        kinds[keep],
-        {k: v[keep] for k, v in cols.items()},
+        first.take(at),
+        _kinds(which[keep], rules),
+        {k: v.take(at) for k, v in cols.items()},
+        which[keep],
     )
 
 
@@ -190,3 +268,34 @@ def field_of(texts: pa.Array, pattern: str, name: str) -> np.ndarray:
 def to_int(values: np.ndarray) -> list:
     """Object array of digit strings (or None) -> ints (or None)."""
     return [None if v is None else int(v) for v in values]
+
+
+def ints(values: pa.Array) -> pa.Array | list:
+    """Arrow digit strings (or null) -> int64 (or null); a number too big for 64 bits keeps the
+    whole column as Python ints (see :func:`to_int`).
+
+    Example:
+        >>> ints(pa.array(["7", None, "-1"])).to_pylist()
+        [7, None, -1]
+    """
+    try:
+        return pc.cast(values, pa.int64())
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+        return to_int(_objects(values))
+
+
+def fields_of(texts: pa.Array, pattern: str) -> dict[str, pa.Array]:
+    """Every named group of ``pattern`` in each text, as Arrow strings (null where the text does
+    not match or the group is empty); unlike :func:`extract`, ``group2`` stays its own field.
+
+    Example:
+        >>> fields_of(pa.array(["[Producer clientId=p1] x", "y"]), r"clientId=(?P<client>[^\\]]+)")["client"].to_pylist()
+        ['p1', None]
+    """
+    got = pc.extract_regex(texts, pattern)
+    ok = pc.is_valid(got)
+    out = {}
+    for g in _NAMES.findall(pattern):
+        vals = pc.struct_field(got, g)
+        out[g] = pc.if_else(pc.and_(ok, pc.not_equal(vals, "")), vals, pa.scalar(None, vals.type))
+    return out

@@ -30,7 +30,7 @@ import pyarrow.compute as pc
 
 from kitlib import tables
 from kitlib.extract import extractor
-from kitlib.extract.rules import Rule, field_of, in_slices, logger_keywords, match, to_int
+from kitlib.extract.rules import Rule, fields_of, in_slices, ints, logger_keywords, match
 
 tables.declare(
     "group_events",
@@ -227,47 +227,49 @@ def build(events: pd.DataFrame) -> pd.DataFrame:
     m = match(events, RULES)
     if not len(m):
         return tables.empty("group_events")
-    first, kinds, cols = m.first, m.kinds, m.cols
-    source = np.where(np.isin(kinds, COORDINATOR_KINDS), "coordinator", "client")
+    # kept in Arrow from the regex kernels to the frame: no Python value per record
+    first, kinds, cols = m.first, m.kinds, m.fields
+    n = len(m)
+    src_client = m.which >= len(COORDINATOR_KINDS)  # the coordinator's rules come first
+    source = np.where(src_client, "client", "coordinator")
     # the Java client's prefix names the client and group; kafka-python names the group in the line
-    group = cols["group"]
-    client = field_of(first, _JAVA_PREFIX, "client")
-    pgroup = field_of(first, _JAVA_PREFIX, "group")
-    group = np.where(group == None, pgroup, group)  # noqa: E711
+    prefix = fields_of(first, _JAVA_PREFIX)
+    client = prefix["client"]
+    group = pc.coalesce(cols["group"], prefix["group"])
     # librdkafka and franz-go name the group in their own words, librdkafka the client instance
     # (looked for only on the client lines that lack them: a broker's lines all name theirs)
-    src_client = ~np.isin(kinds, COORDINATOR_KINDS)
-    todo = np.flatnonzero(src_client & (group == None))  # noqa: E711
-    if len(todo):
-        some = first.take(pa.array(todo))
-        for g in ("group", "group2"):
-            group[todo] = np.where(group[todo] == None, field_of(some, _NAMED_GROUP, g), group[todo])  # noqa: E711
-    todo = np.flatnonzero(src_client & (client == None))  # noqa: E711
-    if len(todo):
-        client[todo] = field_of(first.take(pa.array(todo)), _RDKAFKA_CLIENT, "client")
-    member = np.array(cols["member"], dtype=object)
-    has = np.flatnonzero(member != None)  # noqa: E711
-    if len(has):
-        mid = pa.array(member[has].tolist(), pa.string())
-        mid = pc.replace_substring_regex(mid, r"^.*memberId=([^,)\s]+).*$", r"\1")  # MemberMetadata(memberId=..., ...)
-        mid = pc.replace_substring_regex(mid, r"[.,]$", "")
-        member[has] = mid.to_pylist()
-        from_member = field_of(mid, _UUID_TAIL, "client")
-        client[has] = np.where(client[has] == None, from_member, client[has])  # noqa: E711
+    todo = src_client & ~_valid(group)
+    if todo.any():
+        named = fields_of(first.filter(pa.array(todo)), _NAMED_GROUP)
+        group = pc.replace_with_mask(group, pa.array(todo), pc.coalesce(named["group"], named["group2"]))
+    todo = src_client & ~_valid(client)
+    if todo.any():
+        found = fields_of(first.filter(pa.array(todo)), _RDKAFKA_CLIENT)["client"]
+        client = pc.replace_with_mask(client, pa.array(todo), found)
+    member = cols["member"]
+    if member.null_count < n:  # null stays null
+        member = pc.replace_substring_regex(member, r"^.*memberId=([^,)\s]+).*$", r"\1")  # MemberMetadata(memberId=...)
+        member = pc.replace_substring_regex(member, r"[.,]$", "")
+        client = pc.coalesce(client, fields_of(member, _UUID_TAIL)["client"])
     cp = cols["coordinator_partition"]
-    cp = np.array([f"__consumer_offsets-{v}" if v is not None and v.isdigit() else v for v in cp], dtype=object)
+    bare = pc.fill_null(pc.match_substring_regex(cp, r"^[0-9]+$"), False)  # elected/resigned name the number
+    cp = pc.if_else(bare, pc.binary_join_element_wise(pa.scalar("__consumer_offsets-", cp.type), cp, pa.scalar("", cp.type)), cp)
     return m.frame(
         {
             "source": source,
             "kind": kinds,
             "group": group,
-            "generation": to_int(cols["generation"]),
+            "generation": ints(cols["generation"]),
             "member": member,
             "client_id": client,
             "instance_id": cols["instance_id"],
-            "members": to_int(cols["members"]),
+            "members": ints(cols["members"]),
             "state": cols["state"],
             "reason": cols["reason"],
             "coordinator_partition": cp,
         }
     )
+
+
+def _valid(values: pa.Array) -> np.ndarray:
+    return np.asarray(pc.is_valid(values).to_numpy(zero_copy_only=False), bool)
