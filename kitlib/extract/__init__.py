@@ -224,8 +224,39 @@ def arrow_messages(events: pd.DataFrame, rows: np.ndarray | None = None) -> pa.A
 
 
 def first_lines(messages: pa.Array) -> pa.Array:
-    """Each message up to its first newline (stack traces and statistics blocks cut off)."""
-    return pc.replace_substring_regex(messages, pattern=r"\n[\s\S]*", replacement="")
+    """Each message up to its first newline (stack traces and statistics blocks cut off).
+
+    Example:
+        >>> first_lines(pa.array(["a\\nb\\nc", "d", None])).to_pylist()
+        ['a', 'd', None]
+    """
+    multi = _has_newline(messages)
+    if multi is None:  # not a plain string array: the regex on every text
+        return pc.replace_substring_regex(messages, pattern=r"\n[\s\S]*", replacement="")
+    if not multi.any():
+        return messages  # one line each (most of a broker log): nothing to cut
+    mask = pa.array(multi)
+    cut = pc.replace_substring_regex(messages.filter(mask), pattern=r"\n[\s\S]*", replacement="")
+    return pc.replace_with_mask(messages, mask, cut)
+
+
+def _has_newline(texts: pa.Array) -> np.ndarray | None:
+    """Which texts hold a newline, from one scan of the array's bytes (None for an array that
+    is not a plain string array)."""
+    if not isinstance(texts, pa.Array) or not len(texts):
+        return None
+    if not (pa.types.is_string(texts.type) or pa.types.is_large_string(texts.type)):
+        return None
+    _, obuf, dbuf = texts.buffers()
+    width = np.int64 if pa.types.is_large_string(texts.type) else np.int32
+    offsets = np.frombuffer(obuf, width)[texts.offset : texts.offset + len(texts) + 1].astype(np.int64)
+    if dbuf is None:
+        return np.zeros(len(texts), bool)
+    data = np.frombuffer(dbuf, np.uint8)[offsets[0] : offsets[-1]]
+    at = np.flatnonzero(data == 10) + offsets[0]
+    out = np.zeros(len(texts), bool)
+    out[np.searchsorted(offsets, at, side="right") - 1] = True
+    return out
 
 
 def first_match(texts: pa.Array, patterns: list[str]) -> np.ndarray:
@@ -259,9 +290,9 @@ def groups_of(texts: pa.Array, pattern: str) -> list[list]:
     if not names or not len(texts):
         return [[None] * len(texts) for _ in names]
     got = pc.extract_regex(texts, named)
-    valid = np.asarray(pc.is_valid(got).to_numpy(zero_copy_only=False), bool)
+    ok = pc.is_valid(got)
     out = []
     for n in names:
-        vals = pc.struct_field(got, n).to_pylist()
-        out.append([v if ok and v != "" else None for v, ok in zip(vals, valid)])
+        vals = pc.struct_field(got, n)
+        out.append(pc.if_else(pc.and_(ok, pc.not_equal(vals, "")), vals, pa.scalar(None, vals.type)).to_pylist())
     return out
