@@ -24,7 +24,15 @@ from kitlib import registry, tables
 from kitlib.ingestion.cache import cached_store
 from kitlib.ingestion.derive import DerivedTables
 from kitlib.ingestion.pipeline import run
-from kitlib.ingestion.store import host_partitioning, ingest, is_store, read_summary, read_table, stored_tables
+from kitlib.ingestion.store import (
+    count_rows,
+    host_partitioning,
+    ingest,
+    is_store,
+    read_summary,
+    read_table,
+    stored_tables,
+)
 from kitlib.summary import BundleSummary
 from kitlib.window import Window, sql_values, utc
 
@@ -48,6 +56,8 @@ class Bundle:
     store: Path | None = None  # an ingest output the tables are read from on demand
     window: Window = field(default_factory=Window)  # the window every table of this bundle is cut to
     derived: DerivedTables | None = None  # the store's derived tables built so far (see deferred)
+    # (table, columns) -> those columns of a stored table not read whole (see columns)
+    parts: dict[tuple[str, tuple[str, ...]], pd.DataFrame] = field(default_factory=dict, repr=False, compare=False)
 
     def __getattr__(self, name: str) -> pd.DataFrame:
         if name.startswith("_"):
@@ -77,6 +87,52 @@ class Bundle:
         if name in tables.SCHEMAS:
             return tables.empty(name)
         raise AttributeError(f"bundle has no table {name!r}; known: {sorted(tables.SCHEMAS)}")
+
+    def _on_disk(self, name: str) -> Path | None:
+        """The Parquet file (or folder) table ``name`` is read from, when it is stored, not read
+        whole yet and not derived on first use; else None."""
+        store = self.__dict__.get("store")
+        if store is None or name in self.__dict__.get("tables", {}) or self.deferred(name):
+            return None
+        return stored_tables(store).get(name)
+
+    def columns(self, name: str, columns: list[str]) -> pd.DataFrame:
+        """Table ``name`` with at least ``columns``: the same rows, in the same order and with the
+        same dtypes as :meth:`table` gives. On an ingest output, a table not read whole is read
+        with only those of its declared columns (kept for the next call asking the same ones), so
+        a detector that needs a few columns of a big table never holds its text; anywhere else it
+        is the whole table."""
+        path = self._on_disk(name)
+        spec = tables.SCHEMAS.get(name)
+        if path is None or spec is None:
+            return self.table(name)
+        wanted = set(columns)
+        key = (name, tuple(c for c in spec.names if c in wanted))
+        got = self.parts.get(key)
+        if got is None:
+            got = self.parts[key] = read_table(path, name, self.window, columns=list(key[1]), declared=True)
+        return got
+
+    def rows_at(self, name: str, positions, columns: list[str]) -> pd.DataFrame:
+        """The rows at ``positions`` (of :meth:`table`'s rows) of table ``name``, with ``columns``,
+        as :meth:`table` gives them. On an ingest output a table not read whole is not read whole
+        for them: only those columns are scanned, and only those rows kept."""
+        path = self._on_disk(name)
+        if path is None or name not in tables.SCHEMAS:
+            return self.table(name).iloc[positions][columns]
+        got = read_table(path, name, self.window, columns=columns, declared=True, rows=positions)
+        return got[columns]
+
+    def rows(self, name: str) -> int:
+        """How many rows table ``name`` has (within the bundle's window). On an ingest output a
+        table not read yet is not read for it: its rows are counted from the Parquet files."""
+        path = self._on_disk(name)
+        if path is None:
+            return len(self.table(name))
+        for (table, _cols), part in self.parts.items():
+            if table == name:
+                return len(part)
+        return count_rows(path, name, self.window)
 
     def deferred(self, name: str) -> bool:
         """Whether table ``name`` is derived from log records that the ingest output holds, and

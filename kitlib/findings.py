@@ -259,7 +259,7 @@ def extent_rows(f: Finding, bundle=None, masks: dict | None = None) -> pd.DataFr
         for table, query in f.counted_from.values():
             queries.setdefault(table, []).append(query)
         for table, qs in queries.items():
-            frame = bundle.table(table)
+            frame = _query_frame(bundle, table, qs)
             # a row two of the queries select is one row: their masks joined, its four columns taken once
             mask = np.logical_or.reduce([_selected(frame, table, q, masks) for q in qs])
             if mask.any():
@@ -279,6 +279,23 @@ def extent_rows(f: Finding, bundle=None, masks: dict | None = None) -> pd.DataFr
     keyed = d[has_line].drop_duplicates(["file", "line"])
     bare = d[~has_line].astype({"text": "string"}).drop_duplicates(["file", "host", "ts", "text"])
     return pd.concat([keyed, bare], ignore_index=True)
+
+
+def _query_frame(bundle, table: str, queries: list[str]) -> pd.DataFrame:
+    """Table ``table`` of ``bundle`` with at least the columns ``queries`` name and the four an
+    extent reads (:meth:`~kitlib.bundle.Bundle.columns`): a big stored table's text is never read
+    for a count. The whole table when a query is not plain Python (backticks) or names the index."""
+    names = set(_EXTENT_COLUMNS)
+    for q in queries:
+        try:
+            names |= {n.id for n in ast.walk(ast.parse(q.strip(), mode="eval")) if isinstance(n, ast.Name)}
+        except SyntaxError:
+            return bundle.table(table)
+    columns = getattr(bundle, "columns", None)
+    if columns is None or "index" in names:
+        return bundle.table(table)
+    frame = columns(table, sorted(names))
+    return bundle.table(table) if frame.index.name is not None and frame.index.name in names else frame
 
 
 _I64 = np.iinfo(np.int64)
@@ -574,7 +591,8 @@ def triage(bundle, investigations: Iterable[str] | None = None) -> Triage:
         inv_name = inv.name if inv else ""
         if wanted is not None and inv_name not in wanted:
             continue
-        empty = [t for t in d.needs if not len(bundle.table(t))]
+        # counted, not read: a table the detector reads whole is read by the detector itself
+        empty = [t for t in d.needs if not _rows(bundle, t)]
         if empty:
             runs.append(DetectorRun(name, inv_name, d.checks, "skipped", reason="no rows in " + ", ".join(empty)))
             continue
@@ -612,6 +630,11 @@ def triage(bundle, investigations: Iterable[str] | None = None) -> Triage:
     # incidents first, then configuration risks, each most severe first
     found.sort(key=lambda f: (f.risk, Severity.rank_of(f.severity), f.id))
     return Triage(found, runs)
+
+
+def _rows(bundle, name: str) -> int:
+    rows = getattr(bundle, "rows", None)
+    return int(rows(name)) if callable(rows) else len(bundle.table(name))
 
 
 def triage_text(result: Triage, summary_text: str = "") -> str:

@@ -468,3 +468,39 @@ def test_tables_read_from_an_ingest_output_come_in_one_piece(tmp_path):
     for name, col in (("events", "message"), ("group_events", "reason"), ("group_events", "message")):
         df = b.table(name)
         assert len(df) and df[col].array._pa_array.num_chunks == 1, (name, col)
+
+
+@pytest.mark.slow
+def test_an_ingest_output_reads_columns_and_counts_rows_as_the_whole_table_has_them(tmp_path):
+    """columns(), rows_at() and rows() on an ingest output give what table() gives (same rows,
+    order and dtypes; inside a window too) without reading the table whole; triage of the output
+    reads group_events without its text, and finds exactly what triage of the bundle in memory
+    finds, evidence and extents included."""
+    from kitlib.bundle import window
+
+    root = os.path.join(os.path.dirname(__file__), "..", "sample_data", "rebalance-storm")
+    kitlib.ingest(root, tmp_path / "kit", progress=False, derive=True)
+    lazy, whole = kitlib.load(tmp_path / "kit"), kitlib.load(tmp_path / "kit")
+    ge = whole.table("group_events")
+    assert len(ge) > 100
+    cols = ["line", "kind", "group", "ts", "generation"]
+    part = lazy.columns("group_events", cols)
+    assert list(part.columns) == [c for c in ge.columns if c in cols]
+    pd.testing.assert_frame_equal(part, ge[list(part.columns)])
+    assert lazy.columns("group_events", cols[::-1]) is part  # kept for the next reader
+    at = [len(ge) - 1, 0, 17]
+    pd.testing.assert_frame_equal(
+        lazy.rows_at("group_events", at, ["message", "file"]), ge.iloc[at][["message", "file"]].reset_index(drop=True)
+    )
+    assert lazy.rows("group_events") == len(ge) and "group_events" not in lazy.tables
+    lo, hi = ge["ts"].min(), ge["ts"].max()
+    wl, ww = window(lazy, lo + (hi - lo) / 2, None), window(whole, lo + (hi - lo) / 2, None)
+    assert 0 < wl.rows("group_events") == len(ww.table("group_events")) < len(ge)
+    pd.testing.assert_frame_equal(wl.columns("group_events", ["ts", "kind"]), ww.table("group_events")[["ts", "kind"]])
+
+    fresh = kitlib.load(tmp_path / "kit")
+    got = kitlib.triage(fresh)
+    assert "group_events" not in fresh.tables
+    assert any(f.id == "rebalance-storm" for f in got.findings)
+    mem = kitlib.triage(kitlib.load_bundle(root))
+    assert [f.to_dict() for f in got.findings] == [f.to_dict() for f in mem.findings]

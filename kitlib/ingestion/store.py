@@ -95,16 +95,9 @@ def host_partitioning(path: Path):
     return ds.partitioning(pa.schema([("host", pa.string())]), flavor="hive")
 
 
-def read_table(
-    path: Path,
-    name: str,
-    window: Window | None = None,
-    columns: list[str] | None = None,
-    isin: dict[str, list] | None = None,
-) -> pd.DataFrame:
-    """One stored table as a DataFrame with its declared dtypes, only the rows in ``window`` when
-    given (the filter is pushed down to the Parquet scan), and only the rows whose ``column`` is
-    one of the given values for each ``isin`` entry."""
+def _scan(path: Path, name: str, window: Window | None, isin: dict[str, list] | None = None):
+    """The dataset of the stored table at ``path`` and the filter that keeps the rows in ``window``
+    (and, for each ``isin`` entry, whose column is one of the given values)."""
     import pyarrow.compute as pc
     import pyarrow.dataset as ds
 
@@ -115,7 +108,59 @@ def read_table(
     for col, values in (isin or {}).items():
         c = pc.field(col).cast(pa.string()).isin([str(v) for v in values])
         cond = c if cond is None else cond & c
-    t = tables.contiguous(dataset.to_table(columns=columns, filter=cond))
+    return dataset, cond
+
+
+def count_rows(path: Path, name: str, window: Window | None = None) -> int:
+    """How many rows of the stored table at ``path`` fall in ``window``: from the Parquet footers
+    when the window is whole, else by a scan of the time (and host) columns only. No row is read
+    into pandas."""
+    dataset, cond = _scan(path, name, window)
+    return int(dataset.count_rows(filter=cond))
+
+
+def _declared(name: str, t: pa.Table) -> pd.DataFrame:
+    """Some columns of table ``name`` (an Arrow table of them) as :func:`read_table` gives them
+    when it reads the whole table: each column converted as the whole table's is, then cast to its
+    declared dtype (:func:`kitlib.tables.conform`, column by column)."""
+    df = (
+        t.to_pandas(
+            types_mapper={pa.large_string(): pd.StringDtype("pyarrow"), pa.string(): pd.StringDtype("pyarrow")}.get
+        )
+        if name == "events"  # as kitlib.events.to_pandas reads them
+        else t.to_pandas()
+    )
+    spec = tables.SCHEMAS[name]
+    out = {
+        c.name: tables._cast(df[c.name], c.dtype, tables.DTYPES[c.dtype]) for c in spec.columns if c.name in df.columns
+    }
+    return pd.DataFrame(out, index=df.index).reset_index(drop=True)
+
+
+def read_table(
+    path: Path,
+    name: str,
+    window: Window | None = None,
+    columns: list[str] | None = None,
+    isin: dict[str, list] | None = None,
+    declared: bool = False,
+    rows=None,
+) -> pd.DataFrame:
+    """One stored table as a DataFrame with its declared dtypes, only the rows in ``window`` when
+    given (the filter is pushed down to the Parquet scan), and only the rows whose ``column`` is
+    one of the given values for each ``isin`` entry.
+
+    With ``columns``, only those columns are read (text as Arrow-backed strings); with
+    ``declared`` as well, they come exactly as the whole table's columns do (declared dtypes,
+    categories kept), the columns of a table too big to want whole. ``rows`` (positions among
+    the rows the window keeps) takes only those rows, in that order."""
+    dataset, cond = _scan(path, name, window, isin)
+    t = dataset.to_table(columns=columns, filter=cond)
+    if rows is not None:
+        t = t.take(pa.array(rows, type=pa.int64()))
+    t = tables.contiguous(t)
+    if columns is not None and declared and name in tables.SCHEMAS:
+        return _declared(name, t)
     if columns is None:
         df = to_pandas(t) if name == "events" else t.to_pandas()
         return tables.conform(name, df, redact=False) if name in tables.SCHEMAS else df

@@ -438,6 +438,31 @@ def _summary(ge: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=SUMMARY_COLUMNS)
 
 
+# what the rebalance counts read of group_events (the text of a line only for the rows shown)
+GROUP_COLUMNS = ["ts", "source", "kind", "group", "generation", "client_id", "reason", "host", "file", "line"]
+
+
+def group_rows(bundle) -> pd.DataFrame:
+    """The ``group_events`` rows with at least the columns :func:`rebalance_summary` and
+    :func:`rebalance_storm` read (:data:`GROUP_COLUMNS`): on a big stored table, not its text."""
+    columns = getattr(bundle, "columns", None)
+    return columns("group_events", GROUP_COLUMNS) if callable(columns) else bundle.table("group_events")
+
+
+def _shown_rows(bundle, ge: pd.DataFrame, picks: dict[str, np.ndarray]) -> dict[str, pd.DataFrame]:
+    """Group -> its rows of ``ge`` at positions ``picks[group]``, with their ``message``: read in one
+    scan for every group, and only for these rows, when ``ge`` came without the text."""
+    if "message" in ge.columns or not picks:
+        return {g: ge.iloc[at] for g, at in picks.items()}
+    every = np.unique(np.concatenate(list(picks.values())))
+    text = bundle.rows_at("group_events", every, ["message"])["message"]
+    out = {}
+    for g, at in picks.items():
+        rows = ge.iloc[at]
+        out[g] = rows.assign(message=pd.Series(text.array.take(np.searchsorted(every, at)), index=rows.index))
+    return out
+
+
 def _storm_advice(s: pd.Series, reasons: str) -> str:
     low = reasons.lower()
     steps = []
@@ -474,7 +499,7 @@ def _storm_advice(s: pd.Series, reasons: str) -> str:
     " minutes (group coordinator lines)",
 )
 def rebalance_storm(bundle) -> list[Finding]:
-    raw = bundle.table("group_events")
+    raw = group_rows(bundle)
     ge = client_groups(raw)
     out = []
     summary = _summary(ge)
@@ -488,7 +513,18 @@ def rebalance_storm(bundle) -> list[Finding]:
     start_kind = rebalance_kind(ge)
     shown_kinds = ("member_failed", "member_left", "poll_timeout", "commit_failed", "stabilized")
     masks = _kind_masks(ge["kind"], (*shown_kinds, start_kind))
-    for _, s in summary[summary["busiest_10min"] >= STORM_REBALANCES].iterrows():
+    storms = summary[summary["busiest_10min"] >= STORM_REBALANCES]
+    # the rows shown are picked by position (only they are taken out of the whole table): some
+    # of every kind the numbers count, so each count cites rows of its own
+    picks = {}
+    for g in storms["group"]:
+        at = by_group[g]
+        picks[g] = np.concatenate(
+            [at[masks[kd][at]][:3] for kd in ("member_failed", "member_left", "poll_timeout", "commit_failed")]
+            + [at[masks[start_kind][at]][:6], at[masks["stabilized"][at]][-2:]]
+        )
+    shown_of = _shown_rows(bundle, ge, picks)
+    for _, s in storms.iterrows():
         g = s["group"]
         behind = status[(status["group"].astype("string") == g) & (status["status"] != "ok")] if len(status) else status
         lag_note = (
@@ -497,14 +533,7 @@ def rebalance_storm(bundle) -> list[Finding]:
             else ""
         )
         at = by_group[g]
-        # the rows shown are picked by position (only they are taken out of the whole table): some
-        # of every kind the numbers count, so each count cites rows of its own
-        shown = ge.iloc[
-            np.concatenate(
-                [at[masks[kd][at]][:3] for kd in ("member_failed", "member_left", "poll_timeout", "commit_failed")]
-                + [at[masks[start_kind][at]][:6], at[masks["stabilized"][at]][-2:]]
-            )
-        ].sort_values("ts")
+        shown = shown_of[g].sort_values("ts")
         # where each count comes from: group_events rows, the group's own or its clients' files
         files = files_of.get(g, [])
         mine = f"(group == {g!r} or (group.isna() and file in {files!r}))" if files else f"group == {g!r}"
