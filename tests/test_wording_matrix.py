@@ -597,3 +597,125 @@ def test_connect_sink_commit_timeout_in_every_era(tmp_path, release):
     write(tmp_path, "connect-1", "connect.log", [(at(m), "WARN", msg, logger) for m in range(3)])
     f = found(tmp_path, "offset-commit-timeouts")
     assert f and "es-sink-0" in f[0].summary
+
+
+# --- members removed or leaving during a rebalance storm ---------------------------------------------
+
+OLD_GC = "kafka.coordinator.group.GroupCoordinator"
+NEW_GC = "org.apache.kafka.coordinator.group.GroupMetadataManager"
+
+
+def storm_lines(release: str, prefix: str, logger: str, extra) -> list:
+    """Five rebalances of orders-app, each set off by ``extra(i)``: (message, logger) of the line
+    that removes or loses a member."""
+    lines = []
+    for i in range(5):
+        gen = 10 + i
+        if release.startswith(("0.11", "1.", "2.0")):
+            prep = said("Preparing to rebalance group", release, "orders-app", gen, "__consumer_offsets", 7)
+            stab = said("Stabilized group", release, "orders-app", gen + 1, "__consumer_offsets", 7)
+        elif logger == OLD_GC:
+            why = "removing member on heartbeat expiration"
+            prep = said(
+                "Preparing to rebalance group",
+                release,
+                "orders-app",
+                "Stable",
+                gen,
+                "__consumer_offsets",
+                7,
+                why,
+                logger=logger,
+            )
+            members = (2,) if release >= "2.8" else ()  # 2.8 added the member count
+            stab = said(
+                "Stabilized group", release, "orders-app", gen + 1, "__consumer_offsets", 7, *members, logger=logger
+            )
+        else:
+            why = "removing member on heartbeat expiration"
+            prep = said("Preparing to rebalance group", release, "orders-app", "Stable", gen, why, logger=logger)
+            stab = said("Stabilized group", release, "orders-app", gen + 1, 2, logger=logger)
+        msg, who = extra(i)
+        lines += [
+            (at(i, 0), "INFO", msg, who),
+            (at(i, 1), "INFO", prefix + prep, logger),
+            (at(i, 4), "INFO", prefix + stab, logger),
+        ]
+    return lines
+
+
+@pytest.mark.parametrize(
+    "release,prefix,logger",
+    [
+        # 0.9-0.10 log a failed member at TRACE only
+        ("0.11.0.1", "[GroupCoordinator 1]: ", OLD_GC),
+        ("2.8.0", "[GroupCoordinator 1]: ", OLD_GC),
+        ("3.9.0-rc3", "[GroupCoordinator id=1 topic=__consumer_offsets partition=7] ", NEW_GC),
+        ("trunk", "[GroupCoordinator id=1 topic=__consumer_offsets partition=7] ", NEW_GC),
+    ],
+)
+def test_members_removed_on_session_expiry_in_a_storm(tmp_path, release, prefix, logger):
+    def failed(i):
+        member = f"consumer-orders-app-1-{i:04d}-5f1c"
+        return prefix + said(
+            "has failed, removing it from the group", release, member, "orders-app", logger=logger
+        ), logger
+
+    write(tmp_path, "broker-1", "server.log", storm_lines(release, prefix, logger, failed))
+    f = found(tmp_path, "rebalance-storm")
+    assert f and "orders-app" in f[0].summary and f[0].numbers["members_failed"] == 5
+
+
+@pytest.mark.parametrize(
+    "release,prefix,logger",
+    [
+        ("3.2.0", "[GroupCoordinator 1]: ", OLD_GC),
+        ("3.9.0-rc3", "[GroupCoordinator id=1 topic=__consumer_offsets partition=7] ", NEW_GC),
+        ("trunk", "[GroupCoordinator id=1 topic=__consumer_offsets partition=7] ", NEW_GC),
+    ],
+)
+def test_members_leaving_in_a_storm(tmp_path, release, prefix, logger):
+    def left(i):
+        member = f"consumer-orders-app-1-{i:04d}-5f1c"
+        reason = "the consumer is being closed"
+        if logger == OLD_GC:
+            msg = said(
+                "has left group {} through explicit `LeaveGroup`; client reason", release, member, "orders-app", reason
+            )
+        else:  # the new coordinator names the group in its own prefix
+            msg = said("] Member {} has left group through explicit", release, "orders-app", member, reason)
+        return prefix + msg, logger
+
+    write(tmp_path, "broker-1", "server.log", storm_lines(release, prefix, logger, left))
+    f = found(tmp_path, "rebalance-storm")
+    assert f and "orders-app" in f[0].summary and f[0].numbers["members_left"] == 5
+
+
+@pytest.mark.parametrize("release", ["2.1.0", "3.0.0", "3.9.0-rc3", "trunk"])
+def test_consumer_poll_timeouts_in_a_storm(tmp_path, release):
+    """The consumers' side: each rebalance set off by a member whose poll loop stalled."""
+    client = "org.apache.kafka.clients.consumer.internals.AbstractCoordinator"
+
+    def poll(i):
+        words = "consumer poll timeout has expired" if release >= "3" else "This member will leave the group because"
+        return (
+            f"[Consumer clientId=orders-app-{i}, groupId=orders-app] " + said(words, release, logger=client),
+            client,
+        )
+
+    if release.startswith("2."):
+        prefix, logger = "[GroupCoordinator 1]: ", OLD_GC
+    else:
+        prefix, logger = (
+            ("[GroupCoordinator 1]: ", OLD_GC)
+            if release < "3.6"
+            else (
+                "[GroupCoordinator id=1 topic=__consumer_offsets partition=7] ",
+                NEW_GC,
+            )
+        )
+    lines = storm_lines(release, prefix, logger, poll)
+    write(tmp_path, "broker-1", "server.log", [x for x in lines if x[3] != client])
+    write(tmp_path, "app-1", "consumer.log", [x for x in lines if x[3] == client])
+    f = found(tmp_path, "rebalance-storm")
+    assert f and "orders-app" in f[0].summary and f[0].numbers["poll_timeouts_in_client_logs"] == 5

@@ -82,7 +82,9 @@ RULES = [
     Rule("member_failed", r"Member (?P<member>\S+) in group (?P<group>\S+) has failed, removing it from the group"),
     Rule(
         "member_left",
-        r"Member (?P<member>.+?) has left group (?P<group>\S+) through explicit \W?LeaveGroup\W?"
+        # 3.7+'s group coordinator names the group in its prefix: '[Group g] Member m has left group through ...'
+        r"(?:Member (?P<member>.+?) has left group (?P<group>\S+)|\[Group (?P<group2>\S+)\] (?:Dynamic |Static |Pending )?"
+        r"[Mm]ember (?P<member2>\S+)(?: with instance id \S+)? has left group) through explicit \W?LeaveGroup\W?"
         r"(?: request)?(?:; client reason: (?P<reason>.*))?",
     ),
     Rule(
