@@ -719,3 +719,47 @@ def test_consumer_poll_timeouts_in_a_storm(tmp_path, release):
     write(tmp_path, "app-1", "consumer.log", [x for x in lines if x[3] == client])
     f = found(tmp_path, "rebalance-storm")
     assert f and "orders-app" in f[0].summary and f[0].numbers["poll_timeouts_in_client_logs"] == 5
+
+
+# --- brokers started with different Kafka versions (a rolling upgrade half done) ------------------------
+
+SERVER = "kafka.server.KafkaServer"
+
+
+def logged(template: str, release: str, logger: str) -> str:
+    """``template`` itself, checked to be one the release logs under ``logger`` (no slots)."""
+    cat = statements.load()
+    assert any(s.template == template and s.logger == logger and release in s.releases for s in cat.statements), (
+        template,
+        release,
+    )
+    return template
+
+
+def banner(release: str, broker: int, minute: int) -> list:
+    """A broker's start-up lines as ``release`` logs them: its first line, the version, 'started'."""
+    if release < "1.1":  # no Log4jController line yet; KafkaServer sets its prefix after 'starting'
+        first = (logged("starting", release, SERVER), SERVER)
+    else:
+        logger = "kafka.utils.Log4jControllerRegistration$"
+        first = (said("Registered kafka:type=kafka.Log4jController MBean", release, logger=logger), logger)
+    ident = f"[Kafka Server {broker}], " if release < "1.0" else f"[KafkaServer id={broker}] "
+    words = "Kafka version : " if release < "2.2" else "Kafka version: "
+    version = release.split("-")[0] if release != "trunk" else "4.0.0-SNAPSHOT"
+    return [
+        (at(minute, 0), "INFO", first[0], first[1]),
+        (at(minute, 5), "INFO", said(words, release, version), "org.apache.kafka.common.utils.AppInfoParser"),
+        (at(minute, 9), "INFO", ident + logged("started", release, SERVER), SERVER),
+    ]
+
+
+@pytest.mark.parametrize(
+    "old,new",
+    [("0.10.2.0", "0.11.0.0"), ("1.1.0", "2.1.1"), ("2.1.1", "2.2.0"), ("2.8.0", "3.9.0-rc3"), ("3.9.0-rc3", "trunk")],
+)
+def test_brokers_on_mixed_versions(tmp_path, old, new):
+    write(tmp_path, "broker-1", "server.log", banner(new, 1, 0))
+    write(tmp_path, "broker-2", "server.log", banner(old, 2, 1))
+    f = found(tmp_path, "broker-versions-mixed")
+    old_v = old.split("-")[0]
+    assert f and f"{old_v} on broker-2" in f[0].summary and "on broker-1" in f[0].summary

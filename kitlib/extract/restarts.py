@@ -34,10 +34,11 @@ tables.declare(
 
 _START = re.compile(
     r"\[KafkaServer id=\d+\] starting|Transition from SHUTDOWN to STARTING|^Registered kafka:type=kafka.Log4jController MBean|"
-    r"\[KafkaRaftServer nodeId=\d+\] Rewriting|^Starting Kafka|\[ControllerServer id=\d+\] Starting controller"
+    r"\[KafkaRaftServer nodeId=\d+\] Rewriting|^Starting Kafka|\[ControllerServer id=\d+\] Starting controller|"
+    r"^starting$"  # KafkaServer's own first line (0.8-1.0 log no Log4jController line before it)
 )
-_READY = re.compile(r"Kafka Server started|\[KafkaServer id=\d+\] started")
-_VERSION = re.compile(r"Kafka version: (\S+)")
+_READY = re.compile(r"Kafka Server started|\[KafkaServer id=\d+\] started|\[Kafka Server \d+\], started")  # 0.8-0.11
+_VERSION = re.compile(r"Kafka version ?: (\S+)")  # 0.9-2.1: "Kafka version : x"
 
 
 def restarts_from(events: pd.DataFrame) -> pd.DataFrame:
