@@ -59,11 +59,40 @@ tables.declare(
 )
 
 
-def run(path, tz, out: Path | None, progress, derive: bool = True) -> tuple[dict[str, pd.DataFrame], BundleSummary]:
+# a streaming ingest with derived tables of at least this many bytes, on a machine with two
+# cores or more, builds them in a second process while it parses (below it, starting that
+# process costs more than it saves)
+PARALLEL_BYTES = 128 * 1024 * 1024
+
+
+def two_processes(total: int) -> bool:
+    """Whether a streaming ingest of ``total`` bytes with derived tables uses a second process:
+    ``KITLIB_INGEST_PROCESSES`` 1 or 2 says so, else a bundle of :data:`PARALLEL_BYTES` or more
+    on a machine with two cores or more."""
+    raw = os.environ.get("KITLIB_INGEST_PROCESSES", "").strip()
+    if raw in ("1", "2"):
+        return raw == "2"
+    return total >= PARALLEL_BYTES and cores() >= 2
+
+
+def cores() -> int:
+    """The cores this process may run on."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):  # not Linux
+        return os.cpu_count() or 1
+
+
+def run(
+    path, tz, out: Path | None, progress, derive: bool = True, parallel: bool | None = None
+) -> tuple[dict[str, pd.DataFrame], BundleSummary]:
     """Discover, detect and parse every file of the bundle at ``path`` into ``Sink(out)``;
     returns the tables held in memory (all of them when ``out`` is None) and the summary.
     ``derive=False`` (streaming only) leaves the tables derived from log records to be built
-    on first use from the stored events; the summary lists them in ``deferred``."""
+    on first use from the stored events; the summary lists them in ``deferred``.
+    ``parallel`` builds the derived tables of a streaming ingest in a second process while the
+    bundle is parsed (:class:`~kitlib.ingestion.sink.DerivingProcess`): the same tables, on two
+    cores; by default as :func:`two_processes` says."""
     t0 = time.perf_counter()
     root = Path(path)
     if not root.exists():
@@ -75,7 +104,9 @@ def run(path, tz, out: Path | None, progress, derive: bool = True) -> tuple[dict
     srcs, skipped = discover_all(root, tz)
     total = sum(s.size for s in srcs)
     bar = _progress(progress, total, root.name)
-    sink = Sink(out, derive)
+    if parallel is None:
+        parallel = two_processes(total)
+    sink = Sink(out, derive, parallel=bool(parallel) and derive and out is not None)
     inventory = FileRows()
     n_files = len(srcs)
     srcs.reverse()  # taken from the end: each file's object (and what its parse noted) goes once it is parsed
@@ -87,6 +118,9 @@ def run(path, tz, out: Path | None, progress, derive: bool = True) -> tuple[dict
                 bar.set_postfix_str(f"file {n_files - len(srcs):,}/{n_files:,}", refresh=False)
             fmt = formats.detect(head(src), src)
             inventory.add(parse_file(src, fmt, sink, bar))
+    except BaseException:
+        sink.abort()
+        raise
     finally:
         close_archives()
     for row in not_read_rows(skipped):

@@ -5,8 +5,13 @@ use from the stored events (``derive=False``, see :mod:`kitlib.ingestion.derive`
 
 from __future__ import annotations
 
+import contextlib
+import pickle
+import queue
+import threading
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
+from typing import NoReturn
 
 import pandas as pd
 import pyarrow as pa
@@ -55,7 +60,7 @@ class Sink:
 
     STREAMED = ("events", "unparsed")
 
-    def __init__(self, out: Path | None, derive: bool = True, partition_key: str | None = None):
+    def __init__(self, out: Path | None, derive: bool = True, partition_key: str | None = None, parallel: bool = False):
         self.out = out
         # a column the streamed files leave out: the key of the partition they are moved into
         # (a Dask ingest's ``host``), kept in the rows handed to the extractors
@@ -66,8 +71,11 @@ class Sink:
         self.pending: dict[str, list[pa.Table]] = {}  # streamed rows not written yet, per table
         self.pending_size: dict[str, tuple[int, int]] = {}  # their (rows, bytes)
         self.written: set[str] = set()  # derived tables already written to ``out``
-        # the records the extractors want (spilled next to the output when streaming)
-        self.selection = Selection(out) if self.derive else None
+        # the records the extractors want (spilled next to the output when streaming); with
+        # ``parallel`` (a streaming ingest of a big bundle) picked and built in a second process
+        self.selection = (
+            Selection(out, BlockwiseProcess(out) if parallel and out is not None else None) if self.derive else None
+        )
         self.rows: dict[str, int] = {}
         self.first_ts: int | None = None  # first and last record time seen (ms since the epoch, UTC)
         self.last_ts: int | None = None
@@ -75,9 +83,14 @@ class Sink:
         # and parsing the next blocks overlaps with compressing this one
         self._pool = ThreadPoolExecutor(1) if out is not None else None
         self._last: Future | None = None
-        # a streamed ingest without derived tables matches each events block's templates on a
-        # thread of its own while the next block is parsed (in order, one block in flight)
-        self._match = ThreadPoolExecutor(1) if out is not None and self.selection is None else None
+        # a streamed ingest without derived tables (or with them built in a second process)
+        # matches each events block's templates on a thread of its own while the next block is
+        # parsed (in order, one block in flight)
+        self._match = (
+            ThreadPoolExecutor(1)
+            if out is not None and (self.selection is None or self.selection.remote is not None)
+            else None
+        )
         self._matching: Future | None = None
 
     def add(self, name: str, chunk) -> int:
@@ -93,12 +106,16 @@ class Sink:
         elif name in tables.SCHEMAS:
             chunk = tables.conform(name, chunk)
         self.rows[name] = self.rows.get(name, 0) + n
+        if name == "events" and self._matching is not None and not isinstance(chunk, pa.Table):
+            before = self._matching.result()  # the block before it goes first: rows stay in order
+            self._matching = None
+            self._matched(before)
         if name == "events" and self._match is not None and isinstance(chunk, pa.Table):
             # each record's Kafka log statement, matched on the redacted text
             self._span(chunk)
             ahead, self._matching = self._matching, self._match.submit(annotate, chunk)
             if ahead is not None:
-                self._stream(name, ahead.result())
+                self._matched(ahead.result())
             return n
         if name == "events":
             # each record's Kafka log statement, matched on the redacted text
@@ -111,6 +128,13 @@ class Sink:
         else:
             self.parts.setdefault(name, []).append(chunk)
         return n
+
+    def _matched(self, events: pa.Table) -> None:
+        """An events block whose templates were matched on the thread: to the second process's
+        selection (when there is one), then to the stream."""
+        if self.selection is not None:
+            self.selection.add(events)
+        self._stream("events", events)
 
     def _stream(self, name: str, chunk) -> None:
         """Hold a chunk of a streamed table, written as a row group once enough is held."""
@@ -170,12 +194,12 @@ class Sink:
     def close_streams(self) -> dict[str, Path]:
         """Finish the Parquet writes and close the spill files; returns the spill file of each
         selection group (streaming only)."""
-        spilled = self.selection.close() if self.selection is not None else {}
         if self._matching is not None:
             ahead, self._matching = self._matching, None
-            self._stream("events", ahead.result())
+            self._matched(ahead.result())
         if self._match is not None:
             self._match.shutdown()
+        spilled = self.selection.close() if self.selection is not None else {}
         for name in list(self.pending):
             self._write(name)
         if self._last is not None:
@@ -185,6 +209,11 @@ class Sink:
         for w in self.writers.values():
             w.close()
         return spilled
+
+    def abort(self) -> None:
+        """Stop the second process, if any (the ingest was given up)."""
+        if self.selection is not None and self.selection.remote is not None:
+            self.selection.remote.close()
 
     def finish(self) -> tuple[dict[str, pd.DataFrame], list[BuildError]]:
         """Close the streams, build every derived table; returns the tables still in memory (all
@@ -201,21 +230,36 @@ class Sink:
             out[name] = tables.conform(name, df, redact=False) if name in tables.SCHEMAS else df.reset_index(drop=True)
         errors: dict[str, BuildError] = {}
         release_memory()
-        for k, v, err in self.selection.build() if self.selection is not None else iter(()):
+        remote = self.selection.remote if self.selection is not None else None
+        if remote is not None:
+            # the blockwise tables are put together and written by the second process meanwhile,
+            # given the rows file formats put in them (configs: logs + live capture)
+            theirs = blockwise_tables()
+            filled = {k: out.pop(k) for k in list(out) if k in theirs}
+            remote.start_finish({k: v for k, v in filled.items() if len(v)})
+            assert self.selection is not None
+            done = {
+                k: (n, err)
+                for k, n, err, _ in write_derived(
+                    ((k, v, err) for k, v, err in self.selection.build() if k not in theirs), out, self.out
+                )
+            }
+            done.update({k: (n, err) for k, n, err in remote.wait()})
+            for k in extract.EXTRACTORS:  # in the order one process builds them
+                if k in done:
+                    n, err = done[k]
+                    if err is not None:
+                        errors.setdefault(k, err)
+                    self.rows[k] = n
+                    self.written.add(k)
+            return out, list(errors.values())
+        built = self.selection.build() if self.selection is not None else iter(())
+        for k, n, err, v in write_derived(built, out, self.out):
             if err is not None:
                 errors.setdefault(k, err)
-            if k in out and len(out[k]):  # a table some file format also fills (configs: logs + live capture)
-                v = tables.conform(k, pd.concat([out[k], v], ignore_index=True)) if len(v) else out[k]
-            self.rows[k] = len(v)
-            if self.out is not None:  # streaming: write it now, so derived tables never pile up in memory
-                # already conformed and redacted (iter_build): written as it is
-                pq.write_table(
-                    pa.Table.from_pandas(v, preserve_index=False), self.out / f"{k}.parquet", compression="zstd"
-                )
+            self.rows[k] = n
+            if v is None:
                 self.written.add(k)
-                out.pop(k, None)
-                del v
-                release_memory()
             else:
                 out[k] = v
         return out, list(errors.values())
@@ -230,8 +274,9 @@ class Selection:
     folder), so that thousands of small selections do not pin memory that the parser's big blocks
     then cannot reuse (it measured +250 MB RSS on a 2 GB log)."""
 
-    def __init__(self, spill: Path | None = None):
+    def __init__(self, spill: Path | None = None, remote: BlockwiseProcess | None = None):
         self.spill = spill
+        self.remote = remote  # builds the blockwise groups in a second process
         self.kept: dict[str, list[pa.Table]] = {}
         self.spills: dict[str, pa.ipc.RecordBatchStreamWriter] = {}
         self.spilled: dict[str, Path] = {}  # closed spill files, read back by build()
@@ -252,6 +297,13 @@ class Selection:
         records = pa.concat_tables(self.pending.pop(group, []), promote_options="permissive")
         if not records.num_rows:
             return
+        if self.remote is not None:
+            self.remote.build(group, records)
+        else:
+            self.built(group, records)
+
+    def built(self, group: str, records: pa.Table) -> None:
+        """Build a batch of a blockwise group's records and keep the pieces."""
         pieces, errors = extract.build_blockwise(group, records)
         for err in errors:
             self.block_errors.setdefault(err.table, err)
@@ -293,6 +345,149 @@ class Selection:
         kept, self.kept = self.kept, {}
         for table, frame, err in extract.iter_build(kept, to_pandas):
             yield table, frame, err if err is not None else self.block_errors.get(table)
+
+
+def write_derived(built, out: dict[str, pd.DataFrame], dest: Path | None):
+    """Take each derived table from ``built`` (``(table, frame, error)``, see
+    :meth:`Selection.build`), put the rows a file format filled in the same table (``out``)
+    first, and write it to ``dest`` (streaming: so derived tables never pile up in memory; the
+    table then leaves ``out``); yields ``(table, rows, error, frame or None when written)``."""
+    for k, v, err in built:
+        if k in out and len(out[k]):  # a table some file format also fills (configs: logs + live capture)
+            v = tables.conform(k, pd.concat([out[k], v], ignore_index=True)) if len(v) else out[k]
+        n = len(v)
+        if dest is not None:
+            # already conformed and redacted (iter_build): written as it is
+            pq.write_table(pa.Table.from_pandas(v, preserve_index=False), dest / f"{k}.parquet", compression="zstd")
+            out.pop(k, None)
+            del v
+            release_memory()
+            yield k, n, err, None
+        else:
+            yield k, n, err, v
+
+
+class BlockwiseProcess:
+    """A second process that builds the blockwise derived tables (see
+    :func:`kitlib.extract.build_blockwise`) from batches of the records a :class:`Selection`
+    picks, and at the end writes them to the output folder; so that on a machine with two
+    cores a streaming ingest of a big bundle parses, matches and selects in one process while
+    the other builds. Batches go to it in order through a pipe (Arrow IPC, sent by a thread of
+    this process; at most ``AHEAD`` wait, so memory stays bounded). It runs the same builders
+    on the same batches in the same order as :class:`Selection` does in one process."""
+
+    AHEAD = 3  # batches waiting to be sent
+
+    def __init__(self, out: Path):
+        import multiprocessing
+
+        # spawned, not forked: this process already runs threads (Arrow's, the writer's)
+        ctx = multiprocessing.get_context("spawn")
+        self._conn, child = ctx.Pipe(duplex=True)
+        self.proc = ctx.Process(target=_blockwise_main, args=(child, str(out)), name="kitlib-derive", daemon=True)
+        self.proc.start()
+        child.close()
+        self._queue: queue.Queue = queue.Queue(self.AHEAD)
+        self._failed: BaseException | None = None
+        self._sender = threading.Thread(target=self._send_all, name="kitlib-derive-send", daemon=True)
+        self._sender.start()
+
+    def build(self, group: str, records: pa.Table) -> None:
+        """Pass one batch of a blockwise group's records on."""
+        if self._failed is None:  # else said by finish
+            self._queue.put((group, records))
+
+    def _send_all(self) -> None:
+        while True:
+            item = self._queue.get()
+            if item is None:
+                return
+            if self._failed is not None:
+                continue  # drained, so that build() never blocks on a process that is gone
+            group, records = item
+            try:
+                buf = pa.BufferOutputStream()
+                with pa.ipc.new_stream(buf, records.schema) as w:
+                    w.write_table(records)
+                self._conn.send_bytes(b"B" + group.encode())
+                self._conn.send_bytes(memoryview(buf.getvalue()))
+            except (OSError, EOFError, ValueError) as e:
+                self._failed = e
+
+    def start_finish(self, filled: dict[str, pd.DataFrame]) -> None:
+        """Wait for every batch to be sent, then send the rows file formats put in blockwise
+        tables (put first, as in one process): the second process builds and writes its tables."""
+        self._queue.put(None)
+        self._sender.join()
+        try:
+            if self._failed is not None:
+                raise self._failed
+            self._conn.send_bytes(b"F")
+            self._conn.send_bytes(pickle.dumps(filled, protocol=5))
+        except (OSError, EOFError, ValueError) as e:
+            self._stopped(e)
+
+    def wait(self) -> list[tuple[str, int, BuildError | None]]:
+        """``(table, rows, error)`` of every blockwise table, once written."""
+        try:
+            status, value = self._conn.recv()
+        except (OSError, EOFError) as e:
+            self._stopped(e)
+        finally:
+            self._conn.close()
+        self.proc.join()
+        if status != "ok":
+            raise RuntimeError(f"building the derived tables failed: {value}")
+        return value
+
+    def _stopped(self, e: BaseException) -> NoReturn:
+        self.close()
+        raise RuntimeError(
+            f"the process building the derived tables stopped (exit code {self.proc.exitcode}): {type(e).__name__}"
+        ) from None
+
+    def close(self) -> None:
+        """Stop the second process (an ingest given up half way)."""
+        self._failed = self._failed or EOFError("closed")
+        with contextlib.suppress(queue.Full):
+            self._queue.put_nowait(None)
+        if self.proc.is_alive():
+            self.proc.terminate()
+        self.proc.join(5)
+        self._conn.close()
+
+
+def blockwise_tables() -> set[str]:
+    """The derived tables built block by block (:attr:`kitlib.extract.Extractor.blockwise`)."""
+    return {name for name, ex in extract.EXTRACTORS.items() if ex.blockwise}
+
+
+def _blockwise_main(conn, out: str) -> None:
+    """The second process of :class:`BlockwiseProcess`: batches in, blockwise tables written."""
+    from kitlib import registry
+
+    registry.load()
+    try:
+        selection = Selection(Path(out))  # keeps (spills) the built pieces as a one-process ingest does
+        while True:
+            tag = conn.recv_bytes()
+            data = conn.recv_bytes()
+            if tag[:1] == b"B":
+                selection.built(tag[1:].decode(), pa.ipc.open_stream(pa.py_buffer(data)).read_all())
+                del data
+                continue
+            filled = pickle.loads(data)
+            break
+        release_memory()
+        mine = blockwise_tables()
+        built = ((k, v, err) for k, v, err in selection.build() if k in mine)
+        conn.send(("ok", [(k, n, err) for k, n, err, _ in write_derived(built, filled, Path(out))]))
+    except EOFError:  # the ingest stopped: nothing to hand back
+        return
+    except Exception as e:  # noqa: BLE001 - handed back, the ingest says it
+        conn.send(("error", f"{type(e).__name__}: {e}"))
+    finally:
+        conn.close()
 
 
 def release_memory() -> None:

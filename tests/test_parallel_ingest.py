@@ -1,0 +1,106 @@
+"""A streaming ingest with derived tables that builds the blockwise ones in a second process
+(a big bundle on two cores) writes the same tables, row for row, as the one-process ingest."""
+
+import json
+from pathlib import Path
+
+import pyarrow.parquet as pq
+import pytest
+
+from kitlib import extract
+from kitlib.ingestion import pipeline
+from kitlib.ingestion.store import ingest
+
+ROOT = Path(__file__).resolve().parents[1]
+pytestmark = pytest.mark.slow
+
+# a group's rebalance and an ISR change between records with stack traces, so that the blocks and
+# the batches sent to the second process cut through multi-line records
+TRACE = (
+    "[2024-05-22 00:{m:02d}:{s:02d},{ms:03d}] ERROR [ReplicaFetcher replicaId=2, leaderId=1, fetcherId=0] "
+    "Error for partition orders-{p} at offset {o} (kafka.server.ReplicaFetcherThread)\n"
+    "org.apache.kafka.common.errors.NotLeaderOrFollowerException: For requests intended only for the leader\n"
+    + "".join(f"\tat org.apache.kafka.server.Frame{i}.call(Frame{i}.java:{i * 7})\n" for i in range(6))
+)
+ISR = (
+    "[2024-05-22 00:{m:02d}:{s:02d},{ms:03d}] INFO [Partition orders-{p} broker=1] Shrinking ISR from 1,2,3 to 1 "
+    "(kafka.cluster.Partition)\n"
+)
+GROUP = (
+    "[2024-05-22 00:{m:02d}:{s:02d},{ms:03d}] INFO [GroupCoordinator 1]: Preparing to rebalance group g{p} in "
+    "state PreparingRebalance with old generation {o} (__consumer_offsets-{p}) (reason: Adding new member) "
+    "(kafka.coordinator.group.GroupCoordinator)\n"
+)
+
+
+def stored(out: Path) -> dict:
+    """Every table of a store, and its summary without timings."""
+    tabs = {p.stem: pq.read_table(p) for p in sorted(out.glob("*.parquet")) if p.stem != "files"}
+    files = pq.read_table(out / "files.parquet").drop_columns(["seconds"])
+    summary = json.loads((out / "summary.json").read_text())
+    summary.pop("seconds")
+    return {"tables": tabs, "files": files, "summary": summary}
+
+
+def ingest_both(bundle: Path, tmp: Path, monkeypatch) -> tuple[dict, dict]:
+    monkeypatch.setattr(pipeline, "cores", lambda: 2)
+    monkeypatch.setattr(pipeline, "PARALLEL_BYTES", 1 << 60)
+    ingest(bundle, tmp / "one", derive=True, progress=False)
+    monkeypatch.setattr(pipeline, "PARALLEL_BYTES", 0)
+    ingest(bundle, tmp / "two", derive=True, progress=False)
+    return stored(tmp / "one"), stored(tmp / "two")
+
+
+def assert_same(a: dict, b: dict) -> None:
+    assert a["summary"] == b["summary"]
+    assert a["files"].equals(b["files"])
+    assert sorted(a["tables"]) == sorted(b["tables"])
+    for name, t in a["tables"].items():
+        assert t.equals(b["tables"][name]), name
+
+
+@pytest.mark.parametrize("name", ["cluster-config", "rebalance-storm", "isr-flapping", "transactions"])
+def test_second_process_writes_the_same_tables_on_sample_bundles(name, tmp_path, monkeypatch):
+    # batches of 40 records: many batches cross to the second process, in order
+    monkeypatch.setattr(extract, "BATCH_ROWS", 40)
+    one, two = ingest_both(ROOT / "sample_data" / name, tmp_path, monkeypatch)
+    assert_same(one, two)
+    derived = set(extract.EXTRACTORS)
+    assert derived <= set(two["tables"])  # every derived table written, empty or not
+    assert sum(two["summary"]["rows"].get(k, 0) for k in derived) > 0
+
+
+def test_second_process_on_multiline_records_across_batches(tmp_path, monkeypatch):
+    bundle = tmp_path / "bundle" / "broker-1"
+    bundle.mkdir(parents=True)
+    lines = []
+    for i in range(3000):
+        t = dict(m=(i // 600) % 60, s=(i // 10) % 60, ms=i % 1000, p=i % 5, o=i)
+        lines.append((TRACE, ISR, GROUP)[i % 3].format(**t))
+    (bundle / "server.log").write_text("".join(lines))
+    monkeypatch.setattr(extract, "BATCH_ROWS", 97)
+    one, two = ingest_both(bundle.parent, tmp_path, monkeypatch)
+    assert_same(one, two)
+    assert two["summary"]["rows"]["group_events"] > 0
+    assert two["tables"]["events"].num_rows == 3000
+    assert (
+        pq.read_table(tmp_path / "two" / "files.parquet").column("lines")[0].as_py() == 1000 * 8 + 2000
+    )  # a trace is 8 lines
+
+
+def test_small_bundle_stays_in_one_process(tmp_path, monkeypatch):
+    seen = []
+    real = pipeline.Sink
+
+    def spy(*args, **kw):
+        seen.append(kw.get("parallel"))
+        return real(*args, **kw)
+
+    monkeypatch.setattr(pipeline, "Sink", spy)
+    ingest(ROOT / "sample_data" / "healthy", tmp_path / "out", derive=True, progress=False)
+    monkeypatch.setattr(pipeline, "cores", lambda: 1)
+    monkeypatch.setattr(pipeline, "PARALLEL_BYTES", 0)
+    ingest(ROOT / "sample_data" / "healthy", tmp_path / "out2", derive=True, progress=False)
+    monkeypatch.setenv("KITLIB_INGEST_PROCESSES", "2")
+    ingest(ROOT / "sample_data" / "healthy", tmp_path / "out3", derive=False, progress=False)  # nothing to derive
+    assert seen == [False, False, False]
