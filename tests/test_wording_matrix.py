@@ -348,7 +348,7 @@ def test_transaction_timeout_rollback_in_every_era(tmp_path, release):
 # --- authentication failures -----------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("release", ["1.1.0", "2.8.0"])
+@pytest.mark.parametrize("release", ["1.1.0", "2.8.0", "3.9.0-rc3", "trunk"])
 def test_client_authentication_failure(tmp_path, release):
     err = "org.apache.kafka.common.errors.SaslAuthenticationException: Authentication failed: Invalid username or password"
     if release == "1.1.0":
@@ -763,3 +763,39 @@ def test_brokers_on_mixed_versions(tmp_path, old, new):
     f = found(tmp_path, "broker-versions-mixed")
     old_v = old.split("-")[0]
     assert f and f"{old_v} on broker-2" in f[0].summary and "on broker-1" in f[0].summary
+
+
+# --- the authorizer denying a principal ------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("release", ["0.10.2.0", "1.1.0", "2.8.0", "3.9.0-rc3"])
+def test_authorizer_denials_in_every_era(tmp_path, release):
+    """0.9-0.11 from the catalogue's template; 1.0+ build the line in a function of their own, which
+    the catalogue cannot read: those lines are written as that release's source builds them
+    (SimpleAclAuthorizer 1.x, AclAuthorizer 2.x, the KRaft StandardAuthorizer 3.x)."""
+    if release < "1.0":
+        msg = said(
+            "Operation = {} from host = {} on resource = {}",
+            release,
+            "User:bob",
+            "Denied",
+            "Read",
+            "10.0.0.7",
+            "Topic:orders",
+        )
+    elif release < "2.0":
+        msg = "Principal = User:bob is Denied Operation = Read from host = 10.0.0.7 on resource = Topic:orders"
+    elif release < "3.0":
+        msg = (
+            "Principal = User:bob is Denied Operation = Read from host = 10.0.0.7 on resource = Topic:LITERAL:orders "
+            "for request = Fetch with resourceRefCount = 1"
+        )
+    else:
+        msg = (
+            "Principal = User:bob is Denied operation = READ from host = 10.0.0.7 on resource = Topic:LITERAL:orders "
+            "for request = FETCH with resourceRefCount = 1 based on rule DefaultRule(result=DENIED)"
+        )
+    lines = [(at(4, s), "INFO", msg, "kafka.authorizer.logger") for s in (0, 5, 10)]
+    write(tmp_path, "broker-1", "kafka-authorizer.log", lines)
+    f = found(tmp_path, "auth-failures")
+    assert f and "User:bob" in f[0].summary
