@@ -657,6 +657,8 @@ def test_the_trigram_index_finds_exactly_what_a_scan_of_every_line_finds(tmp_pat
     lines[4000] = lines[4000].replace("Rolled new log segment", "Disk at 300\u212aelvin, rolled new log segment")
     lines[5000] = lines[5000].replace("Rolled new log segment", "Fenced broker epoch=17 after ÜBER-long pause")
     lines[5500] = lines[5500].replace("Rolled new log segment", "\u017ftalled fetcher, rolled new log segment")
+    lines[4500] = lines[4500].replace("offset 450000", "offset 912345 in 12 ms")  # the one 9\d{5} offset
+    lines[4600] = lines[4600].replace("offset 460000", "offset 9123456 in 3 ms")  # seven digits: no hit of it
     (root / "broker-1" / "server.log").write_text("\n".join(lines) + "\n")
     out = tmp_path / "out.kit"
     kitlib.ingest(root, out, progress=False)
@@ -674,6 +676,14 @@ def test_the_trigram_index_finds_exactly_what_a_scan_of_every_line_finds(tmp_pat
         {"text": r"offset (12|34)00\b", "regex": True},
         {"text": "[[:upper:]]enced", "regex": True},  # RE2's class: Python would read literals into it
         {"text": "Rolled new log segment at offset 1", "window": Window.of("2026-11-23 12:30", "2026-11-23 13:00")},
+        # numbers: the Bloom filters of number keys (digits after four bytes of text)
+        {"text": "offset 4242"},  # any case: offset 424200
+        {"text": "Offset 4242"},  # exact: no line
+        {"text": "orders-3] rolled new log segment at offset 42"},  # a one-digit run closed by "]"
+        {"text": r"ISR from 1,\d,3 to 1,3\.", "regex": True},
+        {"text": r"at offset 9\d{5} in", "regex": True},  # the run's length fixed: 912345, not 9123456
+        {"text": "at offset 912345 in 12"},
+        {"text": r"offset 9\d+ in", "regex": True},  # no number key: the trigrams alone
     ]
     narrowed = set()
     for kw in queries:
@@ -694,6 +704,10 @@ def test_the_trigram_index_finds_exactly_what_a_scan_of_every_line_finds(tmp_pat
             assert scanned.total == _count({1: lines}, pattern, flags, level=kw.get("level")), kw
     # rare text: the index rules out all but a tenth of the store (a line past ASCII: its part only)
     assert {"300kelvin", "über-long", r"(?i)fenced broker epoch=\d+"} <= narrowed, narrowed
+    # numbers whose trigrams are on every line: the number keys narrow them to a tenth too
+    assert {"offset 4242", "Offset 4242", r"at offset 9\d{5} in", "at offset 912345 in 12"} <= narrowed, narrowed
+    assert s.search(store, "offset 4242").total == 1 and s.search(store, r"at offset 9\d{5} in", regex=True).total == 1
+    assert (out / ".index" / "parts.parquet").is_file() and (out / ".index" / "numbers.npy").is_file()
     assert s.search(store, "300kelvin").total == 1 and s.search(store, "über-long").total == 1
     # any case is lower(): the long s is lower case already, so it is no 's' (RE2 without case would say it is)
     assert s.search(store, "stalled fetcher").total == 0 and s.search(store, "\u017ftalled fetcher").total == 1
@@ -702,3 +716,36 @@ def test_the_trigram_index_finds_exactly_what_a_scan_of_every_line_finds(tmp_pat
     )
     assert (out / ".index" / "trigrams.npz").is_file() and not list(root.rglob("*.npz"))
     assert ti.literals(r"Shrinking ISR from \d,2,3 to") == ["Shrinking ISR from ", ",2,3 to"]
+
+
+def test_number_runs_and_keys_match_a_reading_of_each_message_with_re():
+    import numpy as np
+
+    from kitlib.explore import textindex as ti
+
+    msgs = [b"12ab", b"34", b"x 5678901 y", b"", b"OFF 99 and 7", b"7", b"at offset 9123456 in 3"]
+    data = ti.LOWER[np.frombuffer(b"".join(msgs), np.uint8)]
+    offs = np.concatenate([[0], np.cumsum([len(m) for m in msgs])]).astype(np.int64)
+    got = ti.number_runs(data, offs)
+    want = []
+    for m, base in zip(msgs, offs):
+        low = m.lower()
+        for d in re.finditer(rb"[0-9]+", low):  # a run never crosses from one message into the next
+            a = d.start()
+            before = int.from_bytes(low[max(0, a - 4) : a].rjust(4, b"\0"), "big")
+            digits = int.from_bytes(d.group()[:4].ljust(4, b"\0"), "big")
+            want.append((base + a, before, digits, len(d.group())))
+    assert list(zip(*(g.tolist() for g in got))) == want
+    # a query's keys are among the keys of a message that holds it, whatever its case
+    at, before, digits, length = got
+    held = set(ti._hash(before, digits, length, False).tolist()) | set(ti._hash(before, digits, length, True).tolist())
+    for text, regex in [
+        ("offset 9123", False),
+        ("OFFSET 9123456 in", False),
+        (r"offset 9\d{6} in", True),
+        ("off 99 ", False),
+    ]:
+        keys = ti.number_keys(text, regex)
+        assert len(keys) and set(keys.tolist()) <= held, text
+    assert not set(ti.number_keys(r"offset 9\d{5} in", True).tolist()) <= held  # six digits: not that run
+    assert not len(ti.number_keys("t 9123")) and not len(ti.number_keys(r"offset 9\d+", True))
