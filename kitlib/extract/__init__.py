@@ -296,3 +296,51 @@ def groups_of(texts: pa.Array, pattern: str) -> list[list]:
         vals = pc.struct_field(got, n)
         out.append(pc.if_else(pc.and_(ok, pc.not_equal(vals, "")), vals, pa.scalar(None, vals.type)).to_pylist())
     return out
+
+
+def group_arrays(texts: pa.Array, pattern: str) -> list[pa.Array]:
+    """:func:`groups_of` as Arrow string arrays, one per capture group (null where the text does
+    not match or the group is empty or did not take part): no Python object per row.
+
+    Example:
+        >>> [a.to_pylist() for a in group_arrays(pa.array(["Cleaner 0: log t-1", "x"]), r"Cleaner (\\d+): log (\\S+)")]
+        [['0', None], ['t-1', None]]
+    """
+    import re
+
+    k = iter(range(10_000))
+    named = re.sub(r"(?<!\\)\((?!\?)", lambda m: f"(?P<g{next(k)}>", pattern)
+    names = re.findall(r"\(\?P<(\w+)>", named)
+    if not names:
+        return []
+    if not len(texts):
+        return [pa.array([], pa.string()) for _ in names]
+    # anchored behind a lazy prefix: the same leftmost match and groups as a search, found in one
+    # forward pass (Arrow's unanchored extraction costs about 1.6x as much)
+    got = pc.extract_regex(texts, "^(?s:.*?)(?:" + named + ")")  # no match: a null struct, null fields
+    out = []
+    for n in names:
+        v = pc.struct_field(got, n)
+        out.append(pc.if_else(pc.not_equal(v, ""), v, pa.scalar(None, v.type)))
+    return out
+
+
+def first_rule(texts: pa.Array, patterns: list[str]) -> np.ndarray:
+    """:func:`first_match` (index of the first pattern each text matches, -1 for none), with each
+    pattern tried only on the texts no earlier pattern matched: a log where most records match
+    the first rules is scanned about once, not once per pattern.
+
+    Example:
+        >>> first_rule(pa.array(["b here", "a and b", "none"]), ["a", "b"]).tolist()
+        [1, 0, -1]
+    """
+    out = np.full(len(texts), -1, dtype=np.int16)
+    left = np.arange(len(texts))
+    for i, p in enumerate(patterns):
+        if not len(left):
+            break
+        part = texts if len(left) == len(texts) else texts.take(pa.array(left))
+        hit = np.asarray(pc.match_substring_regex(part, p).to_numpy(zero_copy_only=False), bool)
+        out[left[hit]] = i
+        left = left[~hit]
+    return out

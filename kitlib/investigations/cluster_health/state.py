@@ -61,7 +61,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from kitlib import tables
-from kitlib.extract import arrow_messages, extractor, first_lines, first_match, groups_of
+from kitlib.extract import arrow_messages, extractor, first_lines, first_rule, group_arrays, groups_of
 
 tables.declare(
     "partition_changes",
@@ -429,8 +429,8 @@ def _classified(events: pd.DataFrame, rules: list[tuple[str, str]], oom_whole: b
     """(rows, fields) for the records matching ``rules``: first-match rule per record on its first
     line (Arrow regexes), then the fields from that rule's groups."""
     msgs = arrow_messages(events)
-    first = first_lines(msgs)
-    which = first_match(first, [p for _, p in rules])
+    first = _first_lines(msgs)
+    which = _which(first, [p for _, p in rules])
     if oom_whole:  # an OutOfMemoryError may be the cause deep in a stack trace
         oom = [i for i, (k, _) in enumerate(rules) if k == "oom"][0]
         hit = np.asarray(pc.match_substring_regex(msgs, rules[oom][1]).to_numpy(zero_copy_only=False), bool)
@@ -449,15 +449,42 @@ def _classified(events: pd.DataFrame, rules: list[tuple[str, str]], oom_whole: b
     return np.asarray(out_rows, dtype=np.int64), fields, first
 
 
-def _base(events: pd.DataFrame, rows: np.ndarray, first: pa.Array) -> pd.DataFrame:
-    ev = events.iloc[rows].reset_index(drop=True)
+def _first_lines(msgs: pa.Array) -> pa.Array:
+    """:func:`~kitlib.extract.first_lines`, the regex run only on the messages that span lines."""
+    multi = pc.match_substring(msgs, "\n")
+    if not pc.any(multi).as_py():
+        return msgs
+    return pc.replace_with_mask(msgs, multi, first_lines(msgs.filter(multi)))
+
+
+def _which(first: pa.Array, patterns: list[str]) -> np.ndarray:
+    """Index of the first of ``patterns`` each line matches (-1: none); the rules are tried one
+    by one only on the lines that match one of them (a single pass over the rest)."""
+    which = np.full(len(first), -1, dtype=np.int16)
+    any_ = pc.match_substring_regex(first, "|".join(f"(?:{p})" for p in patterns))
+    hit = np.flatnonzero(np.asarray(any_.to_numpy(zero_copy_only=False), bool))
+    if len(hit):
+        which[hit] = first_rule(first if len(hit) == len(first) else first.take(pa.array(hit)), patterns)
+    return which
+
+
+def _base(events: pd.DataFrame, rows: np.ndarray, first: pa.Array, reporter: pd.Series | None = None) -> pd.DataFrame:
+    """The columns every row has (time, level, first line, host, file, line) and the writer's id
+    from the line's prefix (read only where ``reporter``, what the rules found, is NA)."""
+    ev = events[["ts", "level", "host", "file", "line"]].iloc[rows].reset_index(drop=True)
     texts = first.take(pa.array(rows))
-    rep = groups_of(texts, REPORTER)
-    reporter = [_int(next((x for x in xs if x is not None), None)) for xs in zip(*rep)] if rep else [None] * len(rows)
+    if reporter is None:
+        rep = _to_int(pc.coalesce(*group_arrays(texts, REPORTER)))
+    else:
+        rep = reporter.astype("Int64").reset_index(drop=True)
+        todo = np.flatnonzero(rep.isna().to_numpy())
+        if len(todo):
+            found = _to_int(pc.coalesce(*group_arrays(texts.take(pa.array(todo)), REPORTER)))
+            rep.iloc[todo] = found.to_numpy(dtype=object, na_value=pd.NA)
     return pd.DataFrame(
         {
             "ts": ev["ts"],
-            "reporter": reporter,
+            "reporter": rep,
             "level": ev["level"].astype("string"),
             "message": pd.array(pc.utf8_slice_codeunits(texts, 0, 500), dtype=pd.StringDtype("pyarrow")),
             "host": ev["host"].astype("string"),
@@ -488,20 +515,27 @@ COLUMNS = {
 TIME_ORDER = ("ts", "host", "file", "line")
 
 
-def _convert(values: list, how: str) -> pd.Series:
-    s = pd.Series(values, dtype=pd.StringDtype("pyarrow"))
+def _to_int(values: pa.Array) -> pd.Series:
+    """A capture-group column of (optionally signed) digits as Int64, NA where absent or not an
+    integer of 64 bits (a whole column: no Python per row)."""
+    ok = pc.match_substring_regex(values, r"^-?\d{1,18}$")
+    v = pc.cast(pc.if_else(ok, values, pa.scalar(None, values.type)), pa.int64())
+    return pd.Series(pd.array(v, dtype=pd.ArrowDtype(pa.int64())).astype("Int64"))
+
+
+def _convert(values: pa.Array, how: str) -> pd.Series:
     if how == "i":
-        return pd.to_numeric(s, errors="coerce").astype("Int64")
+        return _to_int(values)
     if how == "ids":
-        return s.str.replace(r"[^\d,]", "", regex=True).str.strip(",")
-    if how == "flag":
-        return s.notna().astype("boolean")
-    return s
+        values = pc.utf8_trim(pc.replace_substring_regex(values, r"[^\d,]", ""), ",")
+    elif how == "flag":
+        return pd.Series(pd.array(pc.is_valid(values), dtype="boolean"))
+    return pd.Series(pd.array(values, dtype=pd.StringDtype("pyarrow")))
 
 
-def _id_list(values: list) -> pa.Array:
+def _id_list(values: pa.Array) -> pa.Array:
     """'1, 2,3,' -> '1,2,3' over a whole capture-group column ('' where absent)."""
-    s = pc.replace_substring(pa.array(values, pa.string()).fill_null(""), " ", "")
+    s = pc.replace_substring(values.fill_null(""), " ", "")
     return pc.utf8_trim(s, ",")
 
 
@@ -521,24 +555,26 @@ def _minus(b: pa.Array, a: pa.Array) -> pa.Array:
     ib, ia = ids(bf), ids(af)
     kept = (ib >= 0) & ~np.isin((bp << 32) + ib, (ap << 32) + ia)
     offsets = np.concatenate([[0], np.cumsum(np.bincount(bp[kept], minlength=len(b)))]).astype(np.int32)
-    joined = pc.binary_join(pa.ListArray.from_arrays(pa.array(offsets), bf.filter(pa.array(kept))), ",")
-    return pc.if_else(pc.equal(joined, ""), pa.scalar(None, pa.string()), joined)
+    joined = pc.binary_join(
+        pa.ListArray.from_arrays(pa.array(offsets), bf.filter(pa.array(kept))), pa.scalar(",", bf.type)
+    )
+    return pc.if_else(pc.equal(joined, ""), pa.scalar(None, joined.type), joined)
 
 
 def _isr_change_frame(kind: str, gs: list) -> pd.DataFrame:
     """Rows of ISR shrinks or expansions from their rule's groups (partition, reporter, ISR
     before and after): the brokers removed and added are set differences of the two lists."""
     before, after = _id_list(gs[2]), _id_list(gs[3])
-    tp = pc.replace_substring(pa.array(gs[0], pa.string()), ",", "-")  # 0.8-0.10 name it [orders,24]
+    tp = pc.replace_substring(gs[0], ",", "-")  # 0.8-0.10 name it [orders,24]
 
     def text(a: pa.Array) -> pd.Series:
-        return pd.Series(pd.array(pc.if_else(pc.equal(a, ""), pa.scalar(None, pa.string()), a), dtype="string"))
+        return pd.Series(pd.array(pc.if_else(pc.equal(a, ""), pa.scalar(None, a.type), a), dtype="string"))
 
     return pd.DataFrame(
         {
             "kind": kind,
             "tp": pd.array(tp, dtype="string"),
-            "reporter": pd.to_numeric(pd.Series(gs[1], dtype="string"), errors="coerce").astype("Int64"),
+            "reporter": _to_int(gs[1]),
             "isr_before": text(before),
             "isr_after": text(after),
             "removed": pd.array(_minus(before, after), dtype="string"),
@@ -551,14 +587,14 @@ def _partition_frame(events: pd.DataFrame) -> tuple[pd.DataFrame, pa.Array]:
     """Rows of ``partition_changes`` (without the base columns), one frame per rule, concatenated
     in record order (``row``: the record's index in ``events``), and the records' first lines."""
     msgs = arrow_messages(events)
-    first = first_lines(msgs)
-    which = first_match(first, [p for _, p in PARTITION_RULES])
+    first = _first_lines(msgs)
+    which = _which(first, [p for _, p in PARTITION_RULES])
     parts = []
     for i, (kind, pattern) in enumerate(PARTITION_RULES):
         sel = np.flatnonzero(which == i)
         if not len(sel):
             continue
-        gs = groups_of(first.take(pa.array(sel)), pattern)
+        gs = group_arrays(first.take(pa.array(sel)), pattern)
         if kind in COLUMNS:
             f = pd.DataFrame({c: _convert(gs[g], how) for c, (g, how) in COLUMNS[kind].items()})
             if kind == "offline":
@@ -566,7 +602,8 @@ def _partition_frame(events: pd.DataFrame) -> tuple[pd.DataFrame, pa.Array]:
         elif kind in ("isr_shrink", "isr_expand"):  # an ISR storm's bulk: column by column too
             f = _isr_change_frame(kind, gs)
         else:  # unclean (two wordings): rare, field by field
-            f = pd.DataFrame([_partition_fields(kind, [col[j] for col in gs]) for j in range(len(sel))])
+            py = [g.to_pylist() for g in gs]
+            f = pd.DataFrame([_partition_fields(kind, [col[j] for col in py]) for j in range(len(sel))])
         f["kind"] = kind
         f["row"] = sel
         parts.append(f)
@@ -574,9 +611,11 @@ def _partition_frame(events: pd.DataFrame) -> tuple[pd.DataFrame, pa.Array]:
         return pd.DataFrame(), first
     f = pd.concat(parts, ignore_index=True).sort_values("row", kind="stable").reset_index(drop=True)
     if "tp" in f:
-        tp = f.pop("tp").astype(pd.StringDtype("pyarrow")).str.extract(r"^(.*)-(\d+)$")
-        f["topic"] = tp[0].fillna(f["topic"].astype("string")) if "topic" in f else tp[0]
-        part = pd.to_numeric(tp[1], errors="coerce").astype("Int64")
+        tp = pc.extract_regex(pa.array(f.pop("tp").astype(pd.StringDtype("pyarrow")).array), r"^(?P<t>.*)-(?P<p>\d+)$")
+        topic = pd.Series(pd.array(pc.struct_field(tp, "t"), dtype=pd.StringDtype("pyarrow")))
+        part = pc.struct_field(tp, "p")
+        f["topic"] = topic.fillna(f["topic"].astype("string")) if "topic" in f else topic
+        part = _to_int(part)
         f["partition"] = (
             part.fillna(pd.to_numeric(f["partition"], errors="coerce").astype("Int64")) if "partition" in f else part
         )
@@ -591,12 +630,9 @@ def build_partition_changes(events: pd.DataFrame) -> pd.DataFrame:
     if not len(f):
         return tables.empty("partition_changes")
     rows = f.pop("row").to_numpy()
-    df = _base(events, rows, first)
+    df = _base(events, rows, first, f.pop("reporter") if "reporter" in f else None)
     for c in f.columns:
-        if c == "reporter":
-            df[c] = f[c].astype("Int64").fillna(pd.Series(df[c], dtype="Int64")).to_numpy()
-        else:
-            df[c] = f[c].to_numpy()
+        df[c] = f[c].array
     return df.sort_values(list(TIME_ORDER), kind="stable").reset_index(drop=True)
 
 
@@ -608,6 +644,7 @@ def build_node_events(events: pd.DataFrame) -> pd.DataFrame:
     if not len(rows):
         return tables.empty("node_events")
     df = _base(events, rows, first)
+    df["reporter"] = df["reporter"].to_numpy(dtype=object, na_value=None)  # (node rows are few)
     f = pd.DataFrame(fields)
     for c in f.columns:
         if c == "reporter":

@@ -46,7 +46,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from kitlib import tables
-from kitlib.extract import arrow_messages, extractor, first_lines, first_match
+from kitlib.extract import arrow_messages, extractor, first_lines, first_rule
 
 tables.declare(
     "commits",
@@ -201,7 +201,7 @@ def classify_many(messages) -> dict:
     arr = pa.array(messages, pa.large_string()) if not isinstance(messages, (pa.Array, pa.ChunkedArray)) else messages
     first = first_lines(arr)
     total = len(first)
-    rule = first_match(first, [rx.pattern for rx, _, _, _ in _RULES])
+    rule = first_rule(first, [rx.pattern for rx, _, _, _ in _RULES])
     out: dict[str, Any] = {
         "rule": rule,
         "conn": np.full(total, -1, np.int32),
@@ -215,30 +215,38 @@ def classify_many(messages) -> dict:
         return out
     sub = first.take(pa.array(rows))
     ctx = pc.extract_regex(sub, _CTX.pattern)
-    ids = pc.extract_regex(sub, _ID.pattern)
 
     def field(struct, name):  # "" (group did not take part) and no match both become null
         v = pc.struct_field(struct, name)
         return pc.if_else(pc.and_kleene(pc.is_valid(struct), pc.not_equal(v, "")), v, pa.scalar(None, v.type))
 
-    use_ctx = pc.and_(pc.is_valid(field(ctx, "conn")), pc.is_valid(field(ctx, "task")))
-    conn = pc.if_else(use_ctx, field(ctx, "conn"), field(ids, "id"))
-    task = pc.if_else(use_ctx, field(ctx, "task"), field(ids, "task"))
+    conn, task = field(ctx, "conn"), field(ctx, "task")
+    use_ctx = np.asarray(pc.and_(pc.is_valid(conn), pc.is_valid(task)).to_numpy(zero_copy_only=False), bool)
+    fixed = np.array([{"source": 0, "sink": 1, None: -1}[k] for _, _, k, _ in _RULES], np.int8)[rule[rows]]
+    sink_id = np.zeros(len(rows), bool)
+    # the task's class name only where the MDC context does not name the task, or the rule leaves
+    # the kind open (anchored behind a lazy prefix: the leftmost match, in one forward pass)
+    need = ~use_ctx | (fixed < 0)
+    if need.any():
+        ids = pc.extract_regex(sub.filter(pa.array(need)), "^(?s:.*?)(?:" + _ID.pattern + ")")
+        other = pa.array(~use_ctx[need])
+        if not use_ctx.all():
+            conn = pc.replace_with_mask(conn, pa.array(~use_ctx), field(ids, "id").filter(other))
+            task = pc.replace_with_mask(task, pa.array(~use_ctx), field(ids, "task").filter(other))
+        sink_id[need] = np.asarray(
+            pc.fill_null(pc.match_substring(field(ids, "cls"), "Sink"), False).to_numpy(zero_copy_only=False), bool
+        )
     enc = pc.dictionary_encode(conn)
     out["conns"] = enc.dictionary.to_pylist()
     out["conn"][rows] = pc.fill_null(enc.indices, -1).to_numpy(zero_copy_only=False)
     out["task"][rows] = pc.fill_null(pc.cast(task, pa.int64()), -1).to_numpy(zero_copy_only=False)
-    sink_id = np.asarray(
-        pc.fill_null(pc.match_substring(field(ids, "cls"), "Sink"), False).to_numpy(zero_copy_only=False), bool
-    )
-    fixed = np.array([{"source": 0, "sink": 1, None: -1}[k] for _, _, k, _ in _RULES], np.int8)[rule[rows]]
     out["kind"][rows] = np.where(fixed >= 0, fixed, sink_id.astype(np.int8))
     r_of = rule[rows]
     for i, (rx, _, _, _) in enumerate(_RULES):
         sel = np.flatnonzero(r_of == i)
         if not rx.groupindex or not len(sel):
             continue
-        got = pc.extract_regex(sub.take(pa.array(sel)), rx.pattern)
+        got = pc.extract_regex(sub.take(pa.array(sel)), "^(?s:.*?)(?:" + rx.pattern + ")")
         for g in rx.groupindex:
             out[g][rows[sel]] = pc.cast(pc.struct_field(got, g), pa.float64()).to_numpy(zero_copy_only=False)
     return out
@@ -266,6 +274,104 @@ def _codes(s: pd.Series) -> tuple[np.ndarray, list]:
     return codes, list(uniques)
 
 
+# per rule: its phase, and what it sets (codes into _WHAT)
+_WHAT = (
+    "start",
+    "acknowledged",
+    "outstanding",
+    "pending",
+    "nopending",
+    "timeout_remaining",
+    "timeout",
+    "success",
+    "failed",
+)
+_PHASE_OF = np.array([phase for _, phase, _, _ in _RULES], np.int8)
+_WHAT_OF = np.array([_WHAT.index(what) for _, _, _, what in _RULES], np.int8)
+# an outcome's rank (success 0 < failed 1 < timeout 2: the worst one wins), -1 for the other lines
+_RANK_OF = np.array(
+    [2 if w.startswith("timeout") else _OUTCOME_RANK.get(w, -1) for w in (_RULES[i][3] for i in range(len(_RULES)))],
+    np.int8,
+)
+# columns of the attempts matrix: first row, last row, outstanding, acknowledged, remaining,
+# partitions, outcome, duration_ms, nlines, message row (-1 = not known)
+FIRST, LAST, OUTS, ACK, REM, PART, OUT, DUR, NL, MSG = range(10)
+
+
+def _attempts(hosts, conns, tasks, kinds, rules, ts, ns, ps, mss) -> np.ndarray:
+    """The commit lines (one entry per line, in record order) grouped into attempts per (host,
+    connector, task, kind), as a matrix of one row per attempt (columns FIRST..MSG; rows index
+    the lines), in the order the attempts end (the one ending first first; those still open at
+    the end of the log last, by their first line).
+
+    An attempt's lines have phases that never go down and at most one measure line (all measure
+    lines are of one phase), so a line opens a new attempt exactly when its phase is below the
+    previous line's of the same task, or both are measure lines, or the attempt it would join
+    began more than MAX_ATTEMPT before it: all decided on whole columns (the last only where an
+    attempt runs that long, a loop over those few)."""
+    n = len(rules)
+    j = np.arange(n)
+    by_key = np.lexsort((j, kinds, tasks, conns, hosts))  # each task's lines, in record order
+    key = np.stack([hosts[by_key], conns[by_key], tasks[by_key], kinds[by_key]])
+    new_key = np.ones(n, bool)
+    new_key[1:] = (key[:, 1:] != key[:, :-1]).any(axis=0)
+    ph = _PHASE_OF[rules[by_key]]
+    prev = np.concatenate([[-1], ph[:-1]])
+    split = new_key | (ph < prev) | ((ph == MEASURE) & (prev == MEASURE))
+    t = ts[by_key]
+    max_ns = MAX_ATTEMPT.value
+    # an attempt older than MAX_ATTEMPT takes no more lines: where a task's lines come in time
+    # order, a gap that long between two of them always begins a new attempt; then, attempt by
+    # attempt, its first line too late for it begins the next one (a few rounds, all attempts at once)
+    gap = np.diff(t) > max_ns
+    if ((np.diff(t) >= 0) | new_key[1:]).all():
+        split[1:] |= gap
+    while True:
+        starts = np.flatnonzero(split)
+        seg = np.cumsum(split) - 1
+        late = np.flatnonzero(t - t[starts][seg] > max_ns)
+        if not len(late):
+            break
+        split[late[np.insert(seg[late][1:] != seg[late][:-1], 0, True)]] = True
+    aid = np.cumsum(split) - 1  # attempt of each line (in by_key order)
+    count = len(starts)
+    ends = np.append(starts[1:], n)
+    m = np.full((count, 10), -1, np.int64)
+    m[:, FIRST] = by_key[starts]
+    m[:, LAST] = by_key[ends - 1]
+    m[:, NL] = ends - starts
+    m[:, MSG] = m[:, FIRST]
+    what = _WHAT_OF[rules[by_key]]
+
+    def last(mask: np.ndarray, col: int, values: np.ndarray) -> None:
+        """Set ``col`` of each attempt to ``values`` at its last line where ``mask`` holds."""
+        at = np.flatnonzero(mask)
+        if len(at):
+            at = at[np.append(aid[at][1:] != aid[at][:-1], True)]
+            m[aid[at], col] = values[at]
+
+    lines = by_key
+    last(what == _WHAT.index("acknowledged"), ACK, ns[lines])
+    last(what == _WHAT.index("outstanding"), MSG, lines)
+    measure = ph == MEASURE
+    last(measure, OUTS, np.where(what == _WHAT.index("nopending"), 0, ns[lines]))
+    last(what == _WHAT.index("pending"), PART, ps[lines])
+    last(what == _WHAT.index("timeout_remaining"), REM, ns[lines])
+    rank = _RANK_OF[rules[by_key]]
+    outcome = rank >= 0
+    last(outcome & (mss[lines] >= 0), DUR, mss[lines])
+    at = np.flatnonzero(outcome)
+    if len(at):
+        np.maximum.at(m[:, OUT], aid[at], rank[at].astype(np.int64))
+        worst = at[(rank[at] == m[aid[at], OUT]) & (m[aid[at], OUT] > 0)]  # the lines of the worst outcome
+        worst = worst[np.insert(aid[worst][1:] != aid[worst][:-1], 0, True)]  # the first of them
+        m[aid[worst], MSG] = lines[worst]
+    # attempts end when the next of their task begins; those open at the end of the log come last
+    nxt = np.append(starts[1:], n)
+    ended_by = np.where((nxt < n) & ~new_key[np.minimum(nxt, n - 1)], by_key[np.minimum(nxt, n - 1)], n + m[:, FIRST])
+    return m[np.argsort(ended_by, kind="stable")]
+
+
 @extractor("commits", loggers=LOGGERS)
 def build_commits(events: pd.DataFrame) -> pd.DataFrame:
     """Group offset-commit log records into one row per attempt (see the module doc)."""
@@ -282,56 +388,15 @@ def build_commits(events: pd.DataFrame) -> pd.DataFrame:
         return tables.empty("commits")
     host_codes, host_names = _codes(events["host"])
     ts = pd.DatetimeIndex(events["ts"]).as_unit("ns").asi8[pre[keep]]
-    hosts = host_codes[pre[keep]].tolist()
-    conns, tasks, kinds = (x[keep].tolist() for x in (c["conn"], c["task"], c["kind"]))
-    rules = c["rule"][keep].tolist()
-    ns, ps, mss = (np.where(np.isnan(c[k][keep]), -1, c[k][keep]).astype(np.int64).tolist() for k in ("n", "p", "ms"))
-    t_list = ts.tolist()
-    max_ns = MAX_ATTEMPT.value
-    # an attempt: [first row, last row, outstanding, acknowledged, remaining, partitions, outcome,
-    #              duration_ms, nlines, message row, phase, measured]  (-1 = not known)
-    FIRST, LAST, OUTS, ACK, REM, PART, OUT, DUR, NL, MSG, PH, MEAS = range(12)
-    done: list[list] = []
-    open_: dict[tuple, list] = {}
-    for j, t in enumerate(t_list):
-        _, phase, _, what = _RULES[rules[j]]
-        key = (hosts[j], conns[j], tasks[j], kinds[j])
-        a = open_.get(key)
-        if a is not None and (phase < a[PH] or (phase == MEASURE and a[MEAS]) or (t - t_list[a[FIRST]]) > max_ns):
-            done.append(open_.pop(key))
-            a = None
-        if a is None:
-            a = [j, j, -1, -1, -1, -1, -1, -1, 0, j, START, False]
-            open_[key] = a
-        if phase > a[PH]:
-            a[PH] = phase
-        a[NL] += 1
-        a[LAST] = j
-        if what == "acknowledged":
-            a[ACK] = ns[j]
-        elif what == "outstanding":
-            a[OUTS], a[MEAS], a[MSG] = ns[j], True, j
-        elif what == "pending":
-            a[OUTS], a[PART], a[MEAS] = ns[j], ps[j], True
-        elif what == "nopending":
-            a[OUTS], a[MEAS] = 0, True
-        elif what != "start":  # an outcome: success 0 < failed 1 < timeout 2, the worst one wins
-            outcome = 2 if what.startswith("timeout") else _OUTCOME_RANK[what]
-            if what == "timeout_remaining":
-                a[REM] = ns[j]
-            if mss[j] >= 0:
-                a[DUR] = mss[j]
-            if outcome > a[OUT]:
-                a[OUT] = outcome
-                if outcome:
-                    a[MSG] = j
-    done.extend(open_.values())
-    m = np.array(done, dtype=np.int64)
+    conns, tasks, kinds = (x[keep] for x in (c["conn"], c["task"], c["kind"]))
+    rules = c["rule"][keep]
+    ns, ps, mss = (np.where(np.isnan(c[k][keep]), -1, c[k][keep]).astype(np.int64) for k in ("n", "p", "ms"))
+    m = _attempts(host_codes[pre[keep]], conns, tasks, kinds, rules, ts, ns, ps, mss)
     first_row, last_row = m[:, FIRST], m[:, LAST]
     at = pre[keep[first_row]]  # row in events of each attempt's first line
     # one ordering, no DataFrame sorts: by time, then host, connector, task, line
-    conn_of = np.asarray(conns)[first_row]
-    task_of, kind_of, host_of = np.asarray(tasks)[first_row], np.asarray(kinds)[first_row], host_codes[at]
+    conn_of = conns[first_row]
+    task_of, kind_of, host_of = tasks[first_row], kinds[first_row], host_codes[at]
     line_of = events["line"].to_numpy(dtype=np.int64, na_value=-1)[at]
     host_rank = np.argsort(np.argsort(np.array(host_names, dtype=object)))[host_of]
     conn_rank = np.argsort(np.argsort(np.array(c["conns"], dtype=object)))[conn_of]
