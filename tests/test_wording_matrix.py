@@ -206,10 +206,12 @@ def test_unclean_election_zookeeper_0_10(tmp_path):
     assert f and "orders-3" in f[0].summary
 
 
-def test_unclean_election_kraft_3_x(tmp_path):
-    msg = "[Controller 1] " + said(
+@pytest.mark.parametrize("release", ["3.3.0", "3.9.0-rc3", "trunk"])
+def test_unclean_election_kraft_3_x(tmp_path, release):
+    prefix = "[Controller 1] " if release < "3.9" else "[QuorumController id=1] "
+    msg = prefix + said(
         "UNCLEAN partition change for",
-        "3.3.0",
+        release,
         "orders-3 with topic ID Fs3yVbY9S2qtNEF8A-xMSA",
         "replicas: [2] -> [3], isr: [2] -> [3], leader: 2 -> 3, leaderEpoch: 8 -> 9, partitionEpoch: 8 -> 9",
     )
@@ -420,7 +422,7 @@ def test_connect_flush_timeout_in_every_era(tmp_path, release):
 # --- a follower ahead of its new leader (the trace an unclean election leaves) -----------------------
 
 
-@pytest.mark.parametrize("release", ["0.10.2.0", "0.11.0.0", "1.1.0"])
+@pytest.mark.parametrize("release", ["0.10.2.0", "0.11.0.0", "1.1.0", "2.0.0"])
 def test_follower_refusing_truncation_in_every_era(tmp_path, release):
     if release < "1.0":
         msg = said("log truncation is not allowed for partition", release, "[orders,3]", 1, 2051, 2, 2391)
