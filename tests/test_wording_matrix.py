@@ -801,3 +801,43 @@ def test_authorizer_denials_in_every_era(tmp_path, release):
     write(tmp_path, "broker-1", "kafka-authorizer.log", lines)
     f = found(tmp_path, "auth-failures")
     assert f and "User:bob" in f[0].summary
+
+
+# --- log cleaner passes: a full dedupe buffer, nothing reclaimed -----------------------------------------
+
+
+@pytest.mark.parametrize(
+    "release,ident,logger",
+    [
+        ("0.10.2.0", "[kafka-log-cleaner-thread-0], ", "kafka.log.LogCleaner"),
+        ("2.8.0", "[kafka-log-cleaner-thread-0]: ", "kafka.log.LogCleaner"),
+        ("3.9.0-rc3", "[kafka-log-cleaner-thread-0]: ", "kafka.log.LogCleaner"),
+        ("trunk", "[kafka-log-cleaner-thread-0]: ", "kafka.log.LogCleaner"),
+        # 4.1 moved the cleaner to the storage module: the same block under its Java logger
+        ("4.1", "[kafka-log-cleaner-thread-0]: ", "org.apache.kafka.storage.internals.log.LogCleaner"),
+    ],
+)
+def test_cleaner_statistics_in_every_era(tmp_path, release, ident, logger):
+    """Not from a template: LogCleaner builds its statistics block with a format string (the same one in
+    the sources of 0.10.2.0, 2.8.0, 3.9.0-rc3 and trunk; 4.1's Java cleaner keeps its wording), one record
+    of many lines that ends with a line break, so log4j writes the logger on a line of its own."""
+    blocks = []
+    for i in range(3):
+        lo, hi = 39321 * i, 39321 * (i + 1)
+        stats = [
+            f"Log cleaner thread 0 cleaned log users-3 (dirty section = [{lo:d}, {hi:d}])",
+            "4.6 MB of log processed in 0.3 seconds (17.2 MB/sec).",
+            "Indexed 4.5 MB in 0.1 seconds (40.4 Mb/sec, 41.5% of total time)",
+            "Buffer utilization: 90.0%",
+            "Cleaned 4.6 MB in 0.2 seconds (29.4 Mb/sec, 58.5% of total time)",
+            "Start size: 4.6 MB (39,334 messages)",
+            "End size: 4.6 MB (39,334 messages)",
+            "0.0% size reduction (0.0% fewer messages)",
+        ]
+        blocks.append(f"[{at(9, 10 * i)}] INFO {ident}\n" + "".join(f"\t{s}\n" for s in stats) + f" ({logger})\n")
+    (tmp_path / "broker-1").mkdir()
+    (tmp_path / "broker-1" / "log-cleaner.log").write_text("".join(blocks))
+    full = found(tmp_path, "cleaner-buffer-too-small")
+    assert full and "users-3 on broker-1" in full[0].summary and full[0].numbers["full_buffer_runs"] == 3
+    none = found(tmp_path, "cleaner-no-reclaim")
+    assert none and "users-3" in none[0].summary
