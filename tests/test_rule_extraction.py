@@ -1,0 +1,185 @@
+"""The Arrow rule extraction (kitlib.extract.rules) against a plain reading of the same rules
+with Python's ``re``, one line at a time, on the messages of real and sample bundles and on
+the client wordings of the consumer-group rules: the same kind and the same fields for every
+line, so the fast path changes no derived table."""
+
+import re
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pytest
+
+import kitlib
+from kitlib.extract import first_lines
+from kitlib.extract.rules import Rule, classify, match
+from kitlib.investigations.client_requests import auth, connections
+from kitlib.investigations.consumer_groups import groups, transactions
+
+ROOT = Path(__file__).parent.parent
+# small bundles read through the kit (their messages as the parsers yield them)
+BUNDLES = [
+    ROOT / "tests" / "fixtures" / "clients" / "storm",
+    ROOT / "tests" / "fixtures" / "clients" / "txn",
+    ROOT / "tests" / "fixtures" / "clients" / "real" / "rebalance-fg524",
+    ROOT / "tests" / "fixtures" / "clients" / "real" / "fenced-rd3928",
+    ROOT / "tests" / "fixtures" / "clients" / "real" / "sarama-546",
+]
+# bigger sample bundles: their raw lines that name a rule's anchor word, the whole line as the text
+SAMPLES = ["rebalance-storm", "auth-failures", "consumer-stalled", "transactions", "quota-throttling"]
+ANCHOR = re.compile(
+    r"(?i)group|commit|heartbeat|poll|transaction|fenced|epoch|authenticat|authoriz|denied|ssl|sasl|"
+    r"disconnect|connect|broker|throttl"
+)
+# client wordings the rules name (franz-go, librdkafka, kafka-python, the Java client), and
+# lines that match more than one rule or none
+EXTRA = [
+    "joined; group: orders, member_id: kgo-0b1c, instance_id: <nil>, generation: 7, leader: true",
+    "joining group; group: orders",
+    "leaving group; group: orders, member_id: kgo-0b1c",
+    "heartbeat errored; group: orders, err: REBALANCE_IN_PROGRESS: The group is rebalancing",
+    "heartbeat errored; group: orders, err: UNKNOWN_MEMBER_ID: The coordinator is not aware",
+    "unable to commit offset for topic partition; group: orders, topic: t, partition: 0",
+    'CGRPOP [payments-svc#consumer-1] Group "payments" is rebalancing in state up (join-state steady): revoke',
+    'HEARTBEAT [payments-svc#consumer-1] Group "payments" heartbeat error response in state up '
+    "(join-state steady, 2 partition(s) assigned): Broker: Group rebalance in progress",
+    "JOINGROUP [payments-svc#consumer-1] JoinGroup response: GenerationId 12, Protocol range, LeaderId "
+    "rdkafka-1 (me), my MemberId rdkafka-1, member metadata count 1: (no error)",
+    "MAXPOLL [payments-svc#consumer-1] Application maximum poll interval (300000ms) exceeded by 12ms",
+    "[Consumer clientId=consumer-billing-1, groupId=billing] Offset commit failed on partition t-0 at offset 9",
+    "[Consumer instanceId=i-1, clientId=c-1, groupId=g] Successfully joined group with generation "
+    "Generation{generationId=5, memberId='c-1-0a', protocol='range'}",
+    "Successfully joined group billing with generation 3",
+    "Heartbeat failed for group billing because it is rebalancing",
+    "[GroupCoordinator 1]: Member MemberMetadata(memberId=app-1-0f8c2c5e-8f0e-4c1c-9d5d-3c1b2a0e9f11, "
+    "groupInstanceId=None, clientId=app-1) in group g has failed, removing it from the group",
+    "[GroupCoordinator 2]: Preparing to rebalance group g in state PreparingRebalance with old generation 4 "
+    "(__consumer_offsets-7) (reason: Adding new member app-2 (with (parens)); client reason: x)",
+    "[GroupCoordinator 2]: Preparing to restabilize group g with old generation 0",
+    "[GroupCoordinator 2]: Elected as the group coordinator for partition 12 in epoch 3",
+    "Stabilized group  generation 1",  # an empty group name: the field is null, not ''
+    # client connections and authentication (librdkafka, the Java clients, kafka-python, Sarama, franz-go)
+    "FAIL [rdkafka#producer-1] sasl_ssl://b-1.example:9096/1: Disconnected (after 6001ms in state UP)",
+    "FAIL [rdkafka#producer-1] b-2.example:9092/bootstrap: Connect to ipv4#10.0.0.7:9092 failed: Connection refused",
+    "REQTMOUT [rdkafka#consumer-2] ssl://b-3:9093/3: Timed out 4 in-flight, 0 retry-queued, 0 out-queue",
+    "1/3 brokers are down",
+    "[Producer clientId=p-1] Node 2 disconnected.",
+    "[Consumer clientId=c-1, groupId=g] Connection to node 1 (/10.0.0.5:9092) could not be established. "
+    "Node may not be available.",
+    "[AdminClient clientId=adminclient-1] Disconnecting from node 3 due to request timeout.",
+    "Connect attempt to <BrokerConnection node_id=1 host=b1:9092 <connecting> [IPv4 ('10.0.0.5', 9092)]> "
+    "returned error 111. Disconnecting.",
+    "<BrokerConnection node_id=1 host=b1:9092 <connected> [IPv4 ('10.0.0.5', 9092)]>: Closing connection. "
+    "KafkaConnectionError: socket disconnected",
+    "consumer/broker/2 disconnecting due to error processing FetchRequest: EOF",
+    "Failed to connect to broker b1:9092: dial tcp 10.0.0.5:9092: connect: connection refused",
+    "broker is throttling us in response; broker: 1, req: Produce, throttle_millis: 250, throttle_until: x",
+    "read from broker errored, killing connection; req: Fetch, addr: b1:9092, id: 1, err: EOF",
+    "[SocketServer listenerType=ZK_BROKER, nodeId=1] Failed authentication with /10.0.0.9 "
+    "(channelId=10.0.0.1:9093-10.0.0.9:50412-3) (Authentication failed: Invalid username or password)",
+    "Failed re-authentication with host/10.0.0.9 (Authentication failed during authentication due to invalid "
+    "credentials with SASL mechanism SCRAM-SHA-512)",
+    "Principal = User:bob is Denied operation = Read from host = 10.0.0.9 on resource = Topic:LITERAL:orders "
+    "for request = Fetch with resourceRefCount = 1",
+    "[Consumer clientId=c-1, groupId=g] Connection to node -1 (b1/10.0.0.5:9094) failed authentication due to: "
+    "Authentication failed during authentication due to invalid credentials with SASL mechanism SCRAM-SHA-256",
+    "FAIL [rdkafka#consumer-1] sasl_ssl://b1:9096/bootstrap: SASL authentication error: Authentication failed "
+    "during authentication due to invalid credentials with SASL mechanism SCRAM-SHA-512 (after 310ms)",
+    "SSL handshake failed (after 12ms in state SSL_HANDSHAKE)",
+    "org.apache.kafka.common.errors.TopicAuthorizationException: Not authorized to access topics: [orders]",
+    "nothing here at all",
+    "",
+]
+
+
+def reference(texts: list, rules: list[Rule]) -> tuple[list, dict[str, list]]:
+    """The first rule each text matches, and its fields (a later group of the same field wins
+    where both took part; '' counts as absent), read with Python's re one text at a time."""
+    compiled = [re.compile(r.pattern) for r in rules]
+    fields = sorted({f for r in rules for f in r.fields})
+    kinds: list = []
+    cols: dict[str, list] = {f: [] for f in fields}
+    for t in texts:
+        got: dict[str, str] = {}
+        kind = None
+        for rule, rx in zip(rules, compiled):
+            m = rx.search(t) if t is not None else None
+            if m:
+                kind = rule.kind
+                for g in rule.groups:
+                    if m.group(g):
+                        got[re.sub(r"(?<=[A-Za-z_])\d+$", "", g)] = m.group(g)
+                break
+        kinds.append(kind)
+        for f in fields:
+            cols[f].append(got.get(f))
+    return kinds, cols
+
+
+@pytest.fixture(scope="module")
+def messages() -> list:
+    texts: list = list(EXTRA)
+    for b in BUNDLES:
+        texts += kitlib.load_bundle(b).events["message"].astype(object).tolist()
+    for name in SAMPLES:
+        for f in sorted((ROOT / "sample_data" / name).rglob("*.log")):
+            lines = f.read_text(errors="replace").splitlines()
+            # the request log's JSON lines are left out: no extractor here reads that logger
+            texts += [ln for ln in lines if ANCHOR.search(ln) and "Completed request" not in ln][:60]
+    return texts
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    "rules",
+    [groups.RULES, transactions.RULES, connections.RULES, auth.RULES],
+    ids=["group_events", "txn_events", "client_connections", "auth_failures"],
+)
+def test_classify_equals_line_by_line_reading(messages, rules):
+    first = first_lines(pa.array(messages, pa.large_string()))
+    kinds, cols = classify(first, rules)
+    want_kinds, want_cols = reference(first.to_pylist(), rules)
+    assert sum(k is not None for k in want_kinds) >= 5  # the input exercises these rules
+    assert kinds.tolist() == want_kinds
+    assert sorted(cols) == sorted(want_cols)
+    for f in cols:
+        assert cols[f].tolist() == want_cols[f], f
+
+
+def test_match_second_pass_on_whole_messages():
+    # a fenced producer's line under a generic first line is found in the stack trace; the
+    # fields of the first pass's rules that did not match stay empty
+    rules = [Rule("first", r"alpha (?P<a>\w+)"), Rule("fenced", r"ProducerFencedException: (?P<b>[^\n]+)")]
+    ev = pd.DataFrame(
+        {
+            "ts": pd.to_datetime(["2026-01-01"] * 4, utc=True),
+            "level": ["ERROR"] * 4,
+            "host": ["h"] * 4,
+            "file": ["a.log"] * 4,
+            "line": [1, 2, 3, 4],
+            "message": [
+                "Sending failed\norg.apache.kafka.common.errors.ProducerFencedException: epoch 3 is old",
+                "alpha one\nProducerFencedException: not read, the first line matched",
+                "nothing\nat all",
+                "alpha two",
+            ],
+        }
+    )
+    m = match(ev, rules, whole=("fenced",))
+    assert m.kinds.tolist() == ["fenced", "first", "first"]
+    assert m.events["line"].tolist() == [1, 2, 4]
+    assert m.cols["a"].tolist() == [None, "one", "two"]
+    assert m.cols["b"].tolist() == ["epoch 3 is old", None, None]
+    assert m.which.tolist() == [1, 0, 0]
+    assert m.first.to_pylist() == ["Sending failed", "alpha one", "alpha two"]
+
+
+def test_first_lines_cuts_at_the_first_newline_only_where_there_is_one():
+    texts = pa.array(["one\ntwo\nthree", None, "", "tail\n", "\nlead", "plain", "ü\nx"], pa.large_string())
+    for arr in (texts, texts.slice(2), texts.cast(pa.string())):
+        got = first_lines(arr)
+        assert got.type == arr.type
+        assert got.to_pylist() == [None if t is None else t.split("\n")[0] for t in arr.to_pylist()]
+    many = pa.array(np.array(["a b c"] * 1000, dtype=object))
+    assert first_lines(many) is many  # nothing to cut: the same array, no copy
