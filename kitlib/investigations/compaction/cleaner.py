@@ -22,7 +22,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from kitlib import tables
-from kitlib.extract import arrow_messages, extractor, first_lines, first_match, groups_of
+from kitlib.extract import arrow_messages, extractor, first_lines, first_rule, group_arrays, groups_of
 
 tables.declare(
     "cleaner_runs",
@@ -248,31 +248,46 @@ def build_events(events: pd.DataFrame) -> pd.DataFrame:
         ~np.asarray(pc.match_substring_regex(msgs, _S["head"].pattern).to_numpy(zero_copy_only=False), bool)
     )
     first = first_lines(msgs.take(pa.array(rows)))
-    which = first_match(first, [rx.pattern for _, rx in _EVENTS])
+    which = first_rule(first, [rx.pattern for _, rx in _EVENTS])
     n = len(rows)
     kind = np.array([k for k, _ in _EVENTS] + ["other"], dtype=object)[np.where(which < 0, len(_EVENTS), which)]
-    cols = {c: np.full(n, None, object) for c in ("thread", "log", "segments", "start_offset", "end_offset")}
+    ints = {c: np.zeros(n, np.int64) for c in ("thread", "segments", "start_offset", "end_offset")}
+    known = {c: np.zeros(n, bool) for c in ints}
+    at, logs = [], []  # rows and their log names, rule by rule
     for i, (k, rx) in enumerate(_EVENTS):
         sel = np.flatnonzero(which == i)
         if not len(sel):
             continue
-        gs = groups_of(first.take(pa.array(sel)), rx.pattern)
+        gs = group_arrays(first.take(pa.array(sel)), rx.pattern)
+        if not gs:
+            continue
         if k == "offset_map":
-            for c, g in zip(("thread", "log", "segments", "start_offset", "end_offset"), gs):
-                cols[c][sel] = [v if c == "log" or v is None else int(v) for v in g]
+            for c, g in zip(("thread", "segments", "start_offset", "end_offset"), (gs[0], gs[2], gs[3], gs[4])):
+                _put(ints[c], known[c], sel, g)
+            log = gs[1]
         else:
-            threads, logs = _thread_and_log(k, gs, len(sel))
-            cols["thread"][sel], cols["log"][sel] = threads, logs
-    cache: dict = {}
-    tp = [cache[x] if x in cache else cache.setdefault(x, split_log(x) if x else (None, None)) for x in cols["log"]]
-    ev = events.iloc[rows].reset_index(drop=True)
+            thread, log = _thread_and_log_arrays(gs)
+            _put(ints["thread"], known["thread"], sel, thread)
+        at.append(sel)
+        logs.append(log)
+    log_col = _scatter(n, at, logs)
+    topic, part = _split_logs(log_col)
+    ev = events[["ts", "level", "host", "file", "line"]].iloc[rows].reset_index(drop=True)
+
+    def opt(c: str) -> pd.arrays.IntegerArray:
+        return pd.arrays.IntegerArray(ints[c], ~known[c])
+
     return pd.DataFrame(
         {
             "ts": ev["ts"],
             "kind": kind,
-            **cols,
-            "topic": [t for t, _ in tp],
-            "partition": [q for _, q in tp],
+            "thread": opt("thread"),
+            "log": pd.array(log_col, dtype=pd.StringDtype("pyarrow")),
+            "segments": opt("segments"),
+            "start_offset": opt("start_offset"),
+            "end_offset": opt("end_offset"),
+            "topic": pd.array(topic, dtype=pd.StringDtype("pyarrow")),
+            "partition": pd.arrays.IntegerArray(*part),
             "level": ev["level"].astype("string"),
             "message": pd.array(pc.utf8_slice_codeunits(first, 0, 500), dtype=pd.StringDtype("pyarrow")),
             "host": ev["host"].astype("string"),
@@ -280,6 +295,52 @@ def build_events(events: pd.DataFrame) -> pd.DataFrame:
             "line": ev["line"],
         }
     )
+
+
+def _put(values: np.ndarray, known: np.ndarray, rows: np.ndarray, digits: pa.Array) -> None:
+    """Write a column of digit strings (null: not known) into ``values`` at ``rows``."""
+    ok = np.asarray(pc.is_valid(digits).to_numpy(zero_copy_only=False), bool)
+    values[rows[ok]] = np.asarray(pc.cast(digits.filter(pa.array(ok)), pa.int64()).to_numpy(zero_copy_only=False))
+    known[rows[ok]] = True
+
+
+def _thread_and_log_arrays(groups: list[pa.Array]) -> tuple[pa.Array, pa.Array]:
+    """:func:`_thread_and_log` over whole columns: of the groups that took part, the first is the
+    thread when it is all digits, and the log is the next one (else the first)."""
+    n = len(groups[0])
+    valid = np.stack([np.asarray(pc.is_valid(g).to_numpy(zero_copy_only=False), bool) for g in groups])
+    first_at = np.where(valid.any(axis=0), valid.argmax(axis=0), len(groups))
+    lead = pc.coalesce(*groups)
+    is_thread = pc.fill_null(pc.utf8_is_digit(lead), False)
+    null = pa.nulls(n, lead.type)
+    after = [pc.if_else(pa.array(first_at < i), g, null) for i, g in enumerate(groups)]
+    log = pc.if_else(is_thread, pc.coalesce(*after), lead)
+    return pc.if_else(is_thread, lead, null), log
+
+
+def _scatter(n: int, rows: list[np.ndarray], parts: list[pa.Array]) -> pa.Array:
+    """One column of ``n`` strings from pieces ``parts`` that go at ``rows`` (null elsewhere)."""
+    if not parts:
+        return pa.nulls(n, pa.string())
+    values = pa.concat_arrays([p.cast(pa.large_string()) for p in parts] + [pa.nulls(1, pa.large_string())])
+    where = np.full(n, len(values) - 1, np.int64)
+    where[np.concatenate(rows)] = np.arange(len(values) - 1)
+    return values.take(pa.array(where))
+
+
+def _split_logs(logs: pa.Array) -> tuple[pa.Array, tuple[np.ndarray, np.ndarray]]:
+    """:func:`split_log` over a column: topic (the name itself when it does not end in -<digits>),
+    and the partition as (values, missing) for an IntegerArray."""
+    got = pc.extract_regex(logs, r"^(?P<t>.+)-(?P<p>\d+)$")
+    hit = pc.is_valid(got)
+    topic = pc.if_else(hit, pc.struct_field(got, "t"), logs)
+    p = pc.struct_field(got, "p")
+    missing = ~np.asarray(pc.fill_null(hit, False).to_numpy(zero_copy_only=False), bool)
+    values = np.zeros(len(logs), np.int64)
+    values[~missing] = np.asarray(
+        pc.cast(p.filter(pc.fill_null(hit, False)), pa.int64()).to_numpy(zero_copy_only=False)
+    )
+    return topic, (values, missing)
 
 
 @extractor("cleaner_runs", **_LOGGERS)
@@ -295,7 +356,7 @@ def build_runs(events: pd.DataFrame) -> pd.DataFrame:
         part = msgs.slice(i, SLICE)
         st = np.asarray(pc.match_substring_regex(part, _S["head"].pattern).to_numpy(zero_copy_only=False), bool)
         first = first_lines(part)
-        w = first_match(first, [_EVENTS[0][1].pattern, _EVENTS[1][1].pattern])  # begin, offset_map
+        w = first_rule(first, [_EVENTS[0][1].pattern, _EVENTS[1][1].pattern])  # begin, offset_map
         w[st] = -1
         for k in (0, 1):
             at = np.flatnonzero(w == k)
