@@ -63,10 +63,25 @@ notebooks: $(STAMP)
 	cd notebooks && for nb in *.ipynb; do ../$(BIN)/papermill -k python3 --cwd . "$$nb" "$$nb" || exit 1; done
 
 # The catalogue of Kafka's own log statements that ships with the kit, read from a git clone of
-# Apache Kafka (every release tag and the clone's HEAD; nothing is checked out). Never edit the file.
+# Apache Kafka (every release tag and the clone's HEAD; nothing is checked out) and from the
+# released jars (class files) of KAFKA_JARS, the releases the clone does not reach. The jars are
+# read from Maven's local repository (MAVEN_REPO); `mvn dependency:get` puts any missing ones
+# there first (the only step that goes to the network). Never edit the file.
+#   make statements KAFKA_CLONE=path/to/kafka [KAFKA_JARS="4.0.0 4.1.0"] [MAVEN_REPO=~/.m2/repository]
+KAFKA_JARS ?= 4.0.0 4.1.0 4.2.0 4.3.0 4.4.0
+MAVEN_REPO ?= $(HOME)/.m2/repository
+KAFKA_ARTIFACTS = kafka-clients kafka_2.13 kafka-server kafka-server-common kafka-metadata kafka-raft kafka-storage \
+  kafka-storage-api kafka-group-coordinator kafka-group-coordinator-api kafka-coordinator-common \
+  kafka-share-coordinator kafka-transaction-coordinator connect-runtime connect-api connect-json \
+  connect-transforms kafka-streams
 statements: $(STAMP)
-	@test -n "$(KAFKA_CLONE)" || { echo "usage: make statements KAFKA_CLONE=DIR (a git clone of apache/kafka)"; exit 2; }
-	$(BIN)/python -m kitlib.formats.logs.statements $(KAFKA_CLONE) --out kitlib/formats/logs/statements.json.gz
+	@test -n "$(KAFKA_CLONE)" || { echo "usage: make statements KAFKA_CLONE=DIR [KAFKA_JARS=\"4.0.0 ...\"] (a git clone of apache/kafka)"; exit 2; }
+	@for v in $(KAFKA_JARS); do for a in $(KAFKA_ARTIFACTS); do \
+	  test -s "$(MAVEN_REPO)/org/apache/kafka/$$a/$$v/$$a-$$v.jar" || \
+	    mvn -q -B dependency:get -Dmaven.repo.local="$(MAVEN_REPO)" -Dartifact=org.apache.kafka:$$a:$$v -Dtransitive=false \
+	      || echo "no $$a $$v: read without it"; done; done
+	$(BIN)/python -m kitlib.formats.logs.statements $(KAFKA_CLONE) --out kitlib/formats/logs/statements.json.gz \
+	  --maven-repo "$(MAVEN_REPO)" $(foreach v,$(KAFKA_JARS),--jars $(v))
 
 bench: $(STAMP)
 	$(BIN)/python bench/ingest_bench.py --size-mb 1024

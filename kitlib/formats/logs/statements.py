@@ -20,6 +20,11 @@ between releases is one blob, parsed once) and finds the log calls in it:
   mixes it in is not known from the trait's file), and so are a base class's calls whose logger is
   made from ``getClass()`` (a subclass logs them under its own name). ``fatal`` counts as ``error``.
 
+Releases the clone does not reach (Kafka 4.x: the clone at hand ends at trunk of October 2024) are
+read from their released jars (``--jars VERSION``, from Maven's local repository) by
+:mod:`kitlib.formats.logs.classfiles`, which finds the same log calls in the byte code; they are
+listed after :data:`TRUNK`, and a statement both inputs hold keeps what its source says.
+
 A template is the message's literal text with ``{}`` where a value goes: SLF4J's ``{}``, Scala's
 ``$x``/``${...}``, ``%s``-style slots of ``.format(...)`` and every non-literal term of a ``+``
 concatenation. Each slot gets a type from its expression's name or the words around it
@@ -662,9 +667,18 @@ def parse_source(code: str, path: str) -> list[Found]:
 # The catalogue
 
 
-def extract(clone: Path | str, tags: list[str] | None = None, trunk: bool = True, progress=None) -> Catalogue:
+def extract(
+    clone: Path | str,
+    tags: list[str] | None = None,
+    trunk: bool = True,
+    progress=None,
+    jars: dict[str, list[Path]] | None = None,
+) -> Catalogue:
     """The catalogue of a clone: every log statement of every release in ``tags`` (default:
-    :func:`release_tags`) and, with ``trunk``, of HEAD (labelled :data:`TRUNK`)."""
+    :func:`release_tags`) and, with ``trunk``, of HEAD (labelled :data:`TRUNK`); then of the
+    releases in ``jars`` (release -> its jar files, read by :mod:`kitlib.formats.logs.classfiles`),
+    which come after trunk, oldest first. A statement found in both keeps what the source says of
+    it (slot types and names) and gains the jars' releases."""  # fmt: skip
     t0 = time.monotonic()
     revs = [(t, t) for t in (release_tags(clone) if tags is None else tags)]
     if trunk:
@@ -704,11 +718,49 @@ def extract(clone: Path | str, tags: list[str] | None = None, trunk: bool = True
         rels = tuple(labels[i] for i in sorted(e["releases"]))
         statements.append(Statement(tid, logger, level, f.template, f.types, f.exprs, rels, e["path"]))
     statements.sort(key=lambda s: (s.logger, s.template, s.level))
-    notes: dict[str, int | str] = {"distinct_files": len(paths), "bytes_read": n_bytes}
+    notes: dict[str, int | str | dict] = {"distinct_files": len(paths), "bytes_read": n_bytes}
     if trunk:
         notes["trunk"] = _git(clone, "log", "-1", "--format=%H %cs", "HEAD").strip()
+    cat = Catalogue(labels, statements, notes)
+    if jars:
+        cat = extend(cat, jars, progress)
     if progress:
         progress(f"catalogue built in {time.monotonic() - t0:.0f} s")
+    return cat
+
+
+def extend(cat: Catalogue, jars: dict[str, list[Path]], progress=None) -> Catalogue:
+    """``cat`` with the releases of ``jars`` (release -> its jar files, read by
+    :mod:`kitlib.formats.logs.classfiles`) added after its own, oldest first. A statement ``cat``
+    holds keeps its template, slot types, names and file, and gains the releases whose jars hold it;
+    the others are new, filed under their newest class file."""
+    from kitlib.formats.logs import classfiles
+
+    labels = list(cat.releases)
+    entries: dict[tuple[str, str, str], dict] = {
+        (s.id, s.logger, s.level): {"s": s, "new": []} for s in cat.statements
+    }  # fmt: skip
+    for label in sorted(jars, key=lambda v: (_version(v), v)):
+        labels.append(label)
+        for jar in jars[label]:
+            for f, cls in classfiles.jar_statements(jar):
+                key = (template_id(f.template), f.logger, f.level)
+                e = entries.setdefault(key, {"s": None, "new": []})
+                if label not in e["new"]:
+                    e["new"].append(label)
+                if e["s"] is None or e["s"].releases == ():
+                    e["s"] = Statement(key[0], f.logger, f.level, f.template, f.types, f.exprs, (),
+                                       f"{Path(jar).name}:{cls}")  # fmt: skip
+        if progress:
+            progress(f"{label}: {len(jars[label])} jars read")
+    statements = []
+    for e in entries.values():
+        s = e["s"]
+        statements.append(Statement(s.id, s.logger, s.level, s.template, s.types, s.names, s.releases + tuple(e["new"]),
+                                    s.source))  # fmt: skip
+    statements.sort(key=lambda s: (s.logger, s.template, s.level))
+    notes = dict(cat.notes)
+    notes["class_files"] = {v: sorted(Path(j).name for j in js) for v, js in jars.items()}  # which jars were read
     return Catalogue(labels, statements, notes)
 
 
@@ -776,12 +828,43 @@ def counts(cat: Catalogue) -> dict:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m kitlib.formats.logs.statements", description=__doc__.split("\n")[0])
-    ap.add_argument("clone", help="a git clone of Apache Kafka (bare or not)")
+    ap.add_argument("clone", nargs="?", help="a git clone of Apache Kafka (bare or not)")
+    ap.add_argument("--base", metavar="CATALOGUE",
+                    help="instead of a clone, start from this catalogue and add the --jars releases to it")  # fmt: skip
     ap.add_argument("--out", default=str(DATA_FILE), help="where to write the catalogue (default: %(default)s)")
     ap.add_argument("--tag", action="append", help="read only these tags (repeatable; default: every release)")
     ap.add_argument("--no-trunk", action="store_true", help="leave the clone's HEAD out")
+    ap.add_argument(
+        "--jars",
+        metavar="VERSION",
+        action="append",
+        default=[],
+        help="also read this release's jars (class files; repeatable), for releases the clone lacks",
+    )
+    ap.add_argument("--maven-repo", default=str(Path.home() / ".m2" / "repository"),
+                    help="the Maven repository folder holding those jars (default: %(default)s)")  # fmt: skip
     args = ap.parse_args(argv)
-    cat = extract(args.clone, args.tag, trunk=not args.no_trunk, progress=lambda m: print(m, file=sys.stderr))
+    jars: dict[str, list[Path]] = {}
+    if args.jars:
+        from kitlib.formats.logs import classfiles
+
+        for v in args.jars:
+            jars[v], missing = classfiles.release_jars(args.maven_repo, v)
+            if not jars[v] or "kafka_2.13" in missing or "kafka-clients" in missing:
+                print(f"the jars of Kafka {v} are not in {args.maven_repo} (missing: {', '.join(missing)})",
+                      file=sys.stderr)  # fmt: skip
+                return 2
+            if missing:
+                print(f"Kafka {v}: no {', '.join(missing)} in {args.maven_repo}; read without them", file=sys.stderr)
+    if bool(args.clone) == bool(args.base):
+        ap.error("give a clone or --base CATALOGUE")
+
+    def say(message: str) -> None:
+        print(message, file=sys.stderr)
+
+    cat = (
+        extend(load(args.base), jars, say) if args.base else extract(args.clone, args.tag, not args.no_trunk, say, jars)
+    )
     save(cat, args.out)
     c = counts(cat)
     print(f"{c['releases']} revisions ({cat.releases[0]} .. {cat.releases[-1]}), {c['statements']} statements, "
