@@ -841,3 +841,60 @@ def test_cleaner_statistics_in_every_era(tmp_path, release, ident, logger):
     assert full and "users-3 on broker-1" in full[0].summary and full[0].numbers["full_buffer_runs"] == 3
     none = found(tmp_path, "cleaner-no-reclaim")
     assert none and "users-3" in none[0].summary
+
+
+# --- the request log: clients throttled by a quota ------------------------------------------------------
+
+
+def request_line(release: str, client: str, throttle_ms: int, n: int) -> str:
+    """One 'Completed request' line of a Produce, as RequestChannel builds it (not from a template: the
+    request logger writes a built string). 1.0-2.7: the header's toString, ',response:', then the
+    times with throttleTime; 2.8+: RequestConvertToJson's JSON."""
+    conn = f"10.0.0.5:9092-10.0.0.7:{5000 + n}-3"
+    if release < "2.8":
+        return (
+            f"Completed request:RequestHeader(apiKey=PRODUCE, apiVersion=5, clientId={client}, correlationId={n}) -- "
+            "{acks=-1,timeout=30000,partitionSizes=[orders-0=1048]},response:{responses=[{topic=orders,"
+            f"partition_responses=[{{partition=0,error_code=0,base_offset={n}}}]}}],throttle_time_ms={throttle_ms}}} "
+            f"from connection {conn};totalTime:{throttle_ms + 4},requestQueueTime:0.1,localTime:3.2,remoteTime:0.0,"
+            f"throttleTime:{throttle_ms},responseQueueTime:0.1,sendTime:0.4,securityProtocol:PLAINTEXT,"
+            "principal:User:ANONYMOUS,listener:PLAINTEXT"
+        )
+    return (
+        'Completed request:{"isForwarded":false,"requestHeader":{"requestApiKey":0,"requestApiVersion":9,'
+        f'"correlationId":{n},"clientId":"{client}","requestApiKeyName":"PRODUCE"}},"request":{{}},"response":{{}},'
+        f'"connection":"{conn}","totalTimeMs":{throttle_ms + 4},"requestQueueTimeMs":0.1,"localTimeMs":3.2,'
+        f'"remoteTimeMs":0.0,"throttleTimeMs":{throttle_ms},"responseQueueTimeMs":0.1,"sendTimeMs":0.4,'
+        '"securityProtocol":"PLAINTEXT","principal":"User:ANONYMOUS","listener":"PLAINTEXT","clientInformation":'
+        '{"softwareName":"apache-kafka-java","softwareVersion":"3.9.0"}}'
+    )
+
+
+@pytest.mark.parametrize("release", ["1.1.0", "2.7.0", "2.8.0", "3.9.0-rc3"])
+def test_quota_throttling_from_the_request_log(tmp_path, release):
+    lines = [
+        (at(11, s), "DEBUG", request_line(release, "bulk-loader", 480 if s % 2 else 0, s), "kafka.request.logger")
+        for s in range(12)
+    ]
+    write(tmp_path, "broker-1", "kafka-request.log", lines)
+    f = found(tmp_path, "quota-throttling")
+    assert f and "bulk-loader: 6 of 12 requests throttled" in f[0].summary
+
+
+@pytest.mark.parametrize("release", ["0.10.2.0", "1.1.0", "2.7.0"])
+def test_request_log_text_forms_name_the_client(tmp_path, release):
+    """0.10 wrote the header as a struct ('{api_key=0,api_version=2,...}') and no ',response:'; 1.0-2.7
+    RequestHeader's toString. Either way the row names the client, its API version and address."""
+    if release < "1.0":
+        msg = (
+            "Completed request:{api_key=0,api_version=2,correlation_id=7,client_id=bulk-loader} -- "
+            "{acks=-1,timeout=30000} from connection 10.0.0.5:9092-10.0.0.7:5007;totalTime:4,requestQueueTime:0,"
+            "localTime:3,remoteTime:0,responseQueueTime:0,sendTime:1,securityProtocol:PLAINTEXT,"
+            "principal:User:ANONYMOUS,listener:PLAINTEXT"
+        )
+    else:
+        msg = request_line(release, "bulk-loader", 0, 7)
+    write(tmp_path, "broker-1", "kafka-request.log", [(at(11), "TRACE", msg, "kafka.request.logger")])
+    r = kitlib.load_bundle(tmp_path).table("requests")
+    assert len(r) == 1 and r["client_id"].iloc[0] == "bulk-loader" and r["client_address"].iloc[0] == "10.0.0.7:5007"
+    assert r["api_version"].iloc[0] == (2 if release < "1.0" else 5)

@@ -48,9 +48,16 @@ tables.declare(
     ],
 )
 
-_OLD = re.compile(r"Completed request:(?P<desc>.*?),response:.* from connection (?P<conn>[^;]+);(?P<times>.*)$", re.S)
+# 0.10-1.0 logged no ",response:..." (and no throttleTime)
+_OLD = re.compile(
+    r"Completed request:(?P<desc>.*?)(?:,response:.*)? from connection (?P<conn>[^;]+);(?P<times>.*)$", re.S
+)
 _OLD_HDR = re.compile(
-    r"api_key=(?P<key>\d+),api_version=(?P<ver>\d+),correlation_id=(?P<corr>-?\d+),client_id=(?P<cid>[^,}]*)"
+    r"api_key=(?:(?P<key>\d+)|[^,]*),api_version=(?P<ver>\d+),correlation_id=(?P<corr>-?\d+),client_id=(?P<cid>[^,}]*)"
+    # 1.0-2.7: RequestHeader.toString, the API by name
+    # (the redaction masks the API name, which it takes for a secret "apiKey=...")
+    r"|RequestHeader\(apiKey=(?:(?P<name>[A-Z_]+)|[^,]*), apiVersion=(?P<ver2>\d+), clientId=(?P<cid2>.*?), "
+    r"correlationId=(?P<corr2>-?\d+)\)"
 )
 _OLD_T = re.compile(r"(\w+):([^,]+)")
 _API_NAMES = {
@@ -68,12 +75,13 @@ _API_NAMES = {
     18: "API_VERSIONS",
     19: "CREATE_TOPICS",
 }
+_API_KEYS = {v: k for k, v in _API_NAMES.items()}  # the 1.0-2.7 header names the API
 
 
 def _client_address(conn: str) -> str:
-    # connection id: <broker host:port>-<client host:port>-<index>
+    # connection id: <broker host:port>-<client host:port>-<index> (0.10: no index)
     parts = conn.split("-")
-    return parts[1] if len(parts) >= 3 else conn
+    return parts[1] if len(parts) >= 2 else conn
 
 
 def _row_json(msg: str) -> dict | None:
@@ -112,14 +120,16 @@ def _row_text(msg: str) -> dict | None:
         return None
     h = _OLD_HDR.search(m.group("desc"))
     t = dict(_OLD_T.findall(m.group("times")))
-    key = int(h.group("key")) if h else None
+    # the 0.10 header's fields, else (1.0-2.7) the RequestHeader's ("ver2", ...)
+    hd: dict[str, str] = {k.rstrip("2"): v for k, v in (h.groupdict() if h else {}).items() if v is not None}
+    key = int(hd["key"]) if "key" in hd else _API_KEYS.get(hd.get("name", ""))
     f = lambda k: float(t[k]) if k in t else None
     return {
-        "api_name": _API_NAMES.get(key, str(key)) if key is not None else None,
+        "api_name": hd.get("name") or (_API_NAMES.get(key, str(key)) if key is not None else None),
         "api_key": key,
-        "api_version": int(h.group("ver")) if h else None,
-        "correlation_id": int(h.group("corr")) if h else None,
-        "client_id": h.group("cid") if h else None,
+        "api_version": int(hd["ver"]) if "ver" in hd else None,
+        "correlation_id": int(hd["corr"]) if "corr" in hd else None,
+        "client_id": hd.get("cid"),
         "client_address": _client_address(m.group("conn")),
         "principal": t.get("principal"),
         "listener": t.get("listener"),
@@ -239,7 +249,7 @@ def build(events: pd.DataFrame) -> pd.DataFrame:
             msg = msgs[j].as_py()
             if "Completed request:" not in msg:
                 continue
-            r = _row_json(msg) if "Completed request:{" in msg else _row_text(msg)
+            r = _row_json(msg) if 'Completed request:{"' in msg else _row_text(msg)  # 0.10: '{api_key=...
             if r is None:
                 continue
             r.update({c: ev[c].iat[j] for c in prov}, _row=j + i)

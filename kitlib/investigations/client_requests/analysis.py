@@ -181,7 +181,7 @@ def throttle_summary(requests: pd.DataFrame) -> pd.DataFrame:
     apis = (
         r[r["thr"]]
         .groupby(r["client_id"].astype("string").fillna(""))["api_name"]
-        .agg(lambda s: ", ".join(sorted(set(s.astype(str)))))
+        .agg(lambda s: ", ".join(sorted(set(s.dropna().astype(str)))))  # 1.0-2.7 lines may name no API
     )
     out["first_throttled"] = out["client_id"].map(firsts)
     out["apis"] = out["client_id"].map(apis).fillna("")
