@@ -898,3 +898,22 @@ def test_request_log_text_forms_name_the_client(tmp_path, release):
     r = kitlib.load_bundle(tmp_path).table("requests")
     assert len(r) == 1 and r["client_id"].iloc[0] == "bulk-loader" and r["client_address"].iloc[0] == "10.0.0.7:5007"
     assert r["api_version"].iloc[0] == (2 if release < "1.0" else 5)
+
+
+@pytest.mark.parametrize("release", ["2.8.0", "3.9.0-rc3"])
+def test_down_conversion_from_the_request_log(tmp_path, release):
+    """An old consumer's Fetch v2 down-converted, in the 2.8+ JSON request log (the 1.0-2.7 text form
+    names the API only as 'apiKey=FETCH', which the redaction masks: see the module's table)."""
+    lines = []
+    for n in range(5):
+        line = request_line(release, "secor-0.8", 0, n).replace(
+            '"requestApiKey":0,"requestApiVersion":9', '"requestApiKey":1,"requestApiVersion":2'
+        )
+        line = line.replace('"PRODUCE"', '"FETCH"').replace(
+            '"softwareName":"apache-kafka-java","softwareVersion":"3.9.0"}}',
+            '"softwareName":"unknown","softwareVersion":"unknown"},"temporaryMemoryBytes":2134628,"messageConversionsTime":12.0}',
+        )
+        lines.append((at(12, n), "DEBUG", line, "kafka.request.logger"))
+    write(tmp_path, "broker-1", "kafka-request.log", lines)
+    f = found(tmp_path, "down-conversion")
+    assert f and "secor-0.8 at 10.0.0.7:" in f[0].summary and "FETCH v2" in f[0].summary
