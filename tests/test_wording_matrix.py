@@ -4,7 +4,49 @@ of the catalogue of Kafka's own log statements (``kitlib templates``; kitlib/for
 looked up by its words and checked to be logged by the release named (for 4.4.0, which the catalogue
 does not hold yet, from the templates of that release's classes in :data:`SAID_IN_4_4`), its slots filled with made-up
 values; the prefixes (``logIdent``) a class adds are written as that release's source writes them. Each
-test asserts the finding and the broker, group, transactional id, task, address or partition it names."""
+test asserts the finding and the broker, group, transactional id, task, address or partition it names.
+Lines not built from a template say so in their test (a message Kafka builds in code of its own).
+
+Coverage, by finding and era (ZK = ZooKeeper mode, trunk = apache/kafka of October 2024, taken for 4.x):
+
+====================================  =====================================================================
+finding (what logs it)                releases whose wording is tested
+====================================  =====================================================================
+isr-shrink                            0.10.2, 0.11.0, 2.0, 3.9, trunk, 4.4
+broker-fenced: controller             ZK 0.10.1, 1.1, 2.8; KRaft 3.0, 3.9, trunk, 4.4
+broker-fenced: ZK session expired     0.10 (ZooKeeper client's own line), 1.1, 2.7 (ZK only)
+log-dir-failure                       0.10.2 (halt), 1.1, 2.8, 3.9, trunk
+unclean-election                      ZK 0.10.2; follower refusing truncation 0.10.2-2.0; KRaft 3.3, 3.9,
+                                      trunk (ZK 2.1-2.8 log no such line: JMX only)
+controller-failover                   0.10.2, 2.8, 3.0, 3.9, trunk, 4.4
+rebalance-storm                       0.10.2, 1.1, 2.8, 3.9, trunk, 4.4; members removed 0.11.0.1, 2.8, 3.9,
+                                      trunk (TRACE before); members leaving 3.2, 3.9, trunk; consumers'
+                                      poll time-outs 2.1, 3.0, 3.9, trunk
+transaction-timeouts                  rollback 0.11, 2.4, 2.8, 3.9, trunk; producer fenced (coordinator)
+                                      0.11, 2.8, 3.9, trunk; (producer) 0.11, 1.1, 2.8, 3.9, trunk
+auth-failures                         client 1.1, 2.8, 3.9, trunk; broker 2.8, 3.9, trunk; authorizer
+                                      denials 0.10.2 (template), 1.1, 2.8, 3.9 (from source)
+offset-commit-timeouts                source flush 0.9, 0.10.2, 2.8; sink commit 0.10.2, 1.1, 2.8, 3.9, trunk
+cleaner-stalled                       uncleanable 2.1, 2.8, 3.9, trunk; thread died 0.10.2, 1.1, 2.8, 3.9,
+                                      trunk
+cleaner-buffer-too-small,             statistics block (from the format string) 0.10.2, 2.8, 3.9, trunk,
+cleaner-no-reclaim                    4.1 (storage-module logger)
+remote-copy-errors                    3.6, 3.9, trunk (tiered storage: 3.6+ only)
+broker-versions-mixed                 0.10.2/0.11, 1.1/2.1.1, 2.1.1/2.2, 2.8/3.9, 3.9/trunk
+quota-throttling (request log)        1.1, 2.7, 2.8, 3.9 (0.10 logs no throttle time)
+down-conversion (request log)         2.8, 3.9 (1.0-2.7 name the API as 'apiKey=FETCH', which the
+                                      redaction masks); the requests table's text forms: 0.10.2, 1.1, 2.7
+====================================  =====================================================================
+
+Log-driven but not in the matrix: request-saturation and clients-on-removed-protocol (the same request
+log rows as above, with JMX), tierstate-metadata-growth (Confluent Server's lines, not Apache Kafka's).
+Not Kafka's wording: gc-pauses, heap-too-small (GC logs), jvm-out-of-memory, jvm-crash (JVM output).
+Not log-driven: consumer-stalled (lag snapshots), broker-io-imbalance (file I/O samples) and the other
+cluster_config findings (replication-factor-low, replication-factor-above-brokers, internal-topic-rf-low,
+min-isr-blocks-writes, min-isr-too-low, unclean-election-enabled, partition-skew, leader-skew,
+preferred-leader-imbalance, replicas-on-one-rack, controller-quorum-size, disk-use-skew, log-dir-filling,
+io-threads-short, network-threads-short, replica-fetchers-short, controller-combined-busy: configuration,
+describe output, log-dir listings and JMX)."""
 
 from __future__ import annotations
 
