@@ -2,6 +2,9 @@
 (a big bundle on two cores) writes the same tables, row for row, as the one-process ingest."""
 
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pyarrow.parquet as pq
@@ -104,3 +107,20 @@ def test_small_bundle_stays_in_one_process(tmp_path, monkeypatch):
     monkeypatch.setenv("KITLIB_INGEST_PROCESSES", "2")
     ingest(ROOT / "sample_data" / "healthy", tmp_path / "out3", derive=False, progress=False)  # nothing to derive
     assert seen == [False, False, False]
+
+
+def test_second_process_from_a_script_without_main_guard(tmp_path):
+    # the second process is a fresh interpreter: a script that ingests at its top level (no
+    # ``if __name__ == "__main__"``) is not run again in it
+    script = tmp_path / "script.py"
+    script.write_text(
+        "from kitlib.ingestion.store import ingest\n"
+        f"s = ingest({str(ROOT / 'sample_data' / 'rebalance-storm')!r}, {str(tmp_path / 'out')!r}, derive=True)\n"
+        "print(s.rows['group_events'])\n"
+    )
+    env = {**os.environ, "KITLIB_INGEST_PROCESSES": "2"}
+    r = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, env=env, cwd=tmp_path)
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert int(r.stdout) > 0
+    assert int(r.stdout) == pq.ParquetFile(tmp_path / "out" / "group_events.parquet").metadata.num_rows
+    assert not list((tmp_path / "out").glob(".[sd]*"))  # no spill (.selected-*) or message file (.derive.err) left

@@ -6,8 +6,11 @@ use from the stored events (``derive=False``, see :mod:`kitlib.ingestion.derive`
 from __future__ import annotations
 
 import contextlib
+import os
 import pickle
 import queue
+import subprocess
+import sys
 import threading
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
@@ -379,14 +382,29 @@ class BlockwiseProcess:
     AHEAD = 3  # batches waiting to be sent
 
     def __init__(self, out: Path):
-        import multiprocessing
+        import socket
+        from multiprocessing.connection import Connection
 
-        # spawned, not forked: this process already runs threads (Arrow's, the writer's)
-        ctx = multiprocessing.get_context("spawn")
-        self._conn, child = ctx.Pipe(duplex=True)
-        self.proc = ctx.Process(target=_blockwise_main, args=(child, str(out)), name="kitlib-derive", daemon=True)
-        self.proc.start()
-        child.close()
+        import kitlib
+
+        # a fresh interpreter, neither forked (this process already runs threads: Arrow's, the
+        # writer's, a notebook kernel's) nor spawned by multiprocessing (which would run the
+        # calling script again in it, and a script without a ``__main__`` guard would fail)
+        ours, theirs = socket.socketpair()
+        self._err = out / ".derive.err"  # what the process said before it could hand back an error
+        path = [str(Path(kitlib.__file__).resolve().parents[1]), os.environ.get("PYTHONPATH", "")]
+        with open(self._err, "wb") as err:
+            self.proc = subprocess.Popen(
+                [sys.executable, "-c", "from kitlib.ingestion.sink import _blockwise_main; _blockwise_main()"]
+                + [str(theirs.fileno()), str(out)],
+                pass_fds=(theirs.fileno(),),
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL,
+                stderr=err,
+                env={**os.environ, "PYTHONPATH": os.pathsep.join(p for p in path if p)},
+            )
+        theirs.close()
+        self._conn = Connection(ours.detach())
         self._queue: queue.Queue = queue.Queue(self.AHEAD)
         self._failed: BaseException | None = None
         self._sender = threading.Thread(target=self._send_all, name="kitlib-derive-send", daemon=True)
@@ -435,15 +453,20 @@ class BlockwiseProcess:
             self._stopped(e)
         finally:
             self._conn.close()
-        self.proc.join()
+        self.proc.wait()
+        self._err.unlink(missing_ok=True)
         if status != "ok":
             raise RuntimeError(f"building the derived tables failed: {value}")
         return value
 
     def _stopped(self, e: BaseException) -> NoReturn:
         self.close()
+        said = ""
+        with contextlib.suppress(OSError):
+            said = next((x for x in reversed(self._err.read_text(errors="replace").splitlines()) if x.strip()), "")
         raise RuntimeError(
-            f"the process building the derived tables stopped (exit code {self.proc.exitcode}): {type(e).__name__}"
+            f"the process building the derived tables stopped (exit code {self.proc.returncode}): "
+            f"{said or type(e).__name__}"
         ) from None
 
     def close(self) -> None:
@@ -451,9 +474,10 @@ class BlockwiseProcess:
         self._failed = self._failed or EOFError("closed")
         with contextlib.suppress(queue.Full):
             self._queue.put_nowait(None)
-        if self.proc.is_alive():
+        if self.proc.poll() is None:
             self.proc.terminate()
-        self.proc.join(5)
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            self.proc.wait(5)
         self._conn.close()
 
 
@@ -462,10 +486,14 @@ def blockwise_tables() -> set[str]:
     return {name for name, ex in extract.EXTRACTORS.items() if ex.blockwise}
 
 
-def _blockwise_main(conn, out: str) -> None:
-    """The second process of :class:`BlockwiseProcess`: batches in, blockwise tables written."""
+def _blockwise_main() -> None:
+    """The second process of :class:`BlockwiseProcess` (its arguments: the socket's descriptor and
+    the output folder): batches in, blockwise tables written."""
+    from multiprocessing.connection import Connection
+
     from kitlib import registry
 
+    conn, out = Connection(int(sys.argv[1])), sys.argv[2]
     registry.load()
     try:
         selection = Selection(Path(out))  # keeps (spills) the built pieces as a one-process ingest does
