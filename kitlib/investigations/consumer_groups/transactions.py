@@ -22,10 +22,11 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from kitlib import tables
 from kitlib.extract import extractor
-from kitlib.extract.rules import Rule, field_of, in_slices, logger_keywords, match, to_int
+from kitlib.extract.rules import Rule, fields_of, in_slices, ints, logger_keywords, match
 
 tables.declare(
     "txn_events",
@@ -137,24 +138,27 @@ def build(events: pd.DataFrame) -> pd.DataFrame:
     m = match(events, RULES, whole=("fenced", "old_epoch"))
     if not len(m):
         return tables.empty("txn_events")
-    kinds, cols = m.kinds, m.cols
-    txid = cols["transactional_id"]
-    ptx = field_of(m.first, _JAVA_PREFIX, "txid")
-    txid = np.where(txid == None, ptx, txid)  # noqa: E711
-    client = field_of(m.first, _JAVA_PREFIX, "client")
+    kinds, f = m.kinds, m.fields
+    java = fields_of(m.first, _JAVA_PREFIX)
+    txid = pc.coalesce(f["transactional_id"], java["txid"].cast(f["transactional_id"].type))
+    client = java["client"]
+    source = np.full(len(kinds), "client", dtype=object)
+    for kind, side in _SOURCE.items():
+        source[kinds == kind] = side
     # librdkafka's instance, looked for on the clients' own lines only
-    todo = np.flatnonzero(~np.isin(kinds, list(_SOURCE)) & (client == None))  # noqa: E711
-    if len(todo):
-        client[todo] = field_of(m.first.take(pa.array(todo)), _RDKAFKA_CLIENT, "client")
+    todo = (source == "client") & ~np.asarray(pc.is_valid(client).to_numpy(zero_copy_only=False), bool)
+    if todo.any():
+        found = fields_of(m.first.filter(pa.array(todo)), _RDKAFKA_CLIENT)["client"]
+        client = pc.replace_with_mask(client, pa.array(todo), found.cast(client.type))
     return m.frame(
         {
-            "source": [_SOURCE.get(k, "client") for k in kinds],
+            "source": source,
             "kind": kinds,
             "transactional_id": txid,
-            "producer_id": to_int(cols["producer_id"]),
-            "epoch": to_int(cols["epoch"]),
-            "partition": cols["partition"],
-            "error": cols["error"],
+            "producer_id": ints(f["producer_id"]),
+            "epoch": ints(f["epoch"]),
+            "partition": f["partition"],
+            "error": f["error"],
             "client_id": client,
         }
     )
