@@ -11,7 +11,12 @@ Parquet (``kitlib ingest``), opens the output as a notebook does, then times, ea
   then a window cut and the first page of every line inside it (what a brush re-queries);
 - opening a hit's context (the raw lines around it), early, mid-file and at the end of the file;
 - the first text search and the first context, which build the trigram index of the store and the
-  line offsets of the file (:mod:`kitlib.explore.textindex`, :mod:`kitlib.explore.lines`).
+  line offsets of the file (:mod:`kitlib.explore.textindex`, :mod:`kitlib.explore.lines`);
+- text whose trigrams are on most lines (``offset 4242`` in any case and exact, a regular expression
+  with a number), which the index's number keys narrow, and a word on many lines (``leader``).
+
+``--keep-index`` keeps an index already in the output (the searches then run as in a kernel that
+opens a store indexed before: its peak RSS without the build).
 
 Prints one Markdown table (median and worst seconds) and the process's peak RSS.
 
@@ -33,15 +38,17 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 
 
-def timed(fn, n: int) -> tuple[float, float, float, object]:
-    """Median and worst wall seconds, median CPU seconds (every thread of this process), the result."""
+def timed(fn, n: int) -> tuple[float, float, float, float, object]:
+    """Median and worst wall seconds, median CPU seconds (every thread of this process), the
+    process's peak RSS in MB after the step, the result."""
     got, cpu, out = [], [], None
     for _ in range(n):
         t, c = time.perf_counter(), time.process_time()
         out = fn()
         got.append(time.perf_counter() - t)
         cpu.append(time.process_time() - c)
-    return statistics.median(got), max(got), statistics.median(cpu), out
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    return statistics.median(got), max(got), statistics.median(cpu), peak, out
 
 
 def main(argv=None) -> int:
@@ -49,6 +56,7 @@ def main(argv=None) -> int:
     ap.add_argument("--size-mb", type=float, default=1024, help="size of the generated server.log (default 1024)")
     ap.add_argument("--workdir", help="where to put the generated file and the ingest output (default: a temp dir)")
     ap.add_argument("--repeat", type=int, default=3, help="runs of each step (default 3)")
+    ap.add_argument("--keep-index", action="store_true", help="keep the output's index instead of timing its build")
     a = ap.parse_args(argv)
     work = Path(a.workdir or tempfile.mkdtemp(prefix="kitexplore-"))
     log = work / "bundle" / "broker-1" / "server.log"
@@ -77,7 +85,8 @@ def main(argv=None) -> int:
 
     from kitlib.explore import lines as li
 
-    shutil.rmtree(out / ".index", ignore_errors=True)  # the indexes are built below, timed
+    if not a.keep_index:
+        shutil.rmtree(out / ".index", ignore_errors=True)  # the indexes are built below, timed
     load0 = os.getloadavg()
     b = kitlib.load(out)
     lo, hi = b.span()
@@ -97,8 +106,19 @@ def main(argv=None) -> int:
     rows.append(("search: plain text, any case (lower case typed)", *timed(lambda: q.search(b, "shrinking isr"), n)))
     rows.append(("search: plain text, exact (a capital typed)", *timed(lambda: q.search(b, "Shrinking ISR"), n)))
     rows.append(
-        ("search: regex", *timed(lambda: q.search(b, r"Rolled new log segment at offset 9\d{5} ", regex=True), n))
+        ("search: regex with rare literal text", *timed(lambda: q.search(b, r"Shrinking ISR from \d+", regex=True), n))
     )
+    rows.append(
+        (
+            "search: regex, its literal text on most lines",
+            *timed(lambda: q.search(b, r"Rolled new log segment at offset 9\d{5} ", regex=True), n),
+        )
+    )
+    rows.append(
+        ("search: a number on most lines, any case (offset 4242)", *timed(lambda: q.search(b, "offset 4242"), n))
+    )
+    rows.append(("search: a number on most lines, exact (Offset 4242)", *timed(lambda: q.search(b, "Offset 4242"), n)))
+    rows.append(("search: a word on many lines (leader)", *timed(lambda: q.search(b, "leader"), n)))
     rows.append(("search: level WARN and worse", *timed(lambda: q.search(b, level="WARN+"), n)))
     rows.append(("timeline aggregation (once per panel)", *timed(lambda: tl.counts(b, 5000), n)))
     rows.append(("brush: every line in a 5 % window, first page", *timed(lambda: q.search(b, window=window), n)))
@@ -115,18 +135,20 @@ def main(argv=None) -> int:
     )
     size = log.stat().st_size / 1e6
     print(f"bundle: {size:,.0f} MB server.log, {b.summary.rows.get('events', 0):,} events (ingest output, DuckDB)\n")
-    print("| step | median s | worst s | CPU s | hits |")
-    print("|---|---|---|---|---|")
-    for name, med, worst, cpu, got in rows:
+    print("| step | median s | worst s | CPU s | peak RSS MB | hits |")
+    print("|---|---|---|---|---|---|")
+    for name, med, worst, cpu, peak, got in rows:
         total = (
             f"{'≥ ' if got.capped else ''}{got.total:,}"
             if hasattr(got, "total")
             else (f"{got[2]:,} records" if isinstance(got, tuple) else "")
         )
-        print(f"| {name} | {med:.3f} | {worst:.3f} | {cpu:.3f} | {total} |")
-    idx = (out / ".index" / "trigrams.npz").stat().st_size / 1e6 if (out / ".index" / "trigrams.npz").is_file() else 0
+        print(f"| {name} | {med:.3f} | {worst:.3f} | {cpu:.3f} | {peak:,.0f} | {total} |")
+    sizes = {f.name: f.stat().st_size / 1e6 for f in sorted((out / ".index").glob("*.*")) if f.is_file()}
     print(
-        f"\ntrigram index on disk: {idx:.1f} MB; line offsets: {sum(len(v) for v in li._MEMO.values() if v is not None):,} entries"
+        "\nindex on disk: "
+        + ", ".join(f"{k} {v:.1f} MB" for k, v in sizes.items())
+        + f"; line offsets: {sum(len(v) for v in li._MEMO.values() if v is not None):,} entries"
     )
     print(f"load average (1, 5, 15 min) at the start: {load0}, at the end: {os.getloadavg()}")
     rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024

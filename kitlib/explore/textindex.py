@@ -334,7 +334,11 @@ def build(path: Path, copy: Path | None = None) -> Index:
     if copy is not None:
         schema = pf.schema_arrow
         writer = pq.ParquetWriter(
-            copy, pa_schema([schema.field(c) for c in SEARCHED]), compression="zstd", compression_level=1
+            copy,
+            pa_schema([schema.field(c) for c in SEARCHED]),
+            compression="zstd",
+            compression_level=1,
+            write_statistics=False,
         )
     written = 0
     try:
