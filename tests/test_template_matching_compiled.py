@@ -267,3 +267,97 @@ def test_a_catalogue_whose_key_word_lists_more_than_every_template_is_refused(tm
     run = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=60, cwd=ROOT)
     assert run.returncode == 0, run.stderr
     assert run.stdout.splitlines() == ["refused a malformed catalogue", "[0]"]
+
+
+def _recurring_records(n: int, seed: int = 7) -> tuple[pa.Array, pa.Array]:
+    """Records built from the catalogue's templates, each text recurring with other numbers in its
+    slots (of the same length, or not), some under a logger that does not log it or no Kafka
+    logger, some with a first line that goes on past the template or a second line, and null
+    messages: the cases the memo of texts must answer as the steps without it do."""
+    rng = np.random.default_rng(seed)
+    p = matching.patterns()
+    nt = len(p.templates)
+    owner = {int(x) % nt: name for name, i in p.loggers.items() for x in p.pairs[p.pairs // nt == i][:1]}
+    with_digits = np.flatnonzero(matching._with_digits()[:-1])
+    picks = np.r_[rng.choice(nt, 150, replace=False), with_digits[:30]]
+    words = ["orders-{}", "g-{}", "{},{}", "broker-{}", "[t,{}]", "x y", "{}"]
+    pool = []
+    for t in picks.tolist():
+        if t not in owner:
+            continue
+        parts = p.templates[t].split("{}")
+        slots = [str(rng.choice(words)) for _ in parts[1:]]
+        for name, tail in ((owner[t], ""), ("kafka.server.ReplicaManager", ""), ("com.example.App", ""),
+                           (owner[t], " and more on the line"), (owner[t], "\n\tat some.Frame(Frame.java:12)")):  # fmt: skip
+            pool.append((name, parts, slots, tail))
+    loggers, messages = [], []
+    for k in rng.integers(0, len(pool), n).tolist():
+        name, parts, slots, tail = pool[k]
+        text = parts[0]
+        for part, slot in zip(parts[1:], slots):
+            text += slot.replace("{}", str(int(rng.integers(0, 10 if rng.random() < 0.6 else 10**6)))) + part
+        messages.append(None if rng.random() < 0.01 else text + tail)
+        loggers.append(name)
+    return pa.array(loggers).dictionary_encode(), pa.array(messages, pa.large_string())
+
+
+@pytest.mark.slow
+def test_texts_remembered_across_blocks_get_the_arrow_paths_ids(monkeypatch):
+    """The compiled path looks texts met in earlier blocks up in its memo of texts: over blocks
+    that repeat texts (and again with both memos warm) it gives the Arrow path's ids, and most
+    records of the later blocks are answered from the memo."""
+    logger, message = _recurring_records(8000)
+    got = {}
+    for path in (matching._assign_compiled, matching._assign_arrow):
+        monkeypatch.setattr(matching, "_MEMO", {})
+        got[path] = [np.concatenate([path(logger.slice(i, 1000), message.slice(i, 1000)) for i in range(0, 8000, 1000)])
+                     for _ in range(2)]  # fmt: skip
+    for fast, reference in zip(got[matching._assign_compiled], got[matching._assign_arrow]):
+        assert np.array_equal(fast, reference), np.flatnonzero(fast != reference)[:5]
+        assert (fast >= 0).sum() > 0.3 * len(fast) and (fast < 0).sum() > 0.1 * len(fast)
+    off = np.frombuffer(message.buffers()[1], np.int64)[: len(message) + 1]
+    names = np.array([matching._NAMES[x] for x in logger.to_pylist()], np.uint64)
+    seen = np.frombuffer(C.lookup(off, message.buffers()[2], matching.SHAPE_CHARS, names, np.ascontiguousarray(message.is_valid(), np.uint8))[2], np.int64)  # fmt: skip
+    assert (seen >= -1).mean() > 0.3
+    assert np.array_equal(seen[seen >= -1], got[matching._assign_compiled][1][seen >= -1])
+    assert (seen[~np.asarray(message.is_valid())] == -2).all()  # a null text is never remembered
+
+
+def test_the_memo_of_texts_is_emptied_with_the_memo_of_shapes(monkeypatch):
+    """A memo of shapes replaced or emptied (its limit, or a caller) empties the memo of texts,
+    whose answers rest on it."""
+    logger, message = _recurring_records(2000)
+    matching._assign_compiled(logger, message)
+    off = np.frombuffer(message.buffers()[1], np.int64)[: len(message) + 1]
+    names = np.array([matching._NAMES[x] for x in logger.to_pylist()], np.uint64)
+
+    def remembered() -> int:
+        raw = C.lookup(off, message.buffers()[2], matching.SHAPE_CHARS, names, None)[2]
+        return int((np.frombuffer(raw, np.int64) >= -1).sum())
+
+    assert remembered() > 500
+    matching._MEMO.clear()
+    matching._assign_compiled(logger.slice(0, 0), message.slice(0, 0))
+    assert remembered() == 0
+    matching._assign_compiled(logger, message)
+    monkeypatch.setattr(matching, "_MEMO", {})
+    matching._assign_compiled(logger.slice(0, 0), message.slice(0, 0))
+    assert remembered() == 0
+
+
+def test_the_memo_of_texts_refuses_rows_and_templates_out_of_range():
+    h = np.arange(3, dtype=np.uint64)
+    tmpl = np.array([0, -1, 1], np.int64)
+    with pytest.raises(IndexError):
+        C.remember(np.array([3], np.int64), h, h, h, tmpl)
+    with pytest.raises(ValueError, match="template"):
+        C.remember(np.array([0], np.int64), h, h, h, np.array([10**9, 0, 0], np.int64))
+    with pytest.raises(ValueError):
+        C.remember(np.array([0], np.int64), h, h[:2], h, tmpl)
+    data = b"abcdef"
+    off = np.array([0, 3, 6], np.int64)
+    with pytest.raises(ValueError):
+        C.lookup(off, data, matching.SHAPE_CHARS, np.zeros(3, np.uint64), None)
+    with pytest.raises(ValueError):
+        C.lookup(off, data, matching.SHAPE_CHARS, np.zeros(2, np.uint64), np.ones(1, np.uint8))
+    C.forget()

@@ -347,8 +347,86 @@ static ssize chars_end_fast(const uc *t, ssize n, ssize chars) {
     return n;
 }
 
-/* Two hashes per text, in one pass: its shape (first `chars` characters, ASCII digits left out) and
- * its text as matched (first MATCH_CHARS characters) with each ASCII digit written as 0. */
+/* a text's shape: its first `chars` characters with ASCII digits left out, hashed (bytes packed into
+ * words, eight at a time where they are ASCII without a digit) */
+static inline uint64_t shape_hash(const uc *t, ssize n, ssize chars) {
+    uint64_t v = 0x9E3779B97F4A7C15ULL, acc = 0;
+    int k = 0;
+    ssize seen = 0, kept = 0, j = 0;
+    while (j < n) {
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+        if (j + 8 <= n && seen + 8 <= chars) {
+            uint64_t w = load8(t + j, 8);
+            uint64_t d = digit_bytes(w);
+            if (!(w & HIGH) && !d) {
+                uint64_t full = acc | (k ? w << (8 * k) : w);
+                v = (v ^ full) * 0x9FB21C651E98DF25ULL;
+                v ^= v >> 29;
+                acc = k ? w >> (64 - 8 * k) : 0;
+                j += 8;
+                seen += 8;
+                kept += 8;
+                continue;
+            }
+            if (!(w & HIGH)) { /* ASCII with digits: the other bytes, one by one */
+                for (uint64_t keep = ~d & HIGH; keep; keep &= keep - 1) {
+                    acc |= ((w >> (__builtin_ctzll(keep) & ~7)) & 0xFF) << (8 * k);
+                    kept++;
+                    if (++k == 8) {
+                        v = (v ^ acc) * 0x9FB21C651E98DF25ULL;
+                        v ^= v >> 29;
+                        acc = 0;
+                        k = 0;
+                    }
+                }
+                j += 8;
+                seen += 8;
+                continue;
+            }
+        }
+#endif
+        uc c = t[j++];
+        if ((c & 0xC0) != 0x80 && seen++ == chars)
+            break;
+        if (c >= '0' && c <= '9')
+            continue;
+        acc |= (uint64_t)c << (8 * k);
+        kept++;
+        if (++k == 8) {
+            v = (v ^ acc) * 0x9FB21C651E98DF25ULL;
+            v ^= v >> 29;
+            acc = 0;
+            k = 0;
+        }
+    }
+    return fmix(v ^ acc ^ ((uint64_t)kept << 48));
+}
+
+/* a text as matched (its first MATCH_CHARS characters) with each ASCII digit written as 0, hashed
+ * in two lanes of eight bytes */
+static inline uint64_t text_hash(const uc *t, ssize n) {
+    ssize m = chars_end_fast(t, n, MATCH_CHARS);
+    uint64_t a = 0x243F6A8885A308D3ULL, b = 0x13198A2E03707344ULL;
+    ssize i = 0;
+    for (; i + 16 <= m; i += 16) {
+        uint64_t w1 = load8(t + i, 8), w2 = load8(t + i + 8, 8);
+        w1 &= ~((digit_bytes(w1) >> 7) * 0x0F);
+        w2 &= ~((digit_bytes(w2) >> 7) * 0x0F);
+        a = (a ^ w1) * 0x9FB21C651E98DF25ULL;
+        b = (b ^ w2) * 0xC2B2AE3D27D4EB4FULL;
+        a ^= a >> 31;
+        b ^= b >> 29;
+    }
+    for (; i < m; i += 8) {
+        uint64_t w = load8(t + i, m - i);
+        w &= ~((digit_bytes(w) >> 7) * 0x0F);
+        a = (a ^ w) * 0x9FB21C651E98DF25ULL;
+        a ^= a >> 31;
+    }
+    return fmix(a ^ fmix(b + (uint64_t)m));
+}
+
+/* Two hashes per text: its shape and its text as matched (digits as 0). */
 static PyObject *keys(PyObject *self, PyObject *args) {
     PyObject *off, *data;
     Py_ssize_t chars;
@@ -364,78 +442,8 @@ static PyObject *keys(PyObject *self, PyObject *args) {
         for (ssize r = 0; r < x.n; r++) {
             const uc *t = x.d + x.o[r];
             ssize n = x.o[r + 1] - x.o[r];
-            /* the shape: digits dropped, bytes packed into words (eight at a time where they are
-             * ASCII without a digit) */
-            uint64_t v = 0x9E3779B97F4A7C15ULL, acc = 0;
-            int k = 0;
-            ssize seen = 0, kept = 0, j = 0;
-            while (j < n) {
-#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
-                if (j + 8 <= n && seen + 8 <= chars) {
-                    uint64_t w = load8(t + j, 8);
-                    uint64_t d = digit_bytes(w);
-                    if (!(w & HIGH) && !d) {
-                        uint64_t full = acc | (k ? w << (8 * k) : w);
-                        v = (v ^ full) * 0x9FB21C651E98DF25ULL;
-                        v ^= v >> 29;
-                        acc = k ? w >> (64 - 8 * k) : 0;
-                        j += 8;
-                        seen += 8;
-                        kept += 8;
-                        continue;
-                    }
-                    if (!(w & HIGH)) { /* ASCII with digits: the other bytes, one by one */
-                        for (uint64_t keep = ~d & HIGH; keep; keep &= keep - 1) {
-                            acc |= ((w >> (__builtin_ctzll(keep) & ~7)) & 0xFF) << (8 * k);
-                            kept++;
-                            if (++k == 8) {
-                                v = (v ^ acc) * 0x9FB21C651E98DF25ULL;
-                                v ^= v >> 29;
-                                acc = 0;
-                                k = 0;
-                            }
-                        }
-                        j += 8;
-                        seen += 8;
-                        continue;
-                    }
-                }
-#endif
-                uc c = t[j++];
-                if ((c & 0xC0) != 0x80 && seen++ == chars)
-                    break;
-                if (c >= '0' && c <= '9')
-                    continue;
-                acc |= (uint64_t)c << (8 * k);
-                kept++;
-                if (++k == 8) {
-                    v = (v ^ acc) * 0x9FB21C651E98DF25ULL;
-                    v ^= v >> 29;
-                    acc = 0;
-                    k = 0;
-                }
-            }
-            hs[r] = fmix(v ^ acc ^ ((uint64_t)kept << 48));
-            /* the text matched, digits as 0: two lanes of eight bytes */
-            ssize m = chars_end_fast(t, n, MATCH_CHARS);
-            uint64_t a = 0x243F6A8885A308D3ULL, b = 0x13198A2E03707344ULL;
-            ssize i = 0;
-            for (; i + 16 <= m; i += 16) {
-                uint64_t w1 = load8(t + i, 8), w2 = load8(t + i + 8, 8);
-                w1 &= ~((digit_bytes(w1) >> 7) * 0x0F);
-                w2 &= ~((digit_bytes(w2) >> 7) * 0x0F);
-                a = (a ^ w1) * 0x9FB21C651E98DF25ULL;
-                b = (b ^ w2) * 0xC2B2AE3D27D4EB4FULL;
-                a ^= a >> 31;
-                b ^= b >> 29;
-            }
-            for (; i < m; i += 8) {
-                uint64_t w = load8(t + i, m - i);
-                w &= ~((digit_bytes(w) >> 7) * 0x0F);
-                a = (a ^ w) * 0x9FB21C651E98DF25ULL;
-                a ^= a >> 31;
-            }
-            hh[r] = fmix(a ^ fmix(b + (uint64_t)m));
+            hs[r] = shape_hash(t, n, chars);
+            hh[r] = text_hash(t, n);
         }
         Py_END_ALLOW_THREADS;
     }
@@ -761,6 +769,190 @@ fail:
     return NULL;
 }
 
+/* The texts met before, across blocks: a hash of the logger's number and of the text as matched
+ * (digits as 0) -> the text's template and its shape's memo key. matching.py puts a text here only
+ * where the answer holds for every text with the same hash (see _assign_compiled) and empties it
+ * whenever it empties its memo of shapes. Open addressing; a key of 0 marks an empty slot. */
+#define MEMO_SLOTS ((uint64_t)1 << 19)
+#define MEMO_MAX (MEMO_SLOTS / 2) /* entries before it is emptied and filled again */
+typedef struct {
+    uint64_t key, shape;
+    int64_t tmpl;
+} Memo;
+static Memo *MEMO;
+static ssize MEMO_N;
+
+static inline uint64_t memo_key(uint64_t text, uint64_t name) {
+    uint64_t k = fmix(text ^ ((name + 1) * 0x9E3779B97F4A7C15ULL));
+    return k ? k : 1;
+}
+
+/* the shape's key of matching.py's memo (its _mix: a shape hash and a logger's number) */
+static inline uint64_t shape_key(uint64_t shape, uint64_t name) {
+    uint64_t h = shape ^ ((name + 1) * 0xC2B2AE3D27D4EB4FULL);
+    h ^= h >> 29;
+    h *= 0xBF58476D1CE4E5B9ULL;
+    return h ^ (h >> 32);
+}
+
+static void memo_clear(void) {
+    if (MEMO)
+        memset(MEMO, 0, MEMO_SLOTS * sizeof *MEMO);
+    MEMO_N = 0;
+}
+
+/* lookup(offsets, data, chars, names, valid) -> (shape keys, text hashes, templates), bytes of
+ * uint64/uint64/int64: per text, the hash of its text as matched (digits as 0), and the template
+ * of a text met before (-2 where none was remembered; a null text, valid[i] == 0, never is); the
+ * shape's key (shape hash of the first `chars` characters mixed with names[i], or of the null
+ * shape) of every text, remembered or made. */
+static PyObject *lookup(PyObject *self, PyObject *args) {
+    PyObject *off, *data, *names, *valid;
+    Py_ssize_t chars;
+    if (!PyArg_ParseTuple(args, "OOnOO", &off, &data, &chars, &names, &valid))
+        return NULL;
+    Texts x;
+    if (texts_get(&x, off, data) < 0)
+        return NULL;
+    Py_buffer nb, vb = {0};
+    if (PyObject_GetBuffer(names, &nb, PyBUF_SIMPLE) < 0) {
+        texts_release(&x);
+        return NULL;
+    }
+    if (valid != Py_None && PyObject_GetBuffer(valid, &vb, PyBUF_SIMPLE) < 0) {
+        PyBuffer_Release(&nb);
+        texts_release(&x);
+        return NULL;
+    }
+    PyObject *mk = NULL, *th = NULL, *tp = NULL;
+    if (nb.len != x.n * 8 || (vb.obj && vb.len != x.n)) {
+        PyErr_SetString(PyExc_ValueError, "one logger number and one flag per text");
+        goto done;
+    }
+    mk = PyBytes_FromStringAndSize(NULL, x.n * 8);
+    th = PyBytes_FromStringAndSize(NULL, x.n * 8);
+    tp = PyBytes_FromStringAndSize(NULL, x.n * 8);
+    if (!mk || !th || !tp)
+        goto done;
+    {
+        uint64_t *k = (uint64_t *)PyBytes_AS_STRING(mk), *h = (uint64_t *)PyBytes_AS_STRING(th);
+        int64_t *o = (int64_t *)PyBytes_AS_STRING(tp);
+        const uint64_t *nm = nb.buf;
+        const char *ok = vb.obj ? vb.buf : NULL;
+        Py_BEGIN_ALLOW_THREADS;
+        /* a batch of texts hashed (their slots fetched meanwhile), then looked up */
+        uint64_t mkey[32];
+        for (ssize r0 = 0; r0 < x.n; r0 += 32) {
+            ssize r1 = r0 + 32 < x.n ? r0 + 32 : x.n;
+            for (ssize r = r0; r < r1; r++) {
+                o[r] = -2;
+                if (ok && !ok[r]) {
+                    h[r] = 0;
+                    k[r] = shape_key(0x9E3779B97F4A7C15ULL, nm[r]);
+                    continue;
+                }
+                h[r] = text_hash(x.d + x.o[r], x.o[r + 1] - x.o[r]);
+                if (MEMO_N) {
+                    mkey[r - r0] = memo_key(h[r], nm[r]);
+                    __builtin_prefetch(&MEMO[fmix(mkey[r - r0]) & (MEMO_SLOTS - 1)]);
+                }
+            }
+            for (ssize r = r0; r < r1; r++) {
+                if (ok && !ok[r])
+                    continue;
+                if (MEMO_N) {
+                    uint64_t key = mkey[r - r0];
+                    for (uint64_t s = fmix(key) & (MEMO_SLOTS - 1);; s = (s + 1) & (MEMO_SLOTS - 1)) {
+                        if (!MEMO[s].key)
+                            break;
+                        if (MEMO[s].key == key) {
+                            o[r] = MEMO[s].tmpl;
+                            k[r] = MEMO[s].shape;
+                            break;
+                        }
+                    }
+                }
+                if (o[r] == -2)
+                    k[r] = shape_key(shape_hash(x.d + x.o[r], x.o[r + 1] - x.o[r], chars), nm[r]);
+            }
+        }
+        Py_END_ALLOW_THREADS;
+    }
+done:
+    if (vb.obj)
+        PyBuffer_Release(&vb);
+    PyBuffer_Release(&nb);
+    texts_release(&x);
+    if (PyErr_Occurred()) {
+        Py_XDECREF(mk);
+        Py_XDECREF(th);
+        Py_XDECREF(tp);
+        return NULL;
+    }
+    return Py_BuildValue("(NNN)", mk, th, tp);
+}
+
+/* remember(rows, text_hashes, names, shape_keys, templates): keep texts rows[i] (each array has one
+ * entry per text of the block; rows index them) for later blocks; emptied first when full */
+static PyObject *remember(PyObject *self, PyObject *args) {
+    PyObject *rows, *objs[4];
+    if (!PyArg_ParseTuple(args, "OOOOO", &rows, &objs[0], &objs[1], &objs[2], &objs[3]))
+        return NULL;
+    Py_buffer b[4];
+    int got = 0;
+    for (; got < 4; got++)
+        if (PyObject_GetBuffer(objs[got], &b[got], PyBUF_SIMPLE) < 0)
+            break;
+    Py_buffer rb = {0};
+    ssize nr = 0, n = got == 4 ? b[0].len / 8 : 0;
+    if (got == 4) {
+        for (int i = 1; i < 4; i++)
+            if (b[i].len != n * 8) {
+                PyErr_SetString(PyExc_ValueError, "one hash, logger number, shape key and template per text");
+                break;
+            }
+        if (!PyErr_Occurred() && rows_get(&rb, rows, n, &nr) == 0 && !MEMO && nr) {
+            MEMO = calloc(MEMO_SLOTS, sizeof *MEMO);
+            MEMO_N = 0;
+            if (!MEMO)
+                PyErr_NoMemory();
+        }
+    }
+    if (!PyErr_Occurred()) {
+        const int64_t *r = rb.buf, *tp = b[3].buf;
+        const uint64_t *h = b[0].buf, *nm = b[1].buf, *sk = b[2].buf;
+        for (ssize i = 0; i < nr; i++) {
+            if (tp[r[i]] < -1 || tp[r[i]] >= NT) {
+                PyErr_SetString(PyExc_ValueError, "template out of range");
+                break;
+            }
+            if ((uint64_t)MEMO_N >= MEMO_MAX)
+                memo_clear();
+            uint64_t key = memo_key(h[r[i]], nm[r[i]]);
+            uint64_t s = fmix(key) & (MEMO_SLOTS - 1);
+            while (MEMO[s].key && MEMO[s].key != key)
+                s = (s + 1) & (MEMO_SLOTS - 1);
+            if (!MEMO[s].key)
+                MEMO_N++;
+            MEMO[s].key = key;
+            MEMO[s].shape = sk[r[i]];
+            MEMO[s].tmpl = tp[r[i]];
+        }
+    }
+    if (rb.obj)
+        PyBuffer_Release(&rb);
+    for (int i = 0; i < got; i++)
+        PyBuffer_Release(&b[i]);
+    if (PyErr_Occurred())
+        return NULL;
+    return PyLong_FromSsize_t(MEMO_N);
+}
+
+static PyObject *forget(PyObject *self, PyObject *unused) {
+    memo_clear();
+    Py_RETURN_NONE;
+}
+
 static PyMethodDef METHODS[] = {
     {"load", load, METH_VARARGS,
      "load(pieces, vocab, key_order, key_bounds, pairs, ntemplates) -> bool: take the compiled catalogue (once per "
@@ -776,6 +968,14 @@ static PyMethodDef METHODS[] = {
      "templates[i] (with the texts' hashes from keys(), once per distinct hash for a template without digits)"},
     {"assign", assign, METH_VARARGS,
      "assign(offsets, data, rows, logger_index, kafka) -> bytes of int64: each row's template (-1 for none)"},
+    {"lookup", lookup, METH_VARARGS,
+     "lookup(offsets, data, chars, names, valid) -> (shape keys, text hashes, templates) as bytes of uint64, uint64, "
+     "int64: each text's template where one like it was remembered (-2 where not), its hash (digits as 0) and its "
+     "shape's key (for the shape memo)"},
+    {"remember", remember, METH_VARARGS,
+     "remember(rows, text_hashes, names, shape_keys, templates) -> int: keep those texts' templates for later "
+     "blocks; the number kept"},
+    {"forget", forget, METH_NOARGS, "forget() -> None: drop every text remembered"},
     {NULL, NULL, 0, NULL}};
 
 static struct PyModuleDef MODULE = {PyModuleDef_HEAD_INIT, "_match", "Compiled template matching.", -1, METHODS};

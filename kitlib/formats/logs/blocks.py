@@ -22,6 +22,11 @@ import pyarrow as pa
 
 from kitlib.sources import count_lines
 
+try:  # the compiled scan's newline count: no copy of a block that is a view, memchr's pace
+    from kitlib.formats.logs._scan import count_newlines as _count_lines
+except ImportError:  # pragma: no cover - an install without a compiler
+    _count_lines = count_lines  # type: ignore[assignment]
+
 THREADS = min(2, os.cpu_count() or 1)
 
 
@@ -39,14 +44,14 @@ def carry_more(buf: bytes) -> bool:
     :data:`MAX_BLOCK_LINES` lines)? A buffer without a newline must be."""
     if buf.rfind(b"\n") < 0:
         return True
-    return len(buf) < MAX_CARRY and (len(buf) < MAX_BLOCK_LINES or count_lines(buf) < MAX_BLOCK_LINES)
+    return len(buf) < MAX_CARRY and (len(buf) < MAX_BLOCK_LINES or _count_lines(buf) < MAX_BLOCK_LINES)
 
 
 def line_pieces(block, first: bool):
     """``block`` (whole lines) in pieces of at most :data:`MAX_BLOCK_LINES` lines, cut after a
     newline, each with its ``first`` flag (a piece after a cut starts with orphan lines). The
     newlines are counted a few MiB at a time (no array of every newline's offset)."""
-    if len(block) <= MAX_BLOCK_LINES or count_lines(block) <= MAX_BLOCK_LINES:
+    if len(block) <= MAX_BLOCK_LINES or _count_lines(block) <= MAX_BLOCK_LINES:
         yield block, first
         return
     a = np.frombuffer(block, np.uint8)
