@@ -66,6 +66,7 @@ _END = r"\s*(?:\n|$)"
 _SPECIAL = set("\\.^$|?*+()[]{}")
 _WORD = re.compile(r"[A-Za-z][A-Za-z0-9]*")
 _TOKEN = re.compile(r"[^A-Za-z0-9]+")
+_BLANKS = re.compile(r"\s+")
 # characters of a record searched for key words (a logIdent prefix and the first sentence)
 KEY_CHARS = 512
 # characters of a record that make its shape (records of one shape are matched once)
@@ -491,7 +492,7 @@ def pieces(template: str) -> list[bytes]:
     out = []
     for i, part in enumerate(template.split("{}")):
         text = part.lstrip() if i == 0 else part
-        out.append(b"".join(b"\0" if w.isspace() else w.encode() for w in re.split(r"(\s+)", text) if w))
+        out.append(_BLANKS.sub("\0", text).encode())
     if out[-1].endswith(b"\0"):
         out[-1] = out[-1][:-1]
     return out
@@ -503,10 +504,11 @@ def _compiled() -> bool:
     ``KITLIB_TEMPLATE_C=0`` leaves it out (the Arrow path, to compare)."""
     if _C is None or os.environ.get("KITLIB_TEMPLATE_C", "").strip().lower() in ("0", "false", "no"):
         return False
+    if not hasattr(_C, "lookup"):  # a build older than this module: the Arrow path
+        return False
     p = patterns()
     progs = [pieces(t) for t in p.templates]
-    literal = {w for t in p.templates for w in re.split(r"\s+", t)}
-    if any("\0" in w for w in literal):  # a zero byte of its own: not a program the matcher can read
+    if any("\0" in t for t in p.templates):  # a zero byte of its own: not a program the matcher can read
         return False
     _C.load(progs, [w.encode() for w in p.vocab.to_pylist()], np.ascontiguousarray(p.key_order, np.int64),
             np.ascontiguousarray(p.key_bounds, np.int64), np.ascontiguousarray(p.pairs, np.int64),
@@ -515,7 +517,9 @@ def _compiled() -> bool:
 
 
 _NAMES: dict[str, int] = {}  # logger name -> a number, for the compiled path's memo keys
-_NULL_SHAPE = np.uint64(0x9E3779B97F4A7C15)  # the shape of a null message
+# the memo of shapes the compiled matcher's remembered texts were checked against, and its size
+# then: a memo replaced or emptied since (by its own limit, or by a caller) empties them too
+_TIED: list = [None, 0]
 
 
 def _mix(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -533,7 +537,15 @@ def _assign_compiled(logger: pa.Array, message: pa.Array) -> np.ndarray:
     in C), each record is checked against its shape's template by a search for the template's
     literal pieces (in C, on the text as it is: that is what the check per text with digits as 0
     amounts to), and records are matched on their own by their key words in C. No Arrow regex,
-    no pass over the texts in Python."""
+    no pass over the texts in Python.
+
+    Texts met in earlier blocks are looked up first (in C, by logger and a hash of the text with
+    digits as 0): a remembered text takes its template without its shape being hashed or the text
+    checked again. A text is remembered only where every text with that hash and logger gets the
+    same template from the steps above for as long as the memo of shapes keeps its shape: it was
+    checked against its shape's template, which has no digit of its own (it cannot tell texts with
+    the same hash apart), or its shape has no template and no later step matches it alone. Both
+    memos are emptied together."""
     n = len(message)
     text = message if message.type == pa.large_string() else message.cast(pa.large_string())
     off = np.frombuffer(text.buffers()[1], np.int64)[text.offset : text.offset + n + 1]
@@ -551,31 +563,54 @@ def _assign_compiled(logger: pa.Array, message: pa.Array) -> np.ndarray:
         got = np.frombuffer(_C.assign(off, data, rows, np.ascontiguousarray(glog_of[c]), kafka_of[c]), np.int64)
         return np.where(valid[rows], got, -1)  # a null text matches nothing
 
-    raw_shape, raw_text = _C.keys(off, data, SHAPE_CHARS)
-    shape = np.frombuffer(raw_shape, np.uint64)
-    if not valid.all():
-        shape = np.where(valid, shape, _NULL_SHAPE)
-    raw_first, raw_inv = _C.group(_mix(shape, codes))
+    if _TIED[0] is not _MEMO or len(_MEMO) < _TIED[1]:
+        _C.forget()
+    name = np.ascontiguousarray(name_of[codes])
+    flags = None if valid.all() else np.ascontiguousarray(valid, np.uint8)
+    raw_key, raw_text, raw_seen = _C.lookup(off, data, SHAPE_CHARS, name, flags)
+    key, seen = np.frombuffer(raw_key, np.uint64), np.frombuffer(raw_seen, np.int64)
+    known = seen >= -1  # a text remembered from an earlier block
+    raw_first, raw_inv = _C.group(_mix(key, codes))
     first, inv = np.frombuffer(raw_first, np.int64), np.frombuffer(raw_inv, np.int64)
-    keys = _mix(shape[first], name_of[codes[first]]).tolist()
+    keys = key[first].tolist()
     rep = np.fromiter(map(_MEMO.get, keys, repeat(-2)), np.int64, len(keys))  # type: ignore[call-overload]
     new = np.flatnonzero(rep == -2)
+    cleared = False
     if len(new):
         rep[new] = match_alone(first[new])
         if len(_MEMO) > MEMO_SIZE:
             _MEMO.clear()
+            _C.forget()
+            cleared = True
         _MEMO.update(zip([keys[i] for i in new], rep[new].tolist()))
+    _TIED[:] = [_MEMO, len(_MEMO)]
     out = rep[inv]
     others = np.ones(n, bool)
     others[first] = False
-    rows = np.flatnonzero(others & (out >= 0) & valid)
+    checked = np.zeros(n, bool)  # checked against its shape's template, and matched it
+    rows = np.flatnonzero(others & (out >= 0) & valid & ~known)  # a remembered text matched its template
     bad = others & (out >= 0) & ~valid
     if len(rows):
         ok = np.frombuffer(_C.verify(off, data, rows, np.ascontiguousarray(out[rows]), raw_text), np.bool_)
         bad[rows[~ok]] = True
+        checked[rows[ok]] = True
     redo = np.flatnonzero(bad)
     if len(redo):
         out[redo] = match_alone(redo)
+    alone = np.zeros(n, bool)  # matched alone
+    alone[first[new]] = True
+    alone[redo] = True
+    if not cleared:
+        # what holds for every text with the same hash and logger while the shape is remembered:
+        # its shape's template, checked (a template without digits of its own), or its shape's
+        # "none" where no further step may try it alone (not a Kafka logger's); a text matched
+        # alone is not kept (its own digits may pick the template)
+        late = kafka_of[codes] > 0
+        kept = (checked & ~_with_digits()[out]) | ((out < 0) & ~late)
+        keep = np.flatnonzero(kept & ~known & valid & ~bad & ~alone)
+        if len(keep):
+            _C.remember(keep, raw_text, name, key, np.ascontiguousarray(out, np.int64))
+    out[known] = seen[known]  # (what the steps above give them; not checked again)
     return out
 
 
