@@ -707,7 +707,7 @@ def test_the_trigram_index_finds_exactly_what_a_scan_of_every_line_finds(tmp_pat
     # numbers whose trigrams are on every line: the number keys narrow them to a tenth too
     assert {"offset 4242", "Offset 4242", r"at offset 9\d{5} in", "at offset 912345 in 12"} <= narrowed, narrowed
     assert s.search(store, "offset 4242").total == 1 and s.search(store, r"at offset 9\d{5} in", regex=True).total == 1
-    assert (out / ".index" / "parts.parquet").is_file() and (out / ".index" / "numbers.npy").is_file()
+    assert (out / ".index" / "parts.arrow").is_file() and (out / ".index" / "numbers.npy").is_file()
     assert s.search(store, "300kelvin").total == 1 and s.search(store, "über-long").total == 1
     # any case is lower(): the long s is lower case already, so it is no 's' (RE2 without case would say it is)
     assert s.search(store, "stalled fetcher").total == 0 and s.search(store, "\u017ftalled fetcher").total == 1

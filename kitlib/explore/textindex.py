@@ -27,8 +27,9 @@ when the text fixes the run's length (``4242 ``, or ``9\\d{5} `` in a pattern). 
 say "maybe" for a key it never saw, never "no" for one it did, so the hits stay those of a scan.
 
 Reading one part of a row group costs the whole row group's message column, so the build also
-writes the searched columns again with one row group per part (``<store>/.index/parts.parquet``,
-about the size of ``events.parquet``): a search reads only the parts that can hold a hit.
+writes the searched columns again, one Arrow record batch per part, compressed
+(``<store>/.index/parts.arrow``, somewhat bigger than ``events.parquet``): a search reads only the
+parts that can hold a hit.
 
 Example:
     >>> codes(b"Abc.")      # 'abc' and 'bc.'
@@ -46,7 +47,7 @@ from pathlib import Path
 import numpy as np
 
 PARTS = 64  # parts per row group (one bit each in a mask)
-VERSION = 2  # of the saved index: 2 added the number keys and the copy of the parts
+VERSION = 3  # of the saved index: 2 added the number keys and a copy of the parts, 3 made it Arrow IPC
 BLOOM = 1 << 16  # bits of the number-key Bloom filter of one part (8 KB; two bits set per key)
 SEARCHED = ["host", "ts", "file", "line", "level", "logger", "message"]  # the columns a search reads
 BITS = 6  # bits per symbol: a trigram code has 18
@@ -284,8 +285,7 @@ class Index:
     masks: np.ndarray  # uint64: the parts of the row group holding that code
     always: np.ndarray  # uint64 per row group: parts read whatever the text (bytes past ASCII)
     blooms: np.ndarray | None = None  # uint8 (BLOOM / 8, row groups * PARTS): number keys, a column per part
-    copied: np.ndarray | None = None  # per part (row group * PARTS + part): its row group in parts.parquet, -1 if empty
-    meta: object = None  # parts.parquet's footer, read once
+    copied: np.ndarray | None = None  # per part (row group * PARTS + part): its batch in parts.arrow, -1 if empty
 
     @property
     def nbytes(self) -> int:
@@ -332,14 +332,12 @@ def build(path: Path, copy: Path | None = None) -> Index:
     keyed = np.zeros((PARTS, BLOOM), bool)  # part x Bloom bit (reused: 4 MB)
     writer = None
     if copy is not None:
-        schema = pf.schema_arrow
-        writer = pq.ParquetWriter(
-            copy,
-            pa_schema([schema.field(c) for c in SEARCHED]),
-            compression="zstd",
-            compression_level=1,
-            write_statistics=False,
-        )
+        import pyarrow as pa
+
+        fields = [pf.schema_arrow.field(c) for c in SEARCHED]
+        plain = pa.schema([f.with_type(f.type.value_type) if pa.types.is_dictionary(f.type) else f for f in fields])
+        # one file-wide schema: a part's own dictionaries would not fit an IPC file, their values do
+        writer = pa.ipc.new_file(str(copy), plain, options=pa.ipc.IpcWriteOptions(compression=pa.Codec("zstd", 1)))
     written = 0
     try:
         for g in range(groups):
@@ -391,7 +389,8 @@ def build(path: Path, copy: Path | None = None) -> Index:
                 for k in range(PARTS):
                     lo_row, hi_row = k * step, min((k + 1) * step, n)
                     if lo_row < hi_row:
-                        writer.write_table(table.slice(lo_row, hi_row - lo_row), row_group_size=hi_row - lo_row)
+                        piece = table.slice(lo_row, hi_row - lo_row).cast(plain).combine_chunks()
+                        writer.write_batch(piece.to_batches()[0])
                         copied[g * PARTS + k] = written
                         written += 1
             del table, col
@@ -407,12 +406,6 @@ def build(path: Path, copy: Path | None = None) -> Index:
         blooms,
         copied if copy is not None else None,
     )
-
-
-def pa_schema(fields):
-    import pyarrow as pa
-
-    return pa.schema(fields)
 
 
 def _large():
@@ -439,7 +432,7 @@ def _load(saved: Path, stamp: np.ndarray) -> Index | None:
             copied = z["copied"]
             idx = Index(z["starts"], z["sets"], z["codes"], z["masks"], z["always"])
         idx.blooms = np.load(saved.with_name("numbers.npy"), mmap_mode="r")  # read from disk as probed
-        if len(copied) and saved.with_name("parts.parquet").is_file():  # else the row groups are read
+        if len(copied) and saved.with_name("parts.arrow").is_file():  # else the row groups are read
             idx.copied = copied
         return idx
     except (OSError, ValueError, KeyError):
@@ -466,7 +459,8 @@ def index_of(bundle) -> Index | None:
         idx = _load(saved, stamp) if saved.is_file() else None
         if idx is None:
             tag = f"{os.getpid()}.{threading.get_ident()}"
-            copy = folder / f"parts.{tag}.tmp.parquet"
+            copy = folder / f"parts.{tag}.tmp.arrow"
+            (folder / "parts.parquet").unlink(missing_ok=True)  # the copy of version 2
             try:
                 folder.mkdir(parents=True, exist_ok=True)
                 idx = build(f, copy)
@@ -475,7 +469,7 @@ def index_of(bundle) -> Index | None:
                 idx = build(f)
             try:
                 if idx.copied is not None:
-                    os.replace(copy, folder / "parts.parquet")
+                    os.replace(copy, folder / "parts.arrow")
                 blooms = folder / f"numbers.{tag}.tmp.npy"
                 np.save(blooms, np.asarray(idx.blooms))
                 os.replace(blooms, folder / "numbers.npy")
@@ -533,13 +527,10 @@ def candidates(bundle, query, columns: list[str]):
         rgs = rgs[rgs >= 0]
         if len(rgs) > MOST * max(1, int((idx.copied >= 0).sum())):
             return None
-        copy = Path(f).parent / ".index" / "parts.parquet"
-        if idx.meta is None:
-            idx.meta = pq.read_metadata(copy)  # a footer of thousands of row groups: parsed once
-        pf = pq.ParquetFile(copy, metadata=idx.meta)
+        reader = pa.ipc.open_file(pa.OSFile(str(Path(f).parent / ".index" / "parts.arrow")))
         if not len(rgs):
-            return pa.table({c: pa.array([], pf.schema_arrow.field(c).type) for c in columns})
-        return pf.read_row_groups([int(r) for r in rgs], columns=columns)
+            return reader.schema.empty_table().select(columns)
+        return pa.Table.from_batches([reader.get_batch(int(r)) for r in rgs], schema=reader.schema).select(columns)
     groups = np.flatnonzero(masks)
     if len(groups) > MOST * len(masks):
         return None
