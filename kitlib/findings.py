@@ -491,8 +491,18 @@ def evidence(df: pd.DataFrame, text: str | Callable[[pd.Series], str] = "message
         >>> evidence(rows)[0]["line"]
         7
     """
+    head = df.head(limit)
+    rows: Iterable
+    if callable(text) or head.columns.has_duplicates or not _rows_hold_objects(head):
+        rows = (r for _, r in head.iterrows())
+    else:
+        # the few columns read, each as the objects a row of the frame holds (iterrows makes every
+        # column of every row into objects; a big table's rows have many)
+        wanted = [c for c in dict.fromkeys(["file", "line", "host", "ts", text]) if c in head.columns]
+        values = {c: head[c].to_numpy(dtype=object) for c in wanted}
+        rows = ({c: values[c][i] for c in wanted} for i in range(len(head)))
     out = []
-    for _, r in df.head(limit).iterrows():
+    for r in rows:
         t = text(r) if callable(text) else r.get(text, "")
         t = "" if t is None or t is pd.NA else str(t)
         if len(t) > EVIDENCE_TEXT_MAX:
@@ -507,6 +517,13 @@ def evidence(df: pd.DataFrame, text: str | Callable[[pd.Series], str] = "message
             }
         )
     return out
+
+
+def _rows_hold_objects(df: pd.DataFrame) -> bool:
+    """Whether a row of ``df`` (as ``iterrows`` gives it) holds each column's value as the object
+    that column gives (``to_numpy(dtype=object)``): columns of several dtypes whose common one is
+    ``object``. (A frame of numbers alone makes rows of one number type.)"""
+    return len({str(t) for t in df.dtypes}) > 1 and df.iloc[:0].to_numpy().dtype == object
 
 
 @dataclass(frozen=True)

@@ -7,6 +7,7 @@ import json
 import os
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -119,22 +120,53 @@ def count_rows(path: Path, name: str, window: Window | None = None) -> int:
     return int(dataset.count_rows(filter=cond))
 
 
+_TEXT = {pa.large_string(): pd.StringDtype("pyarrow"), pa.string(): pd.StringDtype("pyarrow")}
+# declared dtype label -> how a column of it comes out of Arrow directly in its declared dtype (no
+# second copy made by the cast); any other column is converted as the whole table's is, then cast
+_DIRECT = {"str": _TEXT, "int": {pa.int64(): pd.Int64Dtype()}}
+
+
 def _declared(name: str, t: pa.Table) -> pd.DataFrame:
     """Some columns of table ``name`` (an Arrow table of them) as :func:`read_table` gives them
     when it reads the whole table: each column converted as the whole table's is, then cast to its
     declared dtype (:func:`kitlib.tables.conform`, column by column)."""
-    df = (
-        t.to_pandas(
-            types_mapper={pa.large_string(): pd.StringDtype("pyarrow"), pa.string(): pd.StringDtype("pyarrow")}.get
-        )
-        if name == "events"  # as kitlib.events.to_pandas reads them
-        else t.to_pandas()
-    )
     spec = tables.SCHEMAS[name]
-    out = {
-        c.name: tables._cast(df[c.name], c.dtype, tables.DTYPES[c.dtype]) for c in spec.columns if c.name in df.columns
-    }
-    return pd.DataFrame(out, index=df.index).reset_index(drop=True)
+    out = {}
+    for c in spec.columns:
+        if c.name not in t.column_names:
+            continue
+        one = t.select([c.name])
+        mapper = (
+            _TEXT if name == "events" else _DIRECT.get(c.dtype, {})
+        )  # events: as kitlib.events.to_pandas reads them
+        col = one.to_pandas(types_mapper=mapper.get)[c.name]
+        del one
+        out[c.name] = tables._cast(col, c.dtype, tables.DTYPES[c.dtype])
+    return pd.DataFrame(out, index=pd.RangeIndex(t.num_rows))
+
+
+def _take(dataset, cond, columns: list[str] | None, rows) -> pa.Table:
+    """The rows at positions ``rows`` (among those ``cond`` keeps, in scan order) of ``dataset``,
+    in the order given: scanned batch by batch in order, each batch's wanted rows kept, so only
+    one batch of a big text column is held at a time."""
+    want = np.asarray(rows, dtype=np.int64)
+    order = np.argsort(want, kind="stable")
+    sorted_rows = want[order]
+    pieces, start = [], 0
+    for batch in dataset.to_batches(columns=columns, filter=cond, use_threads=False):
+        end = start + batch.num_rows
+        lo, hi = np.searchsorted(sorted_rows, [start, end])
+        if hi > lo:
+            pieces.append(pa.Table.from_batches([batch]).take(pa.array(sorted_rows[lo:hi] - start)))
+        start = end
+        if start > sorted_rows[-1:].max(initial=-1):
+            break
+    got = pa.concat_tables(pieces) if pieces else dataset.head(0, columns=columns, filter=cond)
+    if got.num_rows != len(want):
+        raise IndexError(f"row positions out of range: {len(want) - got.num_rows} of {len(want)}")
+    back = np.empty(len(order), np.int64)
+    back[order] = np.arange(len(order))
+    return got.take(pa.array(back))
 
 
 def read_table(
@@ -155,9 +187,10 @@ def read_table(
     categories kept), the columns of a table too big to want whole. ``rows`` (positions among
     the rows the window keeps) takes only those rows, in that order."""
     dataset, cond = _scan(path, name, window, isin)
-    t = dataset.to_table(columns=columns, filter=cond)
-    if rows is not None:
-        t = t.take(pa.array(rows, type=pa.int64()))
+    if rows is None:
+        t = dataset.to_table(columns=columns, filter=cond)
+    else:
+        t = _take(dataset, cond, columns, rows)
     t = tables.contiguous(t)
     if columns is not None and declared and name in tables.SCHEMAS:
         return _declared(name, t)

@@ -199,7 +199,7 @@ def client_groups(group_events: pd.DataFrame) -> pd.DataFrame:
     if not len(ge):
         return ge
     # by position (a caller's frame may repeat index labels)
-    client = (ge["source"].astype("string") == "client").fillna(False).to_numpy(bool)
+    client = _is(ge["source"], "client")
     if not client.any():  # coordinator lines only: every line names its group
         return ge
     # only the client lines' values are made (a broker's group lines can be millions); the arrays
@@ -217,10 +217,7 @@ def client_groups(group_events: pd.DataFrame) -> pd.DataFrame:
         # files whose lines name no group at all: the group rebalancing during their span
         spans = pd.DataFrame({"file": file[missing], "ts": ts[missing]})
         spans = spans[~spans["file"].isin(named["file"])].groupby("file")["ts"].agg(["min", "max"]).dropna()
-        prep = np.flatnonzero(
-            (ge["kind"].astype("string") == "prepare_rebalance").fillna(False).to_numpy(bool)
-            & ge["group"].notna().to_numpy(bool)
-        )
+        prep = np.flatnonzero(_is(ge["kind"], "prepare_rebalance") & ge["group"].notna().to_numpy(bool))
         runs = (
             pd.DataFrame(
                 {
@@ -285,8 +282,9 @@ CLIENT_BURST = pd.Timedelta("10s")  # client rejoins this close together are one
 def rebalance_kind(group_events: pd.DataFrame) -> str:
     """The kind of row that starts a rebalance: the coordinator's ``prepare_rebalance``, or, in a
     bundle without any coordinator line (only clients' logs), a client ``rejoining``."""
-    src = group_events["source"].astype("string") if len(group_events) else pd.Series([], dtype="string")
-    return "prepare_rebalance" if (src == "coordinator").any() or not len(src) else "rejoining"
+    if not len(group_events):
+        return "prepare_rebalance"
+    return "prepare_rebalance" if _is(group_events["source"], "coordinator").any() else "rejoining"
 
 
 def _first_of_bursts(ts: pd.Series, group: pd.Series, mask: np.ndarray) -> np.ndarray:
@@ -343,6 +341,12 @@ _SUMMARY_KINDS = (
     "joined",
     "rejoining",
 )
+
+
+def _is(col: pd.Series, value: str) -> np.ndarray:
+    """Which rows of ``col`` are ``value`` (False where missing): on a categorical column by its
+    codes, so no row's text is made."""
+    return _kind_masks(col, (value,))[value]
 
 
 def _kind_masks(kind: pd.Series, kinds) -> dict[str, np.ndarray]:
