@@ -199,3 +199,28 @@ def test_commit_attempts_match_the_line_by_line_grouping(seed):
     want = _attempts_line_by_line(*args)
     assert len(want) > 300
     assert np.array_equal(commits._attempts(*args), want)
+
+
+def test_commit_numbers_read_after_the_phrase_are_those_of_the_leftmost_match():
+    lines = [
+        "[c|task-1|offsets] WorkerSourceTask{id=c-1} Committing offsets for 12 acknowledged messages",
+        "Committing offsets for later, then Committing offsets for 7 acknowledged messages",
+        "flushing 48437 outstanding messages for offset commit",
+        "flushing now; flushing 3 outstanding messages for offset commit",
+        "There are currently 5 pending messages spread across 2 source partitions whose offsets will not be committed",
+        "Failed to flush, timed out while waiting for producer to flush outstanding 31120 messages",
+        "timed out while waiting for producer to flush outstanding messages, 9 left (x)",
+        "WorkerSinkTask{id=s-0} Finished offset commit successfully in 5 ms for sequence number 2: {}",
+        "Finished commitOffsets successfully in 14 ms",
+        "Finished offset commitOffsets successfully in 0 ms",
+    ]
+    checked = 0
+    for rx, _, _, _ in commits._RULES:
+        if not rx.groupindex:
+            continue
+        texts = [t for t in lines if rx.search(t)]
+        got = commits._numbers(pa.array(texts, pa.large_string()), rx.pattern)
+        for g in rx.groupindex:
+            assert got[g].to_pylist() == [rx.search(t).group(g) for t in texts], (rx.pattern, g)
+            checked += len(texts)
+    assert checked >= 10

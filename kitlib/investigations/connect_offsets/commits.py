@@ -246,9 +246,34 @@ def classify_many(messages) -> dict:
         sel = np.flatnonzero(r_of == i)
         if not rx.groupindex or not len(sel):
             continue
-        got = pc.extract_regex(sub.take(pa.array(sel)), "^(?s:.*?)(?:" + rx.pattern + ")")
-        for g in rx.groupindex:
-            out[g][rows[sel]] = pc.cast(pc.struct_field(got, g), pa.float64()).to_numpy(zero_copy_only=False)
+        got = _numbers(sub.take(pa.array(sel)), rx.pattern)
+        for g, v in got.items():
+            out[g][rows[sel]] = pc.cast(v, pa.float64()).to_numpy(zero_copy_only=False)
+    return out
+
+
+_LEAD = re.compile(r"^[A-Za-z ]{8,}")  # a plain phrase a rule's pattern begins with
+
+
+def _numbers(texts: pa.Array, pattern: str) -> dict[str, pa.Array]:
+    """The named groups of ``pattern`` in texts that all match it, as at its leftmost match. A
+    pattern beginning with a plain phrase is read after the phrase's first occurrence, anchored
+    there (a match begins with the phrase, so the first occurrence that is followed by the rest
+    is the leftmost match): a short anchored pass instead of a search; the texts where the rest
+    does not follow the first occurrence are searched whole."""
+    full = "^(?s:.*?)(?:" + pattern + ")"
+    lead = _LEAD.match(pattern)
+    if lead is None or "|" in pattern:
+        got = pc.extract_regex(texts, full)
+        return {g: pc.struct_field(got, g) for g in re.compile(pattern).groupindex}
+    cut = len(lead.group(0)) - (pattern[len(lead.group(0)) : len(lead.group(0)) + 1] in ("*", "+", "?", "{"))
+    rest = pc.list_element(pc.split_pattern(texts, pattern[:cut], max_splits=1), 1)
+    got = pc.extract_regex(rest, "^(?:" + pattern[cut:] + ")")
+    out = {g: pc.struct_field(got, g) for g in re.compile(pattern).groupindex}
+    missed = pc.invert(pc.is_valid(got))
+    if pc.any(missed).as_py():
+        whole = pc.extract_regex(texts.filter(missed), full)
+        out = {g: pc.replace_with_mask(v, missed, pc.struct_field(whole, g)) for g, v in out.items()}
     return out
 
 
@@ -427,7 +452,7 @@ def build_commits(events: pd.DataFrame) -> pd.DataFrame:
     dur = m[order, DUR]
     return pd.DataFrame(
         {
-            "ts": pd.to_datetime(t0[order], utc=True),
+            "ts": pd.to_datetime(t0[order].view("M8[ns]"), utc=True),
             "connector": np.array(c["conns"], dtype=object)[conn_of[order]],
             "task": task_of[order],
             "kind": np.array(["source", "sink"])[kind_of[order]],
