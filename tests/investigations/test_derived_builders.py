@@ -224,3 +224,51 @@ def test_commit_numbers_read_after_the_phrase_are_those_of_the_leftmost_match():
             assert got[g].to_pylist() == [rx.search(t).group(g) for t in texts], (rx.pattern, g)
             checked += len(texts)
     assert checked >= 10
+
+
+def _stats_block(thread: int, log: str) -> str:
+    return (
+        f"[kafka-log-cleaner-thread-{thread}]: \n\tLog cleaner thread {thread} cleaned log {log} (dirty section = "
+        "[0, 412977])\n\t1,212.4 MB of log processed in 3.9 seconds (54.5 MB/sec).\n\tIndexed 212.4 MB in 2.0 "
+        "seconds (106.2 Mb/sec, 51.3% of total time)\n\tBuffer utilization: 90.0%\n\tStart size: 212.4 MB "
+        "(1,412,977 messages)\n\tEnd size: 118.0 MB (229,410 messages)\n\t44.4% size reduction (44.4% fewer messages)"
+    )
+
+
+def test_cleaner_runs_pair_each_block_with_its_own_begin_and_offset_map():
+    rng = np.random.default_rng(7)
+    msgs, hosts = [], []
+    for _ in range(600):
+        log, host, what = f"orders-{rng.integers(0, 4)}", f"b{rng.integers(1, 3)}", rng.integers(0, 3)
+        if what == 0:
+            msgs.append(f"Cleaner 0: Beginning cleaning of log {log}")
+        elif what == 1:
+            msgs.append(
+                f"Cleaner 0: Building offset map for log {log} for {rng.integers(1, 50)} segments in offset "
+                "range [0, 10)."
+            )
+        else:
+            msgs.append(_stats_block(0, log))
+        hosts.append(host)
+    ev = _events(msgs)
+    ev["host"] = pd.Series(hosts, dtype="category")
+    df = cleaner.build_runs(ev)
+    # the same pairing read line by line: the last begin / offset map of the host and log since its last block
+    begun: dict = {}
+    mapped: dict = {}
+    started, segments = [], []
+    for j, (m, h) in enumerate(zip(msgs, hosts)):
+        if m.startswith("[kafka"):
+            key = (h, cleaner.parse_stats(m)["log"])
+            started.append(ev["ts"][begun.pop(key)] if key in begun else pd.NaT)
+            segments.append(mapped.pop(key, None))
+        else:
+            log = re.search(r"log (\S+?)(?: for|$)", m).group(1)
+            if "Beginning" in m:
+                begun[(h, log)] = j
+            else:
+                mapped[(h, log)] = int(re.search(r"for (\d+) segments", m).group(1))
+    assert len(df) == len(started) > 100
+    assert df["started"].isna().sum() > 10 and df["segments"].isna().sum() > 10
+    assert [None if pd.isna(x) else x for x in df["started"]] == [None if pd.isna(x) else x for x in started]
+    assert [None if pd.isna(x) else int(x) for x in df["segments"]] == segments

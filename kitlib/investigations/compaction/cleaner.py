@@ -22,7 +22,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from kitlib import tables
-from kitlib.extract import arrow_messages, extractor, first_lines, first_rule, group_arrays, groups_of
+from kitlib.extract import arrow_messages, extractor, first_lines, first_rule, group_arrays
 
 tables.declare(
     "cleaner_runs",
@@ -343,6 +343,39 @@ def _split_logs(logs: pa.Array) -> tuple[pa.Array, tuple[np.ndarray, np.ndarray]
     return topic, (values, missing)
 
 
+def _pair_runs(
+    hosts: np.ndarray, logs: np.ndarray, segments: np.ndarray, at: np.ndarray, run_logs: list
+) -> tuple[list, list]:
+    """For each statistics block (rows ``at``, of logs ``run_logs``): the row of the last
+    'Beginning cleaning' line of its host and log since that log's previous statistics block
+    (-1: none), and the segments of the last 'Building offset map' line likewise (None). That
+    line is the block's predecessor among its host and log's lines of the two kinds, found by
+    sorting them all at once."""
+    lines = np.flatnonzero(logs != None)  # noqa: E711 - elementwise on an object array
+    names = np.concatenate([logs[lines], np.asarray(run_logs, dtype=object)])
+    codes, _ = pd.factorize(pd.Series(names, dtype=object))
+    rows = np.concatenate([lines, at])
+    host = hosts[rows]
+    kind = np.concatenate([np.where(segments[lines] < 0, 0, 1), np.full(len(at), 2)])  # begin, map, stats
+    started = np.full(len(at), -1, np.int64)
+    mapped: list = [None] * len(at)
+    for which in (0, 1):
+        pick = np.flatnonzero(kind != 1 - which)
+        order = pick[np.lexsort((rows[pick], codes[pick], host[pick]))]
+        prev = np.concatenate([[-1], order[:-1]])
+        is_stats = kind[order] == 2
+        p = prev[is_stats]
+        ok = (p >= 0) & (kind[np.maximum(p, 0)] == which)
+        ok &= (host[np.maximum(p, 0)] == host[order[is_stats]]) & (codes[np.maximum(p, 0)] == codes[order[is_stats]])
+        slot = order[is_stats] - len(lines)  # index of the block among ``at``
+        if which == 0:
+            started[slot[ok]] = rows[p[ok]]
+        else:
+            for k, q in zip(slot[ok].tolist(), p[ok].tolist()):
+                mapped[k] = int(segments[rows[q]])
+    return started.tolist(), mapped
+
+
 @extractor("cleaner_runs", **_LOGGERS)
 def build_runs(events: pd.DataFrame) -> pd.DataFrame:
     if not len(events):
@@ -361,29 +394,22 @@ def build_runs(events: pd.DataFrame) -> pd.DataFrame:
         for k in (0, 1):
             at = np.flatnonzero(w == k)
             if len(at):
-                g = groups_of(first.take(pa.array(at)), _EVENTS[k][1].pattern)
-                logs[at + i] = g[1]
+                g = group_arrays(first.take(pa.array(at)), _EVENTS[k][1].pattern)
+                logs[at + i] = np.asarray(g[1].to_numpy(zero_copy_only=False), dtype=object)
                 if k == 1:
-                    segments[at + i] = [int(x) for x in g[2]]
+                    segments[at + i] = np.asarray(pc.cast(g[2], pa.int64()).to_numpy(zero_copy_only=False))
         stats[i : i + len(st)] = st
     hosts, _ = pd.factorize(events["host"])
-    rows, started, mapped_segs = [], [], []
-    begun: dict[tuple, int] = {}
-    mapped: dict[tuple, int] = {}
-    for j in np.flatnonzero(stats | (logs != None)).tolist():  # noqa: E711 - elementwise on an object array
-        if not stats[j]:
-            (begun if segments[j] < 0 else mapped)[(hosts[j], logs[j])] = j if segments[j] < 0 else int(segments[j])
-            continue
+    rows, at_stats = [], []
+    for j in np.flatnonzero(stats).tolist():  # one statistics block per run
         run = parse_stats(msgs[j].as_py())
-        if run is None:
-            continue
-        key = (hosts[j], run["log"])
-        run["row"] = j
-        started.append(begun.pop(key, -1))
-        mapped_segs.append(mapped.pop(key, None))
-        rows.append(run)
+        if run is not None:
+            run["row"] = j
+            rows.append(run)
+            at_stats.append(j)
     if not rows:
         return tables.empty("cleaner_runs")
+    started, mapped_segs = _pair_runs(hosts, logs, segments, np.asarray(at_stats, np.int64), [r["log"] for r in rows])
     df = pd.DataFrame(rows)
     at = df.pop("row").to_numpy()
     ts = events["ts"].reset_index(drop=True)
