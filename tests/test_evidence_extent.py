@@ -320,3 +320,30 @@ def test_counted_rows_are_the_ones_pandas_query_selects():
         len(_conjuncts(q)) for q in queries
     )
     assert "kind == 'member_left' or group == " + repr(group) in clauses  # an or is one clause
+
+
+def test_evidence_rows_read_from_their_columns_match_rows_of_the_whole_frame():
+    """evidence() takes a frame's file, line, host, ts and quoted column alone; the rows it makes
+    are those the frame's own rows (iterrows, as for a text function) give, missing values too."""
+    import numpy as np
+    import pandas as pd
+
+    from kitlib.findings import evidence
+
+    df = pd.DataFrame(
+        {
+            "ts": pd.to_datetime(["2026-11-23 10:00:01.5", None, "2026-11-23 10:00:03.0"], utc=True),
+            "file": pd.Categorical(["b1/server.log", None, "b2/server.log"]),
+            "line": pd.array([7, None, 9], dtype="Int64"),
+            "host": pd.Categorical(["b1", "b2", None]),
+            "message": pd.array(["boom", None, "x" * 600], dtype="string"),
+            "lag": [1.5, np.nan, 3.0],
+            "other": pd.array([1, 2, None], dtype="Int64"),
+        }
+    )
+    by_row = evidence(df, text=lambda r: r["message"])
+    assert evidence(df) == by_row
+    assert [e["line"] for e in by_row] == [7, None, 9] and by_row[1]["host"] == "b2" and by_row[2]["host"] == ""
+    assert evidence(df, text="lag") == evidence(df, text=lambda r: r["lag"])
+    nums = df[["line", "lag"]]  # numbers alone: a row of one number type
+    assert evidence(nums, text="lag") == evidence(nums, text=lambda r: r["lag"])
