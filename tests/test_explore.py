@@ -685,6 +685,12 @@ def test_the_trigram_index_finds_exactly_what_a_scan_of_every_line_finds(tmp_pat
         {"text": "at offset 912345 in 12"},
         {"text": r"offset 9\d+ in", "regex": True},  # no number key: the trigrams alone
     ]
+
+    def _scan(text, regex):
+        with monkeypatch.context() as m:
+            m.setattr(s, "_narrowed", lambda b, q: None)
+            return s.search(store, text, regex=regex, limit=50).rows["where"].tolist()
+
     narrowed = set()
     for kw in queries:
         q = s.Query(**kw)
@@ -708,6 +714,9 @@ def test_the_trigram_index_finds_exactly_what_a_scan_of_every_line_finds(tmp_pat
     assert {"offset 4242", "Offset 4242", r"at offset 9\d{5} in", "at offset 912345 in 12"} <= narrowed, narrowed
     assert s.search(store, "offset 4242").total == 1 and s.search(store, r"at offset 9\d{5} in", regex=True).total == 1
     assert (out / ".index" / "parts.arrow").is_file() and (out / ".index" / "numbers.npy").is_file()
+    ti.index_of(store).copied = None  # as on a read-only store: no copy, candidate row groups read instead
+    for text, regex in [("offset 4242", False), (r"at offset 9\d{5} in", True)]:
+        assert s.search(store, text, regex=regex, limit=50).rows["where"].tolist() == _scan(text, regex)
     assert s.search(store, "300kelvin").total == 1 and s.search(store, "über-long").total == 1
     # any case is lower(): the long s is lower case already, so it is no 's' (RE2 without case would say it is)
     assert s.search(store, "stalled fetcher").total == 0 and s.search(store, "\u017ftalled fetcher").total == 1
