@@ -147,3 +147,23 @@ def test_release_jars_lists_what_a_maven_folder_lacks(tmp_path):
     jar.write_bytes(b"")
     found, missing = classfiles.release_jars(repo, "4.0.0")
     assert found == [jar] and "kafka_2.13" in missing and "kafka-clients" not in missing
+
+
+def test_links_found_at_class_file_releases_never_join_two_lineages_of_the_source():
+    def stmt(logger: str, text: str, releases: tuple[str, ...]) -> st.Statement:
+        return st.Statement(st.template_id(text), logger, "trace", text, (), (), releases)
+
+    old = "Skipping fetch for {} because previous fetch request to {} is in flight"
+    moved = "Skipping fetch for {} because previous request to {} is in flight"
+    statements = [
+        stmt("Share", old, ("3.9.0", "trunk", "4.0.0")),  # ends at 4.0.0, then the Fetcher's sentence
+        stmt("Fetcher", moved, ("3.8.0", "3.9.0", "trunk", "4.0.0", "4.1.0")),
+        stmt("Share", moved, ("4.1.0",)),
+    ]
+    releases = ["3.8.0", "3.9.0", "trunk", "4.0.0", "4.1.0"]
+    # read from source alone, the two would be one lineage (the older id names both)
+    fam = matching.lineage(st.Catalogue(releases, statements, {}))
+    assert fam[st.template_id(old)] == fam[st.template_id(moved)] == st.template_id(moved)
+    # with 4.0.0 and 4.1.0 from class files, both keep the ids the source gave them
+    fam = matching.lineage(st.Catalogue(releases, statements, {"class_files": {"4.0.0": [], "4.1.0": []}}))
+    assert fam[st.template_id(old)] == st.template_id(old) and fam[st.template_id(moved)] == st.template_id(moved)

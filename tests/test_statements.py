@@ -155,7 +155,11 @@ def test_a_saved_catalogue_loads_back_the_same(kafka_repo, tmp_path):
 
 def test_the_shipped_catalogue_holds_every_era():
     cat = st.load()
-    assert cat.releases[0] == "0.8.0" and cat.releases[-1] == "trunk" and "2.8.2" in cat.releases
+    assert cat.releases[0] == "0.8.0" and "2.8.2" in cat.releases
+    # the source up to trunk, then the 4.x releases read from their class files
+    assert cat.releases[cat.releases.index("trunk") :] == ["trunk", "4.0.0", "4.1.0", "4.2.0", "4.3.0", "4.4.0"]
+    assert sorted(cat.notes["class_files"]) == ["4.0.0", "4.1.0", "4.2.0", "4.3.0", "4.4.0"]
+    assert "kafka_2.13-4.4.0.jar" in cat.notes["class_files"]["4.4.0"]
     assert len(cat.statements) > 8_000
     assert set(st.counts(cat)["by_level"]) == set(st.LEVELS)
 
@@ -174,7 +178,7 @@ def test_the_shipped_catalogue_holds_every_era():
         "kafka.cluster.Partition",
         "Shrinking ISR from {} to {}. Leader: (highWatermark: {}, endOffset: {}). Out of sync replicas: {}.",
     )
-    assert (new.first, new.last, new.types[:2]) == ("2.2.0", "trunk", ("replica_list", "replica_list"))
+    assert (new.first, new.last, new.types[:2]) == ("2.2.0", "4.4.0", ("replica_list", "replica_list"))
     # a ZooKeeper controller's listener, nested in the state machine (0.8-0.10.1)
     zk = one("kafka.controller.ReplicaStateMachine$BrokerChangeListener", "Newly added brokers: {}, deleted brokers: {}, all live brokers: {}")  # fmt: skip
     assert (zk.level, zk.first, zk.last) == ("info", "0.8.0", "0.10.1.1")
@@ -187,4 +191,4 @@ def test_the_shipped_catalogue_holds_every_era():
         "org.apache.kafka.clients.consumer.internals.AbstractCoordinator",
         "JoinGroup failed: The group instance id {} has been fenced by another instance. Sent generation was {}",
     )
-    assert (fenced.level, fenced.first, fenced.last) == ("error", "2.7.0", "trunk")
+    assert (fenced.level, fenced.first, fenced.last) == ("error", "2.7.0", "4.4.0")

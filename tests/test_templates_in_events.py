@@ -146,7 +146,7 @@ def test_templates_json_lists_versions_and_lineage(capsys):
     assert len(rows) >= 3
     assert all(r["first"] and r["last"] and r["releases"][0] == r["first"] for r in rows)
     assert len({r["lineage"] for r in rows}) == 1  # three wordings, one id in events
-    assert {r["first"] for r in rows} >= {"0.8.0", "0.11.0.0", "2.2.0"} and any(r["last"] == "trunk" for r in rows)
+    assert {r["first"] for r in rows} >= {"0.8.0", "0.11.0.0", "2.2.0"} and any(r["last"] == "4.4.0" for r in rows)
 
 
 def _block(logger: str, messages: list[str]) -> pa.Table:

@@ -108,8 +108,15 @@ def _words(template: str) -> list[str]:
 
 
 def lineage(cat: st.Catalogue) -> dict[str, str]:
-    """Statement id -> lineage id (the id of the oldest template of its lineage)."""
+    """Statement id -> lineage id (the id of the oldest template of its lineage).
+
+    Releases read from class files (listed after those read from source, see
+    :func:`statements.extend`) only add to this: a statement's lineage at the last release it has
+    from source is decided as if they were not there, and a link at a later release never joins
+    two lineages that were apart without them (so no id of the source's catalogue changes)."""
     pos = {r: i for i, r in enumerate(cat.releases)}
+    jars = set((cat.notes or {}).get("class_files") or ())
+    boundary = max((i for i, r in enumerate(cat.releases) if r not in jars), default=-1)
     parent: dict[str, str] = {}
     first: dict[str, int] = {}
     for s in cat.statements:
@@ -125,30 +132,39 @@ def lineage(cat: st.Catalogue) -> dict[str, str]:
     for s in cat.statements:
         if s.releases:
             groups.setdefault((s.logger, s.level), []).append(s)
-    for grp in groups.values():
-        starts: dict[int, list[st.Statement]] = {}
-        for s in grp:
-            starts.setdefault(pos[s.releases[0]], []).append(s)
-        for p in grp:
-            nxt = pos[p.releases[-1]] + 1
-            if nxt >= len(cat.releases) or not starts.get(nxt):
-                continue
-            pw = _words(p.template)
-            best, score = None, 0.0
-            for s in starts[nxt]:
-                sw = _words(s.template)
-                if s.id == p.id or min(len(pw), len(sw)) < 2 or pw[:2] != sw[:2]:
-                    continue
-                a, b = set(pw), set(sw)
-                ov = len(a & b) / min(len(a), len(b))
-                if ov >= 0.75 and ov + len(a & b) / len(a | b) > score:
-                    best, score = s, ov + len(a & b) / len(a | b)
-            if best is not None:
-                ra, rb = root(p.id), root(best.id)
-                if ra != rb:
-                    keep, drop = sorted((ra, rb), key=lambda x: (first.get(x, 0), x))
-                    parent[drop] = keep
+    for late in (False, True):  # the source's links first, then the class files' ones
+        for grp in groups.values():
+            _link(grp, pos, boundary, late, first, parent, root)
     return {s.id: root(s.id) for s in cat.statements}
+
+
+def _link(grp: list[st.Statement], pos: dict[str, int], boundary: int, late: bool, first: dict[str, int],
+          parent: dict[str, str], root) -> None:  # fmt: skip
+    """Join each statement of one logger and level to its successor's lineage (see :func:`lineage`)."""
+    starts: dict[int, list[st.Statement]] = {}
+    for s in grp:
+        starts.setdefault(pos[s.releases[0]], []).append(s)
+    for p in grp:
+        idx = [pos[r] for r in p.releases]
+        last = max(idx) if late else max((i for i in idx if i <= boundary), default=-1)
+        nxt = last + 1
+        if last < 0 or (nxt > boundary) != late or nxt >= len(pos) or not starts.get(nxt):
+            continue
+        pw = _words(p.template)
+        best, score = None, 0.0
+        for s in starts[nxt]:
+            sw = _words(s.template)
+            if s.id == p.id or min(len(pw), len(sw)) < 2 or pw[:2] != sw[:2]:
+                continue
+            a, b = set(pw), set(sw)
+            ov = len(a & b) / min(len(a), len(b))
+            if ov >= 0.75 and ov + len(a & b) / len(a | b) > score:
+                best, score = s, ov + len(a & b) / len(a | b)
+        if best is not None:
+            ra, rb = root(p.id), root(best.id)
+            if ra != rb and not (late and first.get(ra, 0) <= boundary and first.get(rb, 0) <= boundary):
+                keep, drop = sorted((ra, rb), key=lambda x: (first.get(x, 0), x))
+                parent[drop] = keep
 
 
 def _key_words(template: str) -> list[str]:
@@ -439,6 +455,15 @@ def assign(logger: pa.Array, message: pa.Array) -> np.ndarray:
     return _assign_arrow(logger, message)
 
 
+def _long_prefix(texts: pa.Array) -> np.ndarray:
+    """Whether each text opens with a bracketed prefix (``[LogLoader partition=..., dir=...] ``)
+    that leaves less than half of the shape's characters to the sentence after it."""
+    head = pc.utf8_slice_codeunits(texts, 0, SHAPE_CHARS + 2)
+    end = pc.find_substring(head, "] ").fill_null(-1).to_numpy(zero_copy_only=False)
+    starts = pc.starts_with(head, "[").fill_null(False).to_numpy(zero_copy_only=False)
+    return starts & (end + 2 > SHAPE_CHARS // 2)
+
+
 def _assign_arrow(logger: pa.Array, message: pa.Array) -> np.ndarray:
     """:func:`assign` with Arrow's kernels only (where the compiled matcher is not built; the
     reference it is tested against)."""
@@ -482,6 +507,18 @@ def _assign_arrow(logger: pa.Array, message: pa.Array) -> np.ndarray:
     redo = np.flatnonzero(bad)
     if len(redo):
         out[redo] = _assign(names, codes[redo], message.take(pa.array(redo)))
+    # a Kafka logger's record left without a template by its shape, whose logIdent prefix takes up
+    # most of the shape (one such shape may hold several sentences): each distinct (logger, masked
+    # text) not matched on its own yet is
+    alone = np.zeros(n, bool)
+    alone[first[new]] = True
+    alone[redo] = True
+    kafka = np.array([bool(KAFKA_LOGGERS.match(x)) for x in names] + [False], bool)[codes]
+    retry = np.flatnonzero(~alone & (out < 0) & valid & kafka)
+    retry = retry[_long_prefix(head.take(pa.array(retry)))] if len(retry) else retry
+    if len(retry):
+        _, one, back = np.unique(tcode[retry] * (len(names) + 1) + codes[retry], return_index=True, return_inverse=True)
+        out[retry] = _assign(names, codes[retry[one]], message.take(pa.array(retry[one])))[back.reshape(-1)]
     return out
 
 
@@ -597,15 +634,24 @@ def _assign_compiled(logger: pa.Array, message: pa.Array) -> np.ndarray:
     redo = np.flatnonzero(bad)
     if len(redo):
         out[redo] = match_alone(redo)
-    alone = np.zeros(n, bool)  # matched alone
+    # as in _assign_arrow: a Kafka logger's record its shape left without a template behind a long prefix
+    alone = np.zeros(n, bool)
     alone[first[new]] = True
     alone[redo] = True
+    retry = np.flatnonzero(~alone & ~known & (out < 0) & valid & (kafka_of[codes] > 0))
+    retry = retry[_long_prefix(text.take(pa.array(retry)))] if len(retry) else retry
+    if len(retry):
+        texts = np.frombuffer(raw_text, np.uint64)
+        raw_one, raw_back = _C.group(_mix(texts[retry], codes[retry]))
+        one, back = np.frombuffer(raw_one, np.int64), np.frombuffer(raw_back, np.int64)
+        out[retry] = match_alone(retry[one])[back]
     if not cleared:
         # what holds for every text with the same hash and logger while the shape is remembered:
         # its shape's template, checked (a template without digits of its own), or its shape's
         # "none" where no further step may try it alone (not a Kafka logger's); a text matched
         # alone is not kept (its own digits may pick the template)
         late = kafka_of[codes] > 0
+        alone[retry] = True
         kept = (checked & ~_with_digits()[out]) | ((out < 0) & ~late)
         keep = np.flatnonzero(kept & ~known & valid & ~bad & ~alone)
         if len(keep):
