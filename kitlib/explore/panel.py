@@ -499,7 +499,7 @@ def _index_soon(bundle) -> None:
     from kitlib.explore import textindex
 
     f = textindex.events_file(bundle)
-    if f is None or (f.parent / ".index" / "trigrams.npz").is_file():
+    if f is None or textindex.ready(f):
         return
 
     def build():

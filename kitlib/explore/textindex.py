@@ -423,6 +423,18 @@ def events_file(bundle) -> Path | None:
     return f if f.is_file() else None
 
 
+def ready(events: Path) -> bool:
+    """Whether the store of ``events`` (its ``events.parquet``) holds an index of this version
+    built from the file as it is now (else the first search builds one)."""
+    saved = events.parent / ".index" / "trigrams.npz"
+    try:
+        st = events.stat()
+        with np.load(saved) as z:
+            return int(z["version"]) == VERSION and (z["stamp"] == [st.st_size, st.st_mtime_ns]).all()
+    except (OSError, ValueError, KeyError):
+        return False
+
+
 def _load(saved: Path, stamp: np.ndarray) -> Index | None:
     """The index saved at ``saved`` when it is of this version and of ``events.parquet`` as it is."""
     try:
