@@ -72,7 +72,8 @@ def two_processes(total: int) -> bool:
     raw = os.environ.get("KITLIB_INGEST_PROCESSES", "").strip()
     if raw in ("1", "2"):
         return raw == "2"
-    return total >= PARALLEL_BYTES and cores() >= 2
+    # (the second process is handed its socket as an inherited descriptor: POSIX only)
+    return total >= PARALLEL_BYTES and cores() >= 2 and os.name == "posix"
 
 
 def cores() -> int:

@@ -385,14 +385,13 @@ class BlockwiseProcess:
         import socket
         from multiprocessing.connection import Connection
 
-        import kitlib
-
         # a fresh interpreter, neither forked (this process already runs threads: Arrow's, the
         # writer's, a notebook kernel's) nor spawned by multiprocessing (which would run the
         # calling script again in it, and a script without a ``__main__`` guard would fail)
         ours, theirs = socket.socketpair()
         self._err = out / ".derive.err"  # what the process said before it could hand back an error
-        path = [str(Path(kitlib.__file__).resolve().parents[1]), os.environ.get("PYTHONPATH", "")]
+        # the folder this kitlib is imported from first, so the process runs the same code
+        path = [str(Path(__file__).resolve().parents[2]), os.environ.get("PYTHONPATH", "")]
         with open(self._err, "wb") as err:
             self.proc = subprocess.Popen(
                 [sys.executable, "-c", "from kitlib.ingestion.sink import _blockwise_main; _blockwise_main()"]
