@@ -34,7 +34,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from kitlib.formats.logs.statements import Found, _template, slot_type
+from kitlib.formats.logs.slots import Found, _template, slot_type
 
 # the release jars read, the modules of the source the git reader covers (Maven artifact ids);
 # MirrorMaker's 4.4.0 jars were not available when the catalogue was built, so MirrorMaker is left out

@@ -55,6 +55,8 @@ from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
 
+from kitlib.formats.logs.slots import Found, Piece, _template
+
 DATA_FILE = Path(__file__).with_name("statements.json.gz")
 LEVELS = ("trace", "debug", "info", "warn", "error")
 TRUNK = "trunk"  # the label of the clone's HEAD among the releases
@@ -87,19 +89,6 @@ _KNOWN_RECEIVERS = {"stateChangeLogger": "state.change.logger", "requestLogger":
 _SCALA_DECL = re.compile(r"\b(class|object|trait)\s+(\w+)")
 _COMMENT_OR_STRING = re.compile(r'"""[\s\S]*?"""|"(?:\\.|[^"\\\n])*"|\'(?:\\.|[^\'\\\n])\'|//[^\n]*|/\*[\s\S]*?\*/')
 _FORMAT_SPEC = re.compile(r"%(?:\d+\$)?[-#+ 0,(]*\d*(?:\.\d+)?([sdfxXbcoeEgGn%])")
-
-
-@dataclass(frozen=True)
-class Found:
-    """One log call in one source file: who logs, at which level, what (slots as ``{}``), the
-    slots' types and the expressions that fill them (as written)."""
-
-    logger: str
-    level: str
-    template: str
-    types: tuple[str, ...]
-    exprs: tuple[str, ...]
-    line: int = 0
 
 
 @dataclass(frozen=True)
@@ -315,10 +304,6 @@ _LITERAL = re.compile(r'^(s|f|raw)?("""[\s\S]*"""|"[\s\S]*")((?:\s*\.\s*(?:strip
 _LITERAL_FORMAT = re.compile(r'^(s|f|raw)?("""[\s\S]*?"""|"(?:\\.|[^"\\])*")\s*\.\s*(?:format|formatted)\s*\(')
 _STRING_FORMAT = re.compile(r"^String\s*\.\s*format\s*\(")
 
-# a piece of a message: literal text (str) or a slot (the expression that fills it)
-Piece = str | tuple[str]
-
-
 def _literal_pieces(prefix: str | None, body: str) -> list[Piece]:
     """A string literal's text (quotes included in ``body``) as pieces; Scala ``$x``/``${...}`` are slots
     when ``prefix`` is ``s`` or ``f``."""
@@ -441,72 +426,6 @@ def _slf4j(pieces: list[Piece], args: list[str]) -> list[Piece]:
                 k += 1
             out.append(b)
     return out
-
-
-def _name(expr: str) -> str:
-    """The last identifier of an expression, lower case (``partition.topicPartition`` -> ``topicpartition``)."""
-    e = re.sub(r"\((?:[^()]|\([^()]*\))*\)", "", expr)  # calls' arguments
-    e = re.sub(r"\.(?:toString|get|getMessage|mkString|size|asScala|asJava|map|toSeq|toList|toSet|keys|keySet)\b",
-               "", e)  # fmt: skip
-    ids = re.findall(r"[A-Za-z_]\w*", e)
-    return ids[-1].lower() if ids else ""
-
-
-def slot_type(expr: str, before: str, after: str) -> str:
-    """A slot's type from the expression filling it and the literal text around it (see :data:`TYPES`)."""
-    n = _name(expr)
-    full = expr.lower()
-    b = before[-40:].lower().rstrip(" :=([")
-    a = after[:12].lower()
-    if (
-        n in ("e", "ex", "t", "th", "throwable", "cause", "exception")
-        or n.endswith(("exception", "error"))
-        or ("getmessage" in full)
-    ):
-        return "exception"
-    by_name = [
-        ("epoch", "epoch" in n),
-        ("replica_list", bool(re.search(r"isr|insync|replicas$|replicaids$", n))),
-        ("offset", "offset" in n or n in ("hw", "highwatermark", "lso", "logstartoffset")),
-        ("duration", bool(re.search(r"(ms|millis|nanos|duration|elapsed|delay|backoff|timeout|interval)$", n))
-         and "timestamp" not in n),
-        ("topic_partition", n in ("tp", "tps", "topicpartition", "topicpartitions", "topicidpartition", "tidp",
-                                  "partitions") or (n == "partition" and not a.startswith(("]", ",")))),
-        ("partition", n in ("partitionid", "partitionindex", "partitionnum", "partition")),
-        ("topic", "topic" in n),
-        ("broker_id", bool(re.search(r"(broker|node|controller|leader|follower|replica)(id)?$", n))),
-        ("group_id", "groupid" in n or n == "group"),
-    ]  # fmt: skip
-    by_words = [
-        ("epoch", b.endswith("epoch")),
-        ("replica_list", bool(re.search(r"\bisr( from| to)?$", b))),
-        ("offset", b.endswith("offset")),
-        ("duration", bool(re.match(r"\s*(ms|milliseconds|seconds|secs|s|ns|nanoseconds)\b", a))),
-        ("broker_id", bool(re.search(r"\b(broker|node|controller|leader)( id)?$", b))),
-        ("group_id", b.endswith("group")),
-    ]
-    return next((t for t, hit in by_name + by_words if hit), "any")
-
-
-def _template(pieces: list[Piece]) -> tuple[str, tuple[str, ...], tuple[str, ...]]:
-    """Pieces -> (template with ``{}`` slots, the slots' types, their expressions)."""
-    merged: list[Piece] = []
-    for p in pieces:
-        if isinstance(p, str) and merged and isinstance(merged[-1], str):
-            merged[-1] = merged[-1] + p
-        elif p != "":
-            merged.append(p)
-    text, types, exprs = [], [], []
-    for i, p in enumerate(merged):
-        if isinstance(p, str):
-            text.append(p)
-            continue
-        before = merged[i - 1] if i and isinstance(merged[i - 1], str) else ""
-        after = merged[i + 1] if i + 1 < len(merged) and isinstance(merged[i + 1], str) else ""
-        text.append("{}")
-        types.append(slot_type(p[0], before, after))  # type: ignore[arg-type]
-        exprs.append(" ".join(p[0].split()))
-    return "".join(text), tuple(types), tuple(exprs)
 
 
 def _blank(code: str) -> str:
