@@ -304,6 +304,7 @@ _LITERAL = re.compile(r'^(s|f|raw)?("""[\s\S]*"""|"[\s\S]*")((?:\s*\.\s*(?:strip
 _LITERAL_FORMAT = re.compile(r'^(s|f|raw)?("""[\s\S]*?"""|"(?:\\.|[^"\\])*")\s*\.\s*(?:format|formatted)\s*\(')
 _STRING_FORMAT = re.compile(r"^String\s*\.\s*format\s*\(")
 
+
 def _literal_pieces(prefix: str | None, body: str) -> list[Piece]:
     """A string literal's text (quotes included in ``body``) as pieces; Scala ``$x``/``${...}`` are slots
     when ``prefix`` is ``s`` or ``f``."""
