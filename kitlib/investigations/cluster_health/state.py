@@ -588,7 +588,7 @@ def _partition_frame(events: pd.DataFrame) -> tuple[pd.DataFrame, pa.Array]:
     in record order (``row``: the record's index in ``events``), and the records' first lines."""
     msgs = arrow_messages(events)
     first = _first_lines(msgs)
-    which = _which(first, [p for _, p in PARTITION_RULES])
+    which = first_rule(first, [p for _, p in PARTITION_RULES])  # (most records match one)
     parts = []
     for i, (kind, pattern) in enumerate(PARTITION_RULES):
         sel = np.flatnonzero(which == i)
