@@ -168,6 +168,14 @@ def reason_patterns(reasons: pd.Series) -> pd.Series:
     return pd.Series(out.fill_null("(not logged)").to_numpy(zero_copy_only=False), index=reasons.index, dtype=object)
 
 
+def _pattern_codes(reasons: pd.Series) -> tuple[np.ndarray, pa.Array]:
+    """:func:`reason_patterns` as integer codes and the distinct patterns they stand for (Arrow),
+    so no row's text is made in Python."""
+    out = pc.replace_substring_regex(_arrow_text(reasons), pattern=_MEMBER, replacement="<member>")
+    enc = out.fill_null("(not logged)").combine_chunks().dictionary_encode()
+    return enc.indices.to_numpy(zero_copy_only=False).astype(np.int64), enc.dictionary
+
+
 def _arrow_text(col: pd.Series) -> pa.ChunkedArray:
     """A text column as Arrow strings (missing values null), without a Python object a row."""
     got = pa.array(col.astype(pd.StringDtype("pyarrow")).array)
@@ -362,8 +370,9 @@ def _kind_masks(kind: pd.Series, kinds) -> dict[str, np.ndarray]:
 
 def _summary(ge: pd.DataFrame) -> pd.DataFrame:
     """:func:`rebalance_summary` of rows whose groups :func:`client_groups` already filled in.
-    Every per-row step runs once over the whole table (kinds by category codes, the skipped
-    rebalances of every group in one sort); the loop is per group, over positions."""
+    Every step runs once over the whole table (kinds by category codes, the skipped rebalances
+    of every group in one sort, the counts per group by one bincount each, the busiest window of
+    every group in one sort); only a group whose lines skip rebalances is looked at on its own."""
     if not len(ge):
         return pd.DataFrame(columns=SUMMARY_COLUMNS)
     start = rebalance_kind(ge)
@@ -374,72 +383,130 @@ def _summary(ge: pd.DataFrame) -> pd.DataFrame:
     if start == "rejoining":  # the members of one group rejoin together: one rebalance per burst
         is_prep &= _first_of_bursts(named["ts"], named["group"].astype("string"), is_prep)
     gcodes, gnames = pd.factorize(named["group"].astype("string"), sort=True)
+    gcodes = gcodes.astype(np.int64)
+    ng = len(gnames)
     gen = pd.to_numeric(named["generation"], errors="coerce").astype("float64").to_numpy()
     ts_col = named["ts"]
     ts = ts_col.to_numpy(dtype="datetime64[ns]")
     ts_na = np.isnat(ts)
     t_ns = ts.astype(np.int64)
     prep_at = np.flatnonzero(is_prep)
-    pattern = np.full(len(named), None, dtype=object)
+    pg = gcodes[prep_at]  # the group of each rebalance start
     reason = named["reason"].iloc[prep_at]
-    pattern[prep_at] = reason_patterns(reason).to_numpy()
-    adding = np.zeros(len(named), bool)
-    adding[prep_at] = (
+    pat_code, pat_names = _pattern_codes(reason)
+    adding = (
         pc.match_substring(_arrow_text(reason), "Adding new member").fill_null(False).to_numpy(zero_copy_only=False)
     )
-    # rebalances the generation numbers show but the lines skip (an excerpt): coordinator lines only
+    # rebalances the generation numbers show but the lines skip (an excerpt): coordinator lines
+    # only; the rows that neither start a rebalance nor report a generation change nothing there
     if start == "prepare_rebalance":
-        skipped_all, since_all = _skipped(_order_keys(named), is_prep, gcodes.astype(np.int64), STORM_WINDOW)
+        keep = np.flatnonzero(is_prep | (~np.isnan(gen) & ~ts_na))
+        keys = _order_keys(named.iloc[keep])
+        skip_k, since_k = _skipped(keys, is_prep[keep], gcodes[keep], STORM_WINDOW)
+        del keys
+        at_prep = np.searchsorted(keep, prep_at)
+        skipped, since = skip_k[at_prep], since_k[at_prep]
+        del skip_k, since_k
     else:
-        skipped_all = np.zeros(len(named), np.int64)
-        since_all = np.full(len(named), np.datetime64("NaT"), "datetime64[ns]")
+        skipped = np.zeros(len(prep_at), np.int64)
+        since = np.full(len(prep_at), np.datetime64("NaT"), "datetime64[ns]")
+    # churn (see churn_mask), each start against the generations its own group was empty at
+    old = gen[prep_at]
+    e_at = np.flatnonzero(masks["group_empty"] & ~np.isnan(gen))
+    empty = pd.MultiIndex.from_arrays([gcodes[e_at], np.trunc(gen[e_at])])
+    from_empty = (old == 0) | pd.MultiIndex.from_arrays([pg, old]).isin(empty)
+    to_empty = pd.MultiIndex.from_arrays([pg, old + 1]).isin(empty)
+    is_churn = ~from_empty & ~to_empty
+
+    def per_group(mask: np.ndarray | None, codes: np.ndarray = gcodes) -> np.ndarray:
+        return np.bincount(codes[mask] if mask is not None else codes, minlength=ng)
+
+    rebalances = per_group(None, pg)
+    # the busiest STORM_WINDOW of each group's churn: sorted by group and time, each start's
+    # window ends where the sort of (group, time + window) puts it among the starts
+    c_at = np.flatnonzero(is_churn & ~np.isnat(ts[prep_at]))
+    cg, ct = pg[c_at], t_ns[prep_at][c_at]
+    o = np.lexsort((ct, cg))
+    cg, ct = cg[o], ct[o]
+    busiest = np.zeros(ng, np.int64)
+    if len(ct):
+        qg, qt = cg, ct + STORM_WINDOW.value
+        both = np.lexsort((np.r_[np.zeros(len(ct), np.int8), np.ones(len(qt), np.int8)], np.r_[ct, qt], np.r_[cg, qg]))
+        is_q = both >= len(ct)
+        ends = np.cumsum(~is_q)[is_q]  # starts at or before each query, in query order (sorted alike)
+        ends = ends[np.argsort(both[is_q], kind="stable")]
+        np.maximum.at(busiest, cg, ends - np.arange(len(ct)))
+    sk_churn = np.where(is_churn, skipped, 0)
+    skipped_sum = np.bincount(pg, weights=sk_churn, minlength=ng).astype(np.int64)
+    for j in np.flatnonzero(skipped_sum > 0).tolist():  # lines cut out of a longer log: counted with the skipped ones
+        mine = (pg == j) & is_churn
+        busiest[j] = busiest_with_skipped(pd.Series(ts[prep_at][mine]), STORM_WINDOW, skipped[mine], since[mine])
+    # first and last time of each group's rows
+    v_at = np.flatnonzero(~ts_na)
+    o = np.lexsort((t_ns[v_at], gcodes[v_at]))
+    vg = gcodes[v_at][o]
+    has_t = np.bincount(vg, minlength=ng) > 0
+    lo_at = hi_at = np.zeros(ng, np.int64)  # read only where has_t
+    if len(vg):
+        lo_at = v_at[o][np.searchsorted(vg, np.arange(ng), side="left").clip(max=len(vg) - 1)]
+        hi_at = v_at[o][(np.searchsorted(vg, np.arange(ng), side="right") - 1).clip(min=0)]
+    # generations reached
     in_gens = masks["prepare_rebalance"] | masks["stabilized"] | masks["assignment"] | masks["joined"]
     in_gens &= ~np.isnan(gen)
-    order = np.argsort(gcodes, kind="stable")  # each group's rows in table order
-    bounds = np.searchsorted(gcodes[order], np.arange(len(gnames) + 1))
-    rows = []
-    for j, g in enumerate(gnames):
-        pos = order[bounds[j] : bounds[j + 1]]
-        prep_pos = pos[is_prep[pos]]
-        if not len(prep_pos):
-            continue
-        empty_pos = pos[masks["group_empty"][pos]]
-        is_churn = churn_mask(
-            pd.DataFrame({"generation": named["generation"].iloc[prep_pos]}), named["generation"].iloc[empty_pos]
-        )
-        skipped, since = skipped_all[prep_pos], since_all[prep_pos]
-        churn_ts = pd.Series(ts[prep_pos][is_churn])
-        gens = gen[pos[in_gens[pos]]]
-        valid = pos[~ts_na[pos]]
-        if len(valid):
-            first = ts_col.iloc[valid[np.argmin(t_ns[valid])]]
-            last = ts_col.iloc[valid[np.argmax(t_ns[valid])]]
+    n_gens = per_group(in_gens)
+    g_min = np.full(ng, np.inf)
+    g_max = np.full(ng, -np.inf)
+    np.minimum.at(g_min, gcodes[in_gens], gen[in_gens])
+    np.maximum.at(g_max, gcodes[in_gens], gen[in_gens])
+    # the three most frequent reasons of each group (ties: first seen first)
+    pair, seen, count = np.unique(pg * max(len(pat_names), 1) + pat_code, return_index=True, return_counts=True)
+    rg, rp = pair // max(len(pat_names), 1), pair % max(len(pat_names), 1)
+    o = np.lexsort((seen, -count, rg))
+    rg, rp, count = rg[o], rp[o], count[o]
+    rank = np.arange(len(rg)) - np.searchsorted(rg, rg, side="left")  # place within its group
+    top: dict[int, list[str]] = {}
+    shown_names = pat_names.take(pa.array(rp[rank < 3])).to_pylist()  # 3 a group
+    for g, r, n in zip(rg[rank < 3].tolist(), shown_names, count[rank < 3].tolist()):
+        top.setdefault(g, []).append(f"{r} ({n}x)")
+
+    shown = np.flatnonzero(rebalances > 0)
+    first, last = [], []
+    for j in shown.tolist():  # one value a group (not a row): kept as the column's own Timestamps
+        if has_t[j]:
+            first.append(ts_col.iloc[lo_at[j]])
+            last.append(ts_col.iloc[hi_at[j]])
         else:
-            first = last = ts_col.iloc[pos].min()
-        minutes = max((last - first).total_seconds() / 60, 1 / 60)
-        reasons = pd.Series(pattern[prep_pos], dtype=object).value_counts()
-        rows.append(
-            {
-                "group": str(g),
-                "rebalances": len(prep_pos),
-                "churn_rebalances": int(is_churn.sum()),
-                "busiest_10min": busiest_with_skipped(churn_ts, STORM_WINDOW, skipped[is_churn], since[is_churn]),
-                "first": first,
-                "last": last,
-                "generation_first": int(gens.min()) if len(gens) else None,
-                "generation_last": int(gens.max()) if len(gens) else None,
-                "generations_per_min": round(float(gens.max() - gens.min()) / minutes, 2) if len(gens) else 0.0,
-                "skipped_rebalances": int(skipped[is_churn].sum()),
-                "members_failed": int(masks["member_failed"][pos].sum()),
-                "members_left": int(masks["member_left"][pos].sum()),
-                # a new member shows as an unknown-member join and as the reason of the rebalance it starts
-                "new_members": int(max(masks["unknown_member_join"][pos].sum(), adding[prep_pos].sum())),
-                "poll_timeouts": int(masks["poll_timeout"][pos].sum()),
-                "commit_failures": int(masks["commit_failed"][pos].sum()),
-                "top_reasons": "; ".join(f"{r} ({n}x)" for r, n in reasons.head(3).items()),
-            }
-        )
-    return pd.DataFrame(rows, columns=SUMMARY_COLUMNS)
+            first.append(ts_col.iloc[np.flatnonzero(gcodes == j)].min())
+            last.append(first[-1])
+    gf = [int(g_min[j]) if n_gens[j] else None for j in shown.tolist()]
+    gl = [int(g_max[j]) if n_gens[j] else None for j in shown.tolist()]
+    per_min = []
+    for k, j in enumerate(shown.tolist()):
+        if n_gens[j]:
+            minutes = max((last[k] - first[k]).total_seconds() / 60, 1 / 60)
+            per_min.append(round(float(g_max[j] - g_min[j]) / minutes, 2))
+        else:
+            per_min.append(0.0)
+    rows = {
+        "group": [str(gnames[j]) for j in shown.tolist()],
+        "rebalances": rebalances[shown].tolist(),
+        "churn_rebalances": per_group(is_churn, pg)[shown].tolist(),
+        "busiest_10min": busiest[shown].tolist(),
+        "first": first,
+        "last": last,
+        "generation_first": gf,
+        "generation_last": gl,
+        "generations_per_min": per_min,
+        "skipped_rebalances": skipped_sum[shown].tolist(),
+        "members_failed": per_group(masks["member_failed"])[shown].tolist(),
+        "members_left": per_group(masks["member_left"])[shown].tolist(),
+        # a new member shows as an unknown-member join and as the reason of the rebalance it starts
+        "new_members": np.maximum(per_group(masks["unknown_member_join"]), per_group(adding, pg))[shown].tolist(),
+        "poll_timeouts": per_group(masks["poll_timeout"])[shown].tolist(),
+        "commit_failures": per_group(masks["commit_failed"])[shown].tolist(),
+        "top_reasons": ["; ".join(top.get(j, [])) for j in shown.tolist()],
+    }
+    return pd.DataFrame([dict(zip(rows, v)) for v in zip(*rows.values())], columns=SUMMARY_COLUMNS)
 
 
 # what the rebalance counts read of group_events (the text of a line only for the rows shown)
