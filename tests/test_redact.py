@@ -249,3 +249,25 @@ def test_a_big_column_goes_through_the_prefilter_quickly(n):
     out = redact_array(col)
     assert out is col  # nothing to change: the column is returned as it is
     assert time.perf_counter() - t < 2.0
+
+
+# request-log headers of Kafka 0.10 (a struct, the API by number), 1.0 to 2.7 (RequestHeader, by
+# name) and 2.8+ (JSON, both): the API is no secret and must survive, so request rows keep it
+KAFKA_REQUEST_HEADERS = [
+    "Completed request:{api_key=1,api_version=3,correlation_id=42,client_id=consumer-1} -- {topics=[]}",
+    "Completed request:RequestHeader(apiKey=FETCH, apiVersion=11, clientId=consumer-orders-1, correlationId=7)",
+    '{"requestHeader":{"requestApiKey":0,"requestApiKeyName":"PRODUCE","requestApiVersion":9}}',
+]
+
+
+@pytest.mark.parametrize("line", KAFKA_REQUEST_HEADERS)
+def test_kafka_request_log_keeps_the_api_it_names(line):
+    assert redact_text(line) == line
+
+
+@pytest.mark.parametrize(
+    "line",
+    ["apiKey=FETCHER-9f8a7c", "apiKey: NOTANAPI", "api_key=9f8a7c6d5e", "api_key=123456789", 'apiKey="x-7Hq2"'],
+)
+def test_an_api_key_that_names_no_kafka_api_is_masked(line):
+    assert "[redacted]" in redact_text(line)

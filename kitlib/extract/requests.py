@@ -55,7 +55,7 @@ _OLD = re.compile(
 _OLD_HDR = re.compile(
     r"api_key=(?:(?P<key>\d+)|[^,]*),api_version=(?P<ver>\d+),correlation_id=(?P<corr>-?\d+),client_id=(?P<cid>[^,}]*)"
     # 1.0-2.7: RequestHeader.toString, the API by name
-    # (the redaction masks the API name, which it takes for a secret "apiKey=...")
+    # (the redaction keeps it: an apiKey that is one of Kafka's API names is no secret)
     r"|RequestHeader\(apiKey=(?:(?P<name>[A-Z_]+)|[^,]*), apiVersion=(?P<ver2>\d+), clientId=(?P<cid2>.*?), "
     r"correlationId=(?P<corr2>-?\d+)\)"
 )

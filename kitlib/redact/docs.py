@@ -51,7 +51,8 @@ def markdown() -> str:
         "Values left visible under a secret's name: empty, `null`, `none`, `[hidden]` (what Kafka prints for "
         "password-typed configs), `[redacted]` and config-provider references such as `${file:/path:key}`. "
         "Key names ending in `.ms`, `.bytes`, `.type`, `.algorithm`, `.location`, `.url` and similar hold no "
-        "secret and are kept, as is the numeric `requestApiKey` of Kafka's request log.",
+        "secret and are kept, as is the protocol API that Kafka's request log names by `requestApiKey`, `apiKey` "
+        "(a number, or one of Kafka's API names such as `FETCH`) or 0.10's `api_key` (a number).",
         "",
     ]
     return "\n".join(out)

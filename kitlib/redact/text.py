@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import re
 
-from kitlib.redact.keys import API_NAME_KEY, API_NUMBER_KEY, harmless, is_secret_key
+from kitlib.redact.keys import harmless, is_secret_key, names_an_api
 from kitlib.redact.rules import PREFILTER, RULES, Rule
 
 # what the secret part of a match becomes
@@ -39,7 +39,7 @@ def _sub_rule(rule: Rule, text: str) -> str:
             key = m.group("key")
             if not is_secret_key(key):
                 return m.group(0)
-            if API_NUMBER_KEY.match(key) and value.strip("\"'").isdigit() or API_NAME_KEY.match(key):
+            if names_an_api(key, value):
                 return m.group(0)
         if rule.name == "base64-key-line" and not (
             re.search(r"[A-Z]", value) and re.search(r"[a-z]", value) and re.search(r"[0-9]", value)
