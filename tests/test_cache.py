@@ -73,7 +73,7 @@ def test_first_run_writes_the_store_the_second_reuses_it_and_the_bundle_is_untou
     assert second.store == first.store
     assert files_of(second.store) == written  # same files, not written again
     assert (entry / cache.ENTRY).stat().st_mtime_ns > used - 10**9  # last use recorded
-    assert [p.name for p in root.iterdir()] == [entry.name]  # no lock, partial or other entry left
+    assert stores(root) == [entry.name]  # no lock, partial or other entry left
     assert len(second.events) == len(kitlib.load_bundle(bundle, cache=False).events) > 0
     assert digest(bundle) == before
 
@@ -175,7 +175,7 @@ def test_a_run_cut_short_leaves_nothing_that_is_read_later(tmp_path, env, monkey
     monkeypatch.setattr(store, "ingest", cut)
     with pytest.raises(KeyboardInterrupt):
         kitlib.load_bundle(bundle)
-    assert list(root.iterdir()) == []
+    assert stores(root) == []
     monkeypatch.setattr(store, "ingest", real)
     # what a killed run leaves (a marked partial folder whose writer is gone) is removed by the next
     debris = root / ".0123.partial-x"
@@ -185,7 +185,7 @@ def test_a_run_cut_short_leaves_nothing_that_is_read_later(tmp_path, env, monkey
     info.update(pid=2**22 + 17, pid_started="1")
     (debris / MARKER).write_text(json.dumps(info))
     b = kitlib.load_bundle(bundle)
-    assert b.store is not None and [p.name for p in root.iterdir()] == [b.store.parent.name]
+    assert b.store is not None and stores(root) == [b.store.parent.name]
 
 
 @pytest.mark.slow
@@ -220,7 +220,7 @@ def test_cache_command_lists_and_clears_only_its_entries(tmp_path, env, kit):
     assert not (root / kb).exists()
     kitlib.load_bundle(a)
     assert kit("cache", "--clear", "--all", env=env).returncode == 0
-    assert sorted(p.name for p in root.iterdir()) == ["notes"]
+    assert stores(root) == ["notes"]
     assert "no cache entries" in kit("cache", env=env).stdout
 
 
