@@ -84,26 +84,37 @@ def _skipped(keys: dict[str, np.ndarray], start: np.ndarray, group: np.ndarray, 
     its own: the rows sorted by group, time, file and line (missing last, ties in row order), the
     last report before each row carried forward by a running maximum of positions, and the
     counts put back in row order. Returns (skipped per row, time of that report per row)."""
-    ts, gen = keys["ts"], keys["gen"]
-    t_na = np.isnat(ts)
-    t_ns = ts.astype(np.int64)
-    line = keys["line"]
-    l_na = np.isnan(line)
+    ts, gen, line = keys["ts"], keys["gen"], keys["line"]
+    t_na, l_na = np.isnat(ts), np.isnan(line)
     # np.lexsort: last key first; every sort is stable, so ties keep the rows' order
-    order = np.lexsort((np.where(l_na, 0, line), l_na, keys["file"], np.where(t_na, 0, t_ns), t_na, group))
+    order = np.lexsort((np.where(l_na, 0, line), l_na, keys["file"], np.where(t_na, 0, ts.view(np.int64)), t_na, group))
+    del t_na, l_na  # the row-long temporaries go as soon as they are used (a broker's group lines can be millions)
     ts_s, gen_s, grp_s = ts[order], gen[order], group[order]
-    seen = ~start[order] & ~np.isnan(gen_s) & ~np.isnat(ts_s)
-    last = np.maximum.accumulate(np.where(seen, np.arange(len(order)), -1)) if len(order) else np.zeros(0, np.int64)
-    prev = np.concatenate([[-1], last[:-1]]).astype(np.int64)  # the last report strictly before each row
+    seen = ~start[order]
+    seen &= ~np.isnan(gen_s)
+    seen &= ~np.isnat(ts_s)
+    last = np.where(seen, np.arange(len(order)), -1)
+    del seen
+    np.maximum.accumulate(last, out=last)
+    prev = np.empty(len(order), np.int64)  # the last report strictly before each row
+    prev[:1] = -1
+    prev[1:] = last[:-1]
+    del last
     has = prev >= 0
     has[has] = grp_s[prev[has]] == grp_s[has]  # of the row's own group
-    at = np.maximum(prev, 0)
-    last_gen = np.where(has, gen_s[at], np.nan)
-    last_ts = np.where(has, ts_s[at], np.datetime64("NaT", "ns"))
+    del grp_s
+    np.maximum(prev, 0, out=prev)
+    last_gen = np.where(has, gen_s[prev], np.nan)
+    last_ts = np.where(has, ts_s[prev], np.datetime64("NaT", "ns"))
+    del prev, has
     with np.errstate(invalid="ignore"):
-        gap = gen_s - last_gen
+        gen_s -= last_gen  # the gap
+        del last_gen
         near = (ts_s - last_ts) <= np.timedelta64(window.value, "ns")
-        counts = np.where(near & (gap > 0), gap, 0).astype(np.int64)
+        del ts_s
+        near &= gen_s > 0
+        counts = np.where(near, gen_s, 0).astype(np.int64)
+    del near, gen_s
     skipped = np.empty(len(order), np.int64)
     since = np.empty(len(order), "datetime64[ns]")
     skipped[order] = counts
@@ -401,7 +412,9 @@ def _summary(ge: pd.DataFrame) -> pd.DataFrame:
     # only; the rows that neither start a rebalance nor report a generation change nothing there
     if start == "prepare_rebalance":
         keep = np.flatnonzero(is_prep | (~np.isnan(gen) & ~ts_na))
-        keys = _order_keys(named.iloc[keep])
+        sub = named[["ts", "file", "line", "generation"]]
+        keys = _order_keys(sub.iloc[keep] if len(keep) < len(sub) else sub)
+        del sub
         skip_k, since_k = _skipped(keys, is_prep[keep], gcodes[keep], STORM_WINDOW)
         del keys
         at_prep = np.searchsorted(keep, prep_at)
