@@ -138,10 +138,10 @@ def test_a_detector_whose_tables_are_empty_is_skipped_not_run(kit):
     b = sample("codecs")
     result = kitlib.triage(b)
     runs = {r.detector: r for r in result.runs}
-    assert runs["detect_stalled"].status == "skipped" and "cleaner_events" in runs["detect_stalled"].reason
+    assert runs["detect_no_reclaim"].status == "skipped" and "cleaner_runs" in runs["detect_no_reclaim"].reason
     assert not result.failed
     text = kit("triage", ROOT / "sample_data" / "codecs").stdout
-    assert "[skipped: no rows in cleaner_events]" in text
+    assert "[skipped: no rows in cleaner_runs]" in text
 
 
 @pytest.mark.slow
