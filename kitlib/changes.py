@@ -713,20 +713,28 @@ class _Text:
 
 
 def _catalogue_text() -> dict[str, _Text]:
-    """Lineage id -> the newest wording of it (typed), its logger, level and the releases spanned."""
+    """Lineage id -> the newest wording of it (typed), its logger, level and the releases spanned.
+    A wording read from Kafka's source comes before one read only from class files, whose slots
+    are typed by the words around them alone (``{any}`` where the source says ``{topic}``)."""
     cat = st.load()
     fam = matching.lineage(cat)
     pos = {r: i for i, r in enumerate(cat.releases)}
-    out: dict[str, tuple[int, _Text]] = {}
+    out: dict[str, tuple[tuple[bool, int], _Text]] = {}
     first: dict[str, int] = {}
+    last: dict[str, int] = {}
     for s in cat.statements:
         if not s.releases:
             continue
         f = fam[s.id]
         first[f] = min(first.get(f, 1 << 30), pos[s.first])
-        if f not in out or pos[s.last] > out[f][0]:
-            out[f] = (pos[s.last], _Text(s.typed(), s.logger, s.level, s.first, s.last))
-    return {f: _Text(v.template, v.logger, v.level, cat.releases[first[f]], v.last) for f, (_, v) in out.items()}
+        last[f] = max(last.get(f, -1), pos[s.last])
+        rank = (s.from_source, pos[s.last])
+        if f not in out or rank > out[f][0]:
+            out[f] = (rank, _Text(s.typed(), s.logger, s.level, s.first, s.last))
+    return {
+        f: _Text(v.template, v.logger, v.level, cat.releases[first[f]], cat.releases[last[f]])
+        for f, (_, v) in out.items()
+    }
 
 
 _TEXT: dict[str, _Text] = {}

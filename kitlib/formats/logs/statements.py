@@ -114,6 +114,12 @@ class Statement:
     def last(self) -> str:
         return self.releases[-1] if self.releases else ""
 
+    @property
+    def from_source(self) -> bool:
+        """Read from Kafka's source (its slots typed by the expressions that fill them), not only
+        from a release's class files (``source`` is then ``<jar>:<class>``, slots typed by words)."""
+        return ".jar:" not in self.source
+
     def typed(self) -> str:
         """The template with each slot named by its type: ``Shrinking ISR from {replica_list} to ...``."""
         parts = self.template.split("{}")
