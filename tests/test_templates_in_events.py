@@ -241,3 +241,16 @@ def test_template_ids_can_be_switched_off_to_measure_them(monkeypatch):
     t = matching.annotate(_block("kafka.cluster.Partition", ["Shrinking ISR from 1,2 to 1"]))
     assert t.schema.field("template_id") == matching.TEMPLATE_FIELD
     assert t.column("template_id").null_count == 1
+
+
+@pytest.mark.slow
+def test_the_whole_catalogue_as_json_is_valid_json(capsys):
+    """Every statement through the CLI's terminal guard: Kafka's own prose ("not having DESCRIBE
+    authorization, but returning {}") must not be taken for a secret and cut the JSON string that
+    holds it."""
+    from kitlib.cli import main
+
+    assert main(["templates", "--json"]) == 0
+    rows = json.loads(capsys.readouterr().out)
+    assert len(rows) == len(st.load().statements)
+    assert any(r["template"].endswith("DESCRIBE authorization, but returning {}") for r in rows)

@@ -110,8 +110,12 @@ RULES: list[Rule] = [
         'in a JSON array (`["Cookie", "..."]`) or a map of lists (`"Cookie": ["..."]`, `Cookie=[...]`)',
         '["Set-Cookie", "session=s3cr3t-value; Path=/"]',
         re.compile(
-            r"""(?i)["']?\b(?:cookie|set-cookie|x-api-key|x-auth-token|proxy-authorization|authorization)["']?"""
-            r"""(?:\s*,\s*|\s*[:=]\s*\[\s*)(?!redacted\]|["']?[^\]\n,"']*\[redacted\])(?P<value>"(?:[^"\\\n]|\\.)*"|'[^'\n]*'|[^\]\n,]+)"""
+            # the name quoted when a comma follows (an array's element: prose such as "not having
+            # DESCRIBE authorization, {}" is no header), and a bare value never takes a quote (the
+            # end of the string that holds it)
+            r"""(?i)(?:["']\b(?:cookie|set-cookie|x-api-key|x-auth-token|proxy-authorization|authorization)["']"""
+            r"""\s*,\s*|["']?\b(?:cookie|set-cookie|x-api-key|x-auth-token|proxy-authorization|authorization)["']?"""
+            r"""\s*[:=]\s*\[\s*)(?!redacted\]|["']?[^\]\n,"']*\[redacted\])(?P<value>"(?:[^"\\\n]|\\.)*"|'[^'\n]*'|[^\]\n,"']+)"""
         ),
         needs=("cookie", "api-key", "auth-token", "authorization"),
     ),
