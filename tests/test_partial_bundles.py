@@ -49,7 +49,9 @@ def run(notebook: str, bundle: Path, out: Path) -> str:
             str(NOTEBOOKS / notebook),
             str(out),
             parameters={"BUNDLE": str(bundle)},
-            cwd=str(NOTEBOOKS),
+            # the kernel starts in the notebooks' folder without chdir-ing this process: papermill's
+            # cwd= would, and two threads doing so race (one kernel then starts in the other's folder)
+            resources={"metadata": {"path": str(NOTEBOOKS)}},
             kernel_name="python3",
             progress_bar=False,
             log_output=False,
@@ -72,12 +74,8 @@ def test_every_notebook_runs_with_each_of_its_tables_missing(tmp_path):
             without(stores[bundle], table, cut)
         jobs.append((registry.investigation(name).notebook, cut, tmp_path / f"{name}-without-{table}.ipynb"))
     assert len(jobs) >= 10
-    here = os.getcwd()
-    try:  # papermill changes the process's working folder for each notebook, in both threads at once
-        with ThreadPoolExecutor(2) as pool:
-            failures = [f for f in pool.map(lambda j: run(*j), jobs) if f]
-    finally:
-        os.chdir(here)
+    with ThreadPoolExecutor(2) as pool:
+        failures = [f for f in pool.map(lambda j: run(*j), jobs) if f]
     assert not failures, "\n".join(failures)
 
 
