@@ -30,20 +30,24 @@ from __future__ import annotations
 import importlib
 import pkgutil
 import threading
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-if TYPE_CHECKING:  # pragma: no cover
-    from kitlib.extract import Extractor
-    from kitlib.findings import Detector
-    from kitlib.formats import Format
-    from kitlib.investigations import Investigation
-    from kitlib.tables import Table
+# The kinds registered here are defined above the registry (kitlib.formats.Format,
+# kitlib.tables.Table, kitlib.extract.Extractor, kitlib.findings.Detector,
+# kitlib.investigations.Investigation). The registry imports none of them, not even for type
+# checking, so that nothing below a layer points up to it: these names only say which kind a dict
+# holds.
+_Format = Any
+_Table = Any
+_Extractor = Any
+_Detector = Any
+_Investigation = Any
 
-FORMATS: dict[str, Format] = {}
-TABLES: dict[str, Table] = {}
-EXTRACTORS: dict[str, Extractor] = {}
-DETECTORS: dict[str, Detector] = {}
-INVESTIGATIONS: dict[str, Investigation] = {}
+FORMATS: dict[str, _Format] = {}
+TABLES: dict[str, _Table] = {}
+EXTRACTORS: dict[str, _Extractor] = {}
+DETECTORS: dict[str, _Detector] = {}
+INVESTIGATIONS: dict[str, _Investigation] = {}
 
 ENTRY_POINT_GROUP = "kitlib.investigations"
 # modules outside the investigations that declare tables or register formats and extractors
@@ -60,7 +64,7 @@ class RegistryError(Exception):
     id claimed twice, an undeclared table...). Raised by :func:`load`, naming the culprit."""
 
 
-def load() -> dict[str, Investigation]:
+def load() -> dict[str, _Investigation]:
     """Fill every registry (once) and check it; returns the investigations by name."""
     global _loaded
     if _loaded:
@@ -146,7 +150,7 @@ def check() -> None:
             raise RegistryError(f"detector {d.name} needs undeclared tables {missing}")
 
 
-def _investigation_of_module(module: str) -> Investigation | None:
+def _investigation_of_module(module: str) -> _Investigation | None:
     best = None
     for inv in INVESTIGATIONS.values():
         if inv.package and (module == inv.package or module.startswith(inv.package + ".")):
@@ -155,12 +159,12 @@ def _investigation_of_module(module: str) -> Investigation | None:
     return best
 
 
-def investigations() -> list[Investigation]:
+def investigations() -> list[_Investigation]:
     """Every investigation, by name."""
     return [INVESTIGATIONS[k] for k in sorted(load())]
 
 
-def investigation(name: str) -> Investigation:
+def investigation(name: str) -> _Investigation:
     """One investigation by name (KeyError naming the known ones otherwise)."""
     invs = load()
     if name not in invs:
@@ -168,13 +172,13 @@ def investigation(name: str) -> Investigation:
     return invs[name]
 
 
-def detectors_of(name: str) -> list[Detector]:
+def detectors_of(name: str) -> list[_Detector]:
     """The detectors that belong to investigation ``name``."""
     inv = investigation(name)
     return [d for d in sorted(DETECTORS.values(), key=lambda d: d.name) if _investigation_of_module(d.module) is inv]
 
 
-def owner(finding_id: str) -> Investigation | None:
+def owner(finding_id: str) -> _Investigation | None:
     """The investigation that owns a finding id (None for an id nobody declares)."""
     for inv in load().values():
         if finding_id in inv.finding_ids:
@@ -182,7 +186,7 @@ def owner(finding_id: str) -> Investigation | None:
     return None
 
 
-def detector_investigation(d: Detector) -> Investigation | None:
+def detector_investigation(d: _Detector) -> _Investigation | None:
     """The investigation a detector belongs to."""
     load()
     return _investigation_of_module(d.module)

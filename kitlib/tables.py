@@ -255,6 +255,7 @@ def markdown() -> str:
 
 if __name__ == "__main__":  # pragma: no cover
     # run as a script this file is a second copy of the module: print through the imported one
-    from kitlib.tables import markdown as _markdown
+    # (loaded by name, the way the registry loads the modules that declare tables into it)
+    import importlib
 
-    print(_markdown(), end="")
+    print(importlib.import_module("kitlib.tables").markdown(), end="")
