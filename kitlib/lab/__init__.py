@@ -19,10 +19,10 @@ The modules, one concern each: :mod:`~kitlib.lab.folders` (work folders, package
 (starting, waiting on and stopping JVMs; ports), :mod:`~kitlib.lab.jmx`,
 :mod:`~kitlib.lab.broker` (one broker and its config), :mod:`~kitlib.lab.connect`,
 :mod:`~kitlib.lab.cluster`, :mod:`~kitlib.lab.tools` (Kafka's command-line tools),
-:mod:`~kitlib.lab.bundles` (logs, scrubbed paths, bundle.yaml and PROVENANCE.md of a sample
-bundle), :mod:`~kitlib.lab.load` and :mod:`~kitlib.lab.clients` (what the clients of a scenario
-do), and :mod:`~kitlib.lab.scenario` (the frame every scenario runs in). This module holds the
-names scenarios and tests use.
+:mod:`~kitlib.lab.bundles` (logs, scrubbed paths and bundle.yaml of a sample bundle),
+:mod:`~kitlib.lab.provenance` (its PROVENANCE.md), :mod:`~kitlib.lab.load` and
+:mod:`~kitlib.lab.clients` (what the clients of a scenario do), and :mod:`~kitlib.lab.scenario`
+(the frame every scenario runs in). This module holds the names scenarios and tests use.
 
 Example:
     >>> from kitlib import lab
@@ -33,19 +33,7 @@ Example:
 """
 
 from .broker import READY, start_broker
-from .bundles import (
-    NEUTRAL_ROOT,
-    Evidence,
-    Hit,
-    LineEvidence,
-    collect_logs,
-    evidence_table,
-    grep_bundle,
-    scrub_paths,
-    write_client_provenance,
-    write_manifest,
-    write_provenance,
-)
+from .bundles import NEUTRAL_ROOT, collect_logs, scrub_paths, write_manifest
 from .cluster import (
     Cluster,
     active_controller,
@@ -79,6 +67,15 @@ from .jars import (
 from .jmx import BROKER_MBEANS, CLUSTER_MBEANS, enable_jmx, finish_jmxtool, run_jmxtool
 from .load import LoadStats, ProduceLoad
 from .processes import Proc, free_port, running, stop
+from .provenance import (
+    Evidence,
+    Hit,
+    LineEvidence,
+    evidence_table,
+    grep_bundle,
+    write_client_provenance,
+    write_provenance,
+)
 from .scenario import Scenario
 from .tools import java_tool, run_tool, set_client_quota, start_java_tool
 
