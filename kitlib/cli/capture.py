@@ -7,8 +7,6 @@ import signal
 import sys
 import threading
 
-from kitlib.capture import capture, capture_lag_series, probe_codecs, probe_consume
-
 
 def _client_kw(args) -> dict:
     kw = {}
@@ -38,7 +36,16 @@ def _security_args(p) -> None:
     g.add_argument("--ssl-keyfile")
 
 
+def _capture():
+    """The capture package, imported when a capture command runs (not to build the command line)."""
+    import kitlib.capture
+
+    return kitlib.capture
+
+
 def _cmd_capture(args) -> int:
+    from kitlib.capture import capture, capture_lag_series
+
     if args.every is None:
         if args.count is not None:
             print("kitlib capture: --count needs --every SECONDS", file=sys.stderr)
@@ -139,7 +146,7 @@ def register_cli(sub) -> None:
     c.set_defaults(
         func=lambda a: (
             print(
-                probe_consume(
+                _capture().probe_consume(
                     a.bootstrap,
                     a.topic,
                     a.out,
@@ -164,6 +171,8 @@ def register_cli(sub) -> None:
     k.add_argument("--repeat", type=int, default=1, help="send the sample this many times (default 1)")
     _security_args(k)
     k.set_defaults(
-        func=lambda a: print(probe_codecs(a.bootstrap, a.sample, a.out, repeat=a.repeat, **_client_kw(a))) or 0
+        func=lambda a: (
+            print(_capture().probe_codecs(a.bootstrap, a.sample, a.out, repeat=a.repeat, **_client_kw(a))) or 0
+        )
     )
     p.set_defaults(func=lambda a: p.print_help() or 2)

@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from kitlib.cli.common import NO_CACHE_HELP
-from kitlib.report import EXEC_TIMEOUT, copy_notebooks, default_jobs, report_path
+from kitlib.report.jobs import EXEC_TIMEOUT, default_jobs
 
 
 def register_cli(sub) -> None:
@@ -93,12 +93,16 @@ def _cmd(args) -> int:
         if path.is_dir() and bundles_in(path):
             raise ValueError("--params pins a view of one bundle; BUNDLE is a folder of bundles")
         kw["pinned"] = read_pinned(args.params)
+    from kitlib.report import report_path
+
     res, failed = report_path(path, args.out, **kw)
     print(f"\nreports written: open {Path(res['index']).resolve()}")
     return 1 if failed else 0
 
 
 def _cmd_notebooks(args) -> int:
+    from kitlib.report import copy_notebooks
+
     written = copy_notebooks(args.dir)
     for p in written:
         print(p)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import sys
+import time
 
 from kitlib.cli.common import EXIT_CLEAN, EXIT_FINDINGS, NO_CACHE_HELP, TZ_HELP
 
@@ -30,6 +31,16 @@ def register_cli(sub) -> None:
 
 
 def _cmd_triage(args) -> int:
+    from kitlib.ingestion import memo
+
+    t0 = time.perf_counter()
+    # what an earlier triage of the same unchanged cached bundle printed, with the same kit and
+    # arguments (kitlib.ingestion.memo): printed again without reading a table
+    asked = None if args.no_cache else memo.request(args.bundle, _memo_args(args))
+    kept = memo.lookup(asked) if asked is not None else None
+    if kept is not None:
+        kept.write(sys.stdout, time.perf_counter() - t0)
+        return kept.exit
     from kitlib.bundle import load_bundle
     from kitlib.findings import triage, triage_text
     from kitlib.summary import summary_text
@@ -45,13 +56,28 @@ def _cmd_triage(args) -> int:
             "and captures pulled from the brokers (`kitlib formats` lists what is read)"
         )
     result = triage(b)
+    seconds, shown = None, args.json
     if args.json:
-        json.dump([f.to_dict() for f in result.findings], sys.stdout, indent=2)
-        print()
+        from kitlib.terminal import visible
+
+        # shown here as stdout would show it, and kept so in the memo (masked once, not again)
+        printed = visible(json.dumps([f.to_dict() for f in result.findings], indent=2) + "\n")
+        getattr(sys.stdout, "stream", sys.stdout).write(printed)
     else:
         from kitlib.gaps import gaps_text
 
         head = summary_text(b.summary)
         gaps = gaps_text(b)
-        print(triage_text(result, head + ("\n\n" + gaps if gaps else "")))
-    return EXIT_FINDINGS if result.findings else EXIT_CLEAN
+        printed = triage_text(result, head + ("\n\n" + gaps if gaps else "")) + "\n"
+        seconds = f"{b.summary.seconds:.2f}"
+        sys.stdout.write(printed)
+    code = EXIT_FINDINGS if result.findings else EXIT_CLEAN
+    if asked is not None and not result.failed:
+        memo.save(asked, b.store, printed, seconds, code, shown)
+    return code
+
+
+def _memo_args(args) -> dict:
+    """Every argument of the command that can change what it prints (the bundle is keyed by its
+    files)."""
+    return {k: v for k, v in sorted(vars(args).items()) if k not in ("func", "bundle", "no_cache")}

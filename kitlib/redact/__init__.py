@@ -29,21 +29,56 @@ Example:
     'Authorization: Bearer [redacted]'
 """
 
-from kitlib.redact.columns import (
-    REDACTED_BY_PARSER,
-    pair_columns,
-    redact_array,
-    redact_flagged,
-    redact_frame,
-    redact_pairs,
-    redact_series,
-    redact_table,
-)
-from kitlib.redact.docs import markdown
+import importlib
+from typing import TYPE_CHECKING, Any
+
 from kitlib.redact.keys import SECRET_WORDS, is_secret_key
-from kitlib.redact.lines import SECRET_FILES, LineCarry, redact_lines
 from kitlib.redact.rules import PREFILTER, RULES, Rule
 from kitlib.redact.text import REDACTED, redact_message, redact_text, redact_value
+
+if TYPE_CHECKING:
+    from kitlib.redact.columns import (
+        REDACTED_BY_PARSER,
+        pair_columns,
+        redact_array,
+        redact_flagged,
+        redact_frame,
+        redact_pairs,
+        redact_series,
+        redact_table,
+    )
+    from kitlib.redact.docs import markdown
+    from kitlib.redact.lines import SECRET_FILES, LineCarry, redact_lines
+
+# the parts on Arrow and numpy are imported when first used: masking one text (every line a
+# command prints) needs only the rules
+_LAZY = {
+    **dict.fromkeys(
+        (
+            "REDACTED_BY_PARSER",
+            "pair_columns",
+            "redact_array",
+            "redact_flagged",
+            "redact_frame",
+            "redact_pairs",
+            "redact_series",
+            "redact_table",
+        ),
+        "columns",
+    ),
+    "markdown": "docs",
+    **dict.fromkeys(("SECRET_FILES", "LineCarry", "redact_lines"), "lines"),
+}
+
+
+def __getattr__(name: str) -> Any:
+    where = _LAZY.get(name)
+    if where is None:
+        raise AttributeError(f"module 'kitlib.redact' has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"kitlib.redact.{where}"), name)
+    globals()[name] = value
+    return value
+
 
 __all__ = [
     "PREFILTER",

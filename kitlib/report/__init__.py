@@ -23,12 +23,38 @@ Example:
     'reports/compaction/index.html'
 """
 
-from kitlib.report.catalog import Notebook, copy_notebooks, default_bundle, notebook_dir, notebooks
-from kitlib.report.evidence import cited_lines, redact_line
-from kitlib.report.folders import bundles_in, report_many, report_path
-from kitlib.report.pages import PageContext, offline_html, page_html, reader_cells, toc
-from kitlib.report.run import EXEC_TIMEOUT, BundleReport, default_jobs, finish, prepare, report, submit
-from kitlib.report.summary import span_text, summary_view
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from kitlib.report.catalog import Notebook, copy_notebooks, default_bundle, notebook_dir, notebooks
+    from kitlib.report.evidence import cited_lines, redact_line
+    from kitlib.report.folders import bundles_in, report_many, report_path
+    from kitlib.report.pages import PageContext, offline_html, page_html, reader_cells, toc
+    from kitlib.report.run import BundleReport, finish, prepare, report, submit
+    from kitlib.report.summary import span_text, summary_view
+
+from kitlib.report.jobs import EXEC_TIMEOUT, default_jobs
+
+# imported when first used, so that ``kitlib``'s command line is built without the report's machinery
+_LAZY = {
+    **dict.fromkeys(("Notebook", "copy_notebooks", "default_bundle", "notebook_dir", "notebooks"), "catalog"),
+    **dict.fromkeys(("cited_lines", "redact_line"), "evidence"),
+    **dict.fromkeys(("bundles_in", "report_many", "report_path"), "folders"),
+    **dict.fromkeys(("PageContext", "offline_html", "page_html", "reader_cells", "toc"), "pages"),
+    **dict.fromkeys(("BundleReport", "finish", "prepare", "report", "submit"), "run"),
+    **dict.fromkeys(("span_text", "summary_view"), "summary"),
+}
+
+
+def __getattr__(name: str) -> Any:
+    where = _LAZY.get(name)
+    if where is None:
+        raise AttributeError(f"module 'kitlib.report' has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"kitlib.report.{where}"), name)
+    globals()[name] = value
+    return value
+
 
 __all__ = [
     "EXEC_TIMEOUT",

@@ -6,7 +6,6 @@ notebook into its page and write the bundle's summary page last.
 from __future__ import annotations
 
 import json
-import os
 import time
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -15,22 +14,13 @@ from typing import TYPE_CHECKING, Any
 
 from kitlib.redact import redact_text
 from kitlib.report.catalog import Notebook, default_bundle, notebook_dir, notebooks
+from kitlib.report.jobs import EXEC_TIMEOUT, default_jobs
 from kitlib.report.pages import PageContext, page_html, render
 from kitlib.report.summary import summary_view
 
 if TYPE_CHECKING:  # pragma: no cover
     from kitlib.findings import Triage
     from kitlib.summary import BundleSummary
-
-EXEC_TIMEOUT = 600  # seconds per cell
-
-
-def default_jobs() -> int:
-    """Notebooks run at once by default: the cores this process may use."""
-    try:
-        return max(1, len(os.sched_getaffinity(0)))
-    except AttributeError:
-        return max(1, os.cpu_count() or 1)
 
 
 @dataclass
