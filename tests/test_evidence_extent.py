@@ -293,7 +293,7 @@ def test_notebook_html_and_report_summary_show_the_extent():
 def test_counted_rows_are_the_ones_pandas_query_selects():
     """An extent selects a finding's counted rows clause by clause, each clause once per table;
     the rows are those ``DataFrame.query`` returns for the whole query, whatever its form."""
-    from kitlib.findings import _conjuncts, _selected
+    from kitlib.findings.extent import _conjuncts, _selected
 
     b = sample("rebalance-storm")
     ge = b.table("group_events")
