@@ -48,12 +48,12 @@ def __dir__() -> list[str]:
 
 
 class _Kit(types.ModuleType):
-    """``kitlib.window`` and ``kitlib.investigations`` name the functions, as they always did,
-    although the package has modules of those names: the import of such a module does not put the
-    module in their place."""
+    """``kitlib.window`` names the function, as it always did, although the package has a module of
+    that name: the import of that module does not put the module in its place. (``kitlib.investigations``
+    is the function until the package of that name is imported, as before.)"""
 
     def __setattr__(self, name: str, value: Any) -> None:
-        if name in _LAZY and isinstance(value, types.ModuleType):
+        if name == "window" and isinstance(value, types.ModuleType):
             return
         super().__setattr__(name, value)
 
