@@ -15,7 +15,6 @@ Example:
 
 from __future__ import annotations
 
-import html
 import sys
 
 # altair validates chart specs with jsonschema, which imports rfc3987_syntax when it is installed
@@ -26,6 +25,10 @@ if "jsonschema" not in sys.modules:
     sys.modules.setdefault("rfc3987_syntax", None)  # type: ignore[arg-type]  # None: "do not import"
 
 import pandas as pd
+
+from kitlib.display.markup import HTML, esc
+from kitlib.display.sample import sample_notice
+from kitlib.display.tables import missing, table
 
 MAX_CHART_ROWS = 5000
 
@@ -45,24 +48,6 @@ def setup(explore: bool = False) -> None:
     alt.data_transformers.enable("default", max_rows=MAX_CHART_ROWS)
     pd.set_option("display.max_colwidth", 160)
     pd.set_option("display.max_rows", 60)
-
-
-def esc(text) -> str:
-    """HTML-escape any value (log text is never trusted)."""
-    return html.escape("" if text is None else str(text), quote=True)
-
-
-class HTML:
-    """Minimal rich-display object (text/html + a plain-text fallback)."""
-
-    def __init__(self, html_text: str, text: str = ""):
-        self.html, self.text = html_text, text
-
-    def _repr_html_(self):
-        return self.html
-
-    def __repr__(self):
-        return self.text or "<html output>"
 
 
 def findings_html(findings, title: str = "Findings", bundle=None, tz=None) -> HTML:
@@ -134,8 +119,5 @@ def _color(sev: str) -> str:
     }
     return colors.get(sev, "#868e96")  # info: grey
 
-
-from kitlib.display.sample import sample_notice  # noqa: E402  (builds on HTML and esc above)
-from kitlib.display.tables import missing, table  # noqa: E402  (they build on HTML and esc above)
 
 __all__ = ["HTML", "esc", "findings_html", "missing", "sample_notice", "setup", "table"]

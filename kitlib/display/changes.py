@@ -18,7 +18,7 @@ from __future__ import annotations
 import pandas as pd
 
 from kitlib.changes import ALPHA, Changes, changes
-from kitlib.display import HTML, esc
+from kitlib.display.markup import HTML, esc
 from kitlib.redact import redact_text
 
 HEADING = "What else changed in this window"

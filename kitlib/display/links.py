@@ -24,7 +24,7 @@ from collections.abc import Mapping
 
 import pandas as pd
 
-from kitlib.display import HTML, esc
+from kitlib.display.markup import HTML, esc
 
 VIEW_KEYS = ("BUNDLE", "TZ", "START", "END", "HOSTS")  # the parameters every link carries (when set)
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from kitlib.display import HTML, esc
+from kitlib.display.markup import HTML, esc
 
 SAMPLES = Path(__file__).resolve().parents[2] / "sample_data"  # the kit's sample bundles (source checkout)
 

@@ -27,7 +27,7 @@ from collections.abc import Callable
 
 import pandas as pd
 
-from kitlib.display import HTML, esc
+from kitlib.display.markup import HTML, esc
 from kitlib.values import number, size
 
 EMPTY_CLASS = "kit-empty"  # the report collapses sections whose outputs are all of this class

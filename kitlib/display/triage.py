@@ -12,8 +12,9 @@ from __future__ import annotations
 import altair as alt
 import pandas as pd
 
-from kitlib.display import HTML, MAX_CHART_ROWS, esc
+from kitlib.display import MAX_CHART_ROWS
 from kitlib.display.axes import chart_times, count_y, time_x
+from kitlib.display.markup import HTML, esc
 
 
 def inventory(bundle) -> pd.DataFrame:

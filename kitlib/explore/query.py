@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 
 import pandas as pd
 
-from kitlib.display import HTML, esc
+from kitlib.display.markup import HTML, esc
 from kitlib.redact import redact_text
 from kitlib.window import Window, sql_values
 
