@@ -15,8 +15,8 @@ from pathlib import Path
 import pandas as pd
 
 from kitlib import display
-from kitlib.explore import MAX_POINTS, evidence_rows
 from kitlib.explore import timeline as tl
+from kitlib.explore.evidence import MAX_POINTS, evidence_rows
 from kitlib.explore.query import LEVELS, ORDERS, Hits, Query, context_html, hits_table, search
 from kitlib.window import Window
 
