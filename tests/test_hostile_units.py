@@ -10,6 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from kitlib.formats.logs.blocks import _count_lines as count_newlines
 from kitlib.ingestion.guard import fresh_output
 from kitlib.report import bundles_in as _bundles_in
 from kitlib.sources import ManifestError, SourceFile, cap_lines, check_output, load_manifest
@@ -57,6 +58,10 @@ def test_capped_lines_keep_the_line_count(pieces, limit):
     assert out.split(b"\n") == want
     dropped = sum(len(ln) - limit for ln in data.split(b"\n") if len(ln) > limit)
     assert sum(d for _, d in src.meta.get("cut_lines", [])) == dropped
+    # the compiled newline count a log4j read passes in cuts the same lines at the same numbers
+    counted = SourceFile(None, "x", "h")
+    assert b"".join(cap_lines(iter(pieces), counted, limit=limit, count=count_newlines)) == out
+    assert counted.meta.get("cut_lines") == src.meta.get("cut_lines")
 
 
 def test_outputs_inside_or_around_a_bundle_are_refused(tmp_path):

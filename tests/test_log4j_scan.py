@@ -313,8 +313,11 @@ def test_count_newlines_counts_every_newline_byte(parts):
 
 
 def test_count_newlines_on_long_runs_of_newlines():
-    # the per-byte sums are added up every 255 words: a buffer of only newlines fills them
-    for n in (0, 7, 8, 2039, 2040, 2041, 255 * 8 * 3 + 5, 1 << 20):
+    # the per-byte sums are added up every 255 words (of 8 bytes, or 16 with SSE2): a buffer of
+    # only newlines fills them
+    for n in (0, 7, 8, 15, 16, 17, 2039, 2040, 2041, 4079, 4080, 4081, 255 * 8 * 3 + 5, 255 * 16 * 3 + 9, 1 << 20):
         assert scan.count_newlines(b"\n" * n) == n
     data = (b"x" * 199 + b"\n") * 5000
     assert scan.count_newlines(data) == 5000
+    for start in range(17):  # a view may start anywhere against the 16-byte steps
+        assert scan.count_newlines(memoryview(data)[start : start + 4099]) == data[start : start + 4099].count(b"\n")

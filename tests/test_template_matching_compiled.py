@@ -361,3 +361,25 @@ def test_the_memo_of_texts_refuses_rows_and_templates_out_of_range():
     with pytest.raises(ValueError):
         C.lookup(off, data, matching.SHAPE_CHARS, np.zeros(2, np.uint64), np.ones(1, np.uint8))
     C.forget()
+
+
+def test_the_first_bytes_leave_out_only_texts_without_a_long_prefix():
+    # _may_have_long_prefix reads each text's first bytes: every text _long_prefix finds a long
+    # prefix in must be kept, at every place a "] " may sit around the cut, ASCII or not
+    texts = ["", "[", "]", "] x", "x] y", "[a] b", "plain text, no prefix at all"]
+    for at in range(40, 60):
+        for lead in ("[", "[é", "[ééé"):
+            body = lead + "x" * max(at - len(lead.encode()), 0)
+            texts += [body + "] rest of it", body + "]", body + "]x] y", body + "] " + "y" * 80, "x" + body[1:] + "] z"]
+    texts.append("[" + "é" * 60 + "] after")
+    texts.append("[" + "a" * 200)
+    arr = pa.array(texts, pa.large_string()).slice(1)  # a slice: its offsets do not start at 0
+    off = np.frombuffer(arr.buffers()[1], np.int64)[arr.offset : arr.offset + len(arr) + 1]
+    data = np.frombuffer(arr.buffers()[2], np.uint8)
+    rows = np.arange(len(arr))
+    may = matching._may_have_long_prefix(data, off, rows)
+    found = matching._long_prefix(arr)
+    assert found.any() and not may.all()  # both answers occur
+    assert not (found & ~may).any()
+    opens = np.array([t.startswith("[") for t in texts[1:]])
+    assert not (may & ~opens).any()

@@ -5,18 +5,20 @@ from __future__ import annotations
 
 import codecs
 import itertools
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 from kitlib.sources.decompress import decompressed
 from kitlib.sources.files import CHUNK, MAX_LINE, SourceError, SourceFile
 
 
-def read_chunks(src: SourceFile, chunk: int = CHUNK) -> Iterator[bytes]:
+def read_chunks(src: SourceFile, chunk: int = CHUNK, count: Callable[[bytes], int] | None = None) -> Iterator[bytes]:
     """Yield the file's content in chunks: decompressed (gzip, zstd, xz, bz2, lz4 frame, found
     by their first bytes), UTF-16 (with a BOM) turned into UTF-8, a UTF-8 BOM dropped, lines
     longer than :data:`MAX_LINE` cut (see :func:`cap_lines`). Memory stays bounded by ``chunk``
     whatever the compression ratio. Raises :class:`SourceError` after yielding everything
     readable when a compressed stream is truncated or corrupt, or the file cannot be read.
+    ``count`` counts a chunk's newlines (default :func:`count_lines`; a parser passes a compiled
+    one where it has it).
 
     Example:
         >>> import gzip, tempfile, pathlib
@@ -25,7 +27,7 @@ def read_chunks(src: SourceFile, chunk: int = CHUNK) -> Iterator[bytes]:
         >>> b"".join(read_chunks(SourceFile(p, "a.log.gz", "h", gz=True)))
         b'hello\\n'
     """
-    yield from cap_lines(_line_ends(_text(decompressed(src, chunk), src), src), src)
+    yield from cap_lines(_line_ends(_text(decompressed(src, chunk), src), src), src, count=count)
 
 
 CR_PROBE = 64 * 1024  # bytes of a file's content that decide how its lines end
@@ -94,10 +96,16 @@ def _text(chunks: Iterator[bytes], src: SourceFile) -> Iterator[bytes]:
     yield from it
 
 
-def cap_lines(chunks: Iterator[bytes], src: SourceFile, limit: int = MAX_LINE) -> Iterator[bytes]:
+def cap_lines(
+    chunks: Iterator[bytes],
+    src: SourceFile,
+    limit: int = MAX_LINE,
+    count: Callable[[bytes], int] | None = None,
+) -> Iterator[bytes]:
     """The same bytes, except that a line longer than ``limit`` keeps its first ``limit`` bytes:
     the rest is counted in ``src.meta['cut_lines']`` ([(line, bytes dropped)]), its newline kept, so
-    line numbers and counts are unchanged. Checking costs a few ``find`` calls per chunk.
+    line numbers and counts are unchanged. Checking costs a few ``find`` calls per chunk and a
+    count of its newlines (``count``, default :func:`count_lines`).
 
     Example:
         >>> s = SourceFile(None, "x", "h")
@@ -108,6 +116,7 @@ def cap_lines(chunks: Iterator[bytes], src: SourceFile, limit: int = MAX_LINE) -
     dropping = 0  # > 0 while the rest of a long line is being dropped (bytes so far + 1)
     lines_done = 0
     half = max(limit // 2, 1)
+    count = count or count_lines
     for c in chunks:
         if not dropping:
             nl0 = c.find(b"\n")
@@ -120,7 +129,7 @@ def cap_lines(chunks: Iterator[bytes], src: SourceFile, limit: int = MAX_LINE) -
                         break
                     i += half
             if fast:
-                lines_done += count_lines(c)
+                lines_done += count(c)
                 since = len(c) - 1 - c.rfind(b"\n")
                 yield c
                 continue

@@ -37,6 +37,7 @@ from kitlib.formats import Context, register, times, unparsed_frame
 from kitlib.formats.logs import containers, records
 from kitlib.formats.logs.blocks import (
     THREADS,
+    _count_lines,
     bad_utf8_lines,
     carry_more,
     gather,
@@ -56,7 +57,7 @@ from kitlib.formats.logs.records import (
     redact_messages,
     unparsed_rows,
 )
-from kitlib.sources import SourceError, SourceFile, read_chunks
+from kitlib.sources import CHUNK, SourceError, SourceFile, read_chunks
 
 HEADER = re.compile(rb"\[\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2},\d{3}\] (?:TRACE|DEBUG|INFO|WARN|ERROR|FATAL)(?: |$)")
 
@@ -143,7 +144,7 @@ def parse(src: SourceFile, ctx: Context, block_size: int | None = None, threads:
     carry = b""
     first = True
     fold_tracker(src)
-    chunks = read_chunks(src, block_size) if block_size else read_chunks(src)
+    chunks = read_chunks(src, block_size or CHUNK, count=_count_lines)  # newlines counted in C
     from kitlib.sources import head as _head
 
     if wrapped(_head(src)):

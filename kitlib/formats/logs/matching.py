@@ -464,6 +464,20 @@ def _long_prefix(texts: pa.Array) -> np.ndarray:
     return starts & (end + 2 > SHAPE_CHARS // 2)
 
 
+def _may_have_long_prefix(data: np.ndarray, off: np.ndarray, rows: np.ndarray) -> np.ndarray:
+    """Which texts ``rows`` (their bytes ``data[off[r]:off[r + 1]]``) :func:`_long_prefix` may
+    find a long prefix in: those opening with "[" and without "] " at a byte offset of at most
+    ``SHAPE_CHARS // 2 - 2`` (an earlier "] " is the first one found, which ends the prefix too
+    soon). Read from the first bytes of each text only, so the few left are checked by Arrow."""
+    width = SHAPE_CHARS // 2  # bytes that hold a "] " starting at offset SHAPE_CHARS // 2 - 2
+    start, size = off[rows], off[rows + 1] - off[rows]
+    at = start[:, None] + np.arange(width)
+    inside = np.arange(width) < size[:, None]
+    b = np.where(inside, data[np.minimum(at, len(data) - 1)] if len(data) else 0, 0)
+    early = ((b[:, :-1] == ord("]")) & (b[:, 1:] == ord(" "))).any(axis=1)
+    return (b[:, 0] == ord("[")) & ~early
+
+
 def _assign_arrow(logger: pa.Array, message: pa.Array) -> np.ndarray:
     """:func:`assign` with Arrow's kernels only (where the compiled matcher is not built; the
     reference it is tested against)."""
@@ -639,6 +653,9 @@ def _assign_compiled(logger: pa.Array, message: pa.Array) -> np.ndarray:
     alone[first[new]] = True
     alone[redo] = True
     retry = np.flatnonzero(~alone & ~known & (out < 0) & valid & (kafka_of[codes] > 0))
+    # only a text opening with "[" may have a long prefix: the others are left out by their first
+    # byte before Arrow cuts and searches the rest
+    retry = retry[_may_have_long_prefix(np.frombuffer(data, np.uint8), off, retry)] if len(retry) else retry
     retry = retry[_long_prefix(text.take(pa.array(retry)))] if len(retry) else retry
     if len(retry):
         texts = np.frombuffer(raw_text, np.uint64)
@@ -681,10 +698,11 @@ def annotate(events: pa.Table) -> pa.Table:
         # matching off (to measure what it costs): the column is there, all null
         return events.append_column(TEMPLATE_FIELD, pa.nulls(events.num_rows, TEMPLATE_FIELD.type))
     msg = events.column("message")
-    msg = msg.combine_chunks() if isinstance(msg, pa.ChunkedArray) else msg
+    if isinstance(msg, pa.ChunkedArray):  # a block's one chunk is taken as it is, not copied
+        msg = msg.chunk(0) if msg.num_chunks == 1 else msg.combine_chunks()
     found = assign(events.column("logger"), msg)
     p = patterns()
-    used = np.unique(found[found >= 0])
+    used = np.flatnonzero(np.bincount(found + 1, minlength=len(p.templates) + 1)[1:])
     lineages = sorted({p.ids[t] for t in used})
     at = {x: i for i, x in enumerate(lineages)}
     lut = np.full(len(p.templates) + 1, -1, np.int32)
