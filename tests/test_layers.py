@@ -22,9 +22,10 @@ LONGER_FOR_NOW = {"kitlib/formats/logs/matching.py"}
 
 @functools.cache
 def _modules() -> dict[str, tuple[Path, bool]]:
-    """Module name -> (file, is a package)."""
+    """Module name -> (file, is a package); a compiled module by its stub (``_scan.pyi``)."""
     out = {}
-    for p in sorted(KIT.rglob("*.py")):
+    stubs = [p for p in KIT.rglob("*.pyi") if not p.with_suffix(".py").exists()]
+    for p in sorted([*KIT.rglob("*.py"), *stubs]):
         parts = list(p.relative_to(ROOT).with_suffix("").parts)
         package = parts[-1] == "__init__"
         out[".".join(parts[:-1] if package else parts)] = (p, package)
@@ -38,9 +39,9 @@ def _graph() -> dict[str, dict[str, str]]:
 
 def _imports(modules: dict[str, tuple[Path, bool]]) -> dict[str, dict[str, str]]:
     """Module -> {kitlib module it imports: where (file:line)}. ``from a import b`` imports ``a.b``
-    when that is a module, else ``a``; a name below a module (``a.b.C``) is its module. An import
-    of a package the module itself lies in is left out: Python has begun that package before
-    the module runs, so it orders nothing."""
+    when that is a module, else ``a``; a name below a module (``a.b.C``) is its module. A module
+    importing the package it lies in counts like any other import: that is a circle as soon as
+    the package imports the module."""
     graph: dict[str, dict[str, str]] = {}
     for name, (path, package) in modules.items():
         here = name if package else name.rpartition(".")[0]
@@ -59,7 +60,7 @@ def _imports(modules: dict[str, tuple[Path, bool]]) -> dict[str, dict[str, str]]
             for t in targets:
                 while t and t not in modules:
                     t = t.rpartition(".")[0]
-                if t.startswith("kitlib") and not name.startswith(t + "."):
+                if t.startswith("kitlib"):
                     edges.setdefault(t, f"{path.relative_to(ROOT)}:{node.lineno}")
         graph[name] = edges
     return graph
