@@ -65,3 +65,22 @@ def cluster(tmp_path_factory):
     c = lab.start_cluster(3, name="cluster", work=tmp_path_factory.mktemp("lab-cluster") / "cluster")
     yield c
     lab.stop_cluster(c)
+
+
+def pytest_configure(config):
+    """The run's id that xdist hands its workers is chosen here, so the controller knows it too."""
+    if not hasattr(config, "workerinput") and getattr(config.option, "testrunuid", "") is None:
+        import uuid
+
+        config.option.testrunuid = uuid.uuid4().hex
+
+
+def pytest_sessionfinish(session):
+    """The controller of an xdist run removes the folder its workers shared samples in."""
+    if hasattr(session.config, "workerinput"):
+        return
+    from samples import shared_folder
+
+    folder = shared_folder(getattr(session.config.option, "testrunuid", None))
+    if folder is not None:
+        shutil.rmtree(folder, ignore_errors=True)
