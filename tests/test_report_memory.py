@@ -7,6 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import nbformat
+import pandas as pd
 import pytest
 
 import kitlib
@@ -57,3 +58,44 @@ def test_connect_offsets_counts_the_log_records_without_reading_them(tmp_path):
         == len(kitlib.open(ROOT / "sample_data" / "connect-offsets").events)
     )
     assert n > 100
+
+
+@pytest.mark.slow
+def test_changes_on_a_store_spill_past_their_memory_bound_with_the_same_answer(tmp_path, monkeypatch):
+    """What changed, on a store of a generated broker log beside a broker's ISR storm (the sample's),
+    is the same when DuckDB may hold 64 MB (it spills to a folder of its own) as unbounded; that
+    folder is gone once the comparison is done."""
+    import gc
+    import shutil
+    import sys
+    import tempfile
+
+    import kitlib.changes as ch
+
+    sys.path.insert(0, str(ROOT / "bench"))
+    from genlog import generate
+
+    root = tmp_path / "b"
+    (root / "broker-1").mkdir(parents=True)
+    with open(root / "broker-1" / "server.log", "wb") as fh:
+        generate(12 << 20, fh, seed=3)
+    # a second broker whose log is the sample's ISR storm: its span is the window to compare
+    (root / "broker-2").mkdir()
+    shutil.copy(ROOT / "sample_data" / "isr-flapping" / "broker-2" / "server.log", root / "broker-2" / "server.log")
+    kitlib.ingest(root, tmp_path / "kit", progress=False)
+    storm = kitlib.open(tmp_path / "kit").select("events", ["ts"], host=["broker-2"])["ts"]
+    window = (storm.min(), storm.max())
+    spills = tmp_path / "tmp"
+    spills.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(spills))
+    got = {}
+    for bound in ("64MB", "8GB"):
+        monkeypatch.setattr(ch, "DUCKDB_MEMORY", bound)
+        got[bound] = ch.changes(kitlib.open(tmp_path / "kit"), window, top=50)
+        gc.collect()
+        assert list(spills.iterdir()) == []
+    a, b = got["64MB"], got["8GB"]
+    assert a.records == b.records and a.records[1] > 50_000
+    assert len(a.overall) or len(a.per_host), "a generated log's window differs from its rest somewhere"
+    pd.testing.assert_frame_equal(a.overall, b.overall)
+    pd.testing.assert_frame_equal(a.per_host, b.per_host)
