@@ -35,6 +35,8 @@ def cited_lines(bundle_path: Path, evidence: list[dict], context: int = CONTEXT_
     (gzip and rotated files too), redacted (:func:`redact_line`). Files are read once each, in
     blocks, only up to the last cited line; a file that cannot be read is skipped (the finding's
     own quote is shown instead)."""
+    from bisect import bisect_left, bisect_right
+
     from kitlib.sources import discover, read_chunks
 
     wanted: dict[str, set[int]] = {}
@@ -54,6 +56,9 @@ def cited_lines(bundle_path: Path, evidence: list[dict], context: int = CONTEXT_
         if src is None:
             continue
         lo, hi = max(1, min(nums) - context), max(nums) + max(context, RECORD_LINES)
+        # only the lines shown: each cited line's context and the rest of its record (evidence from
+        # the first to the last line of a 1 GB log must not hold every line between them)
+        need = sorted({j for n in nums for j in range(max(1, n - context), n + max(context, RECORD_LINES) + 1)})
         keep: dict[int, str] = {}
         seen, tail = 0, b""
         try:
@@ -64,12 +69,12 @@ def cited_lines(bundle_path: Path, evidence: list[dict], context: int = CONTEXT_
                 first = seen + 1
                 seen += len(parts)
                 if seen >= lo:
-                    for i in range(max(lo, first), min(hi, seen) + 1):
+                    for i in need[bisect_left(need, first) : bisect_right(need, seen)]:
                         keep[i] = parts[i - first].decode("utf-8", "replace").rstrip("\r")
                 if seen >= hi:
                     break
             else:
-                if tail and seen + 1 <= hi:
+                if tail and seen + 1 <= hi and need[bisect_left(need, seen + 1) : bisect_right(need, seen + 1)]:
                     keep[seen + 1] = tail.decode("utf-8", "replace").rstrip("\r")
         except Exception:  # noqa: BLE001 - a broken file: quote what was read
             pass
