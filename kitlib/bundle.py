@@ -12,11 +12,14 @@ Example:
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import TypeVar
 
 import pandas as pd
 
@@ -36,7 +39,9 @@ from kitlib.ingestion.store import (
 from kitlib.summary import BundleSummary
 from kitlib.window import Window, sql_values, utc
 
-__all__ = ["Bundle", "Window", "ingest", "load", "load_bundle", "window"]
+T = TypeVar("T")
+
+__all__ = ["Bundle", "Window", "ingest", "load", "load_bundle", "per_bundle", "window"]
 
 
 @dataclass
@@ -58,6 +63,8 @@ class Bundle:
     derived: DerivedTables | None = None  # the store's derived tables built so far (see deferred)
     # (table, columns) -> those columns of a stored table not read whole (see columns)
     parts: dict[tuple[str, tuple[str, ...]], pd.DataFrame] = field(default_factory=dict, repr=False, compare=False)
+    # what functions of this bundle computed (see per_bundle); never shared with another bundle
+    memo: dict = field(default_factory=dict, init=False, repr=False, compare=False)
 
     def __getattr__(self, name: str) -> pd.DataFrame:
         if name.startswith("_"):
@@ -228,6 +235,36 @@ class Bundle:
         s = self.summary
         rows = ", ".join(f"{k}={v:,}" for k, v in sorted(s.rows.items()) if v)
         return f"<Bundle {self.root}: {s.files} files, {s.bytes:,} bytes, {s.unparsed_lines:,} unparsed lines; {rows}>"
+
+
+def per_bundle(fn: Callable[..., T]) -> Callable[..., T]:
+    """Compute ``fn(bundle, *args)`` once per bundle and arguments: a model that several detectors
+    and charts ask for (the cluster's brokers, its replicas) is built once per triage.
+
+    The answer is kept on the bundle (:attr:`Bundle.memo`) with the identity of the tables the
+    bundle holds at the time, so a table replaced or read later computes it anew. A frame comes
+    back as a shallow copy: a caller adding a column to it never changes the kept one.
+    """
+
+    @functools.wraps(fn)
+    def once(bundle, *args):
+        if not isinstance(bundle, Bundle):
+            return fn(bundle, *args)
+        frames = tuple(bundle.tables.items())
+        key = (fn.__module__, fn.__qualname__, args, tuple((name, id(df)) for name, df in frames))
+        try:
+            hash(key)
+        except TypeError:  # an argument that cannot be a key (a frame): computed each time
+            return fn(bundle, *args)
+        if key in bundle.memo:
+            got = bundle.memo[key][1]
+        else:
+            got = fn(bundle, *args)
+            # the frames are kept with the answer, so no other frame can take one of their ids
+            bundle.memo[key] = (frames, got)
+        return got.copy(deep=False) if isinstance(got, pd.DataFrame | pd.Series) else got
+
+    return once
 
 
 def load_bundle(

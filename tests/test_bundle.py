@@ -504,3 +504,40 @@ def test_an_ingest_output_reads_columns_and_counts_rows_as_the_whole_table_has_t
     assert any(f.id == "rebalance-storm" for f in got.findings)
     mem = kitlib.triage(kitlib.load_bundle(root))
     assert [f.to_dict() for f in got.findings] == [f.to_dict() for f in mem.findings]
+
+
+def test_a_model_asked_for_twice_is_computed_once_per_bundle_and_tables():
+    """per_bundle: several cluster_config detectors ask for the same brokers and replicas; each is
+    built once per bundle, a caller's new column never reaches the kept frame, and a replaced
+    table or another bundle (a window of it too) computes its own."""
+    from kitlib.bundle import per_bundle
+
+    calls: list[str] = []
+
+    @per_bundle
+    def leaders(bundle, topic: str) -> pd.DataFrame:
+        calls.append(topic)
+        tp = bundle.table("topic_partitions")
+        return tp[tp["topic"] == topic][["topic", "partition", "leader"]].reset_index(drop=True)
+
+    from samples import sample
+
+    held = sample("cluster-config").table("topic_partitions")  # shared: put into bundles of our own
+    b = kitlib.Bundle("one", {"topic_partitions": held})
+    first = leaders(b, "orders")
+    assert len(first) and calls == ["orders"]
+    first["mine"] = 1  # the caller's own copy
+    again = leaders(b, "orders")
+    assert calls == ["orders"] and "mine" not in again.columns
+    pd.testing.assert_frame_equal(again, first.drop(columns="mine"))
+    leaders(b, "__consumer_offsets")
+    assert calls == ["orders", "__consumer_offsets"]
+
+    b.tables["topic_partitions"] = held.iloc[:0]  # replaced: not the kept answer
+    assert leaders(b, "orders").empty and calls[-1] == "orders" and len(calls) == 3
+
+    other = kitlib.Bundle("two", {"topic_partitions": held})
+    assert len(leaders(other, "orders")) == len(first) and len(calls) == 4
+    cut = kitlib.window(other, "2000-01-01", "2000-01-02")
+    leaders(cut, "orders")
+    assert len(calls) == 5

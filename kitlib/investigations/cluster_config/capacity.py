@@ -32,6 +32,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from kitlib.bundle import per_bundle
 from kitlib.findings import Finding, detector, evidence
 from kitlib.investigations.cluster_config import model
 
@@ -43,6 +44,7 @@ FILL_MIN_SNAPSHOTS = 3
 FILL_HORIZON_S = 7 * 86400  # full within a week: medium (a week is the time to order and add disks)
 
 
+@per_bundle
 def dir_sizes(bundle) -> pd.DataFrame:
     """Bytes per broker, log directory and snapshot time (future replicas left out). Columns:
     ts, broker_id, log_dir, bytes, partitions, file, line (the snapshot's first row)."""
@@ -61,6 +63,7 @@ def dir_sizes(bundle) -> pd.DataFrame:
     return out[cols]
 
 
+@per_bundle
 def broker_disk_use(bundle) -> pd.DataFrame:
     """Each broker's bytes at its latest snapshot, against the cluster average. Columns:
     broker_id, bytes, log_dirs, partitions, vs_average_pct, ts, file, line."""
@@ -175,6 +178,7 @@ FS_COLUMNS = [
 ]
 
 
+@per_bundle
 def log_dir_filesystems(bundle) -> pd.DataFrame:
     """Each log dir's file system from ``df`` output (:data:`FS_COLUMNS`): the latest ``df`` row
     whose mount point is the longest prefix of the log dir's path. A ``df`` file in a broker's

@@ -23,12 +23,14 @@ from __future__ import annotations
 
 import pandas as pd
 
+from kitlib.bundle import per_bundle
 from kitlib.findings import Finding, detector, evidence
 from kitlib.investigations.cluster_config import model
 
 RECOMMENDED_RF = 3
 
 
+@per_bundle
 def topic_layout(bundle) -> pd.DataFrame:
     """One row per topic: replication factor (the smallest of its partitions), partitions, the
     effective ``min.insync.replicas`` and ``unclean.leader.election.enable`` (topic override,

@@ -29,6 +29,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from kitlib.bundle import per_bundle
 from kitlib.findings import Finding, detector, evidence
 from kitlib.investigations.cluster_config import model
 
@@ -55,6 +56,7 @@ def _severity(pct: float) -> str | None:
     return "medium" if pct >= SKEW_MEDIUM else "low" if pct >= SKEW_LOW else None
 
 
+@per_bundle
 def partition_counts(bundle) -> pd.DataFrame:
     """Replicas per broker (every broker the bundle knows, 0 when it holds none), with skew."""
     reps = model.replicas(bundle)
@@ -65,6 +67,7 @@ def partition_counts(bundle) -> pd.DataFrame:
     return skew(reps.groupby("broker_id").size().reindex(ids, fill_value=0))
 
 
+@per_bundle
 def leader_counts(bundle) -> pd.DataFrame:
     """Leaders per broker with skew: from kafka-topics --describe, else the last JMX LeaderCount
     of each broker. ``attrs["source"]`` says which; empty when neither is in the bundle."""
@@ -258,6 +261,7 @@ def rack_spread(bundle) -> list[Finding]:
     ]
 
 
+@per_bundle
 def quorum_voters(bundle) -> pd.DataFrame:
     """The controller quorum's voters as the bundle states them (latest ``kafka-metadata-quorum``
     status, else each node's ``controller.quorum.voters``): one row per source with the voter

@@ -24,6 +24,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from kitlib.bundle import per_bundle
+
 INTERNAL_TOPICS = ("__consumer_offsets", "__transaction_state")
 REPLICA_COLUMNS = [
     "topic",
@@ -135,6 +137,7 @@ def replicas_from_log_dirs(ld: pd.DataFrame) -> pd.DataFrame:
     return out[REPLICA_COLUMNS].reset_index(drop=True)
 
 
+@per_bundle
 def replicas(bundle) -> pd.DataFrame:
     """The cluster's replicas (:data:`REPLICA_COLUMNS`); ``attrs["source"]`` names the table
     they came from ('topic_partitions', 'log_dirs' or '' when neither has rows)."""
@@ -148,6 +151,7 @@ def replicas(bundle) -> pd.DataFrame:
     return out
 
 
+@per_bundle
 def broker_settings(bundle, key: str) -> pd.DataFrame:
     """The latest value of broker config ``key`` per broker: from each broker's config dump
     (``KafkaConfig values:``, entity = node id) and live or saved kafka-configs output of a
@@ -185,6 +189,7 @@ def _topic_config_pairs(tp: pd.DataFrame) -> pd.DataFrame:
     ).dropna(subset=["value"])
 
 
+@per_bundle
 def topic_settings(bundle, key: str) -> pd.DataFrame:
     """The latest topic-level override of config ``key`` per topic (live captures, saved
     kafka-configs output, kafka-topics' ``Configs:``). Columns: topic, value, file, line."""
@@ -220,6 +225,7 @@ def cluster_default(bundle, key: str) -> tuple[str | None, pd.DataFrame]:
     return str(mode.iloc[0]), s
 
 
+@per_bundle
 def brokers(bundle) -> pd.DataFrame:
     """Broker ids the bundle knows, with their rack when known. Columns: broker_id, rack, host,
     file, line (the row that shows the broker)."""
@@ -286,6 +292,7 @@ def brokers(bundle) -> pd.DataFrame:
     return out.sort_values("broker_id").reset_index(drop=True)
 
 
+@per_bundle
 def broker_hosts(bundle) -> pd.DataFrame:
     """host -> broker id, from each broker's own config dump (``KafkaConfig values:`` in its log:
     ``node.id``, else ``broker.id``); a live capture's host is the cluster's, not a broker's."""

@@ -57,6 +57,7 @@ import math
 import numpy as np
 import pandas as pd
 
+from kitlib.bundle import per_bundle
 from kitlib.findings import Finding, detector, evidence
 from kitlib.investigations.cluster_config import model
 
@@ -105,6 +106,7 @@ def _unscale(v: pd.Series, combined: bool | None = None) -> pd.Series:
     return v.clip(0.0, 1.0)
 
 
+@per_bundle
 def combined_hosts(bundle) -> pd.Series:
     """host -> True when its process.roles holds both broker and controller (False: one role)."""
     roles = model.broker_settings(bundle, "process.roles")
@@ -121,6 +123,7 @@ def recommended_threads(current: int, idle: float) -> int:
     return max(current + 1, math.ceil(need - 1e-9))
 
 
+@per_bundle
 def idle_intervals(bundle) -> pd.DataFrame:
     """Idle share per host, pool and interval. Columns: host, pool ('io' or 'network'), ts, idle,
     method ('Count', 'OneMinuteRate' or 'Value'), combined, file, line."""
@@ -192,6 +195,7 @@ def gc_bound_hosts(bundle) -> set[str]:
     return set(use.loc[(use["pauses"] >= 5) & (use["after_share"] >= HEAP_AFTER_GC), "host"].astype(str))
 
 
+@per_bundle
 def pool_load(bundle) -> pd.DataFrame:
     """Per host and pool: intervals, intervals below :data:`IDLE_LOW`, median idle, median idle of
     the busy intervals, and whether the pool is short of threads (never on a host whose heap is
@@ -230,6 +234,7 @@ def pool_load(bundle) -> pd.DataFrame:
     return out
 
 
+@per_bundle
 def _setting_by_host(bundle, key: str) -> pd.Series:
     """host -> the broker's value of ``key`` as int: the latest value for its node id (config
     dump, live capture or saved kafka-configs output), the host found from its own config dump."""
@@ -243,6 +248,7 @@ def _setting_by_host(bundle, key: str) -> pd.Series:
     return pd.Series(vals.to_numpy(), index=hosts["host"].astype("string").to_numpy()).dropna()
 
 
+@per_bundle
 def _node_ids(bundle) -> pd.Series:
     hosts = model.broker_hosts(bundle)
     return pd.Series(hosts["broker_id"].to_numpy(), index=hosts["host"].astype("string").to_numpy())
@@ -389,6 +395,7 @@ def replica_fetchers(bundle) -> list[Finding]:
     return out
 
 
+@per_bundle
 def heap_use(bundle) -> pd.DataFrame:
     """Per host: pauses, heap (committed after collection), median and 90th percentile of the heap
     used after a collection, their share of the heap."""

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import pandas as pd
 
+from kitlib.bundle import per_bundle
 from kitlib.findings import Finding, detector, evidence
 
 # highest version Kafka 4.0 removes, per API: one below each request's LOWEST_SUPPORTED_VERSION
@@ -102,6 +103,7 @@ def _software(props: pd.Series) -> pd.Series:
     return (name.fillna("unknown") + "/" + ver.fillna("unknown")).astype("string")
 
 
+@per_bundle
 def removed_requests(bundle) -> pd.DataFrame:
     """Requests at versions Kafka 4.0 removes, one row per source, API, version and client.
     Columns: api, version, removed_through, client (client id, address or client software), software,
