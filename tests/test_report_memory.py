@@ -136,3 +136,19 @@ def test_cited_lines_from_a_log_s_first_to_last_line_hold_only_the_lines_shown(t
         assert line == redact_line(lines[n - 1])
         assert before == ([redact_line(lines[n - 2])] if n > 1 else [])
         assert after[:1] == ([redact_line(lines[n])] if n < len(lines) else [])
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", ["isr-flapping", "log-dir-failure"])
+def test_cluster_health_per_broker_counts_warnings_without_reading_the_log(tmp_path, name):
+    """per_broker's WARN and ERROR counts come from those records' host and level only: on a store
+    the events stay on disk, and the table is the one the raw bundle (all in memory) gives."""
+    from kitlib.investigations.cluster_health import analysis
+
+    kitlib.ingest(ROOT / "sample_data" / name, tmp_path / "kit", progress=False)
+    stored = kitlib.open(tmp_path / "kit")
+    got = analysis.per_broker(stored)
+    assert "events" not in stored.tables
+    want = analysis.per_broker(kitlib.open(ROOT / "sample_data" / name))
+    pd.testing.assert_frame_equal(got, want)
+    assert (got["warn"] + got["error"]).sum() > 0

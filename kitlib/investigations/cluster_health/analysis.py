@@ -269,7 +269,8 @@ def per_broker(bundle) -> pd.DataFrame:
     ne = bundle.table("node_events")
     ep = isr_episodes(bundle)
     gs = gc_summary(bundle).set_index("host") if len(bundle.table("gc_pauses")) else pd.DataFrame()
-    ev = bundle.table("events")
+    # only the WARN/ERROR/FATAL records' host and level: on a store the log is never read whole
+    ev = bundle.select("events", ["host", "level"], level=["WARN", "ERROR", "FATAL"])
     rs = bundle.table("restarts")
     e = ne.assign(about=node_col(ne, ids)) if len(ne) else ne
     # WARN and ERROR records per host, counted once (not a pass over every event per node)
