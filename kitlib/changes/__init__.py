@@ -142,9 +142,10 @@ def _logger_filter(loggers: list[str] | None) -> str:
     return f"(cast(logger as varchar) in ({exact}) or {under})"
 
 
-# what one comparison's DuckDB may hold: on a 1 GB log it took 1.5 GB unbounded, about 0.8 GB
-# for the whole process with this (at about a third more CPU), spilling the rest
-DUCKDB_MEMORY = "512MB"
+# what one comparison's DuckDB may hold, spilling the rest: on a 1 GB log it took 1.5 GB
+# unbounded; the triage notebook's kernel then peaks at 872 MB with 256 MB (1,191 MB with 512 MB),
+# for about the same CPU time
+DUCKDB_MEMORY = "256MB"
 
 
 def _connect(bundle: Bundle, loggers: list[str] | None = None, lifecycle: bool = False):
