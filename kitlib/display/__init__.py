@@ -26,11 +26,10 @@ if "jsonschema" not in sys.modules:
 
 import pandas as pd
 
+from kitlib.display.bins import MAX_CHART_ROWS, bin_time, step_text
 from kitlib.display.markup import HTML, esc
 from kitlib.display.sample import sample_notice
 from kitlib.display.tables import missing, table
-
-MAX_CHART_ROWS = 5000
 
 
 def setup(explore: bool = False) -> None:
@@ -120,4 +119,15 @@ def _color(sev: str) -> str:
     return colors.get(sev, "#868e96")  # info: grey
 
 
-__all__ = ["HTML", "esc", "findings_html", "missing", "sample_notice", "setup", "table"]
+__all__ = [
+    "HTML",
+    "MAX_CHART_ROWS",
+    "bin_time",
+    "esc",
+    "findings_html",
+    "missing",
+    "sample_notice",
+    "setup",
+    "step_text",
+    "table",
+]

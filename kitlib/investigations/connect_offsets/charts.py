@@ -1,6 +1,7 @@
 """Charts for the Kafka Connect offset-commit investigation (``notebooks/connect_offsets.ipynb``).
 
-Every chart has an explicit name and is aggregated well below altair's 5000-row limit.
+Every chart has an explicit name and carries at most MAX_CHART_ROWS rows (binned in time by
+:func:`kitlib.display.bin_time` when the input has more).
 
 Example:
     >>> from kitlib.investigations.connect_offsets import charts as connect
@@ -12,20 +13,10 @@ from __future__ import annotations
 import altair as alt
 import pandas as pd
 
-from kitlib.display import MAX_CHART_ROWS
+from kitlib.display import MAX_CHART_ROWS, bin_time, step_text
 from kitlib.display.axes import chart_times, count_y, time_x
 
 OUTCOME_COLORS = {"success": "#2b8a3e", "timeout": "#d9480f", "failed": "#b00020", "unknown": "#868e96"}
-
-
-def _bucket(df: pd.DataFrame, keys: list[str], limit: int = MAX_CHART_ROWS // 2) -> str | None:
-    """A resample frequency that keeps ``df`` under ``limit`` rows per chart, or None."""
-    if len(df) <= limit or df.empty:
-        return None
-    span = (df["ts"].max() - df["ts"].min()).total_seconds()
-    groups = max(df.groupby(keys, observed=True).ngroups, 1)
-    secs = max(60, int(span * groups / limit) + 1)
-    return f"{secs}s"
 
 
 def commit_points(commits: pd.DataFrame) -> pd.DataFrame:
@@ -44,14 +35,9 @@ def commit_points(commits: pd.DataFrame) -> pd.DataFrame:
     c["outstanding"] = pd.to_numeric(c["outstanding"], errors="coerce")
     c["remaining"] = pd.to_numeric(c["remaining"], errors="coerce")
     c["attempts"] = 1
-    freq = _bucket(c, ["task_id", "outcome"])
-    if freq:
-        c["ts"] = c["ts"].dt.floor(freq)
-        c = (
-            c.groupby(["ts", "task_id", "outcome"], observed=True)
-            .agg(outstanding=("outstanding", "max"), remaining=("remaining", "max"), attempts=("attempts", "sum"))
-            .reset_index()
-        )
+    c, _ = bin_time(
+        c, "ts", ["task_id", "outcome"], {"outstanding": "max", "remaining": "max", "attempts": "sum"}, MAX_CHART_ROWS
+    )
     return c[["ts", "task_id", "outcome", "outstanding", "remaining", "attempts"]]
 
 
@@ -98,15 +84,18 @@ def commit_timeline(commits: pd.DataFrame, tz: str = "UTC", changes=None):
         .sum()
         .reset_index()
     )
+    counts, step = bin_time(counts, "bucket", ["outcome"], {"attempts": "sum"})
+    width = step_text(max(step, pd.Timedelta(minutes=5))) if step is not None else "5-minute"
+    per = "per 5 minutes" if step is None else f"per {width} bucket"
     bottom = (
         alt.Chart(counts)
         .mark_bar(width=7)
         .encode(
-            x=time_x("bucket", counts["bucket"], tz, what="5-minute buckets"),
+            x=time_x("bucket", counts["bucket"], tz, what=f"{width} buckets"),
             y=count_y("attempts:Q", "commit attempts"),
             color=color,
         )
-        .properties(width=640, height=110, title="Commit attempts per 5 minutes")
+        .properties(width=640, height=110, title=f"Commit attempts {per}")
     )
     return alt.vconcat(top, bottom, name="connect_commit_timeline")
 
@@ -165,12 +154,10 @@ def metric_panel(metrics: pd.DataFrame, tz: str = "UTC", connector: str | None =
         return pd.DataFrame(columns=cols)
     m["value"] = pd.to_numeric(m["value"], errors="coerce")
     m["time"] = m["ts"].dt.tz_convert(tz).dt.tz_localize(None)
-    freq = _bucket(
-        m.rename(columns={"time": "_t"}).assign(ts=m["ts"]), ["group", "series", "attribute"], MAX_CHART_ROWS // 2
-    )
-    if freq:
-        m["time"] = m["time"].dt.floor(freq)
-    out = m.groupby(["time", "group", "series", "attribute"], observed=True)["value"].mean().reset_index()
+    keys = ["group", "series", "attribute"]
+    out = m.groupby(["time", *keys], observed=True)["value"].mean().reset_index()
+    if len(out) > MAX_CHART_ROWS:  # too many samples to draw: the mean per time bucket instead
+        out, _ = bin_time(m[["time", *keys, "value"]], "time", keys, {"value": "mean"})
     return out[cols]
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import altair as alt
 import pandas as pd
 
-from kitlib.display import HTML
+from kitlib.display import HTML, bin_time, step_text
 
 GROUP_KINDS = (
     "prepare_rebalance",
@@ -31,6 +31,11 @@ def _naive(ts: pd.Series) -> pd.Series:
     return pd.to_datetime(ts, utc=True).dt.tz_localize(None)
 
 
+def _per(step: pd.Timedelta | None) -> str:
+    """The title's note on binned data ("" when every row is drawn)."""
+    return "" if step is None else f" ({step_text(step)} buckets)"
+
+
 def _lag_chart(history: pd.DataFrame, x: alt.X):
     d = pd.DataFrame(
         {
@@ -42,6 +47,8 @@ def _lag_chart(history: pd.DataFrame, x: alt.X):
             "end_offset": history["end_offset"].astype("float64"),
         }
     )
+    d, step = bin_time(d, "ts", ["group", "partition"], {"lag": "max", "committed": "max", "end_offset": "max"})
+    what = "snapshots" if step is None else f"highest per {step_text(step)} bucket"
     return (
         alt.Chart(d, name="lag")
         .mark_line(point=True)
@@ -52,7 +59,7 @@ def _lag_chart(history: pd.DataFrame, x: alt.X):
             strokeDash=alt.StrokeDash("group:N", title="group"),
             tooltip=["group:N", "partition:N", "ts:T", "committed:Q", "end_offset:Q", "lag:Q"],
         )
-        .properties(width=640, height=200, title="Lag per group and partition (snapshots)")
+        .properties(width=640, height=200, title=f"Lag per group and partition ({what})")
     )
 
 
@@ -69,6 +76,10 @@ def _events_chart(group_events: pd.DataFrame, x: alt.X):
             "where": ge["file"].astype("string") + ":" + ge["line"].astype("string"),
         }
     )
+    d, step = bin_time(d, "ts", ["group", "kind", "source"], {"generation": "max"}, count="events")
+    tooltip = ["ts:T", "group:N", "kind:N", "generation:Q"] + (
+        ["member:N", "where:N"] if step is None else ["events:Q"]
+    )
     return (
         alt.Chart(d, name="group_events")
         .mark_point(filled=True, size=60)
@@ -77,9 +88,11 @@ def _events_chart(group_events: pd.DataFrame, x: alt.X):
             y=alt.Y("group:N", title=None),
             color=alt.Color("kind:N", title="event"),
             shape=alt.Shape("source:N", title="logged by"),
-            tooltip=["ts:T", "group:N", "kind:N", "generation:Q", "member:N", "where:N"],
+            tooltip=tooltip,
         )
-        .properties(width=640, height=alt.Step(28), title="Rebalances, members removed and client symptoms")
+        .properties(
+            width=640, height=alt.Step(28), title="Rebalances, members removed and client symptoms" + _per(step)
+        )
     )
 
 
@@ -120,6 +133,7 @@ def generations(group_events: pd.DataFrame):
             "members": ge["members"].astype("float64"),
         }
     )
+    d, step = bin_time(d, "ts", ["group"], {"generation": "max", "members": "last"})
     return (
         alt.Chart(d, name="generations")
         .mark_line(point=True, interpolate="step-after")
@@ -129,7 +143,7 @@ def generations(group_events: pd.DataFrame):
             color="group:N",
             tooltip=["ts:T", "group:N", "generation:Q", "members:Q"],
         )
-        .properties(width=640, height=200, title="Group generation over time")
+        .properties(width=640, height=200, title="Group generation over time" + _per(step))
     )
 
 
@@ -147,6 +161,8 @@ def transactions(txn_events: pd.DataFrame):
             "where": te["file"].astype("string") + ":" + te["line"].astype("string"),
         }
     )
+    d, step = bin_time(d, "ts", ["id", "kind"], {"epoch": "max"}, count="events")
+    tooltip = ["ts:T", "id:N", "kind:N", "epoch:Q"] + (["where:N"] if step is None else ["events:Q"])
     return (
         alt.Chart(d, name="transactions")
         .mark_point(filled=True, size=70)
@@ -154,7 +170,11 @@ def transactions(txn_events: pd.DataFrame):
             x=alt.X("ts:T", title="time (UTC)"),
             y=alt.Y("id:N", title="transactional id"),
             color=alt.Color("kind:N", title="event"),
-            tooltip=["ts:T", "id:N", "kind:N", "epoch:Q", "where:N"],
+            tooltip=tooltip,
         )
-        .properties(width=640, height=alt.Step(28), title="Transactions: producer ids, rollbacks on timeout, fencing")
+        .properties(
+            width=640,
+            height=alt.Step(28),
+            title="Transactions: producer ids, rollbacks on timeout, fencing" + _per(step),
+        )
     )
