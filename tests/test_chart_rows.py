@@ -10,9 +10,14 @@ import pytest
 
 from kitlib import display
 from kitlib.display import MAX_CHART_ROWS, bin_time, step_text
+from kitlib.investigations.client_requests import analysis as requests_analysis
+from kitlib.investigations.client_requests import charts as requests_charts
 from kitlib.investigations.cluster_health import charts as health
+from kitlib.investigations.compaction import charts as compaction
 from kitlib.investigations.connect_offsets import charts as connect
 from kitlib.investigations.consumer_groups import charts as groups
+from kitlib.investigations.throughput import charts as throughput
+from kitlib.investigations.tiered_storage import charts as tiered
 
 N = 60_000
 T0 = pd.Timestamp("2024-03-05 10:00:00", tz="UTC")
@@ -218,3 +223,125 @@ def test_cluster_health_small_unchanged():
     jmx = pd.DataFrame({"ts": _times(300), "host": "broker-1", "value": np.arange(300)})
     (d,) = _datasets(health.metric_lines(jmx, "UnderReplicatedPartitions"))
     assert len(d) == 300 and d["value"].tolist() == list(range(300))
+
+
+HOSTS16 = [f"broker-{i}" for i in range(16)]
+
+
+def _counter_metrics(names: list[str], attribute: str = "Count", per: int = N // 32) -> pd.DataFrame:
+    """JMX samples every 10 s of broker-wide meters, 16 hosts, like a JmxTool dump's rows."""
+    parts = []
+    for h in HOSTS16:
+        for n in names:
+            ts = pd.Series(T0 + pd.to_timedelta(np.arange(per) * 10, unit="s"))
+            parts.append(
+                pd.DataFrame(
+                    {
+                        "ts": ts,
+                        "host": h,
+                        "mbean": f"kafka.server:type=BrokerTopicMetrics,name={n}",
+                        "type": "BrokerTopicMetrics",
+                        "name": n,
+                        "attribute": attribute,
+                        "topic": None,
+                        "value": np.cumsum(np.random.default_rng(len(parts)).integers(0, 5_000_000, per)).astype(float),
+                        "file": f"{h}/jmx.log",
+                        "line": np.arange(1, per + 1),
+                    }
+                )
+            )
+    return pd.concat(parts, ignore_index=True)
+
+
+def test_throughput_rates_big():
+    m = _counter_metrics(["BytesInPerSec", "BytesOutPerSec"])
+    (d,) = _small(throughput.byte_rates(m))
+    assert set(d["host"]) == set(HOSTS16)
+    m = _counter_metrics(["FetchMessageConversionsPerSec", "ProduceMessageConversionsPerSec"])
+    (d,) = _small(throughput.conversion_rates(m))
+    assert len(d) and d["rate"].max() > 0
+
+
+def test_client_requests_big():
+    reqs = pd.DataFrame(
+        {
+            "ts": _times(),
+            "host": _pick(HOSTS16),
+            "client_id": _pick([f"app-{i}" for i in range(10)], seed=30),
+            "api_name": _pick(["PRODUCE", "FETCH"], seed=31),
+            "throttle_ms": np.random.default_rng(32).integers(0, 3, N) * 50,
+            "request_queue_ms": np.random.default_rng(33).exponential(3, N),
+        }
+    )
+    (d,) = _small(requests_charts.throttling(reqs))
+    assert int(d["requests"].sum()) == N and d["throttle_ms"].max() == 100
+    (d,) = _small(requests_charts.queue_time(reqs))
+    assert set(d["host"]) == set(HOSTS16)
+    af = pd.DataFrame(
+        {
+            "ts": _times(hours=48),
+            "principal": _pick([f"User:svc-{i}" for i in range(12)], seed=34),
+            "address": "10.0.0.7",
+            "kind": _pick(["authentication", "authorization"], seed=35),
+        }
+    )
+    (d,) = _small(requests_charts.auth_failures(af))
+    assert int(d["failures"].sum()) == N
+    idle = _counter_metrics(list(requests_analysis.IDLE_NAMES), attribute="Value")
+    idle["value"] = np.random.default_rng(36).uniform(0.1, 1, len(idle))
+    _small(requests_charts.idle(idle))
+
+
+def test_compaction_big():
+    rng = np.random.default_rng(40)
+    start = rng.integers(0, 10**9, N)
+    runs = pd.DataFrame(
+        {
+            "ts": _times(hours=72),
+            "host": _pick(HOSTS16[:3]),
+            "log": _pick([f"__consumer_offsets-{i}" for i in range(10)], seed=41),
+            "size_reduction_pct": rng.uniform(-5, 90, N),
+            "buffer_utilization_pct": rng.uniform(0, 100, N),
+            "dirty_start": start,
+            "dirty_end": start + rng.integers(1, 10**6, N),
+            "mb_per_s": rng.uniform(1, 50, N),
+            "mb_processed": rng.uniform(0, 100, N),
+        }
+    )
+    data = _small(compaction.runs_timeline(runs))
+    assert int(data[0]["runs"].sum()) == N
+    data = _small(compaction.throughput(runs))
+    assert data[0]["mb_processed"].sum() == pytest.approx(runs["mb_processed"].sum())
+    cm = _counter_metrics(["max-buffer-utilization-percent", "max-clean-time-secs"], attribute="Value")
+    _small(compaction.cleaner_metrics(cm.assign(type="LogCleaner")))
+
+
+def test_tiered_storage_big():
+    remote = pd.DataFrame(
+        {
+            "ts": _times(),
+            "kind": _pick(["copied", "delete_retention_time", "copy_error"]),
+            "topic": "payments",
+            "partition": _pick(range(6), seed=50),
+            "file": "broker-1/server.log",
+            "line": np.arange(1, N + 1),
+        }
+    )
+    (d,) = _small(tiered.remote_activity_chart(remote))
+    assert int(d["events"].sum()) == N
+    lag = _counter_metrics(["RemoteCopyLagBytes"], attribute="Value")
+    (d,) = _small(tiered.remote_lag_chart(lag))
+    assert d["MB"].max() == pytest.approx(lag["value"].max() / 1e6)
+    io = pd.DataFrame(
+        {
+            "ts": pd.Series(T0 + pd.to_timedelta(np.tile(np.arange(N // 16), 16), unit="s")),
+            "host": np.repeat(HOSTS16, N // 16),
+            "interval": np.tile(np.arange(N // 16), 16),
+            "interval_s": 1.0,
+            "op": "R",
+            "kind": "segment",
+            "count": np.random.default_rng(51).integers(100, 5000, N),
+        }
+    )
+    data = _small(tiered.read_iops_chart(io, rating=4000))
+    assert int(data[0]["reads"].sum()) == int(io["count"].sum())

@@ -12,7 +12,7 @@ from __future__ import annotations
 import altair as alt
 import pandas as pd
 
-from kitlib.display import MAX_CHART_ROWS
+from kitlib.display import MAX_CHART_ROWS, bin_time
 from kitlib.display.axes import chart_times, count_y, time_x
 from kitlib.display.markup import HTML, esc
 
@@ -108,7 +108,8 @@ def problems_timeline(bundle, tz: str = "UTC") -> alt.Chart | HTML:
     d = problems(bundle)
     if not len(d):
         return HTML("<p>No WARN, ERROR or FATAL records in this bundle.</p>", "No WARN/ERROR records.")
-    step = d["bucket"].drop_duplicates().sort_values().diff().min()
+    d, binned = bin_time(d, "bucket", ["host", "logger", "level"], {"count": "sum"})
+    step = binned if binned is not None else d["bucket"].drop_duplicates().sort_values().diff().min()
     records = int(d["count"].sum())
     note = f"{records:,} records counted in {len(d):,} bar segments" + (
         f" ({_dur(step)} buckets; a chart carries at most {MAX_CHART_ROWS:,} rows)" if pd.notna(step) else ""

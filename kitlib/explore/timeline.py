@@ -16,6 +16,7 @@ import altair as alt
 import pandas as pd
 
 from kitlib.display.axes import chart_times, time_x
+from kitlib.display.bins import bin_time
 from kitlib.explore.query import run_sql
 
 BUCKETS = (1, 2, 5, 10, 15, 30, 60, 120, 300, 600, 900, 1800, 3600, 7200, 3 * 3600, 6 * 3600, 12 * 3600, 86400)
@@ -96,7 +97,8 @@ def chart(bundle, evidence: pd.DataFrame, tz: str | None = None, max_points: int
     layers = [base]
     ev = evidence.dropna(subset=["ts"]) if len(evidence) else evidence
     if len(ev):
-        ev = ev.groupby(["host", "ts", "finding"], dropna=False).size().rename("rows").reset_index().head(max_points)
+        ev = ev.groupby(["host", "ts", "finding"], dropna=False).size().rename("rows").reset_index()
+        ev, _ = bin_time(ev, "ts", ["host", "finding"], {"rows": "sum"}, max_points)
         ev = ev.assign(ts=chart_times(ev["ts"], zone), host=ev["host"].astype("string").fillna("(no host)"))
         layers.append(
             alt.Chart(ev)

@@ -11,12 +11,17 @@ from __future__ import annotations
 import altair as alt
 import pandas as pd
 
-from kitlib.display import HTML
+from kitlib.display import HTML, bin_time, step_text
 from kitlib.investigations.client_requests.analysis import IDLE_FLOOR, idle_samples
 
 
 def _naive(ts: pd.Series) -> pd.Series:
     return pd.to_datetime(ts, utc=True).dt.tz_localize(None)
+
+
+def _per(step: pd.Timedelta | None, what: str) -> str:
+    """The title's note on binned data ("" when every row is drawn)."""
+    return "" if step is None else f" ({what} per {step_text(step)} bucket)"
 
 
 def auth_failures(af: pd.DataFrame):
@@ -31,6 +36,7 @@ def auth_failures(af: pd.DataFrame):
         }
     )
     d = d.groupby(["minute", "who", "kind"], dropna=False).size().rename("failures").reset_index()
+    d, step = bin_time(d, "minute", ["who", "kind"], {"failures": "sum"})
     return (
         alt.Chart(d, name="auth_failures")
         .mark_bar()
@@ -40,7 +46,12 @@ def auth_failures(af: pd.DataFrame):
             color=alt.Color("who:N", title="principal / address"),
             tooltip=["minute:T", "who:N", "kind:N", "failures:Q"],
         )
-        .properties(width=640, height=200, title="Authentication and authorization failures per minute")
+        .properties(
+            width=640,
+            height=200,
+            title="Authentication and authorization failures per "
+            + ("minute" if step is None else f"{step_text(step)} bucket"),
+        )
     )
 
 
@@ -59,6 +70,7 @@ def throttling(requests: pd.DataFrame):
             "throttle_ms": r["throttle_ms"].astype("float64"),
         }
     )
+    d, step = bin_time(d, "ts", ["client", "api"], {"throttle_ms": "max"}, count="requests")
     return (
         alt.Chart(d, name="throttling")
         .mark_point(size=20)
@@ -66,9 +78,9 @@ def throttling(requests: pd.DataFrame):
             x=alt.X("ts:T", title="time (UTC)"),
             y=alt.Y("throttle_ms:Q", title="throttleTimeMs"),
             color=alt.Color("client:N", title="client id"),
-            tooltip=["ts:T", "client:N", "api:N", "throttle_ms:Q"],
+            tooltip=["ts:T", "client:N", "api:N", "throttle_ms:Q"] + ([] if step is None else ["requests:Q"]),
         )
-        .properties(width=640, height=200, title="Quota throttle time per request")
+        .properties(width=640, height=200, title="Quota throttle time per request" + _per(step, "longest"))
     )
 
 
@@ -82,6 +94,7 @@ def idle(metrics: pd.DataFrame):
     d = pd.DataFrame(
         {"ts": _naive(s["ts"]), "host": s["host"].astype("string"), "metric": s["metric"], "idle": s["idle"]}
     )
+    d, step = bin_time(d, "ts", ["host", "metric"], {"idle": "min"})
     lines = (
         alt.Chart(d, name="idle")
         .mark_line(point=True)
@@ -94,7 +107,9 @@ def idle(metrics: pd.DataFrame):
         )
     )
     floor = alt.Chart(pd.DataFrame({"y": [IDLE_FLOOR]})).mark_rule(color="#c92a2a", strokeDash=[4, 4]).encode(y="y:Q")
-    return (lines + floor).properties(width=640, height=200, title=f"Handler and network idle (floor {IDLE_FLOOR:.0%})")
+    return (lines + floor).properties(
+        width=640, height=200, title=f"Handler and network idle (floor {IDLE_FLOOR:.0%})" + _per(step, "lowest")
+    )
 
 
 def queue_time(requests: pd.DataFrame):
@@ -109,6 +124,7 @@ def queue_time(requests: pd.DataFrame):
         }
     )
     d = d.groupby(["minute", "host"])["queue_ms"].quantile(0.99).rename("p99_queue_ms").reset_index()
+    d, step = bin_time(d, "minute", ["host"], {"p99_queue_ms": "max"})
     return (
         alt.Chart(d, name="queue_time")
         .mark_line(point=True)
@@ -118,5 +134,11 @@ def queue_time(requests: pd.DataFrame):
             color=alt.Color("host:N"),
             tooltip=["minute:T", "host:N", "p99_queue_ms:Q"],
         )
-        .properties(width=640, height=200, title="Time requests waited for a handler thread (p99 per minute)")
+        .properties(
+            width=640,
+            height=200,
+            title="Time requests waited for a handler thread (p99 per minute"
+            + ("" if step is None else f"; the highest per {step_text(step)} bucket")
+            + ")",
+        )
     )

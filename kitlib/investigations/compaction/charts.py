@@ -10,7 +10,7 @@ from __future__ import annotations
 import altair as alt
 import pandas as pd
 
-from kitlib.display import missing
+from kitlib.display import bin_time, missing, step_text
 from kitlib.display.axes import chart_times, time_x, time_y
 
 NO_RUNS = (
@@ -18,6 +18,11 @@ NO_RUNS = (
     "They come from the brokers' log-cleaner.log (logger kafka.log.LogCleaner at INFO, "
     "on by default): collect it with server.log.",
 )
+
+
+def _per(step: pd.Timedelta | None, what: str) -> str:
+    """The title's note on binned runs ("" when every run is drawn)."""
+    return "" if step is None else f" ({what} per {step_text(step)} bucket)"
 
 
 def _prep(runs: pd.DataFrame, tz: str = "UTC") -> pd.DataFrame:
@@ -36,6 +41,13 @@ def runs_timeline(runs: pd.DataFrame, tz: str = "UTC"):
         ["ts", "host", "log", "size_reduction_pct", "buffer_utilization_pct", "dirty_start", "dirty_end"]
     ]
     low = min(0.0, float(d["size_reduction_pct"].min()))
+    d, step = bin_time(
+        d,
+        "ts",
+        ["host", "log"],
+        {"size_reduction_pct": "mean", "buffer_utilization_pct": "max", "dirty_start": "min", "dirty_end": "max"},
+        count="runs",
+    )
     x = time_x("ts", d["ts"], tz, what="run finished")
     y_scale = alt.Scale(domain=[low, 100])
     bars = (
@@ -52,7 +64,8 @@ def runs_timeline(runs: pd.DataFrame, tz: str = "UTC"):
                 "dirty_end:Q",
                 "size_reduction_pct:Q",
                 "buffer_utilization_pct:Q",
-            ],
+            ]
+            + ([] if step is None else ["runs:Q"]),
         )
     )
     line = (
@@ -61,7 +74,10 @@ def runs_timeline(runs: pd.DataFrame, tz: str = "UTC"):
         .encode(x=x, y=alt.Y("buffer_utilization_pct:Q", scale=y_scale), detail="log:N")
     )
     return alt.layer(bars, line, name="cleaner_runs").properties(
-        width=640, height=240, title="Cleaner runs: size reduction (bars) and dedupe buffer utilization (line)"
+        width=640,
+        height=240,
+        title="Cleaner runs: size reduction (bars) and dedupe buffer utilization (line)"
+        + _per(step, "mean reduction, highest utilization"),
     )
 
 
@@ -70,6 +86,9 @@ def throughput(runs: pd.DataFrame, tz: str = "UTC"):
     if not len(runs):
         return missing(*NO_RUNS)
     d = _prep(runs, tz)[["ts", "log", "mb_per_s", "dirty_start", "dirty_end", "mb_processed"]]
+    d, step = bin_time(
+        d, "ts", ["log"], {"mb_per_s": "mean", "dirty_start": "min", "dirty_end": "max", "mb_processed": "sum"}
+    )
     cover = (
         alt.Chart(d, name="cleaner_dirty_sections")
         .mark_bar(height=10)
@@ -80,7 +99,7 @@ def throughput(runs: pd.DataFrame, tz: str = "UTC"):
             color=alt.Color("log:N"),
             tooltip=["log:N", "dirty_start:Q", "dirty_end:Q", "mb_processed:Q"],
         )
-        .properties(width=300, height=200, title="Dirty section covered by each run")
+        .properties(width=300, height=200, title="Dirty section covered by each run" + _per(step, "runs"))
     )
     speed = (
         alt.Chart(d, name="cleaner_speed")
@@ -90,7 +109,7 @@ def throughput(runs: pd.DataFrame, tz: str = "UTC"):
             y=alt.Y("mb_per_s:Q", title="MB/s"),
             color="log:N",
         )
-        .properties(width=300, height=200, title="Cleaner throughput")
+        .properties(width=300, height=200, title="Cleaner throughput" + _per(step, "mean"))
     )
     return alt.hconcat(cover, speed)
 
@@ -120,6 +139,7 @@ def cleaner_metrics(metrics: pd.DataFrame, tz: str = "UTC"):
             "value": m["value"],
         }
     )
+    d, _ = bin_time(d, "ts", ["metric", "host"], {"value": "max"})
     return (
         alt.Chart(d, name="cleaner_metrics")
         .mark_line(point=True)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import altair as alt
 import pandas as pd
 
-from kitlib.display import HTML, missing
+from kitlib.display import HTML, bin_time, missing, step_text
 from kitlib.display.axes import chart_times, count_x, time_x
 from kitlib.metrics import rate, select
 
@@ -42,7 +42,9 @@ def byte_rates(metrics: pd.DataFrame, tz: str = "UTC"):
     d = rates_frame(metrics, ["BytesInPerSec", "BytesOutPerSec"])
     if not len(d):
         return _none("byte-rate metrics (BytesInPerSec/BytesOutPerSec)", JMX_HOW)
+    d, step = bin_time(d, "ts", ["host", "metric"], {"rate": "mean"})
     d = d.assign(ts=chart_times(d["ts"], tz), mb_per_s=d["rate"] / 1e6)
+    per = "" if step is None else f" ({step_text(step)} means)"
     return (
         alt.Chart(d, name="throughput_bytes")
         .mark_line(point=True)
@@ -53,7 +55,7 @@ def byte_rates(metrics: pd.DataFrame, tz: str = "UTC"):
             strokeDash=alt.StrokeDash("host:N", title="broker"),
             tooltip=["host:N", "metric:N", alt.Tooltip("mb_per_s:Q", format=".2f")],
         )
-        .properties(width=640, height=220, title="Broker bytes in / out per second")
+        .properties(width=640, height=220, title="Broker bytes in / out per second" + per)
     )
 
 
@@ -65,7 +67,9 @@ def conversion_rates(metrics: pd.DataFrame, tz: str = "UTC"):
     if not (d["rate"].fillna(0) != 0).any():
         text = "No message conversions: the conversion counters stayed at 0 on every broker."
         return HTML(f"<p>{text}</p>", text)
+    d, step = bin_time(d, "ts", ["host", "metric"], {"rate": "mean"})
     d = d.assign(ts=chart_times(d["ts"], tz))
+    per = "" if step is None else f" ({step_text(step)} means)"
     return (
         alt.Chart(d, name="throughput_conversions")
         .mark_area(opacity=0.6, line=True)
@@ -76,7 +80,7 @@ def conversion_rates(metrics: pd.DataFrame, tz: str = "UTC"):
             row=alt.Row("host:N", title=None),
             tooltip=["host:N", "metric:N", alt.Tooltip("rate:Q", format=",.0f")],
         )
-        .properties(width=640, height=160, title="Message format conversions per second")
+        .properties(width=640, height=160, title="Message format conversions per second" + per)
     )
 
 

@@ -10,9 +10,14 @@ from __future__ import annotations
 import altair as alt
 import pandas as pd
 
-from kitlib.display import missing
+from kitlib.display import bin_time, missing, step_text
 from kitlib.display.axes import chart_times, count_x, time_x
 from kitlib.investigations.tiered_storage.analysis import read_iops
+
+
+def _per(step: pd.Timedelta | None, what: str) -> str:
+    """The title's note on binned data ("" when every row is drawn)."""
+    return "" if step is None else f" ({what} per {step_text(step)} bucket)"
 
 
 def read_iops_chart(file_io: pd.DataFrame, rating: float | None = None, tz: str = "UTC"):
@@ -24,7 +29,9 @@ def read_iops_chart(file_io: pd.DataFrame, rating: float | None = None, tz: str 
             "Trace reads per file on the brokers (e.g. an fatrace or bpftrace capture "
             "saved as the kit's iotrace format) while the imbalance is on.",
         )
+    step = None
     if d["ts"].notna().all():
+        d, step = bin_time(d, "ts", ["host"], {"reads": "sum", "iops": "mean"})
         d = d.assign(ts=chart_times(d["ts"], tz))
         x = time_x("ts", d["ts"], tz)
     else:
@@ -48,7 +55,9 @@ def read_iops_chart(file_io: pd.DataFrame, rating: float | None = None, tz: str 
         )
         lines = lines + rule
     return lines.properties(
-        width=640, height=260, title="Read I/O per broker" + (f" (dashed: rated {rating:,.0f} IOPS)" if rating else "")
+        width=640,
+        height=260,
+        title="Read I/O per broker" + (f" (dashed: rated {rating:,.0f} IOPS)" if rating else "") + _per(step, "mean"),
     )
 
 
@@ -128,6 +137,7 @@ def remote_activity_chart(remote: pd.DataFrame, tz: str = "UTC"):
             "where": r["file"].astype("string") + ":" + r["line"].astype("string"),
         }
     )
+    d, step = bin_time(d, "ts", ["kind", "partition"], {"where": "first"}, count="events")
     kinds = [k for k in REMOTE_KINDS if k in set(d["kind"])]
     chart = (
         alt.Chart(d, name="tiered_remote_activity")
@@ -138,13 +148,13 @@ def remote_activity_chart(remote: pd.DataFrame, tz: str = "UTC"):
             color=alt.Color(
                 "kind:N", scale=alt.Scale(domain=kinds, range=[REMOTE_KINDS[k] for k in kinds]), legend=None
             ),
-            tooltip=["ts:T", "kind:N", "partition:N", "where:N"],
+            tooltip=["ts:T", "kind:N", "partition:N", "where:N"] + ([] if step is None else ["events:Q"]),
         )
         .properties(width=600, height=22 * len(kinds) + 20)
     )
     if d["partition"].nunique() > 1:
         chart = chart.facet(row=alt.Row("partition:N", title=None))
-    return chart.properties(title="Remote storage: copies, copy errors, deletions")
+    return chart.properties(title="Remote storage: copies, copy errors, deletions" + _per(step, "one tick"))
 
 
 def remote_lag_chart(metrics: pd.DataFrame, tz: str = "UTC"):
@@ -158,6 +168,7 @@ def remote_lag_chart(metrics: pd.DataFrame, tz: str = "UTC"):
             "Capture the kafka.server:type=BrokerTopicMetrics,name=RemoteCopyLagBytes MBean during the incident.",
         )
     d = pd.DataFrame({"ts": chart_times(m["ts"], tz), "host": m["host"].astype("string"), "MB": m["value"] / 1e6})
+    d, step = bin_time(d, "ts", ["host"], {"MB": "max"})
     return (
         alt.Chart(d, name="tiered_remote_lag")
         .mark_area(line=True, opacity=0.4)
@@ -167,5 +178,5 @@ def remote_lag_chart(metrics: pd.DataFrame, tz: str = "UTC"):
             color=alt.Color("host:N", title="broker"),
             tooltip=["ts:T", "host:N", alt.Tooltip("MB:Q", format=",.2f")],
         )
-        .properties(width=600, height=180, title="Remote copy lag (RemoteCopyLagBytes)")
+        .properties(width=600, height=180, title="Remote copy lag (RemoteCopyLagBytes)" + _per(step, "highest"))
     )
