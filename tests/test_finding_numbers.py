@@ -21,6 +21,10 @@ from samples import NAMES, sample
 import kitlib
 from kitlib import registry, tables
 
+# every sample bundle triaged and recounted (about 25 CPU-s): in make test, not the fast lane
+pytestmark = pytest.mark.slow
+
+
 # finding id -> the number keys that must say which rows they count (when the finding states them)
 MUST_COUNT = {
     "rebalance-storm": (

@@ -341,6 +341,7 @@ def _summary_page(findings, tmp_path) -> str:
     return report.pages.render("bundle.html.j2", s=report.summary_view(plan, []))
 
 
+@pytest.mark.slow
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(
     fid=st.sampled_from(FINDING_IDS),
