@@ -73,6 +73,11 @@ def test_bin_time_unit():
     many = df.assign(host=np.arange(N) % 900)
     out, step = bin_time(many, "ts", ["host"], {"bytes": "sum"}, limit=1000, count="rows")
     assert len(out) == 900 and int(out["rows"].sum()) == N and step is not None
+    # more series than the limit: the biggest kept, the rest folded into "(other)"
+    skewed = df.assign(host=np.where(np.arange(N) < 30_000, np.arange(N) % 5, np.arange(N) % 3000 + 10))
+    out, step = bin_time(skewed, "ts", ["host"], {"bytes": "sum"}, limit=1000, count="rows")
+    assert len(out) <= 1000 and int(out["rows"].sum()) == N and "(other)" in set(out["host"])
+    assert set(range(5)) <= set(out["host"])  # the five busiest series are kept as they are
     # naive times stay naive
     out, _ = bin_time(df.assign(ts=df["ts"].dt.tz_localize(None)), "ts", ["host"], {"bytes": "sum"}, limit=100)
     assert out["ts"].dt.tz is None and len(out) <= 100
@@ -97,6 +102,17 @@ def test_commit_timeline_big():
     assert [int(d["attempts"].sum()) for d in data] == [N, N]
     top = data[0]
     assert top["outstanding"].max() == c["outstanding"].max()
+
+
+def test_commit_timeline_many_tasks():
+    """The 1 GB mix's shape: thousands of tasks, each with two outcomes."""
+    c = _commits().assign(task=np.arange(N) % 5000)
+    c.loc[c["task"] == 4321, "outcome"] = "timeout"
+    data = _small(connect.commit_timeline(c))
+    assert [int(d["attempts"].sum()) for d in data] == [N, N]
+    tasks = set(data[0]["task_id"])
+    assert len(tasks) == connect.TASKS_SHOWN + 1 and connect.OTHER_TASKS in tasks
+    assert "inventory-source-4321" in tasks  # the task that only timed out is named
 
 
 def test_commit_timeline_small_unchanged():

@@ -46,14 +46,15 @@ def bin_time(
     agg: Mapping[str, str],
     limit: int = MAX_CHART_ROWS,
     count: str | None = None,
+    other: str = "(other)",
 ) -> tuple[pd.DataFrame, pd.Timedelta | None]:
     """``df`` unchanged with step None when it has at most ``limit`` rows; otherwise one row per
     (time bucket, ``keys``) with each column of ``agg`` aggregated by its function ("sum",
     "max", "min", "mean", "last", "first", ...), plus ``count`` (when given) holding the number
     of input rows in the bucket, and the bucket width. ``time`` holds the bucket's start. Rows
-    without a time are left out of the binned frame. Series (``keys``) are never merged: when
-    there are more series than ``limit`` each keeps a single bucket, so the caller must cut
-    them down first.
+    without a time are left out of the binned frame. With more series (``keys``) than ``limit``,
+    the ``limit - 1`` with the most rows are kept and the others become one series whose keys
+    read ``other`` (one bucket each then; a chart is better off cutting its series down first).
 
     Example:
         >>> df = pd.DataFrame({"ts": pd.to_datetime([0, 1, 2], unit="s"), "k": "x", "v": [1, 5, 2]})
@@ -66,7 +67,17 @@ def bin_time(
         return df, None
     keys = list(keys)
     d = df[df[time].notna()]
-    series = max(d.groupby(keys, observed=True, dropna=False).ngroups, 1) if keys else 1
+    series = 1
+    if keys:
+        gid = d.groupby(keys, observed=True, dropna=False, sort=False).ngroup().to_numpy()
+        series = max(int(gid.max()) + 1 if len(gid) else 1, 1)
+        if series > limit:  # fold the smallest series into one
+            sizes = np.bincount(gid, minlength=series)
+            kept = np.zeros(series, dtype=bool)
+            kept[np.argsort(-sizes, kind="stable")[: max(limit - 1, 0)]] = True
+            rest = ~kept[gid]
+            d = d.assign(**{k: d[k].astype("object").where(~rest, other) for k in keys})
+            series = int(kept.sum()) + 1
     per_series = limit // series
     ts = d[time]
     utc = ts if ts.dt.tz is None else ts.dt.tz_convert("UTC")

@@ -16,12 +16,15 @@ import pandas as pd
 from kitlib.display import MAX_CHART_ROWS, bin_time, step_text
 from kitlib.display.axes import chart_times, count_y, time_x
 
+TASKS_SHOWN = 12  # a binned chart names this many tasks; the others are drawn as one series
+OTHER_TASKS = "(other tasks)"
 OUTCOME_COLORS = {"success": "#2b8a3e", "timeout": "#d9480f", "failed": "#b00020", "unknown": "#868e96"}
 
 
 def commit_points(commits: pd.DataFrame) -> pd.DataFrame:
     """Commits reduced for charting: one point per task, outcome and time bucket (max
-    outstanding / remaining, count of attempts) when there are too many attempts to plot.
+    outstanding / remaining, count of attempts) when there are too many attempts to plot; then
+    only the :data:`TASKS_SHOWN` tasks with the most failed or timed-out attempts keep their name.
 
     Example:
         >>> commit_points(pd.DataFrame(columns=["ts", "connector", "task", "outcome", "outstanding", "remaining"])).empty
@@ -35,6 +38,17 @@ def commit_points(commits: pd.DataFrame) -> pd.DataFrame:
     c["outstanding"] = pd.to_numeric(c["outstanding"], errors="coerce")
     c["remaining"] = pd.to_numeric(c["remaining"], errors="coerce")
     c["attempts"] = 1
+    if len(c) > MAX_CHART_ROWS and c["task_id"].nunique() > TASKS_SHOWN:
+        # too many tasks to tell apart: the ones with the most failed or timed-out attempts (then
+        # the most attempts) by name, the others as one series
+        bad = c["outcome"].ne("success")
+        rank = (
+            c.assign(bad=bad)
+            .groupby("task_id")[["bad", "attempts"]]
+            .sum()
+            .sort_values(["bad", "attempts"], ascending=False)
+        )
+        c["task_id"] = c["task_id"].where(c["task_id"].isin(rank.index[:TASKS_SHOWN]), OTHER_TASKS)
     c, _ = bin_time(
         c, "ts", ["task_id", "outcome"], {"outstanding": "max", "remaining": "max", "attempts": "sum"}, MAX_CHART_ROWS
     )
