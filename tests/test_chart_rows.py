@@ -361,3 +361,20 @@ def test_tiered_storage_big():
     )
     data = _small(tiered.read_iops_chart(io, rating=4000))
     assert int(data[0]["reads"].sum()) == int(io["count"].sum())
+
+
+@pytest.mark.slow
+def test_explore_evidence_ticks_big():
+    """The explore timeline's evidence ticks: 60,000 evidence rows on a sample bundle's hosts."""
+    from pathlib import Path
+
+    import kitlib
+    from kitlib.explore import timeline
+
+    b = kitlib.open(str(Path(__file__).parent.parent / "sample_data" / "isr-flapping"))
+    hosts = sorted(b.events["host"].astype("string").dropna().unique())
+    lo, hi = b.events["ts"].min(), b.events["ts"].max()
+    ts = lo + (hi - lo) * pd.Series(np.sort(np.random.default_rng(60).uniform(0, 1, N)))
+    evidence = pd.DataFrame({"host": _pick(hosts), "ts": ts, "finding": _pick(["isr-shrink", "isr-expand"], seed=61)})
+    data = _small(timeline.chart(b, evidence, max_points=MAX_CHART_ROWS))
+    assert int(data[-1]["rows"].sum()) == N
