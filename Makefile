@@ -28,9 +28,12 @@ report: $(STAMP)
 check: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
-	$(BIN)/mypy
 	$(BIN)/lint-imports --no-logo --no-cache
-	$(PYTEST) -n 2 --dist loadfile $(FAST) --doctest-modules kitlib tests
+	@# the type check runs beside the fast tests (it is one process; the tests take both cores)
+	@$(BIN)/mypy > .mypy-check.log 2>&1 & mypy=$$!; \
+	 $(PYTEST) -n 2 --dist loadfile $(FAST) --doctest-modules kitlib tests; tests=$$?; \
+	 wait $$mypy; typed=$$?; cat .mypy-check.log; rm -f .mypy-check.log; \
+	 test $$tests -eq 0 -a $$typed -eq 0
 
 test: check chromium
 	$(PYTEST) -m broker tests

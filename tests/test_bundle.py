@@ -520,9 +520,14 @@ def test_a_model_asked_for_twice_is_computed_once_per_bundle_and_tables():
         tp = bundle.table("topic_partitions")
         return tp[tp["topic"] == topic][["topic", "partition", "leader"]].reset_index(drop=True)
 
-    from samples import sample
-
-    held = sample("cluster-config").table("topic_partitions")  # shared: put into bundles of our own
+    # synthetic: the topic_partitions columns this model reads, as kafka-topics --describe gives them
+    held = pd.DataFrame(
+        {
+            "topic": pd.array(["orders"] * 6 + ["__consumer_offsets"] * 3, dtype="string"),
+            "partition": [0, 1, 2, 3, 4, 5, 0, 1, 2],
+            "leader": [1, 2, 3, 1, 2, 3, 2, 3, 1],
+        }
+    )
     b = kitlib.Bundle("one", {"topic_partitions": held})
     first = leaders(b, "orders")
     assert len(first) and calls == ["orders"]
