@@ -459,6 +459,7 @@ def test_the_stored_events_keep_statistics_where_reads_filter(tmp_path):
     assert 0 < len(kept) < meta.num_row_groups
 
 
+@pytest.mark.slow
 def test_tables_read_from_an_ingest_output_come_in_one_piece(tmp_path):
     # a column in many pieces makes every take join them all (16 ms against 16 us for 20 rows)
     from samples import SAMPLE_DATA

@@ -137,6 +137,7 @@ def planted(draw):
     return draw(_noise) + " " + template.format(s=secret) + " " + draw(_noise), secret
 
 
+@pytest.mark.slow
 @settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(planted())
 def test_a_planted_secret_never_survives(case):

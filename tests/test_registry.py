@@ -132,6 +132,7 @@ def test_undeclared_ids_at_run_time_are_dropped_and_reported(monkeypatch):
     assert any(f.detector == "detect_liar" and f.investigation == "compaction" for f in result.findings)
 
 
+@pytest.mark.slow
 def test_a_detector_whose_tables_are_empty_is_skipped_not_run(kit):
     b = sample("codecs")
     result = kitlib.triage(b)

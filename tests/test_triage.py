@@ -66,6 +66,7 @@ def triage_text(bundle: str) -> str:
     return buf.getvalue()
 
 
+@pytest.mark.slow
 def test_healthy_text_says_what_was_checked():
     out = triage_text("healthy")
     assert "No findings. Checked:" in out
@@ -73,6 +74,7 @@ def test_healthy_text_says_what_was_checked():
         assert d.name in out
 
 
+@pytest.mark.slow
 def test_findings_are_ranked_and_cite_file_and_line():
     out = triage_text("compaction")
     assert out.index("[HIGH] cleaner-buffer-too-small") < out.index("[MEDIUM] cleaner-no-reclaim")

@@ -249,6 +249,7 @@ def test_quota_changes_from_controller_and_zookeeper_lines():
     ]
 
 
+@pytest.mark.slow
 def test_quota_throttling_on_the_real_lab_bundle():
     b = sample("quota-throttling")
     (f,) = analysis.quota_throttling(b)

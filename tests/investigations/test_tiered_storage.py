@@ -51,6 +51,7 @@ def test_variations_are_tolerated():
     assert parse_line("Opened tier partition state for orders-3 in status ONLINE") is None
 
 
+@pytest.mark.slow
 def test_findings_on_the_synthetic_seed_004_bundle():
     b = sample("tiered-storage")
     found = {f.id: f for f in kitlib.triage(b).findings}
