@@ -38,6 +38,11 @@ class BundleReport:
     up_href: str = ""
     futures: list[Future] = field(default_factory=list)
     pinned: dict = field(default_factory=dict)  # a pinned view's parameters (kitlib report --params)
+    # the summary page's "what else changed" block, made once with the triage (:func:`prepare`)
+    changes: Any = None
+    # the file the triage notebook is handed the findings and that block in (:mod:`.handoff`), in a
+    # folder of the report's own removed by :func:`finish`; None when nothing is handed
+    handed: Path | None = None
 
 
 def prepare(
@@ -92,7 +97,94 @@ def prepare(
             relevant = True
         if relevant:
             chosen.append(n)
-    return BundleReport(bundle_path, out, tables, bundle.summary, result, chosen, nb_dir, t0, pinned=pinned)
+    summary = bundle.summary
+    del bundle  # the summary page reads its cited lines and the store again
+    changes = changes_for(tables, pinned, result.findings)
+    release_memory()  # what the ingest, the detectors and the comparison held, while the notebooks run
+    plan = BundleReport(bundle_path, out, tables, summary, result, chosen, nb_dir, t0, pinned=pinned, changes=changes)
+    plan.handed = hand_on(plan, tz)
+    return plan
+
+
+def changes_for(tables: Path, pinned: dict, findings) -> Any:
+    """The summary page's "what else changed" block (:mod:`kitlib.display.changes`), on the whole
+    stored bundle (its pinned hosts, when a view pins them): the pinned view's window when there is
+    one, else the findings' span, else the span found. A comparison that fails gives a line saying
+    so: the block must not take the summary page down."""
+    import kitlib
+    from kitlib.display import esc
+    from kitlib.display.changes import changes_block
+    from kitlib.display.markup import HTML
+    from kitlib.params import as_list
+
+    try:
+        whole = kitlib.load(tables)
+        if pinned.get("HOSTS"):
+            whole = kitlib.window(whole, None, None, as_list(pinned["HOSTS"]))
+        return changes_block(whole, findings, pinned.get("START"), pinned.get("END"), heading=None)
+    except Exception as e:  # noqa: BLE001
+        text = f"The changes in the window could not be compared: {type(e).__name__}: {e}"
+        return HTML(f"<p class='kit-muted'>{esc(text)}</p>", text)
+
+
+def hand_on(plan: BundleReport, tz: str | None) -> Path | None:
+    """Write what the triage notebook is handed (:mod:`.handoff`): the findings and the changes
+    block, when the notebook's view is the one they were made on (a pinned view's hosts, or a time
+    zone other than the ingest's, make the notebook run its own). None when there is nothing to
+    hand on or it could not be written."""
+    import shutil
+    import tempfile
+    import weakref
+
+    from kitlib.report import handoff
+
+    takers = [n for n in plan.chosen if "HANDED" in _declared(plan.nb_dir / n.file)]
+    if not takers or plan.pinned.get("HOSTS") or plan.pinned.get("TZ") not in (None, tz):
+        return None
+    params = notebook_parameters(plan, takers[0], tz)
+    try:
+        folder = Path(tempfile.mkdtemp(prefix="kitlib-report-"))
+    except OSError:
+        return None
+    weakref.finalize(plan, shutil.rmtree, folder, True)
+    try:
+        view = handoff.key(params["BUNDLE"], params["TZ"], params.get("START"), params.get("END"))
+        return handoff.write(folder, view, plan.triage, plan.changes)
+    except Exception:  # noqa: BLE001 - the notebook then runs the detectors itself
+        shutil.rmtree(folder, True)
+        return None
+
+
+def _declared(path: Path) -> dict:
+    """The parameters a notebook declares (papermill's reading of its ``parameters`` cell)."""
+    import papermill as pm
+
+    try:
+        return pm.inspect_notebook(str(path))
+    except Exception:  # noqa: BLE001 - a notebook papermill cannot read fails when it runs
+        return {}
+
+
+def release_memory() -> None:
+    """Give back to the system what this process no longer holds: Arrow's pool keeps freed
+    buffers and the C allocator its freed arenas, which a report's main process would otherwise
+    keep (several hundred MB after a big bundle's ingest and triage) while its notebooks run."""
+    import ctypes
+    import ctypes.util
+    import gc
+
+    gc.collect()
+    try:
+        import pyarrow as pa
+
+        pa.default_memory_pool().release_unused()
+    except Exception:  # noqa: BLE001 - only memory given back late
+        pass
+    try:
+        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
+        libc.malloc_trim(0)
+    except (OSError, AttributeError):  # not glibc
+        pass
 
 
 def submit(plan: BundleReport, pool: ThreadPoolExecutor, tz: str | None, timeout: int, show_code: bool, log) -> None:
@@ -105,9 +197,13 @@ def submit(plan: BundleReport, pool: ThreadPoolExecutor, tz: str | None, timeout
 def finish(plan: BundleReport) -> dict:
     """Wait for the plan's notebooks, write ``findings.json`` and then ``index.html``, last and
     whole (a report cut short has no index page, so it never looks complete)."""
+    import shutil
+
     from kitlib.ingestion.guard import seal, write_atomic
 
     runs = [f.result() for f in plan.futures]
+    if plan.handed is not None:
+        shutil.rmtree(plan.handed.parent, True)
     findings = plan.triage.findings
     index = plan.out / "index.html"
     view = summary_view(plan, runs)
@@ -240,6 +336,8 @@ def notebook_parameters(plan: BundleReport, n: Notebook, tz: str | None) -> dict
     """What papermill passes to notebook ``n``: BUNDLE and TZ, and of a pinned view the
     parameters the notebook declares (START, END, HOSTS; TZ when not given on the command line)."""
     out: dict[str, Any] = {"BUNDLE": str(plan.tables.resolve()), "TZ": tz}
+    if plan.handed is not None and "HANDED" in _declared(plan.nb_dir / n.file):
+        out["HANDED"] = str(plan.handed)
     if plan.pinned:
         import papermill as pm
 

@@ -129,23 +129,17 @@ def summary_view(plan, runs: list[dict]) -> dict:
 def _changes_html(plan, findings) -> str:
     """The summary page's "what else changed" block (:mod:`kitlib.display.changes`), on the whole
     stored bundle: the pinned view's window when there is one, else the findings' span, else the
-    span found; '' for a plan without stored tables. Escaped here; redacted with the whole page."""
+    span found; '' for a plan without stored tables. The block :func:`kitlib.report.run.prepare`
+    made with the triage when it has one. Escaped here; redacted with the whole page."""
+    made = getattr(plan, "changes", None)
+    if made is not None:
+        return made.html
     tables = getattr(plan, "tables", None)
     if tables is None or not Path(tables).is_dir():
         return ""
-    import kitlib
-    from kitlib.display import esc
-    from kitlib.display.changes import changes_block
-    from kitlib.params import as_list
+    from kitlib.report.run import changes_for
 
-    pinned = getattr(plan, "pinned", None) or {}
-    try:
-        whole = kitlib.load(tables)
-        if pinned.get("HOSTS"):
-            whole = kitlib.window(whole, None, None, as_list(pinned["HOSTS"]))
-        return changes_block(whole, findings, pinned.get("START"), pinned.get("END"), heading=None).html
-    except Exception as e:  # noqa: BLE001 - the block must not take the summary page down
-        return f"<p class='kit-muted'>The changes in the window could not be compared: {esc(type(e).__name__)}: {esc(e)}</p>"
+    return changes_for(Path(tables), getattr(plan, "pinned", None) or {}, findings).html
 
 
 def _short_ts(ts) -> str:
