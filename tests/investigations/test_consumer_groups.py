@@ -448,6 +448,36 @@ def test_reason_patterns_take_member_ids_out_as_python_would():
     assert got[1] == "Removing member c\u00a0<member> on LeaveGroup; client reason: not provided"
 
 
+def test_start_reasons_code_each_row_as_its_pattern_reads():
+    """The codes of the rebalance starts' reasons, worked out on the distinct reasons only, stand
+    for each row's own pattern (member ids out, "(not logged)" for none, a reason that reads so
+    too), equal patterns share a code, and "Adding new member" is told from the reason itself."""
+    import numpy as np
+    import pyarrow as pa
+
+    uuid, other = "0f8e4f4e-2c4a-4f7e-9d1b-3a6f2b8c9d10", "11111111-2222-3333-4444-555555555555"
+    pool = [
+        f"removing member a-{uuid} on heartbeat expiration",
+        f"removing member b-{other} on heartbeat expiration",  # the same pattern as the first
+        f"Adding new member c-{uuid} with group instance id None",
+        "Adding new member consumer-1-901-26b94c7f9118bb16 with group instance id None",
+        "(not logged)",  # a reason that reads like none given
+        "Leader consumer-1 re-joining group during Stable",
+        None,
+    ]
+    rng = np.random.default_rng(7)
+    for with_literal in (True, False):
+        choices = pool if with_literal else [r for r in pool if r != "(not logged)"]
+        col = pd.Series([choices[i] for i in rng.integers(0, len(choices), 400)], dtype="string")
+        at = np.sort(rng.choice(len(col), 150, replace=False))
+        codes, names, adding = rebalances._start_reasons(col, at)
+        want = rebalances.reason_patterns(col.iloc[at]).tolist()
+        got = pa.array(names).take(pa.array(codes)).to_pylist()
+        assert got == want
+        assert len(set(names.to_pylist())) == len(names)  # one code a pattern
+        assert adding.tolist() == [isinstance(r, str) and "Adding new member" in r for r in col.iloc[at]]
+
+
 def _client_rows(file: str, ts: str, kind: str = "poll_timeout") -> dict:
     return {"ts": pd.Timestamp(ts, tz="UTC"), "source": "client", "kind": kind, "group": None, "file": file}
 

@@ -179,12 +179,31 @@ def reason_patterns(reasons: pd.Series) -> pd.Series:
     return pd.Series(out.fill_null("(not logged)").to_numpy(zero_copy_only=False), index=reasons.index, dtype=object)
 
 
-def _pattern_codes(reasons: pd.Series) -> tuple[np.ndarray, pa.Array]:
-    """:func:`reason_patterns` as integer codes and the distinct patterns they stand for (Arrow),
-    so no row's text is made in Python."""
-    out = pc.replace_substring_regex(_arrow_text(reasons), pattern=_MEMBER, replacement="<member>")
-    enc = out.fill_null("(not logged)").combine_chunks().dictionary_encode()
-    return enc.indices.to_numpy(zero_copy_only=False).astype(np.int64), enc.dictionary
+def _start_reasons(reasons: pd.Series, at: np.ndarray) -> tuple[np.ndarray, pa.Array, np.ndarray]:
+    """For the rows at positions ``at`` of the reason column: the code of each row's
+    :func:`reason_patterns` pattern, the distinct patterns (Arrow) they stand for, and whether
+    the reason names a member being added. Worked out on the column's distinct reasons, not on
+    a copy of the rows' text: the column is encoded once (codes and the distinct reasons), and
+    only the distinct reasons are matched and, where they name a member, rewritten."""
+    txt = _arrow_text(reasons)
+    enc = (txt.combine_chunks() if txt.num_chunks != 1 else txt.chunk(0)).dictionary_encode()
+    del txt
+    codes = enc.indices.take(pa.array(at, pa.int64()))
+    distinct = enc.dictionary
+    del enc
+    # a reason naming a member being added (null: no reason)
+    add = pc.match_substring(distinct, "Adding new member").take(codes).fill_null(False).to_numpy(zero_copy_only=False)
+    if pc.any(pc.match_substring_regex(distinct, _MEMBER)).as_py():  # member ids to take out: then patterns may merge
+        pat = pc.replace_substring_regex(distinct, pattern=_MEMBER, replacement="<member>").dictionary_encode()
+        codes = pat.indices.take(codes)
+        distinct = pat.dictionary
+    # a rebalance that gave no reason: its own pattern, shared with a reason that reads so
+    missing = pc.index(distinct, "(not logged)").as_py()
+    if missing < 0 and codes.null_count:
+        missing = len(distinct)
+        distinct = pa.concat_arrays([distinct, pa.array(["(not logged)"], distinct.type)])
+    out = codes.fill_null(max(missing, 0)).to_numpy(zero_copy_only=False).astype(np.int64)
+    return out, distinct, np.asarray(add, bool)
 
 
 def _arrow_text(col: pd.Series) -> pa.ChunkedArray:
@@ -403,11 +422,7 @@ def _summary(ge: pd.DataFrame) -> pd.DataFrame:
     t_ns = ts.astype(np.int64)
     prep_at = np.flatnonzero(is_prep)
     pg = gcodes[prep_at]  # the group of each rebalance start
-    reason = named["reason"].iloc[prep_at]
-    pat_code, pat_names = _pattern_codes(reason)
-    adding = (
-        pc.match_substring(_arrow_text(reason), "Adding new member").fill_null(False).to_numpy(zero_copy_only=False)
-    )
+    pat_code, pat_names, adding = _start_reasons(named["reason"], prep_at)
     # rebalances the generation numbers show but the lines skip (an excerpt): coordinator lines
     # only; the rows that neither start a rebalance nor report a generation change nothing there
     if start == "prepare_rebalance":
@@ -530,7 +545,18 @@ def group_rows(bundle) -> pd.DataFrame:
     """The ``group_events`` rows with at least the columns :func:`rebalance_summary` and
     :func:`rebalance_storm` read (:data:`GROUP_COLUMNS`): on a big stored table, not its text."""
     columns = getattr(bundle, "columns", None)
-    return columns("group_events", GROUP_COLUMNS) if callable(columns) else bundle.table("group_events")
+    if not callable(columns):
+        return bundle.table("group_events")
+    _give_back()  # what earlier reads left free in Arrow's pool, before the biggest read here
+    got = columns("group_events", GROUP_COLUMNS)
+    _give_back()  # the scan's own buffers
+    return got
+
+
+def _give_back() -> None:
+    """Hand the memory Arrow's pool keeps free (decoded Parquet pages, temporaries) back to the
+    system, so that the numpy and pandas arrays made next do not land on top of it."""
+    pa.default_memory_pool().release_unused()
 
 
 def _shown_rows(bundle, ge: pd.DataFrame, picks: dict[str, np.ndarray]) -> dict[str, pd.DataFrame]:
