@@ -48,7 +48,7 @@ _ALLOWED = {
     ("numpy._core.multiarray", "scalar"),
     ("pandas._libs.tslibs.timestamps", "_unpickle_timestamp"),
     ("pandas._libs.tslibs.timedeltas", "_timedelta_unpickle"),
-    ("pandas._libs.tslibs.nattype", "__nat_unpickle"),
+    ("pandas._libs.tslibs.nattype", "_nat_unpickle"),
 }
 
 
