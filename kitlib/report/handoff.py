@@ -1,6 +1,8 @@
 """What a report's main process hands to the triage notebook it runs: the findings of the triage
 it has just made and the "what else changed" block it shows on the summary page, so the notebook's
-kernel does not run every detector and the comparison over the whole store again.
+kernel does not run every detector and the comparison over the whole store again. An
+investigation notebook that declares ``HANDED`` takes its own investigation's findings from the
+same file (:func:`findings_of`).
 
 The report writes them with :func:`write` to a file in a folder of its own (passed to the notebook
 as the papermill parameter ``HANDED``), keyed by the parameters the notebook is run with
@@ -136,3 +138,13 @@ def read(handed: str | os.PathLike | None, bundle: str | Path, tz: str | None = 
         )
     except Exception:  # noqa: BLE001 - anything amiss with the file: the notebook computes it all
         return Handed()
+
+
+def findings_of(handed: Handed, bundle, investigation: str) -> list:
+    """The findings of one investigation: those of the handed triage (which ran every detector on
+    the same view), else what its own detectors find in ``bundle`` now."""
+    if handed.triage is not None:
+        return [f for f in handed.triage.findings if f.investigation == investigation]
+    import kitlib
+
+    return kitlib.triage(bundle, investigations=[investigation]).findings
