@@ -172,6 +172,11 @@ def test_the_triage_notebook_shows_what_it_is_handed_and_computes_it_without(sto
     read = handoff.read(path, store)
     assert [f.to_dict() for f in read.triage.findings] == [f.to_dict() for f in result.findings]
     assert read.triage.runs == result.runs and read.changes.html == changes.html
+    # an investigation notebook takes its own investigation's findings from the same file
+    own = kitlib.triage(kitlib.load(store), investigations=["consumer_groups"]).findings
+    assert own and [f.to_dict() for f in handoff.findings_of(read, store, "consumer_groups")] == [
+        f.to_dict() for f in own
+    ]
     called = []
     real = kitlib.triage
     monkeypatch.setattr(kitlib, "triage", lambda *a, **k: called.append(1) or real(*a, **k))
