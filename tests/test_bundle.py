@@ -441,7 +441,7 @@ def test_the_stored_events_keep_statistics_where_reads_filter(tmp_path):
     root = tmp_path / "b"
     (root / "broker-1").mkdir(parents=True)
     with open(root / "broker-1" / "server.log", "wb") as fh:
-        generate(40 << 20, fh)  # about 190,000 records: a few row groups of up to 64 Ki rows
+        generate(40 << 20, fh)  # about 190,000 records: a row group per block of the log
     kitlib.ingest(root, tmp_path / "kit", progress=False)
     meta = pq.ParquetFile(tmp_path / "kit" / "events.parquet").metadata
     assert meta.num_row_groups > 1

@@ -10,7 +10,7 @@ the log cleaner's statistics block and ``... Config values:`` dumps stay one rec
 ``message`` holds the full text. The logger is the last `` (...)`` group of the header line,
 or a line of its own `` (logger)`` ending a multi-line message.
 
-How it is fast: the timestamp and level sit at fixed offsets, so a block of 6 MiB (``kitlib.sources.CHUNK``) is checked
+How it is fast: the timestamp and level sit at fixed offsets, so a block of 4 MiB (``kitlib.sources.CHUNK``) is checked
 with numpy on whole columns of bytes (no regex per line); the message and logger bytes are
 cut out of the block with one boolean mask and handed to Arrow without copying per line.
 Lines that are not valid UTF-8 or hold NUL bytes go to ``unparsed`` and the file's error
