@@ -19,6 +19,9 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#ifdef __SSE2__
+#include <emmintrin.h>
+#endif
 
 typedef unsigned char uc;
 typedef Py_ssize_t ssize;
@@ -403,27 +406,42 @@ static inline uint64_t shape_hash(const uc *t, ssize n, ssize chars) {
 }
 
 /* a text as matched (its first MATCH_CHARS characters) with each ASCII digit written as 0, hashed
- * in two lanes of eight bytes */
+ * in four lanes of eight bytes (32 bytes a step; the digits found 16 bytes at a time with SSE2) */
 static inline uint64_t text_hash(const uc *t, ssize n) {
     ssize m = chars_end_fast(t, n, MATCH_CHARS);
-    uint64_t a = 0x243F6A8885A308D3ULL, b = 0x13198A2E03707344ULL;
+    uint64_t a = 0x243F6A8885A308D3ULL, b = 0x13198A2E03707344ULL, c = 0xA4093822299F31D0ULL,
+             d = 0x082EFA98EC4E6C89ULL;
     ssize i = 0;
-    for (; i + 16 <= m; i += 16) {
-        uint64_t w1 = load8(t + i, 8), w2 = load8(t + i + 8, 8);
-        w1 &= ~((digit_bytes(w1) >> 7) * 0x0F);
-        w2 &= ~((digit_bytes(w2) >> 7) * 0x0F);
-        a = (a ^ w1) * 0x9FB21C651E98DF25ULL;
-        b = (b ^ w2) * 0xC2B2AE3D27D4EB4FULL;
+#if defined(__SSE2__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    const __m128i zero = _mm_set1_epi8('0'), flip = _mm_set1_epi8((char)0x80),
+                  ten = _mm_set1_epi8((char)(0x80 + 10)), low = _mm_set1_epi8(0x0F);
+    for (; i + 32 <= m; i += 32) {
+        __m128i v1 = _mm_loadu_si128((const __m128i *)(t + i)), v2 = _mm_loadu_si128((const __m128i *)(t + i + 16));
+        /* a digit: (byte - '0') below 10, unsigned (compared signed with the top bit flipped) */
+        __m128i d1 = _mm_cmplt_epi8(_mm_xor_si128(_mm_sub_epi8(v1, zero), flip), ten);
+        __m128i d2 = _mm_cmplt_epi8(_mm_xor_si128(_mm_sub_epi8(v2, zero), flip), ten);
+        v1 = _mm_andnot_si128(_mm_and_si128(d1, low), v1);
+        v2 = _mm_andnot_si128(_mm_and_si128(d2, low), v2);
+        uint64_t w[4];
+        _mm_storeu_si128((__m128i *)w, v1);
+        _mm_storeu_si128((__m128i *)(w + 2), v2);
+        a = (a ^ w[0]) * 0x9FB21C651E98DF25ULL;
+        b = (b ^ w[1]) * 0xC2B2AE3D27D4EB4FULL;
+        c = (c ^ w[2]) * 0xBF58476D1CE4E5B9ULL;
+        d = (d ^ w[3]) * 0x94D049BB133111EBULL;
         a ^= a >> 31;
         b ^= b >> 29;
+        c ^= c >> 30;
+        d ^= d >> 27;
     }
+#endif
     for (; i < m; i += 8) {
         uint64_t w = load8(t + i, m - i);
         w &= ~((digit_bytes(w) >> 7) * 0x0F);
         a = (a ^ w) * 0x9FB21C651E98DF25ULL;
         a ^= a >> 31;
     }
-    return fmix(a ^ fmix(b + (uint64_t)m));
+    return fmix(a ^ fmix(b + (uint64_t)m) ^ fmix(c ^ (d * 0x9E3779B97F4A7C15ULL)));
 }
 
 /* Two hashes per text: its shape and its text as matched (digits as 0). */
@@ -456,20 +474,44 @@ static PyObject *keys(PyObject *self, PyObject *args) {
     return Py_BuildValue("(NN)", sh, hd);
 }
 
-/* group(keys) -> (first, inverse): the first row of each distinct key, in order of first
- * appearance, and each row's group */
-static PyObject *group(PyObject *self, PyObject *arg) {
-    Py_buffer kb;
+/* a 64-bit key from a shape key and a small number (a logger's code in the block), mixed */
+static inline uint64_t mix_small(uint64_t a, int64_t b) {
+    uint64_t h = a ^ (((uint64_t)b + 1) * 0xC2B2AE3D27D4EB4FULL);
+    h ^= h >> 29;
+    h *= 0xBF58476D1CE4E5B9ULL;
+    return h ^ (h >> 32);
+}
+
+/* group(keys, small=None) -> (first, inverse): the first row of each distinct key (or pair of key
+ * and small[i], mixed into one key), in order of first appearance, and each row's group */
+static PyObject *group(PyObject *self, PyObject *args) {
+    PyObject *arg, *smallo = Py_None;
+    if (!PyArg_ParseTuple(args, "O|O", &arg, &smallo))
+        return NULL;
+    Py_buffer kb, sb = {0};
     if (PyObject_GetBuffer(arg, &kb, PyBUF_SIMPLE) < 0)
         return NULL;
+    if (smallo != Py_None) {
+        if (PyObject_GetBuffer(smallo, &sb, PyBUF_SIMPLE) < 0) {
+            PyBuffer_Release(&kb);
+            return NULL;
+        }
+        if (sb.len != kb.len) {
+            PyErr_SetString(PyExc_ValueError, "one small number per key");
+            PyBuffer_Release(&sb);
+            PyBuffer_Release(&kb);
+            return NULL;
+        }
+    }
     ssize n = kb.len / 8;
     uint64_t size = 16;
     while (size < (uint64_t)n * 2)
         size *= 2;
     int64_t *slot = malloc(size * sizeof *slot), *first = malloc((size_t)(n ? n : 1) * sizeof *first);
+    uint64_t *mixed = sb.obj ? malloc((size_t)(n ? n : 1) * sizeof *mixed) : NULL;
     PyObject *inv = PyBytes_FromStringAndSize(NULL, n * 8), *fst = NULL;
     ssize g = 0;
-    if (!slot || !first || !inv) {
+    if (!slot || !first || !inv || (sb.obj && !mixed)) {
         if (!PyErr_Occurred())
             PyErr_NoMemory();
         goto done;
@@ -477,6 +519,12 @@ static PyObject *group(PyObject *self, PyObject *arg) {
     const uint64_t *key = kb.buf;
     int64_t *iv = (int64_t *)PyBytes_AS_STRING(inv);
     Py_BEGIN_ALLOW_THREADS;
+    if (mixed) {
+        const int64_t *sm = sb.buf;
+        for (ssize i = 0; i < n; i++)
+            mixed[i] = mix_small(key[i], sm[i]);
+        key = mixed;
+    }
     memset(slot, 0xff, size * sizeof *slot);
     for (ssize i = 0; i < n; i++) {
         uint64_t s = fmix(key[i]) & (size - 1);
@@ -499,6 +547,9 @@ static PyObject *group(PyObject *self, PyObject *arg) {
 done:
     free(slot);
     free(first);
+    free(mixed);
+    if (sb.obj)
+        PyBuffer_Release(&sb);
     PyBuffer_Release(&kb);
     if (!fst) {
         Py_XDECREF(inv);
@@ -769,6 +820,42 @@ fail:
     return NULL;
 }
 
+/* prefixes(offsets, data, rows, width) -> bytes of 0/1: whether each text rows[i] opens with '[' and
+ * has no "] " starting in its first width - 1 bytes (a text that may have a long prefix; matching.py's
+ * _may_have_long_prefix) */
+static PyObject *prefixes(PyObject *self, PyObject *args) {
+    PyObject *off, *data, *rows;
+    Py_ssize_t width;
+    if (!PyArg_ParseTuple(args, "OOOn", &off, &data, &rows, &width))
+        return NULL;
+    Texts x;
+    if (texts_get(&x, off, data) < 0)
+        return NULL;
+    Py_buffer rb;
+    ssize nr;
+    if (rows_get(&rb, rows, x.n, &nr) < 0) {
+        texts_release(&x);
+        return NULL;
+    }
+    PyObject *res = PyBytes_FromStringAndSize(NULL, nr);
+    if (res) {
+        char *o = PyBytes_AS_STRING(res);
+        const int64_t *r = rb.buf;
+        for (ssize i = 0; i < nr; i++) {
+            const uc *t = x.d + x.o[r[i]];
+            ssize n = x.o[r[i] + 1] - x.o[r[i]], m = n < width ? n : width;
+            int ok = n > 0 && t[0] == '[';
+            for (ssize j = 0; ok && j + 1 < m; j++)
+                if (t[j] == ']' && t[j + 1] == ' ')
+                    ok = 0;
+            o[i] = (char)ok;
+        }
+    }
+    PyBuffer_Release(&rb);
+    texts_release(&x);
+    return res;
+}
+
 /* The texts met before, across blocks: a hash of the logger's number and of the text as matched
  * (digits as 0) -> the text's template and its shape's memo key. matching.py puts a text here only
  * where the answer holds for every text with the same hash (see _assign_compiled) and empties it
@@ -960,9 +1047,13 @@ static PyMethodDef METHODS[] = {
     {"keys", keys, METH_VARARGS,
      "keys(offsets, data, chars) -> (shapes, texts) as bytes of uint64: a hash of each text's first `chars` "
      "characters with ASCII digits left out, and one of its first 4096 characters with each ASCII digit as 0"},
-    {"group", group, METH_O,
-     "group(keys) -> (first, inverse) as bytes of int64: the first row of each distinct uint64 key, in order of "
-     "first appearance, and each row's group"},
+    {"group", group, METH_VARARGS,
+     "group(keys, small=None) -> (first, inverse) as bytes of int64: the first row of each distinct uint64 key "
+     "(with small: of each distinct pair of key and int64 small[i]), in order of first appearance, and each row's "
+     "group"},
+    {"prefixes", prefixes, METH_VARARGS,
+     "prefixes(offsets, data, rows, width) -> bytes of 0/1: whether text rows[i] opens with '[' and has no '] ' "
+     "starting in its first width - 1 bytes"},
     {"verify", verify, METH_VARARGS,
      "verify(offsets, data, rows, templates, hashes=None) -> bytes of 0/1: whether text rows[i] matches template "
      "templates[i] (with the texts' hashes from keys(), once per distinct hash for a template without digits)"},

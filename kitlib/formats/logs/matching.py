@@ -468,14 +468,10 @@ def _may_have_long_prefix(data: np.ndarray, off: np.ndarray, rows: np.ndarray) -
     """Which texts ``rows`` (their bytes ``data[off[r]:off[r + 1]]``) :func:`_long_prefix` may
     find a long prefix in: those opening with "[" and without "] " at a byte offset of at most
     ``SHAPE_CHARS // 2 - 2`` (an earlier "] " is the first one found, which ends the prefix too
-    soon). Read from the first bytes of each text only, so the few left are checked by Arrow."""
+    soon). Read from the first bytes of each text only (in C), so the few left are checked by Arrow."""
+    rows = np.ascontiguousarray(rows, np.int64)
     width = SHAPE_CHARS // 2  # bytes that hold a "] " starting at offset SHAPE_CHARS // 2 - 2
-    start, size = off[rows], off[rows + 1] - off[rows]
-    at = start[:, None] + np.arange(width)
-    inside = np.arange(width) < size[:, None]
-    b = np.where(inside, data[np.minimum(at, len(data) - 1)] if len(data) else 0, 0)
-    early = ((b[:, :-1] == ord("]")) & (b[:, 1:] == ord(" "))).any(axis=1)
-    return (b[:, 0] == ord("[")) & ~early
+    return np.frombuffer(_C.prefixes(np.ascontiguousarray(off, np.int64), data, rows, width), np.bool_)
 
 
 def _assign_arrow(logger: pa.Array, message: pa.Array) -> np.ndarray:
@@ -573,13 +569,32 @@ _NAMES: dict[str, int] = {}  # logger name -> a number, for the compiled path's 
 _TIED: list = [None, 0]
 
 
-def _mix(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """One 64-bit key from a shape hash and a small number (a logger's), mixed (numpy's uint64
-    arithmetic wraps)."""
-    h = a ^ ((b.astype(np.uint64) + np.uint64(1)) * np.uint64(0xC2B2AE3D27D4EB4F))
-    h ^= h >> np.uint64(29)
-    h *= np.uint64(0xBF58476D1CE4E5B9)
-    return h ^ (h >> np.uint64(32))
+@dataclass(frozen=True)
+class _Loggers:
+    """What the compiled path needs of a block's logger names (the last entry: a null logger)."""
+
+    glog: np.ndarray  # the catalogue's logger index, -1 for none
+    kafka: np.ndarray  # 1 for a Kafka logger (its unmatched records tried against the whole catalogue)
+    name: np.ndarray  # the name's number in _NAMES
+
+
+_LOGGERS: dict[tuple[str, ...], _Loggers] = {}  # a block's logger names -> what is read of them
+
+
+def _loggers(names: list[str]) -> _Loggers:
+    """:class:`_Loggers` of a block's logger names, worked out once per distinct list of names
+    (blocks of one log mostly share it)."""
+    key = tuple(names)
+    got = _LOGGERS.get(key)
+    if got is None:
+        p = patterns()
+        got = _Loggers(np.array([p.loggers.get(x, -1) for x in names] + [-1], np.int64),
+                       np.array([bool(KAFKA_LOGGERS.match(x)) for x in names] + [False], np.uint8),
+                       np.array([_NAMES.setdefault(x, len(_NAMES)) for x in [*names, ""]], np.uint64))  # fmt: skip
+        if len(_LOGGERS) > 1000:
+            _LOGGERS.clear()
+        _LOGGERS[key] = got
+    return got
 
 
 def _assign_compiled(logger: pa.Array, message: pa.Array) -> np.ndarray:
@@ -596,32 +611,32 @@ def _assign_compiled(logger: pa.Array, message: pa.Array) -> np.ndarray:
     same template from the steps above for as long as the memo of shapes keeps its shape: it was
     checked against its shape's template, which has no digit of its own (it cannot tell texts with
     the same hash apart), or its shape has no template and no later step matches it alone. Both
-    memos are emptied together."""
+    memos are emptied together.
+
+    A remembered text still counts for its shape's first record (the record a new shape is matched
+    on, the one not checked against the shape's template); past that, only the texts not
+    remembered (about one in seven of a block of the generated log) are worked on."""
     n = len(message)
     text = message if message.type == pa.large_string() else message.cast(pa.large_string())
     off = np.frombuffer(text.buffers()[1], np.int64)[text.offset : text.offset + n + 1]
     data = text.buffers()[2] if text.buffers()[2] is not None else b""
     valid = np.ones(n, bool) if text.null_count == 0 else text.is_valid().to_numpy(zero_copy_only=False)
     names, codes = _codes(logger)
-    p = patterns()
-    glog_of = np.array([p.loggers.get(x, -1) for x in names] + [-1], np.int64)
-    kafka_of = np.array([bool(KAFKA_LOGGERS.match(x)) for x in names] + [False], np.uint8)
-    name_of = np.array([_NAMES.setdefault(x, len(_NAMES)) for x in [*names, ""]], np.uint64)
+    lg = _loggers(names)
 
     def match_alone(rows: np.ndarray) -> np.ndarray:
         rows = np.ascontiguousarray(rows, np.int64)
         c = codes[rows]
-        got = np.frombuffer(_C.assign(off, data, rows, np.ascontiguousarray(glog_of[c]), kafka_of[c]), np.int64)
+        got = np.frombuffer(_C.assign(off, data, rows, np.ascontiguousarray(lg.glog[c]), lg.kafka[c]), np.int64)
         return np.where(valid[rows], got, -1)  # a null text matches nothing
 
     if _TIED[0] is not _MEMO or len(_MEMO) < _TIED[1]:
         _C.forget()
-    name = np.ascontiguousarray(name_of[codes])
+    name = np.ascontiguousarray(lg.name[codes])
     flags = None if valid.all() else np.ascontiguousarray(valid, np.uint8)
     raw_key, raw_text, raw_seen = _C.lookup(off, data, SHAPE_CHARS, name, flags)
     key, seen = np.frombuffer(raw_key, np.uint64), np.frombuffer(raw_seen, np.int64)
-    known = seen >= -1  # a text remembered from an earlier block
-    raw_first, raw_inv = _C.group(_mix(key, codes))
+    raw_first, raw_inv = _C.group(key, codes)
     first, inv = np.frombuffer(raw_first, np.int64), np.frombuffer(raw_inv, np.int64)
     keys = key[first].tolist()
     rep = np.fromiter(map(_MEMO.get, keys, repeat(-2)), np.int64, len(keys))  # type: ignore[call-overload]
@@ -635,45 +650,53 @@ def _assign_compiled(logger: pa.Array, message: pa.Array) -> np.ndarray:
             cleared = True
         _MEMO.update(zip([keys[i] for i in new], rep[new].tolist()))
     _TIED[:] = [_MEMO, len(_MEMO)]
-    out = rep[inv]
-    others = np.ones(n, bool)
-    others[first] = False
-    checked = np.zeros(n, bool)  # checked against its shape's template, and matched it
-    rows = np.flatnonzero(others & (out >= 0) & valid & ~known)  # a remembered text matched its template
-    bad = others & (out >= 0) & ~valid
+    # from here on only the texts not remembered (u, rows of the block), each one's answer in
+    # out[u]; a remembered text keeps what the memo gave it
+    u = np.flatnonzero(seen < -1)
+    out = seen.copy()
+    if len(u) == 0:
+        return out
+    ou = rep[inv[u]]
+    lead = np.zeros(n, bool)
+    lead[first] = True
+    is_first, valid_u, kafka_u = lead[u], valid[u], lg.kafka[codes[u]] > 0
+    checked = np.zeros(len(u), bool)  # checked against its shape's template, and matched it
+    rows = np.flatnonzero(~is_first & (ou >= 0) & valid_u)  # positions in u
+    bad = ~is_first & (ou >= 0) & ~valid_u
     if len(rows):
-        ok = np.frombuffer(_C.verify(off, data, rows, np.ascontiguousarray(out[rows]), raw_text), np.bool_)
+        ok = np.frombuffer(_C.verify(off, data, u[rows], np.ascontiguousarray(ou[rows]), raw_text), np.bool_)
         bad[rows[~ok]] = True
         checked[rows[ok]] = True
     redo = np.flatnonzero(bad)
     if len(redo):
-        out[redo] = match_alone(redo)
+        ou[redo] = match_alone(u[redo])
     # as in _assign_arrow: a Kafka logger's record its shape left without a template behind a long prefix
-    alone = np.zeros(n, bool)
-    alone[first[new]] = True
+    lead[:] = False
+    lead[first[new]] = True  # a new shape's first record, matched alone
+    alone = lead[u]
     alone[redo] = True
-    retry = np.flatnonzero(~alone & ~known & (out < 0) & valid & (kafka_of[codes] > 0))
+    retry = np.flatnonzero(~alone & (ou < 0) & valid_u & kafka_u)
     # only a text opening with "[" may have a long prefix: the others are left out by their first
     # byte before Arrow cuts and searches the rest
-    retry = retry[_may_have_long_prefix(np.frombuffer(data, np.uint8), off, retry)] if len(retry) else retry
-    retry = retry[_long_prefix(text.take(pa.array(retry)))] if len(retry) else retry
+    retry = retry[_may_have_long_prefix(np.frombuffer(data, np.uint8), off, u[retry])] if len(retry) else retry
+    retry = retry[_long_prefix(text.take(pa.array(u[retry])))] if len(retry) else retry
     if len(retry):
         texts = np.frombuffer(raw_text, np.uint64)
-        raw_one, raw_back = _C.group(_mix(texts[retry], codes[retry]))
+        raw_one, raw_back = _C.group(np.ascontiguousarray(texts[u[retry]]), np.ascontiguousarray(codes[u[retry]]))
         one, back = np.frombuffer(raw_one, np.int64), np.frombuffer(raw_back, np.int64)
-        out[retry] = match_alone(retry[one])[back]
+        ou[retry] = match_alone(u[retry[one]])[back]
     if not cleared:
         # what holds for every text with the same hash and logger while the shape is remembered:
         # its shape's template, checked (a template without digits of its own), or its shape's
         # "none" where no further step may try it alone (not a Kafka logger's); a text matched
         # alone is not kept (its own digits may pick the template)
-        late = kafka_of[codes] > 0
         alone[retry] = True
-        kept = (checked & ~_with_digits()[out]) | ((out < 0) & ~late)
-        keep = np.flatnonzero(kept & ~known & valid & ~bad & ~alone)
+        kept = (checked & ~_with_digits()[ou]) | ((ou < 0) & ~kafka_u)
+        keep = np.flatnonzero(kept & valid_u & ~bad & ~alone)
+        out[u] = ou
         if len(keep):
-            _C.remember(keep, raw_text, name, key, np.ascontiguousarray(out, np.int64))
-    out[known] = seen[known]  # (what the steps above give them; not checked again)
+            _C.remember(u[keep], raw_text, name, key, out)
+    out[u] = ou
     return out
 
 
