@@ -24,6 +24,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import shutil
 import subprocess
 import sys
@@ -44,6 +45,13 @@ def timed(cmd: list[str], env: dict | None = None) -> tuple[float, float, str]:
         raise SystemExit(f"{' '.join(cmd[:2])} failed: {r.stderr[-800:]}")
     wall, kb = r.stderr.strip().splitlines()[-1].split()
     return float(wall), int(kb) / 1024, r.stdout
+
+
+def cpu() -> float:
+    """CPU-seconds (user and system) of the children waited for so far (GNU time waits for the
+    command, and each command for its own processes)."""
+    ru = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return ru.ru_utime + ru.ru_stime
 
 
 def _children() -> dict[int, list[int]]:
@@ -140,7 +148,7 @@ def dense_bundle(work: Path, records: int) -> Path:
 
 def bench(
     name: str, slug: str, root: Path, work: Path, uncached: bool, report: bool, min_mb: float | None
-) -> list[tuple[str, float, float]]:
+) -> list[tuple[str, float, float, float]]:
     logs = sorted(str(p) for p in root.rglob("*") if p.is_file())
     size = sum(os.path.getsize(p) for p in logs)
     for p in logs:  # warm the page cache
@@ -152,27 +160,35 @@ def bench(
         env["KITLIB_CACHE_MIN_MB"] = str(min_mb)
     shutil.rmtree(env["XDG_CACHE_HOME"], ignore_errors=True)
     rows = []
+    c = cpu()
     idx = timed(["lnav", "-n", "-c", ";SELECT count(*) AS n FROM all_logs", *logs])
-    rows.append(("lnav -n, index only (count records)", idx[0], idx[1]))
+    rows.append(("lnav -n, index only (count records)", idx[0], idx[1], cpu() - c))
+    c = cpu()
     q = timed(["lnav", "-n", "-c", LNAV_QUERY, *logs])
-    rows.append(("lnav -n, open and answer one query (GROUP BY log_level)", q[0], q[1]))
-    # the first run may build the derived tables in a second process: its memory is that of
-    # all its processes together
-    wall, _, total, _, stdout = tree_run([str(KIT), "triage", str(root), "--json"], env, subprocess.PIPE)
+    rows.append(("lnav -n, open and answer one query (GROUP BY log_level)", q[0], q[1], cpu() - c))
+    # the first run ingests in a process of its own, which builds the derived tables in a second
+    # one: its memory is given both ways, the largest process and all of them together
+    c = cpu()
+    wall, largest, total, _, stdout = tree_run([str(KIT), "triage", str(root), "--json"], env, subprocess.PIPE)
     first = (wall, total, stdout)
-    rows.append(("kitlib triage, first run (ingests into the cache; RSS of all its processes)", first[0], first[1]))
+    c = cpu() - c
+    rows.append(("kitlib triage, first run (ingests into the cache; largest process)", wall, largest, c))
+    rows.append(("kitlib triage, first run (the same run; RSS of all its processes together)", wall, total, c))
+    c = cpu()
     second = timed([str(KIT), "triage", str(root), "--json"], env)
-    rows.append(("kitlib triage, second run (reads the cached store)", second[0], second[1]))
+    rows.append(("kitlib triage, second run (reads the cached store)", second[0], second[1], cpu() - c))
     found = [json.loads(first[2]), json.loads(second[2])]
     if uncached:
+        c = cpu()
         plain = timed([str(KIT), "triage", str(root), "--json", "--no-cache"], env)
-        rows.append(("kitlib triage --no-cache (in memory, as before)", plain[0], plain[1]))
+        rows.append(("kitlib triage --no-cache (in memory, as before)", plain[0], plain[1], cpu() - c))
         found.append(json.loads(plain[2]))
     if report:
         out = work / f"report-{slug}"
         shutil.rmtree(out, ignore_errors=True)
+        c = cpu()
         wall, peak, status = tree_peak([str(KIT), "report", str(root), "--out", str(out)], env)
-        rows.append((f"kitlib report (cache warm; largest process of its tree; exit {status})", wall, peak))
+        rows.append((f"kitlib report (cache warm; largest process of its tree; exit {status})", wall, peak, cpu() - c))
     entries = json.loads(subprocess.run([str(KIT), "cache", "--json"], env=env, capture_output=True, text=True).stdout)
     same = all(f == found[0] for f in found)
     lo = q
@@ -181,11 +197,11 @@ def bench(
         f"({', '.join(sorted({f['id'] for f in found[0]}))}); findings of every kitlib run the same: {same}; "
         f"cache entry {sum(e['bytes'] for e in entries) / 1e6:,.0f} MB\n"
     )
-    print("| command | wall s | MB/s | time vs lnav open+query | peak RSS MB | memory vs lnav open+query |")
-    print("|---|---|---|---|---|---|")
-    for label, wall, rss in rows:
+    print("| command | wall s | CPU-s | MB/s | time vs lnav open+query | peak RSS MB | memory vs lnav open+query |")
+    print("|---|---|---|---|---|---|---|")
+    for label, wall, rss, spent in rows:
         print(
-            f"| {label} | {wall:.2f} | {size / 1e6 / wall:,.0f} | {wall / lo[0]:.2f} | {rss:,.0f} | {rss / lo[1]:.2f} |"
+            f"| {label} | {wall:.2f} | {spent:.1f} | {size / 1e6 / wall:,.0f} | {wall / lo[0]:.2f} | {rss:,.0f} | {rss / lo[1]:.2f} |"
         )
     if not same:
         print("\nFINDINGS DIFFER between the runs above")

@@ -271,3 +271,34 @@ def test_triage_and_report_read_the_one_cached_store(tmp_path, env, kit):
     assert (tmp_path / "rep" / "triage.html").is_file()
     # the report's tables/ holds its own small files (the marker is not shared with the cache)
     assert (tmp_path / "rep" / "tables" / MARKER).stat().st_ino != (entry.path / cache.STORE / MARKER).stat().st_ino
+
+
+@pytest.mark.slow
+def test_an_ingest_apart_writes_the_store_one_process_writes_and_raises_what_it_raises(tmp_path):
+    """kitlib triage ingests a new entry in a process of its own (cache.ingest_apart): the same
+    tables as the ingest in the calling process, and the same error, by type and message."""
+    from kitlib.ingestion import store
+    from kitlib.ingestion.guard import OutputRefused
+
+    bundle = SAMPLES / "rebalance-storm"
+    here, apart = tmp_path / "here", tmp_path / "apart"
+    store.ingest(bundle, here, derive=True, writer=cache.ENTRY_WRITER)
+    cache.ingest_apart(bundle, apart, None, False)
+    tables = store.stored_tables(here)
+    assert set(store.stored_tables(apart)) == set(tables) and "group_events" in tables
+    for name, path in tables.items():  # the time each file took to read aside
+        a, b = (
+            store.read_table(p, name).drop(columns=["seconds"], errors="ignore")
+            for p in (store.stored_tables(apart)[name], path)
+        )
+        assert a.equals(b), name
+    theirs = tmp_path / "theirs"  # a folder that is not the kit's output: refused, never replaced
+    theirs.mkdir()
+    (theirs / "notes.txt").write_text("mine")
+    with pytest.raises(OutputRefused) as one:
+        store.ingest(bundle, theirs, derive=True, writer=cache.ENTRY_WRITER)
+    with pytest.raises(OutputRefused) as other:
+        cache.ingest_apart(bundle, theirs, None, False)
+    assert str(other.value) == str(one.value) and (theirs / "notes.txt").read_text() == "mine"
+    with pytest.raises(FileNotFoundError, match="bundle not found"):
+        cache.ingest_apart(tmp_path / "gone", tmp_path / "out", None, False)

@@ -43,12 +43,15 @@ def _cmd_triage(args) -> int:
         return kept.exit
     from kitlib.bundle import load_bundle
     from kitlib.findings import triage, triage_text
+    from kitlib.ingestion import cache
     from kitlib.summary import summary_text
 
-    # a first run on a big bundle shows its progress on a terminal, never with --json
-    b = load_bundle(
-        args.bundle, tz=args.tz, progress=False if args.json else None, cache=False if args.no_cache else None
-    )
+    # a first run on a big bundle shows its progress on a terminal, never with --json; it ingests
+    # in a process of its own, whose memory goes with it
+    with cache.ingests_apart():
+        b = load_bundle(
+            args.bundle, tz=args.tz, progress=False if args.json else None, cache=False if args.no_cache else None
+        )
     nothing = b.summary.nothing_read()
     if nothing:
         raise ValueError(

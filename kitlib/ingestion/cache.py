@@ -27,6 +27,7 @@ Example:
 
 from __future__ import annotations
 
+import builtins
 import contextlib
 import hashlib
 import json
@@ -48,6 +49,22 @@ ENTRY = "entry.json"
 STORE = "store"
 # bumped when what an entry holds changes shape, so that a kit never reads an older kit's entries
 LAYOUT = 1
+# whether a new entry is ingested in a process of its own (ingest_apart): only within
+# ingests_apart(), which a command that reads the new store right after (kitlib triage) uses, so
+# that none of the ingest's memory stays with it; in a notebook's kernel or a script the ingest
+# runs in the calling process (its bar a widget there)
+APART = False
+
+
+@contextlib.contextmanager
+def ingests_apart() -> Iterator[None]:
+    """Within this block, a new cache entry is ingested in a process of its own."""
+    global APART
+    was, APART = APART, True
+    try:
+        yield
+    finally:
+        APART = was
 
 
 def cache_root() -> Path:
@@ -407,7 +424,10 @@ def cached_store(
             # the ingest's own bar: on a terminal (as shown here), else as it decides (a Jupyter
             # kernel's widget for a big bundle), never when progress is False or under CI
             bar = True if show else (False if progress is False or quiet() else None)
-            ingest(p, tmp / STORE, tz=tz, progress=bar, derive=True, writer=ENTRY_WRITER)
+            if APART:
+                ingest_apart(p, tmp / STORE, tz, bar)
+            else:
+                ingest(p, tmp / STORE, tz=tz, progress=bar, derive=True, writer=ENTRY_WRITER)
             info = {"bundle": str(p.resolve()), "input_bytes": total, "files": len(files), "created": time.time()}
             (tmp / ENTRY).write_text(json.dumps(info) + "\n", encoding="utf-8")
             os.rename(tmp, folder)
@@ -418,6 +438,64 @@ def cached_store(
         _stage(show, f"cached in {took:.1f} s ({total / 2**20 / max(took, 1e-9):,.0f} MiB/s); the next run reuses it")
     evict(keep=folder, root=root)
     return store
+
+
+def ingest_apart(path: Path, out: Path, tz, progress: bool | None) -> None:
+    """:func:`kitlib.ingestion.store.ingest` of ``path`` into ``out`` (derived tables built) in a
+    process of its own, waited for: the ingest's memory (its peak, and what the allocators keep
+    after it) is that process's and goes with it, so the command that asked for the entry reads
+    the new store with none of it held. What the ingest raises is raised here, by the same name
+    and message; its bar and warnings go to this process's stderr."""
+    import subprocess
+
+    err = out.parent / ".ingest.err"
+    # the folder this kitlib is imported from, first (before the working folder), so the process
+    # runs the same code
+    here = str(Path(__file__).resolve().parents[2])
+    run = f"import sys; sys.path.insert(0, {here!r}); from kitlib.ingestion.cache import _ingest_main; _ingest_main()"
+    job = json.dumps({"path": str(path), "out": str(out), "tz": tz, "progress": progress, "err": str(err)})
+    proc = subprocess.Popen([sys.executable, "-c", run, job], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL)
+    try:
+        code = proc.wait()
+    except BaseException:  # interrupted: the process goes too (a Ctrl-C reached it as well)
+        proc.kill()
+        proc.wait()
+        raise
+    if code == 0:
+        return
+    said = None
+    with contextlib.suppress(OSError, ValueError):
+        said = json.loads(err.read_text(encoding="utf-8"))
+    if not isinstance(said, dict) or not isinstance(said.get("type"), str):
+        raise RuntimeError(f"the ingest into the cache stopped (exit status {code})")
+    name, message = said["type"], str(said.get("message", ""))
+    if name == "KeyboardInterrupt":
+        raise KeyboardInterrupt
+    known = {"OutputRefused": OutputRefused, "MemoryError": MemoryError}
+    kind = known.get(name) or getattr(builtins, name, None)
+    if not (isinstance(kind, type) and issubclass(kind, Exception)):
+        kind = type(name, (RuntimeError,), {})  # said by its own name, as in one process
+    raise kind(message)
+
+
+def _ingest_main() -> None:
+    """The process :func:`ingest_apart` starts: one ingest, its error (type and message) written
+    to the file it was given."""
+    from kitlib.ingestion.store import ingest
+    from kitlib.terminal import VisibleStream
+
+    job = json.loads(sys.argv[1])
+    sys.stderr = VisibleStream(sys.stderr)  # warnings shown as the command shows its own
+    try:
+        ingest(job["path"], job["out"], tz=job["tz"], progress=job["progress"], derive=True, writer=ENTRY_WRITER)
+    except BaseException as e:  # noqa: BLE001 - handed back to the command, which says it
+        if os.environ.get("KITLIB_DEBUG"):
+            import traceback
+
+            traceback.print_exc()
+        with contextlib.suppress(OSError):
+            Path(job["err"]).write_text(json.dumps({"type": type(e).__name__, "message": str(e)}), encoding="utf-8")
+        sys.exit(1)
 
 
 def link_store(store: Path, out: Path) -> None:
