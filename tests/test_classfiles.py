@@ -11,7 +11,7 @@ import zipfile
 
 import pytest
 
-from kitlib.formats.logs import classfiles, matching
+from kitlib.formats.logs import classfiles, lineage
 from kitlib.formats.logs import statements as st
 
 pytestmark = pytest.mark.skipif(shutil.which("javac") is None, reason="needs a JDK's javac")
@@ -133,7 +133,7 @@ class Partition extends Logging {
     st.save(cat, tmp_path / "s.json.gz")
     assert st.load(tmp_path / "s.json.gz").releases[-1] == "4.0.0"
     # a 4.x rewording takes the id of the sentence it replaced; other sentences keep their own
-    fam = matching.lineage(cat)
+    fam = lineage.lineage(cat)
     reworded = by[("kafka.cluster.Partition", "Shrinking ISR from {} to {} in the new words")]
     assert reworded.releases == ("4.0.0",) and fam[reworded.id] == gone.id
     other = by[("kafka.cluster.Partition", "Constant sentence of the partition")]
@@ -162,8 +162,8 @@ def test_links_found_at_class_file_releases_never_join_two_lineages_of_the_sourc
     ]
     releases = ["3.8.0", "3.9.0", "trunk", "4.0.0", "4.1.0"]
     # read from source alone, the two would be one lineage (the older id names both)
-    fam = matching.lineage(st.Catalogue(releases, statements, {}))
+    fam = lineage.lineage(st.Catalogue(releases, statements, {}))
     assert fam[st.template_id(old)] == fam[st.template_id(moved)] == st.template_id(moved)
     # with 4.0.0 and 4.1.0 from class files, both keep the ids the source gave them
-    fam = matching.lineage(st.Catalogue(releases, statements, {"class_files": {"4.0.0": [], "4.1.0": []}}))
+    fam = lineage.lineage(st.Catalogue(releases, statements, {"class_files": {"4.0.0": [], "4.1.0": []}}))
     assert fam[st.template_id(old)] == st.template_id(old) and fam[st.template_id(moved)] == st.template_id(moved)

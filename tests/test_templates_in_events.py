@@ -13,7 +13,7 @@ import pyarrow.parquet as pq
 import pytest
 
 import kitlib
-from kitlib.formats.logs import matching
+from kitlib.formats.logs import lineage, matching
 from kitlib.formats.logs import statements as st
 from kitlib.ingestion.store import ingest
 
@@ -65,7 +65,7 @@ def test_one_isr_shrink_id_for_0_10_2_x_and_3_9(three_eras):
     cat = st.load()
     wordings = [s for s in cat.statements if s.logger == "kafka.cluster.Partition" and "Shrinking ISR" in s.template]
     assert {s.first for s in wordings} >= {"0.8.0", "0.11.0.0", "2.2.0"}
-    fam = matching.lineage(cat)
+    fam = lineage.lineage(cat)
     assert {fam[s.id] for s in wordings} == ids
     # a base class's statement under its subclass's logger is found through the whole catalogue;
     # an application's line keeps no id

@@ -12,7 +12,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from kitlib.formats.logs import matching
+from kitlib.formats.logs import lineage as lineages
 from kitlib.formats.logs import statements as st
 
 # a token holding a digit, a path, a dotted host name: the variable parts of a line
@@ -65,7 +65,7 @@ def catalogue_text() -> dict[str, Text]:
     A wording read from Kafka's source comes before one read only from class files, whose slots
     are typed by the words around them alone (``{any}`` where the source says ``{topic}``)."""
     cat = st.load()
-    fam = matching.lineage(cat)
+    fam = lineages.lineage(cat)
     pos = {r: i for i, r in enumerate(cat.releases)}
     out: dict[str, tuple[tuple[bool, int], Text]] = {}
     first: dict[str, int] = {}

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from kitlib.formats.logs import matching
+from kitlib.formats.logs import lineage as lineages
 from kitlib.formats.logs import statements as st
 
 # Kafka's own lifecycle statements (logger and wording, every release's: 0.8's "Started", 0.8.1 to
@@ -67,7 +67,7 @@ def statement_ids(pattern: str) -> list[str]:
         import re
 
         cat = st.load()
-        fam = matching.lineage(cat)
+        fam = lineages.lineage(cat)
         rx = re.compile(pattern)
         _IDS[pattern] = sorted({fam[s.id] for s in cat.statements if rx.search(s.typed())})
     return _IDS[pattern]

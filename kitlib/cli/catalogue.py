@@ -93,7 +93,7 @@ def _cmd_findings(args) -> int:
 
 def _cmd_templates(args) -> int:
     from kitlib.formats.logs import statements
-    from kitlib.formats.logs.matching import lineage
+    from kitlib.formats.logs.lineage import lineage
 
     cat = statements.load()
     found = statements.select(cat.statements, logger=args.logger, grep=args.grep)

@@ -22,7 +22,7 @@ all without Arrow regexes; the tests hold it equal to the Arrow path, record for
 of the same logger and level brings one that starts with the same words and holds (nearly) all
 of the other's words, the two are one lineage, named by the oldest template's id. So Kafka
 0.10's ``Shrinking ISR for partition [{},{}] from {} to {}`` and 3.9's ``Shrinking ISR from {}
-to {}. Leader: (...)`` carry the same id; :func:`lineage` gives the mapping.
+to {}. Leader: (...)`` carry the same id; :func:`kitlib.formats.logs.lineage.lineage` gives the mapping.
 
 Example:
     >>> import pyarrow as pa
@@ -49,6 +49,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from kitlib.formats.logs import lineage as lin
 from kitlib.formats.logs import statements as st
 
 try:  # the compiled matcher (_match.c, built by setup.py where a C compiler is found)
@@ -64,7 +65,6 @@ MATCH_CHARS = 4096
 _PREFIX = r"^(?:[^\n]*?[\]:,)>] )?"
 _END = r"\s*(?:\n|$)"
 _SPECIAL = set("\\.^$|?*+()[]{}")
-_WORD = re.compile(r"[A-Za-z][A-Za-z0-9]*")
 _TOKEN = re.compile(r"[^A-Za-z0-9]+")
 _BLANKS = re.compile(r"\s+")
 # characters of a record searched for key words (a logIdent prefix and the first sentence)
@@ -103,70 +103,6 @@ def template_regex(template: str, capture: bool = False) -> str:
     return "(?s)" + _PREFIX + body + _END
 
 
-def _words(template: str) -> list[str]:
-    return _WORD.findall(template.replace("{}", " "))
-
-
-def lineage(cat: st.Catalogue) -> dict[str, str]:
-    """Statement id -> lineage id (the id of the oldest template of its lineage).
-
-    Releases read from class files (listed after those read from source, see
-    :func:`statements.extend`) only add to this: a statement's lineage at the last release it has
-    from source is decided as if they were not there, and a link at a later release never joins
-    two lineages that were apart without them (so no id of the source's catalogue changes)."""
-    pos = {r: i for i, r in enumerate(cat.releases)}
-    jars = set((cat.notes or {}).get("class_files") or ())
-    boundary = max((i for i, r in enumerate(cat.releases) if r not in jars), default=-1)
-    parent: dict[str, str] = {}
-    first: dict[str, int] = {}
-    for s in cat.statements:
-        if s.releases:
-            first[s.id] = min(first.get(s.id, 1 << 30), pos[s.releases[0]])
-
-    def root(x: str) -> str:
-        while parent.get(x, x) != x:
-            x = parent[x]
-        return x
-
-    groups: dict[tuple[str, str], list[st.Statement]] = {}
-    for s in cat.statements:
-        if s.releases:
-            groups.setdefault((s.logger, s.level), []).append(s)
-    for late in (False, True):  # the source's links first, then the class files' ones
-        for grp in groups.values():
-            _link(grp, pos, boundary, late, first, parent, root)
-    return {s.id: root(s.id) for s in cat.statements}
-
-
-def _link(grp: list[st.Statement], pos: dict[str, int], boundary: int, late: bool, first: dict[str, int],
-          parent: dict[str, str], root) -> None:  # fmt: skip
-    """Join each statement of one logger and level to its successor's lineage (see :func:`lineage`)."""
-    starts: dict[int, list[st.Statement]] = {}
-    for s in grp:
-        starts.setdefault(pos[s.releases[0]], []).append(s)
-    for p in grp:
-        idx = [pos[r] for r in p.releases]
-        last = max(idx) if late else max((i for i in idx if i <= boundary), default=-1)
-        nxt = last + 1
-        if last < 0 or (nxt > boundary) != late or nxt >= len(pos) or not starts.get(nxt):
-            continue
-        pw = _words(p.template)
-        best, score = None, 0.0
-        for s in starts[nxt]:
-            sw = _words(s.template)
-            if s.id == p.id or min(len(pw), len(sw)) < 2 or pw[:2] != sw[:2]:
-                continue
-            a, b = set(pw), set(sw)
-            ov = len(a & b) / min(len(a), len(b))
-            if ov >= 0.75 and ov + len(a & b) / len(a | b) > score:
-                best, score = s, ov + len(a & b) / len(a | b)
-        if best is not None:
-            ra, rb = root(p.id), root(best.id)
-            if ra != rb and not (late and first.get(ra, 0) <= boundary and first.get(rb, 0) <= boundary):
-                keep, drop = sorted((ra, rb), key=lambda x: (first.get(x, 0), x))
-                parent[drop] = keep
-
-
 def _key_words(template: str) -> list[str]:
     """The words of a template that a record shows as whole words (not glued to a slot's value)."""
     pieces = template.split("{}")
@@ -198,7 +134,7 @@ class Patterns:
 def _compile() -> Patterns:
     """The shipped catalogue compiled for matching (about a second: its lineages and key words)."""
     cat = st.load()
-    fam = lineage(cat)
+    fam = lin.lineage(cat)
     texts = sorted({s.template for s in cat.statements if _key_words(s.template)},
                    key=lambda t: (-len(t.replace("{}", "")), t))  # fmt: skip
     index = {t: i for i, t in enumerate(texts)}
@@ -230,8 +166,8 @@ def _compile() -> Patterns:
 def cache_file() -> Path:
     """Where the compiled catalogue is kept between processes: ``$KITLIB_CACHE_DIR``, else
     ``$XDG_CACHE_HOME/kitlib`` (an absolute one), else ``~/.cache/kitlib``, in ``statements/``,
-    named by a hash of the catalogue file and of this module's code (either changing makes a new
-    one)."""
+    named by a hash of the catalogue file and of the code of this module and of :mod:`lineage
+    <kitlib.formats.logs.lineage>` (any of them changing makes a new one)."""
     own = os.environ.get("KITLIB_CACHE_DIR")
     xdg = os.environ.get("XDG_CACHE_HOME", "")
     if own:
@@ -240,6 +176,7 @@ def cache_file() -> Path:
         root = (Path(xdg) if xdg and os.path.isabs(xdg) else Path.home() / ".cache") / "kitlib"
     h = hashlib.sha256(st.DATA_FILE.read_bytes())
     h.update(Path(__file__).read_bytes())
+    h.update(Path(lin.__file__).read_bytes())
     return root / "statements" / f"patterns-{h.hexdigest()[:24]}.json"
 
 
