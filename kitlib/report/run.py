@@ -16,7 +16,7 @@ from kitlib.redact import redact_text
 from kitlib.report.catalog import Notebook, default_bundle, notebook_dir, notebooks
 from kitlib.report.jobs import EXEC_TIMEOUT, default_jobs
 from kitlib.report.pages import PageContext, page_html, render
-from kitlib.report.summary import summary_view
+from kitlib.report.summary import changes_for, summary_view
 
 if TYPE_CHECKING:  # pragma: no cover
     from kitlib.findings import Triage
@@ -99,32 +99,12 @@ def prepare(
             chosen.append(n)
     summary = bundle.summary
     del bundle  # the summary page reads its cited lines and the store again
+    release_memory()  # what the detectors freed, before the comparison reads the store
     changes = changes_for(tables, pinned, result.findings)
     release_memory()  # what the ingest, the detectors and the comparison held, while the notebooks run
     plan = BundleReport(bundle_path, out, tables, summary, result, chosen, nb_dir, t0, pinned=pinned, changes=changes)
     plan.handed = hand_on(plan, tz)
     return plan
-
-
-def changes_for(tables: Path, pinned: dict, findings) -> Any:
-    """The summary page's "what else changed" block (:mod:`kitlib.display.changes`), on the whole
-    stored bundle (its pinned hosts, when a view pins them): the pinned view's window when there is
-    one, else the findings' span, else the span found. A comparison that fails gives a line saying
-    so: the block must not take the summary page down."""
-    import kitlib
-    from kitlib.display import esc
-    from kitlib.display.changes import changes_block
-    from kitlib.display.markup import HTML
-    from kitlib.params import as_list
-
-    try:
-        whole = kitlib.load(tables)
-        if pinned.get("HOSTS"):
-            whole = kitlib.window(whole, None, None, as_list(pinned["HOSTS"]))
-        return changes_block(whole, findings, pinned.get("START"), pinned.get("END"), heading=None)
-    except Exception as e:  # noqa: BLE001
-        text = f"The changes in the window could not be compared: {type(e).__name__}: {e}"
-        return HTML(f"<p class='kit-muted'>{esc(text)}</p>", text)
 
 
 def hand_on(plan: BundleReport, tz: str | None) -> Path | None:

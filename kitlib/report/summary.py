@@ -5,6 +5,7 @@ severity with their fix, and an evidence appendix quoting the cited lines (:mod:
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from kitlib.findings import Severity
 from kitlib.report.evidence import cited_lines, line_number
@@ -137,9 +138,28 @@ def _changes_html(plan, findings) -> str:
     tables = getattr(plan, "tables", None)
     if tables is None or not Path(tables).is_dir():
         return ""
-    from kitlib.report.run import changes_for
-
     return changes_for(Path(tables), getattr(plan, "pinned", None) or {}, findings).html
+
+
+def changes_for(tables: Path, pinned: dict, findings) -> Any:
+    """The summary page's "what else changed" block (:mod:`kitlib.display.changes`), on the whole
+    stored bundle (its pinned hosts, when a view pins them): the pinned view's window when there is
+    one, else the findings' span, else the span found. A comparison that fails gives a line saying
+    so: the block must not take the summary page down."""
+    import kitlib
+    from kitlib.display import esc
+    from kitlib.display.changes import changes_block
+    from kitlib.display.markup import HTML
+    from kitlib.params import as_list
+
+    try:
+        whole = kitlib.load(tables)
+        if pinned.get("HOSTS"):
+            whole = kitlib.window(whole, None, None, as_list(pinned["HOSTS"]))
+        return changes_block(whole, findings, pinned.get("START"), pinned.get("END"), heading=None)
+    except Exception as e:  # noqa: BLE001
+        text = f"The changes in the window could not be compared: {type(e).__name__}: {e}"
+        return HTML(f"<p class='kit-muted'>{esc(text)}</p>", text)
 
 
 def _short_ts(ts) -> str:
