@@ -345,7 +345,7 @@ def secrets_chunks(root: Path) -> None:
     """Records that cross the readers' internal boundaries: a PEM private key block across line
     100,000 of a text file (the unparsed table is built 100,000 lines at a time), a key at the end
     of the second piece with its value on the first line of the third, and a PEM block in a log
-    record just past the 6 MiB block size of the log4j reader. Body lines are short, so only the
+    record just past the log4j reader's block size (CHUNK). Body lines are short, so only the
     BEGIN ... END state can mask them (not the rule for long base64 lines)."""
     from kitlib.formats import unknown_lines
     from kitlib.sources import CHUNK
