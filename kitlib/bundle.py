@@ -29,6 +29,7 @@ from kitlib.ingestion.derive import DerivedTables
 from kitlib.ingestion.pipeline import run
 from kitlib.ingestion.store import (
     count_rows,
+    duckdb_connection,
     host_partitioning,
     ingest,
     is_store,
@@ -213,9 +214,7 @@ class Bundle:
         bundle's window is not applied (add a ``where`` on ``ts``/``host``)."""
         if self.store is None:
             raise ValueError("sql() needs a bundle opened on a `kitlib ingest` output (kitlib.load(DIR))")
-        import duckdb
-
-        con = duckdb.connect()
+        con = duckdb_connection()
         for name, path in stored_tables(self.store).items():
             if self.deferred(name):
                 continue

@@ -187,3 +187,49 @@ def test_the_changes_of_some_loggers_only(isr):
     declared = kitlib.registry.investigation("cluster_health").loggers
     assert all(any(lg == d or lg.startswith((d + ".", d + "$")) for d in declared) for lg in health.overall["logger"])
     assert ch.changes(isr, ISR_WINDOW, investigation="compaction").overall.empty
+
+
+def _burst_log(root: Path, burst: int) -> None:
+    """An hour of producer snapshots, one a second, then ``burst`` ISR shrinks of long topic names
+    four milliseconds apart (synthetic, in Kafka 3.9's wording)."""
+    (root / "broker-1").mkdir(parents=True)
+    t0 = pd.Timestamp("2026-11-23T11:00:00")
+    quiet = (t0 + pd.to_timedelta(np.arange(3600), unit="s")).strftime("%Y-%m-%d %H:%M:%S,000")
+    busy = (t0 + pd.Timedelta("1h") + pd.to_timedelta(np.arange(burst) * 4, unit="ms")).strftime("%Y-%m-%d %H:%M:%S,%f")
+    topic = "payments-settlement-ledger-" + "x" * 200
+    with open(root / "broker-1" / "server.log", "w") as fh:
+        fh.writelines(
+            f"[{t}] INFO [ProducerStateManager partition={topic}-{i % 12}] Wrote producer snapshot at offset "
+            f"{i * 7} with 0 producer ids in 1 ms. (kafka.log.ProducerStateManager)\n"
+            for i, t in enumerate(quiet)
+        )
+        fh.writelines(
+            f"[{t[:-3]}] INFO [Partition {topic}-{i % 500} broker=1] Shrinking ISR from 1,2,3 to 1. Leader: "
+            f"(highWatermark: {i}, endOffset: {i + 9}). Out of sync replicas: (brokerId: 2, endOffset: {i}, "
+            f"lastCaughtUpTimeMs: {1763895600000 + i}). (kafka.cluster.Partition)\n"
+            for i, t in enumerate(busy)
+        )
+
+
+@pytest.mark.slow
+def test_a_change_of_many_long_records_stays_within_duckdbs_bound(tmp_path, monkeypatch, capfd):
+    """A change's example lines and slot values are picked by time and place before any message is
+    read: 150,000 ISR shrinks of 330-byte lines in the window are compared within a 64 MB bound
+    (ranking them with a window function over their messages ran out of it), and DuckDB prints
+    no progress bar into the command's JSON."""
+    _burst_log(tmp_path / "b", 150_000)
+    kitlib.ingest(tmp_path / "b", tmp_path / "out", progress=False)
+    monkeypatch.setattr(ch, "DUCKDB_MEMORY", "64MB")
+    res = ch.changes(kitlib.load(tmp_path / "out"), "2026-11-23T12:00..2026-11-23T12:11")
+    shrink = res.overall.iloc[0]
+    assert (shrink["kind"], shrink["window"], shrink["baseline"]) == ("new", 150_000, 0)
+    assert shrink["template"].startswith("Shrinking ISR")
+    # the first two records of the burst, in time order
+    assert [e.split(":", 2)[1] for e in shrink["examples"]] == ["3601", "3602"]
+    assert shrink["examples"][0].startswith("broker-1/server.log:3601: [Partition payments-settlement-ledger-")
+    gone = res.overall.iloc[1]
+    assert (gone["kind"], gone["window"], gone["baseline"]) == ("gone", 0, 3600)
+    capfd.readouterr()
+    assert main(["changes", str(tmp_path / "out"), "--window", "2026-11-23T12:00..2026-11-23T12:11", "--json"]) == 0
+    doc = json.loads(capfd.readouterr().out)
+    assert doc["changes"][0]["window"] == 150_000

@@ -48,7 +48,7 @@ from kitlib.changes.lifecycle import mark_steps, step_context
 from kitlib.changes.scan import find_window_sql
 from kitlib.changes.stats import EXACT_BELOW, beyond_chance, chi2_isf, chi2_sf, g_statistic
 from kitlib.formats.logs import matching
-from kitlib.ingestion.store import host_partitioning, stored_tables
+from kitlib.ingestion.store import duckdb_connection, host_partitioning, stored_tables
 from kitlib.window import utc
 
 ALPHA = 0.01
@@ -161,10 +161,8 @@ def _connect(bundle: Bundle, loggers: list[str] | None = None, lifecycle: bool =
     import tempfile
     import weakref
 
-    import duckdb
-
     spill = tempfile.mkdtemp(prefix="kitlib-changes-")
-    con = duckdb.connect(config={"memory_limit": DUCKDB_MEMORY, "temp_directory": spill})
+    con = duckdb_connection(memory_limit=DUCKDB_MEMORY, temp_directory=spill)
     weakref.finalize(con, shutil.rmtree, spill, True)
     con.execute("set preserve_insertion_order = false")
     if bundle.lazy("events"):
@@ -378,10 +376,13 @@ def _rows(con, in_w: str, in_b: str, names, sig, a, b, g, ah, bh, hnames, share)
         f"select key, logger, level, count(*) as n, min(t) as lo, max(t) as hi from {rel} join wanted using (key) "
         f"where {side} group by all"
     ).df()
+    # the first records of each change picked by (time, place) alone, then their lines read by place:
+    # a window function over the messages of a change with millions of records does not fit DuckDB's bound
     ex = con.sql(
-        f"select key, file, line, message from (select key, file, line, message, t, ord, "
-        f"row_number() over (partition by key order by t, ord) as r from {rel} join wanted using (key) where {side}) "
-        f"where r <= {EXAMPLES} order by key, r"
+        f"with firsts as (select key as fk, unnest(min({{'t': t, 'o': ord}}, {EXAMPLES})) as f "
+        f"from {rel} join wanted using (key) where {side} group by key) "
+        f"select key, file, line, message from {rel} r join firsts on r.ord = firsts.f.o and r.key = firsts.fk "
+        f"order by key, firsts.f.t, firsts.f.o"
     ).to_arrow_table()
     ex_text = pc.utf8_slice_codeunits(
         pc.replace_substring_regex(plain(ex.column("message")), r"\n[\s\S]*", ""), 0, 200
@@ -390,9 +391,9 @@ def _rows(con, in_w: str, in_b: str, names, sig, a, b, g, ah, bh, hnames, share)
     ex_file, ex_line = ex.column("file").to_pylist(), ex.column("line").to_pylist()
     # the slot values: the first records of each changed template, on both sides
     vals = con.sql(
-        f"select key, logger, message, {in_w} as w from (select key, logger, message, t, ord, "
-        f"row_number() over (partition by key order by ord) as r from evt join wanted using (key) "
-        f"where t > 0 and ({in_w} or {in_b}) and starts_with(key, 't:')) where r <= {VALUE_ROWS} order by key, ord"
+        f"with firsts as (select unnest(min(ord, {VALUE_ROWS})) as fo from evt join wanted using (key) "
+        f"where t > 0 and ({in_w} or {in_b}) and starts_with(key, 't:') group by key) "
+        f"select key, logger, message, {in_w} as w from evt join firsts on evt.ord = firsts.fo order by key, ord"
     ).to_arrow_table()
     vkey = np.asarray(plain(vals.column("key")).to_pylist(), dtype=object)
     out = []

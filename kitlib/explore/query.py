@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 import pandas as pd
 
 from kitlib.display.markup import HTML, esc
+from kitlib.ingestion.store import duckdb_connection
 from kitlib.redact import redact_text
 from kitlib.window import Window, sql_values
 
@@ -167,9 +168,7 @@ def run_sql(bundle, query: str, events=None) -> pd.DataFrame:
     ``events`` (a frame or Arrow table: some of the stored events) when given."""
     if events is None and bundle.lazy("events"):
         return bundle.sql(query)
-    import duckdb
-
-    con = duckdb.connect()
+    con = duckdb_connection()
     try:
         con.register("events", bundle.table("events") if events is None else events)
         return con.execute(query).df()

@@ -80,6 +80,17 @@ def stored_tables(out: Path) -> dict[str, Path]:
     return found
 
 
+def duckdb_connection(**config):
+    """A DuckDB connection for the kit's questions over its tables: ``config`` as DuckDB's settings
+    (a memory bound, a spill folder), and never a progress bar, which DuckDB otherwise prints on
+    stdout once a query runs for two seconds (into ``--json`` output and the notebooks' cells)."""
+    import duckdb
+
+    con = duckdb.connect(config=config)
+    con.execute("set enable_progress_bar = false")
+    return con
+
+
 def host_partitioning(path: Path):
     """How the stored table at ``path`` is opened with ``pyarrow.dataset``: a folder written by a
     Dask ingest (``<table>/host=<host>/part-*.parquet``) keeps the host only in its partition
