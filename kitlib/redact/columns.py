@@ -14,7 +14,7 @@ import pyarrow.compute as pc
 from kitlib.redact.keys import SECRET_WORDS, harmless, is_secret_key
 from kitlib.redact.lines import redact_lines
 from kitlib.redact.rules import PREFILTER
-from kitlib.redact.text import REDACTED, redact_text
+from kitlib.redact.text import REDACTED, redact_text, redact_texts
 
 
 def redact_array(arr: pa.Array | pa.ChunkedArray, lines: bool = False):
@@ -56,8 +56,9 @@ def redact_flagged(arr: pa.Array, idx: np.ndarray) -> pa.Array:
     Returns ``arr`` itself when nothing changed."""
     if not len(idx):
         return arr
-    old = arr.take(pa.array(idx)).to_pylist()
-    new = [redact_text(v) if v is not None else None for v in old]
+    taken = arr.take(pa.array(idx))
+    old = taken.to_pylist()
+    new = redact_texts(taken)
     if old == new:
         return arr
     mask = np.zeros(len(arr), bool)

@@ -1,13 +1,19 @@
 """Applying the rules to one text (:func:`redact_text`), to one config value under its key
 (:func:`redact_value`) and to one log message (:func:`redact_message`): the secret part of each
-match becomes :data:`REDACTED`, quotes and newlines kept, so a redacted text has the same lines.
+match becomes :data:`REDACTED`, quotes and newlines kept, so a redacted text has the same lines;
+and to many texts at once (:func:`redact_texts`, same result, RE2 passes sparing most texts most
+rules).
 """
 
 from __future__ import annotations
 
 import re
 
-from kitlib.redact.keys import harmless, is_secret_key, names_an_api
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from kitlib.redact.keys import SECRET_WORDS, harmless, is_secret_key, names_an_api
 from kitlib.redact.rules import PREFILTER, RULES, Rule
 
 # what the secret part of a match becomes
@@ -15,6 +21,23 @@ REDACTED = "[redacted]"
 # the pre-check of one text: PREFILTER in Python's re, its case and line flags over the whole
 # expression (so it matches all PREFILTER matches, and a few more)
 _PREFILTER_PY = re.compile(PREFILTER.replace("(?m:", "(?:").replace("(?i:", "(?:"), re.I | re.M)
+# the same pre-check in RE2, for many texts at once: on a plain text (printable ASCII, blanks, tabs
+# and line breaks) it matches exactly where the one above does (beyond that, Python's case folding
+# and \s reach further: \s holds \v and \x1c-\x1f, RE2's does not)
+_PREFILTER_RE2 = "(?im)" + PREFILTER.replace("(?m:", "(?:").replace("(?i:", "(?:")
+_NOT_PLAIN = r"[^\t\n\r\x20-\x7e]"
+# quick RE2 tests of the rules tried on most flagged texts: on a plain text, each
+# matches wherever its rule can change the text (a secret's word in the key the rule needs,
+# followed by what the rule needs after that key; or the shape the rule masks), so a text it
+# does not match is spared the rule's Python pattern (key-value's costs some 150 us a line)
+_WORD = rf"(?:{SECRET_WORDS}|user_)"
+_GATES = {
+    "key-value": rf"(?i){_WORD}[A-Za-z0-9_.\-]*(?:\\?[\"'])?[ \t]*[=:]",
+    "key-blank-value": rf"(?i){_WORD}[a-z0-9_.\-]*[ \t]",
+    "command-option": rf"(?i)-[A-Za-z0-9._\-]*{_WORD}[A-Za-z0-9._\-]*[ \t]",
+    "aws-access-key-id": r"(?:AKIA|ASIA|ABIA|ACCA)[0-9A-Z]{16}",
+    "base64-key-line": r"(?m)^[ \t]*[A-Za-z0-9+/]{40}",
+}
 
 
 def _mask_value(value: str) -> str:
@@ -63,12 +86,57 @@ def redact_text(text: str) -> str:
     """
     if not isinstance(text, str) or not _PREFILTER_PY.search(text):
         return text
+    return _apply_rules(text, ())
+
+
+def _apply_rules(text: str, spared: tuple[str, ...]) -> str:
+    """``text`` through every rule in turn, the rules named in ``spared`` left out as long as the
+    text has not changed (their quick test was made on the text as it came)."""
     low = text.lower()
     for rule in RULES:
         if rule.needs and not any(w in low for w in rule.needs):
             continue
-        text = _sub_rule(rule, text)  # (masking only takes words away: ``low`` may stay as it was)
+        if spared and rule.name in spared:
+            continue
+        new = _sub_rule(rule, text)  # (masking only takes words away: ``low`` may stay as it was)
+        if spared and new != text:
+            spared = ()
+        text = new
     return text
+
+
+def redact_texts(arr: pa.Array) -> list:
+    """The values of a string Arrow array (None for nulls), each as :func:`redact_text` makes it,
+    in fewer Python steps: the pre-check and the quick tests of :data:`_GATES` run as RE2 passes
+    over all the values, so a plain text goes only through the rules that may change it (any
+    other text goes through :func:`redact_text` itself).
+
+    Example:
+        >>> redact_texts(pa.array(["login failed: bad password", "password=x1", None]))
+        ['login failed: bad password', 'password=[redacted]', None]
+    """
+    old = arr.to_pylist()
+    if not old:
+        return old
+    plain = ~_bools(pc.match_substring_regex(arr, _NOT_PLAIN)) & _bools(pc.is_valid(arr))
+    pre = _bools(pc.match_substring_regex(arr, _PREFILTER_RE2))
+    out = list(old)
+    for i in np.flatnonzero(~plain).tolist():
+        out[i] = redact_text(old[i])
+    idx = np.flatnonzero(plain & pre)
+    if not len(idx):
+        return out
+    sub = arr.take(pa.array(idx))
+    names = list(_GATES)
+    passed = np.stack([_bools(pc.match_substring_regex(sub, _GATES[n])) for n in names], axis=1)
+    for j, i in enumerate(idx.tolist()):
+        row = passed[j]
+        out[i] = _apply_rules(old[i], tuple(n for n, ok in zip(names, row) if not ok))
+    return out
+
+
+def _bools(a) -> np.ndarray:
+    return np.asarray(pc.fill_null(a, False).to_numpy(zero_copy_only=False), bool)
 
 
 def redact_value(key: str, value) -> str:
