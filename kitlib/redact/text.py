@@ -129,7 +129,9 @@ def redact_texts(arr: pa.Array) -> list:
         may[:, k] = need[:, k]
         if rule.name in _GATES:
             may[:, k] &= _bools(pc.match_substring_regex(sub, _GATES[rule.name]))
-    for j, i in enumerate(idx.tolist()):
+    # a text no rule may change stays as it came
+    for j in np.flatnonzero(may.any(axis=1)).tolist():
+        i = int(idx[j])
         out[i] = _apply_some(old[i], np.flatnonzero(may[j]).tolist(), need[j])
     return out
 
