@@ -163,7 +163,8 @@ def extent_rows(f: Cited, bundle=None, masks: dict | None = None) -> pd.DataFram
 def _query_frame(bundle, table: str, queries: list[str]) -> pd.DataFrame:
     """Table ``table`` of ``bundle`` with at least the columns ``queries`` name and the four an
     extent reads (:meth:`~kitlib.bundle.Bundle.columns`): a big stored table's text is never read
-    for a count. The whole table when a query is not plain Python (backticks) or names the index."""
+    for a count. The whole table when a query is not plain Python (backticks), or names the index
+    and the columns do not come numbered from 0."""
     names = set(_EXTENT_COLUMNS)
     for q in queries:
         try:
@@ -171,9 +172,13 @@ def _query_frame(bundle, table: str, queries: list[str]) -> pd.DataFrame:
         except SyntaxError:
             return bundle.table(table)
     columns = getattr(bundle, "columns", None)
-    if columns is None or "index" in names:
+    if columns is None:
         return bundle.table(table)
     frame = columns(table, sorted(names))
+    if "index" in names and not isinstance(frame.index, pd.RangeIndex):
+        # the index a query names is the whole table's: the same as the columns' when both number
+        # the rows from 0 (what a stored table is read as)
+        return bundle.table(table)
     return bundle.table(table) if frame.index.name is not None and frame.index.name in names else frame
 
 

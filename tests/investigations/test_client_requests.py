@@ -104,6 +104,20 @@ def test_auth_failures_finding(auth_bundle):
     assert analysis.auth_failures(Bundle("x", {})) == []
 
 
+def test_auth_failures_on_an_ingest_output_reads_its_columns_and_the_shown_rows_text(auth_bundle, tmp_path):
+    """On an ingest output the detector reads auth_failures' counted columns only, and the text
+    of the rows it shows; the finding (evidence and extent too) is the one the whole table gives."""
+    from kitlib.findings import evidence_extent
+
+    kitlib.ingest(FIX / "auth", tmp_path / "kit", progress=False, derive=True)  # its tables written
+    stored = kitlib.load_bundle(tmp_path / "kit")
+    got, want = analysis.auth_failures(stored), analysis.auth_failures(auth_bundle)
+    assert [f.to_dict() for f in got] == [f.to_dict() for f in want]
+    assert len(got[0].evidence) == 7 and {e["text"] != "" for e in got[0].evidence} == {True}
+    assert evidence_extent(got[0], stored) == evidence_extent(want[0], auth_bundle)
+    assert "auth_failures" not in stored.tables  # neither the detector nor the extent read it whole
+
+
 def requests_frame(throttle, client="etl-loader", host="broker-1", queue=None, total=None, n=None):
     n = n or len(throttle)
     return pd.DataFrame(

@@ -9,8 +9,11 @@ Example:
 
 from __future__ import annotations
 
+import numpy as np
 import pandas as pd
+import pyarrow as pa
 
+from kitlib import tables
 from kitlib.findings import Finding, detector, evidence
 
 IDLE_FLOOR = 0.3  # Kafka's operations guidance: handler/network idle below 30 % is saturation
@@ -79,13 +82,43 @@ def auth_summary(auth: pd.DataFrame) -> pd.DataFrame:
     return out.sort_values("failures", ascending=False)[cols].reset_index(drop=True)
 
 
+# what the auth-failures counts read of auth_failures (the text of a line only for the rows shown)
+AUTH_COLUMNS = ["ts", "kind", "principal", "address", "mechanism", "reason", "operation", "resource"]
+
+
+def _columns(bundle, name: str, cols: list[str]) -> pd.DataFrame:
+    """Table ``name`` of ``bundle`` with at least ``cols`` (:meth:`~kitlib.bundle.Bundle.columns`
+    where the bundle has it, else the whole table)."""
+    columns = getattr(bundle, "columns", None)
+    if not callable(columns):
+        return bundle.table(name)
+    got = columns(name, cols)
+    pa.default_memory_pool().release_unused()  # the scan's buffers, before the frames made next
+    return got
+
+
+def _auth_evidence(bundle, af: pd.DataFrame) -> pd.DataFrame:
+    """The rows the auth-failures finding shows: the first two of each kind and address and the
+    last two, each once, by time, with every column (read for these rows only)."""
+    key = af[["kind", "address"]].reset_index(drop=True)
+    first = key.groupby(["kind", "address"], observed=True, dropna=False).head(2).index.to_numpy()
+    at = pd.unique(np.concatenate([first, np.arange(max(len(af) - 2, 0), len(af))]))
+    if "message" in af.columns:  # the whole table came
+        rows = af.iloc[at]
+    else:
+        rows = bundle.rows_at("auth_failures", at, list(tables.SCHEMAS["auth_failures"].names))
+        pa.default_memory_pool().release_unused()
+    return rows.drop_duplicates().sort_values("ts")
+
+
 @detector(
     ids=["auth-failures"],
     needs=["auth_failures"],
     checks="failed authentications (SASL, TLS), re-authentications and authorizer denials",
 )
 def auth_failures(bundle) -> list[Finding]:
-    af = bundle.table("auth_failures")
+    # the columns the counts read: a big stored table's text is read for the evidence rows only
+    af = _columns(bundle, "auth_failures", AUTH_COLUMNS)
     s = auth_summary(af)
     if not len(s):
         return []
@@ -139,11 +172,7 @@ def auth_failures(bundle) -> list[Finding]:
                 "last": af["ts"].max(),
             },
             recommendation="; ".join(fixes)[:1].upper() + "; ".join(fixes)[1:] + ".",
-            evidence=evidence(
-                pd.concat([af.groupby(["kind", "address"], observed=True, dropna=False).head(2), af.tail(2)])
-                .drop_duplicates()
-                .sort_values("ts")
-            ),
+            evidence=evidence(_auth_evidence(bundle, af)),
             counted_from={"failures": ("auth_failures", "index == index")},
         )
     ]
