@@ -274,6 +274,33 @@ def test_triage_and_report_read_the_one_cached_store(tmp_path, env, kit):
 
 
 @pytest.mark.slow
+def test_a_report_ingests_a_new_cache_entry_in_a_process_of_its_own(tmp_path, env, monkeypatch):
+    """kitlib report, like kitlib triage, parses a bundle new to the cache in another process (so
+    the report's own process, which then runs the detectors and waits on the notebooks, holds
+    none of the ingest's memory), and its tables are the entry that process wrote."""
+    from kitlib.report import run
+
+    calls = []
+    real = cache.ingest_apart
+
+    def watched(path, out, tz, progress):
+        calls.append(Path(path))
+        real(path, out, tz, progress)
+
+    monkeypatch.setattr(cache, "ingest_apart", watched)
+    bundle = copy_of(tmp_path, "compaction")
+    plan = run.prepare(bundle, tmp_path / "rep", only=["triage"])
+    assert calls == [bundle] and not cache.APART
+    (entry,) = cache.entries()
+    shared = (plan.tables / "events.parquet", entry.path / cache.STORE / "events.parquet")
+    assert shared[0].stat().st_ino == shared[1].stat().st_ino
+    assert {f.id for f in plan.triage.findings} == {
+        f.id for f in kitlib.triage(kitlib.load(entry.path / cache.STORE)).findings
+    }
+    assert plan.triage.findings
+
+
+@pytest.mark.slow
 def test_an_ingest_apart_writes_the_store_one_process_writes_and_raises_what_it_raises(tmp_path):
     """kitlib triage ingests a new entry in a process of its own (cache.ingest_apart): the same
     tables as the ingest in the calling process, and the same error, by type and message."""

@@ -63,7 +63,7 @@ def prepare(
     (hard links, else copied): triage and every notebook read the one store, and the next report
     or triage of the unchanged bundle parses nothing."""
     import kitlib
-    from kitlib.ingestion.cache import cached_store, link_store
+    from kitlib.ingestion.cache import cached_store, ingests_apart, link_store
     from kitlib.ingestion.guard import claim
     from kitlib.sources import check_output
 
@@ -73,7 +73,8 @@ def prepare(
     claim(out, "kitlib report")
     tables = out / "tables"
     t0 = time.perf_counter()
-    store = cached_store(bundle_path, tz, None, cache)
+    with ingests_apart():  # a new entry's ingest leaves none of its memory with the report's process
+        store = cached_store(bundle_path, tz, None, cache)
     if store is not None:
         link_store(store, tables)
     else:
