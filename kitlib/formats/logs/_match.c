@@ -1035,8 +1035,397 @@ static PyObject *remember(PyObject *self, PyObject *args) {
     return PyLong_FromSsize_t(MEMO_N);
 }
 
+/* The memo of shapes: a shape's key (shape hash mixed with the logger's number) -> the template its
+ * first record got, kept across blocks; emptied with the memo of texts. Open addressing, grown when
+ * half full; tmpl EMPTY marks a free slot. */
+#define EMPTY INT64_MIN
+typedef struct {
+    uint64_t key;
+    int64_t tmpl;
+} Shape;
+static Shape *SHAPES;
+static uint64_t SHAPE_CAP;
+static ssize SHAPE_N;
+
+static void shapes_clear(void) {
+    for (uint64_t i = 0; SHAPES && i < SHAPE_CAP; i++)
+        SHAPES[i].tmpl = EMPTY;
+    SHAPE_N = 0;
+}
+
+static int64_t shapes_get(uint64_t key) {
+    if (!SHAPES)
+        return -2;
+    for (uint64_t s = fmix(key) & (SHAPE_CAP - 1);; s = (s + 1) & (SHAPE_CAP - 1)) {
+        if (SHAPES[s].tmpl == EMPTY)
+            return -2;
+        if (SHAPES[s].key == key)
+            return SHAPES[s].tmpl;
+    }
+}
+
+/* put a shape's template (a key met again takes the later one); 0, or -1 out of memory */
+static int shapes_put(uint64_t key, int64_t tmpl) {
+    if (!SHAPES || (uint64_t)(SHAPE_N + 1) * 2 > SHAPE_CAP) {
+        uint64_t cap = SHAPE_CAP ? SHAPE_CAP * 2 : ((uint64_t)1 << 16);
+        Shape *t = malloc(cap * sizeof *t);
+        if (!t)
+            return -1;
+        for (uint64_t i = 0; i < cap; i++)
+            t[i].tmpl = EMPTY;
+        for (uint64_t i = 0; SHAPES && i < SHAPE_CAP; i++)
+            if (SHAPES[i].tmpl != EMPTY) {
+                uint64_t s = fmix(SHAPES[i].key) & (cap - 1);
+                while (t[s].tmpl != EMPTY)
+                    s = (s + 1) & (cap - 1);
+                t[s] = SHAPES[i];
+            }
+        free(SHAPES);
+        SHAPES = t;
+        SHAPE_CAP = cap;
+    }
+    uint64_t s = fmix(key) & (SHAPE_CAP - 1);
+    while (SHAPES[s].tmpl != EMPTY && SHAPES[s].key != key)
+        s = (s + 1) & (SHAPE_CAP - 1);
+    if (SHAPES[s].tmpl == EMPTY)
+        SHAPE_N++;
+    SHAPES[s].key = key;
+    SHAPES[s].tmpl = tmpl;
+    return 0;
+}
+
+/* group's loop: the first row of each distinct key in order of first appearance (first[g]) and each
+ * row's group (inv[i]); the number of groups, or -1 out of memory */
+static ssize group_keys(const uint64_t *key, ssize n, int64_t *first, int64_t *inv) {
+    uint64_t size = 16;
+    while (size < (uint64_t)n * 2)
+        size *= 2;
+    int64_t *slot = malloc(size * sizeof *slot);
+    if (!slot)
+        return -1;
+    memset(slot, 0xff, size * sizeof *slot);
+    ssize g = 0;
+    for (ssize i = 0; i < n; i++) {
+        uint64_t s = fmix(key[i]) & (size - 1);
+        for (;; s = (s + 1) & (size - 1)) {
+            int64_t at = slot[s];
+            if (at < 0) {
+                slot[s] = g;
+                first[g] = i;
+                inv[i] = g++;
+                break;
+            }
+            if (key[first[at]] == key[i]) {
+                inv[i] = at;
+                break;
+            }
+        }
+    }
+    free(slot);
+    return g;
+}
+
+/* matching.py's _long_prefix of one text: it opens with "[" and the first "] " among its first
+ * chars + 2 characters starts at byte chars / 2 - 1 or later */
+static int long_prefix(const uc *t, ssize n, ssize chars) {
+    if (n == 0 || t[0] != '[')
+        return 0;
+    ssize m = chars_end_fast(t, n, chars + 2);
+    for (ssize j = 0; j + 1 < m; j++)
+        if (t[j] == ']' && t[j + 1] == ' ')
+            return j + 2 > chars / 2;
+    return 0;
+}
+
+static PyThread_type_lock LOCK; /* one block at a time: the memos are the process's */
+
+typedef struct {
+    const int64_t *o;
+    const uc *d;
+    const int64_t *code, *glog;
+    const char *kafka, *ok;
+    int64_t *cand;
+} Ctx;
+
+/* matching.py's match_alone for row r: its template by key words, -1 for a null text */
+static inline int64_t alone1(const Ctx *c, ssize r) {
+    if (c->ok && !c->ok[r])
+        return -1;
+    int64_t k = c->code[r], g = c->glog[k];
+    int kf = c->kafka[k];
+    return (g >= 0 || kf) ? assign1(c->d + c->o[r], c->o[r + 1] - c->o[r], g, kf, c->cand) : -1;
+}
+
+/* the steps of matching.py's _assign_compiled for one block, the GIL released (see there) */
+static int block_run(const Texts *x, ssize chars, const Ctx *c, const uint64_t *names /* per logger */, ssize memo_size,
+                     int64_t *out) {
+    ssize n = x->n;
+    const char *ok = c->ok;
+    int rc = -1;
+    uint64_t *h = malloc((size_t)(n ? n : 1) * 8), *key = malloc((size_t)(n ? n : 1) * 8),
+             *mixed = malloc((size_t)(n ? n : 1) * 8);
+    int64_t *first = malloc((size_t)(n ? n : 1) * 8), *inv = malloc((size_t)(n ? n : 1) * 8),
+            *rep = malloc((size_t)(n ? n : 1) * 8), *u = malloc((size_t)(n ? n : 1) * 8),
+            *ou = malloc((size_t)(n ? n : 1) * 8), *slot = NULL;
+    uc *flag = calloc((size_t)(n ? n : 1), 1);
+    if (!h || !key || !mixed || !first || !inv || !rep || !u || !ou || !flag)
+        goto done;
+    /* the texts met before (as lookup()) */
+    uint64_t mkey[32];
+    for (ssize r0 = 0; r0 < n; r0 += 32) {
+        ssize r1 = r0 + 32 < n ? r0 + 32 : n;
+        for (ssize r = r0; r < r1; r++) {
+            out[r] = -2;
+            if (ok && !ok[r]) {
+                h[r] = 0;
+                key[r] = shape_key(0x9E3779B97F4A7C15ULL, names[c->code[r]]);
+                continue;
+            }
+            h[r] = text_hash(x->d + x->o[r], x->o[r + 1] - x->o[r]);
+            if (MEMO_N) {
+                mkey[r - r0] = memo_key(h[r], names[c->code[r]]);
+                __builtin_prefetch(&MEMO[fmix(mkey[r - r0]) & (MEMO_SLOTS - 1)]);
+            }
+        }
+        for (ssize r = r0; r < r1; r++) {
+            if (ok && !ok[r])
+                continue;
+            if (MEMO_N) {
+                uint64_t k = mkey[r - r0];
+                for (uint64_t s = fmix(k) & (MEMO_SLOTS - 1);; s = (s + 1) & (MEMO_SLOTS - 1)) {
+                    if (!MEMO[s].key)
+                        break;
+                    if (MEMO[s].key == k) {
+                        out[r] = MEMO[s].tmpl;
+                        key[r] = MEMO[s].shape;
+                        break;
+                    }
+                }
+            }
+            if (out[r] == -2)
+                key[r] = shape_key(shape_hash(x->d + x->o[r], x->o[r + 1] - x->o[r], chars), names[c->code[r]]);
+        }
+    }
+    /* shapes: grouped with the block's logger code, each looked up in the memo of shapes, new ones
+     * matched on their first record and remembered */
+    for (ssize r = 0; r < n; r++)
+        mixed[r] = mix_small(key[r], c->code[r]);
+    ssize ng = group_keys(mixed, n, first, inv);
+    if (ng < 0)
+        goto done;
+    ssize nnew = 0;
+    enum { LEAD = 1, NEW = 2, CHECKED = 4, BAD = 8, ALONE = 16 };
+    for (ssize g = 0; g < ng; g++) {
+        flag[first[g]] |= LEAD;
+        rep[g] = shapes_get(key[first[g]]);
+        if (rep[g] == -2) {
+            flag[first[g]] |= NEW;
+            rep[g] = alone1(c, first[g]);
+            nnew++;
+        }
+    }
+    int cleared = 0;
+    if (nnew) {
+        if (SHAPE_N > memo_size) {
+            shapes_clear();
+            memo_clear();
+            cleared = 1;
+        }
+        for (ssize g = 0; g < ng; g++)
+            if (flag[first[g]] & NEW && shapes_put(key[first[g]], rep[g]) < 0)
+                goto done;
+    }
+    /* the texts not remembered: each checked against its shape's template (once per distinct text
+     * hash for a template without digits of its own), matched alone where that fails */
+    ssize nu = 0;
+    for (ssize r = 0; r < n; r++)
+        if (out[r] < -1) {
+            u[nu] = r;
+            ou[nu++] = rep[inv[r]];
+        }
+    if (nu == 0) {
+        rc = 0;
+        goto done;
+    }
+    uint64_t size = 16;
+    while (size < (uint64_t)nu * 2)
+        size *= 2;
+    if (!(slot = malloc(size * sizeof *slot)))
+        goto done;
+    memset(slot, 0xff, size * sizeof *slot);
+    for (ssize i = 0; i < nu; i++) { /* i: a position in u; the slots hold positions */
+        ssize r = u[i];
+        if (flag[r] & LEAD || ou[i] < 0)
+            continue;
+        if (ok && !ok[r]) {
+            flag[r] |= BAD;
+            continue;
+        }
+        const Tmpl *T = &TMPL[ou[i]];
+        int hit = -1;
+        uint64_t s = 0;
+        if (!T->digits) {
+            uint64_t k = h[r] ^ ((uint64_t)ou[i] * 0x9E3779B97F4A7C15ULL);
+            for (s = fmix(k) & (size - 1);; s = (s + 1) & (size - 1)) {
+                int64_t at = slot[s];
+                if (at < 0)
+                    break;
+                if (ou[at] == ou[i] && h[u[at]] == h[r])
+                    break;
+            }
+            if (slot[s] >= 0)
+                hit = (flag[u[slot[s]]] & CHECKED) != 0;
+            else
+                slot[s] = i;
+        }
+        if (hit < 0) {
+            const uc *t = x->d + x->o[r];
+            hit = match(t, chars_end_fast(t, x->o[r + 1] - x->o[r], MATCH_CHARS), T);
+        }
+        flag[r] |= hit ? CHECKED : BAD;
+    }
+    for (ssize i = 0; i < nu; i++)
+        if (flag[u[i]] & BAD) {
+            ou[i] = alone1(c, u[i]);
+            flag[u[i]] |= ALONE;
+        }
+    /* a Kafka logger's record left without a template by its shape behind a long prefix: matched
+     * alone once per distinct (text hash, logger code) */
+    ssize nre = 0;
+    for (ssize i = 0; i < nu; i++) {
+        ssize r = u[i];
+        if (flag[r] & (NEW | ALONE) || ou[i] >= 0 || (ok && !ok[r]) || !c->kafka[c->code[r]])
+            continue;
+        if (!long_prefix(x->d + x->o[r], x->o[r + 1] - x->o[r], chars))
+            continue;
+        first[nre] = i; /* first, inv and mixed are free again: the retried positions */
+        mixed[nre++] = mix_small(h[r], c->code[r]);
+    }
+    if (nre) {
+        int64_t *one = rep, *back = inv; /* free again too */
+        ssize ng2 = group_keys(mixed, nre, one, back);
+        if (ng2 < 0)
+            goto done;
+        for (ssize g = 0; g < ng2; g++)
+            one[g] = alone1(c, u[first[one[g]]]);
+        for (ssize j = 0; j < nre; j++) {
+            ou[first[j]] = one[back[j]];
+            flag[u[first[j]]] |= ALONE;
+        }
+    }
+    for (ssize i = 0; i < nu; i++)
+        out[u[i]] = ou[i];
+    if (!cleared) {
+        /* what holds for every text with the same hash and logger while its shape is remembered */
+        for (ssize i = 0; i < nu; i++) {
+            ssize r = u[i];
+            int f = flag[r];
+            int kept = (f & CHECKED && !TMPL[ou[i]].digits) || (ou[i] < 0 && !c->kafka[c->code[r]]);
+            if (!kept || (ok && !ok[r]) || f & (BAD | ALONE | NEW))
+                continue;
+            if (!MEMO && !(MEMO = calloc(MEMO_SLOTS, sizeof *MEMO)))
+                goto done;
+            if ((uint64_t)MEMO_N >= MEMO_MAX)
+                memo_clear();
+            uint64_t k = memo_key(h[r], names[c->code[r]]);
+            uint64_t s = fmix(k) & (MEMO_SLOTS - 1);
+            while (MEMO[s].key && MEMO[s].key != k)
+                s = (s + 1) & (MEMO_SLOTS - 1);
+            if (!MEMO[s].key)
+                MEMO_N++;
+            MEMO[s].key = k;
+            MEMO[s].shape = key[r];
+            MEMO[s].tmpl = ou[i];
+        }
+    }
+    rc = 0;
+done:
+    free(h);
+    free(key);
+    free(mixed);
+    free(first);
+    free(inv);
+    free(rep);
+    free(u);
+    free(ou);
+    free(flag);
+    free(slot);
+    return rc;
+}
+
+/* block(offsets, data, chars, codes, glog, kafka, names, valid, memo_size) -> bytearray of int64: each
+ * text's template (-1 for none), the whole of matching.py's _assign_compiled in one call. codes[i]:
+ * text i's logger in the block (0..k); glog, kafka, names: per logger (k + 1 entries) its catalogue
+ * index (-1: none), 1 for a Kafka logger, its number; valid: 0/1 per text or None. */
+static PyObject *block(PyObject *self, PyObject *args) {
+    PyObject *off, *data, *codes, *glog, *kafka, *names, *valid;
+    Py_ssize_t chars, memo_size;
+    if (!PyArg_ParseTuple(args, "OOnOOOOOn", &off, &data, &chars, &codes, &glog, &kafka, &names, &valid, &memo_size))
+        return NULL;
+    if (!TMPL || !LOCK) {
+        PyErr_SetString(PyExc_RuntimeError, "no catalogue loaded");
+        return NULL;
+    }
+    Texts x;
+    if (texts_get(&x, off, data) < 0)
+        return NULL;
+    Py_buffer b[5] = {{0}};
+    PyObject *objs[5] = {codes, glog, kafka, names, valid};
+    PyObject *res = NULL;
+    int got = 0;
+    for (; got < 5; got++)
+        if (objs[got] != Py_None && PyObject_GetBuffer(objs[got], &b[got], PyBUF_SIMPLE) < 0)
+            goto done;
+    ssize nl = b[1].len / 8;
+    if (!b[0].obj || !b[1].obj || !b[2].obj || !b[3].obj || b[0].len != x.n * 8 || b[2].len != nl ||
+        b[3].len != nl * 8 || (b[4].obj && b[4].len != x.n)) {
+        PyErr_SetString(PyExc_ValueError, "one code (and flag) per text, one index, flag and number per logger");
+        goto done;
+    }
+    const int64_t *cd = b[0].buf, *gl = b[1].buf;
+    for (ssize i = 0; i < x.n; i++)
+        if (cd[i] < 0 || cd[i] >= nl) {
+            PyErr_SetString(PyExc_IndexError, "logger code out of range");
+            goto done;
+        }
+    if (!(res = PyByteArray_FromStringAndSize(NULL, x.n * 8)))
+        goto done;
+    int64_t *cand = malloc(sizeof(int64_t) * (size_t)(2 * NT + 2));
+    if (!cand) {
+        Py_CLEAR(res);
+        PyErr_NoMemory();
+        goto done;
+    }
+    Ctx c = {x.o, x.d, cd, gl, b[2].buf, b[4].obj ? b[4].buf : NULL, cand};
+    int rc;
+    Py_BEGIN_ALLOW_THREADS;
+    PyThread_acquire_lock(LOCK, WAIT_LOCK);
+    rc = block_run(&x, chars, &c, b[3].buf, memo_size, (int64_t *)PyByteArray_AS_STRING(res));
+    PyThread_release_lock(LOCK);
+    Py_END_ALLOW_THREADS;
+    free(cand);
+    if (rc < 0) {
+        Py_CLEAR(res);
+        PyErr_NoMemory();
+    }
+done:
+    for (int i = 0; i < got; i++)
+        if (b[i].obj)
+            PyBuffer_Release(&b[i]);
+    texts_release(&x);
+    return res;
+}
+
 static PyObject *forget(PyObject *self, PyObject *unused) {
+    if (LOCK) {
+        Py_BEGIN_ALLOW_THREADS;
+        PyThread_acquire_lock(LOCK, WAIT_LOCK);
+        Py_END_ALLOW_THREADS;
+    }
     memo_clear();
+    shapes_clear();
+    if (LOCK)
+        PyThread_release_lock(LOCK);
     Py_RETURN_NONE;
 }
 
@@ -1066,9 +1455,16 @@ static PyMethodDef METHODS[] = {
     {"remember", remember, METH_VARARGS,
      "remember(rows, text_hashes, names, shape_keys, templates) -> int: keep those texts' templates for later "
      "blocks; the number kept"},
-    {"forget", forget, METH_NOARGS, "forget() -> None: drop every text remembered"},
+    {"forget", forget, METH_NOARGS, "forget() -> None: drop every text and shape remembered"},
+    {"block", block, METH_VARARGS,
+     "block(offsets, data, chars, codes, glog, kafka, names, valid, memo_size) -> bytearray of int64: each text's "
+     "template (-1 for none), a block matched in one call with the memos of texts and shapes"},
     {NULL, NULL, 0, NULL}};
 
 static struct PyModuleDef MODULE = {PyModuleDef_HEAD_INIT, "_match", "Compiled template matching.", -1, METHODS};
 
-PyMODINIT_FUNC PyInit__match(void) { return PyModule_Create(&MODULE); }
+PyMODINIT_FUNC PyInit__match(void) {
+    if (!LOCK && !(LOCK = PyThread_allocate_lock()))
+        return PyErr_NoMemory();
+    return PyModule_Create(&MODULE);
+}

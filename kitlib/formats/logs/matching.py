@@ -42,7 +42,6 @@ import os
 import re
 from dataclasses import dataclass
 from functools import cache
-from itertools import repeat
 from pathlib import Path
 
 import numpy as np
@@ -552,89 +551,28 @@ def _assign_compiled(logger: pa.Array, message: pa.Array) -> np.ndarray:
 
     A remembered text still counts for its shape's first record (the record a new shape is matched
     on, the one not checked against the shape's template); past that, only the texts not
-    remembered (about one in seven of a block of the generated log) are worked on."""
+    remembered (about one in seven of a block of the generated log) are worked on.
+
+    All of it is one compiled call a block (``_match.block``): both memos live in C (the memo of
+    shapes emptied past :data:`MEMO_SIZE` shapes, as the dict was), and :data:`_MEMO` holds only a
+    mark, so that a caller replacing or emptying it empties the compiled memos too."""
     n = len(message)
     text = message if message.type == pa.large_string() else message.cast(pa.large_string())
     off = np.frombuffer(text.buffers()[1], np.int64)[text.offset : text.offset + n + 1]
     data = text.buffers()[2] if text.buffers()[2] is not None else b""
-    valid = np.ones(n, bool) if text.null_count == 0 else text.is_valid().to_numpy(zero_copy_only=False)
+    flags = (
+        None if text.null_count == 0 else np.ascontiguousarray(text.is_valid().to_numpy(zero_copy_only=False), np.uint8)
+    )
     names, codes = _codes(logger)
     lg = _loggers(names)
-
-    def match_alone(rows: np.ndarray) -> np.ndarray:
-        rows = np.ascontiguousarray(rows, np.int64)
-        c = codes[rows]
-        got = np.frombuffer(_C.assign(off, data, rows, np.ascontiguousarray(lg.glog[c]), lg.kafka[c]), np.int64)
-        return np.where(valid[rows], got, -1)  # a null text matches nothing
-
     if _TIED[0] is not _MEMO or len(_MEMO) < _TIED[1]:
         _C.forget()
-    name = np.ascontiguousarray(lg.name[codes])
-    flags = None if valid.all() else np.ascontiguousarray(valid, np.uint8)
-    raw_key, raw_text, raw_seen = _C.lookup(off, data, SHAPE_CHARS, name, flags)
-    key, seen = np.frombuffer(raw_key, np.uint64), np.frombuffer(raw_seen, np.int64)
-    raw_first, raw_inv = _C.group(key, codes)
-    first, inv = np.frombuffer(raw_first, np.int64), np.frombuffer(raw_inv, np.int64)
-    keys = key[first].tolist()
-    rep = np.fromiter(map(_MEMO.get, keys, repeat(-2)), np.int64, len(keys))  # type: ignore[call-overload]
-    new = np.flatnonzero(rep == -2)
-    cleared = False
-    if len(new):
-        rep[new] = match_alone(first[new])
-        if len(_MEMO) > MEMO_SIZE:
-            _MEMO.clear()
-            _C.forget()
-            cleared = True
-        _MEMO.update(zip([keys[i] for i in new], rep[new].tolist()))
+    _MEMO[-1] = -1  # the mark (no shape's key is negative)
     _TIED[:] = [_MEMO, len(_MEMO)]
-    # from here on only the texts not remembered (u, rows of the block), each one's answer in
-    # out[u]; a remembered text keeps what the memo gave it
-    u = np.flatnonzero(seen < -1)
-    out = seen.copy()
-    if len(u) == 0:
-        return out
-    ou = rep[inv[u]]
-    lead = np.zeros(n, bool)
-    lead[first] = True
-    is_first, valid_u, kafka_u = lead[u], valid[u], lg.kafka[codes[u]] > 0
-    checked = np.zeros(len(u), bool)  # checked against its shape's template, and matched it
-    rows = np.flatnonzero(~is_first & (ou >= 0) & valid_u)  # positions in u
-    bad = ~is_first & (ou >= 0) & ~valid_u
-    if len(rows):
-        ok = np.frombuffer(_C.verify(off, data, u[rows], np.ascontiguousarray(ou[rows]), raw_text), np.bool_)
-        bad[rows[~ok]] = True
-        checked[rows[ok]] = True
-    redo = np.flatnonzero(bad)
-    if len(redo):
-        ou[redo] = match_alone(u[redo])
-    # as in _assign_arrow: a Kafka logger's record its shape left without a template behind a long prefix
-    lead[:] = False
-    lead[first[new]] = True  # a new shape's first record, matched alone
-    alone = lead[u]
-    alone[redo] = True
-    retry = np.flatnonzero(~alone & (ou < 0) & valid_u & kafka_u)
-    # only a text opening with "[" may have a long prefix: the others are left out by their first
-    # byte before Arrow cuts and searches the rest
-    retry = retry[_may_have_long_prefix(np.frombuffer(data, np.uint8), off, u[retry])] if len(retry) else retry
-    retry = retry[_long_prefix(text.take(pa.array(u[retry])))] if len(retry) else retry
-    if len(retry):
-        texts = np.frombuffer(raw_text, np.uint64)
-        raw_one, raw_back = _C.group(np.ascontiguousarray(texts[u[retry]]), np.ascontiguousarray(codes[u[retry]]))
-        one, back = np.frombuffer(raw_one, np.int64), np.frombuffer(raw_back, np.int64)
-        ou[retry] = match_alone(u[retry[one]])[back]
-    if not cleared:
-        # what holds for every text with the same hash and logger while the shape is remembered:
-        # its shape's template, checked (a template without digits of its own), or its shape's
-        # "none" where no further step may try it alone (not a Kafka logger's); a text matched
-        # alone is not kept (its own digits may pick the template)
-        alone[retry] = True
-        kept = (checked & ~_with_digits()[ou]) | ((ou < 0) & ~kafka_u)
-        keep = np.flatnonzero(kept & valid_u & ~bad & ~alone)
-        out[u] = ou
-        if len(keep):
-            _C.remember(u[keep], raw_text, name, key, out)
-    out[u] = ou
-    return out
+    raw = _C.block(
+        off, data, SHAPE_CHARS, np.ascontiguousarray(codes, np.int64), lg.glog, lg.kafka, lg.name, flags, MEMO_SIZE
+    )
+    return np.frombuffer(raw, np.int64)
 
 
 def _values(texts: pa.Array, template: str) -> pa.Array:
