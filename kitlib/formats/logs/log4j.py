@@ -120,7 +120,7 @@ def parse(src: SourceFile, ctx: Context, block_size: int | None = None, threads:
     def submit(block, first):
         nonlocal pool
         if pool is None and threads > 1 and pending:
-            pool = ThreadPoolExecutor(threads)
+            pool = ThreadPoolExecutor(threads, thread_name_prefix="kitlib-parse")
         if pool is None:
             pending.append((None, parse_block(block, 0, src, first)))
         else:
