@@ -13,8 +13,17 @@ import pyarrow.compute as pc
 
 from kitlib.redact.keys import SECRET_WORDS, harmless, is_secret_key
 from kitlib.redact.lines import redact_lines
-from kitlib.redact.rules import PREFILTER
-from kitlib.redact.text import REDACTED, redact_text, redact_texts
+from kitlib.redact.rules import PREFILTER, RULES
+from kitlib.redact.text import (
+    _GATES,
+    _NEEDS_RE2,
+    _NOT_PLAIN,
+    _PREFILTER_RE2,
+    REDACTED,
+    _bools,
+    redact_text,
+    redact_texts,
+)
 
 
 def redact_array(arr: pa.Array | pa.ChunkedArray, lines: bool = False):
@@ -56,7 +65,13 @@ def redact_flagged(arr: pa.Array, idx: np.ndarray) -> pa.Array:
     Returns ``arr`` itself when nothing changed."""
     if not len(idx):
         return arr
+    idx = np.asarray(idx)
     taken = arr.take(pa.array(idx))
+    # only the values some rule may change go on to :func:`redact_texts` (it handles each value
+    # on its own, so the others, which it would hand back as they are, need not go)
+    idx, taken = _changeable(idx, taken)
+    if not len(idx):
+        return arr
     old = taken.to_pylist()
     new = redact_texts(taken)
     if old == new:
@@ -64,6 +79,35 @@ def redact_flagged(arr: pa.Array, idx: np.ndarray) -> pa.Array:
     mask = np.zeros(len(arr), bool)
     mask[idx] = True
     return pc.replace_with_mask(arr, pa.array(mask), pa.array(new, arr.type))
+
+
+# the texts :func:`redact_texts` may change, in one RE2 pass: a plain text it changes matches
+# the pre-check, and for some rule both that rule's words and its quick test; so it matches the
+# rule's quick test where the rule has one, else one of the rule's words (every rule has one or
+# the other). A text that is not plain (or has no RE2 answer) always goes on.
+_ANY_RULE = "|".join(
+    f"(?:{_GATES[r.name]})" if r.name in _GATES else f"(?:{_NEEDS_RE2[k] or ''})" for k, r in enumerate(RULES)
+)
+
+
+def _changeable(idx: np.ndarray, taken: pa.Array) -> tuple[np.ndarray, pa.Array]:
+    """The positions ``idx`` (and their values ``taken``) that :func:`redact_texts` may change:
+    every non-null value unless it is plain and no rule may change it (see :data:`_ANY_RULE`)."""
+    plain = _bools(pc.invert(pc.match_substring_regex(taken, _NOT_PLAIN)))
+    valid = _bools(pc.is_valid(taken))
+    keep = valid & ~plain
+    rest = np.flatnonzero(valid & plain)
+    if len(rest):
+        sub = taken if len(rest) == len(taken) else taken.take(pa.array(rest))
+        hit = _bools(pc.match_substring_regex(sub, _ANY_RULE))
+        if hit.any():
+            rest = rest[hit]
+            hit = _bools(pc.match_substring_regex(taken.take(pa.array(rest)), _PREFILTER_RE2))
+            keep[rest[hit]] = True
+    if keep.all():
+        return idx, taken
+    at = np.flatnonzero(keep)
+    return idx[at], taken.take(pa.array(at))
 
 
 def pair_columns(table: str) -> tuple[str, str] | None:
@@ -98,17 +142,23 @@ def redact_pairs(keys: pa.Array, values: pa.Array) -> pa.Array:
 _PREFILTER_KEYS = rf"(?:{SECRET_WORDS.replace('[._-]?', '.?')})|user_"
 
 
-def redact_series(s):
+def redact_series(s, flagged: tuple[pa.Array, np.ndarray] | None = None):
     """A pandas string/categorical/object Series with every value redacted (same dtype; the
-    Series itself when nothing changed)."""
+    Series itself when nothing changed). ``flagged``: the column's texts as
+    :func:`_series_values` gives them and the positions the pre-check flags in them, when already
+    known (the pre-check is then not run again)."""
     import pandas as pd
 
     if isinstance(s.dtype, pd.CategoricalDtype):
         cats = s.cat.categories
         if not len(cats) or not (pd.api.types.is_string_dtype(cats.dtype) or cats.dtype == object):
             return s
-        arr = pa.array([c if isinstance(c, str) else None for c in cats], pa.string())
-        new = redact_array(arr)
+        if flagged is not None:
+            arr = flagged[0]
+            new = redact_flagged(arr, flagged[1])
+        else:
+            arr = pa.array([c if isinstance(c, str) else None for c in cats], pa.string())
+            new = redact_array(arr)
         if new is arr:
             return s
         names = new.to_pylist()
@@ -118,14 +168,16 @@ def redact_series(s):
         return pd.Series(values, index=s.index, dtype="category")
     if not len(s):
         return s
-    try:
-        arr = pa.array(s, from_pandas=True)
-    except (pa.ArrowInvalid, pa.ArrowTypeError):  # mixed objects: only the str values matter
-        vals = [redact_text(v) if isinstance(v, str) else v for v in s.tolist()]
-        return pd.Series(vals, index=s.index, dtype=s.dtype)
-    if pa.types.is_chunked(arr.type) if hasattr(pa.types, "is_chunked") else False:
-        arr = arr.combine_chunks()
-    new = redact_array(arr)
+    if flagged is not None:
+        arr = flagged[0]
+        new = redact_flagged(arr, flagged[1])
+    else:
+        try:
+            arr = pa.array(s, from_pandas=True)
+        except (pa.ArrowInvalid, pa.ArrowTypeError):  # mixed objects: only the str values matter
+            vals = [redact_text(v) if isinstance(v, str) else v for v in s.tolist()]
+            return pd.Series(vals, index=s.index, dtype=s.dtype)
+        new = redact_array(arr)
     if new is arr:
         return s
     return pd.Series(
@@ -149,12 +201,15 @@ def redact_frame(table: str, df):
         or pd.api.types.is_string_dtype(df[c].dtype)
         or df[c].dtype == object
     ]
-    for col, maybe in zip(text, _flagged([_series_values(df[c]) for c in text])):
-        if maybe:
-            s = df[col]
-            new = redact_series(s)
-            if new is not s:
-                df[col] = new
+    values = [_series_values(df[c]) for c in text]
+    for col, arr, hits in zip(text, values, _hits(values)):
+        if hits is not None and not len(hits):
+            continue  # the pre-check flags none of its texts
+        s = df[col]
+        # the texts checked in one pass with the other columns' go to the rules as flagged there
+        new = redact_series(s) if hits is None else redact_series(s, (_flat(arr), hits))
+        if new is not s:
+            df[col] = new
     pair = pair_columns(table)
     if pair and pair[0] in df.columns and pair[1] in df.columns and len(df):
         k = pa.array(df[pair[0]].astype("string"), from_pandas=True)
@@ -192,17 +247,25 @@ def _flagged(arrays: list) -> list[bool]:
     """For each Arrow string array (or dictionary of strings, or None), whether it may hold a
     secret: True where the pre-check flags a value, and for None. Small arrays are checked
     together in one pass; big ones are left to :func:`redact_array`'s own pass (True)."""
-    out = [True] * len(arrays)
+    return [h is None or len(h) > 0 for h in _hits(arrays)]
+
+
+def _hits(arrays: list) -> list[np.ndarray | None]:
+    """For each Arrow string array (or dictionary of strings: its dictionary; or None), the
+    positions of the values the pre-check flags; None for None and for arrays too big to be
+    checked with the others (left to :func:`redact_array`'s own pass). Small arrays are checked
+    together in one pass."""
+    none = np.zeros(0, np.int64)
+    out: list[np.ndarray | None] = [None] * len(arrays)
     batch: list[tuple[int, pa.Array]] = []
     for i, a in enumerate(arrays):
         if a is None:
             continue
-        if isinstance(a, pa.ChunkedArray):
-            a = a.combine_chunks()
+        a = _flat(a)
         if pa.types.is_dictionary(a.type):
             a = a.dictionary
         if not (pa.types.is_string(a.type) or pa.types.is_large_string(a.type)) or len(a) == 0:
-            out[i] = False
+            out[i] = none
         elif len(a) <= _BATCH_VALUES:
             batch.append((i, a.cast(pa.large_string())))
     if batch:
@@ -210,9 +273,14 @@ def _flagged(arrays: list) -> list[bool]:
         hit = np.asarray(pc.fill_null(pc.match_substring_regex(both, PREFILTER), False).to_numpy(zero_copy_only=False))
         start = 0
         for i, a in batch:
-            out[i] = bool(hit[start : start + len(a)].any())
+            out[i] = np.flatnonzero(hit[start : start + len(a)])
             start += len(a)
     return out
+
+
+def _flat(a):
+    """An Arrow array in one piece (a chunked array's chunks joined)."""
+    return a.combine_chunks() if isinstance(a, pa.ChunkedArray) else a
 
 
 # columns a parser already passed through these rules itself, on its worker threads (the log4j
