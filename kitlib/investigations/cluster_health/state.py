@@ -55,13 +55,15 @@ Example:
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from kitlib import tables
-from kitlib.extract import arrow_messages, extractor, first_lines, first_rule, group_arrays, groups_of
+from kitlib.extract import arrow_messages, extractor, first_lines, first_rule, group_arrays
 
 tables.declare(
     "partition_changes",
@@ -425,47 +427,132 @@ def classify(message: str) -> dict:
     return {"kind": None}
 
 
-def _classified(events: pd.DataFrame, rules: list[tuple[str, str]], oom_whole: bool = False):
-    """(rows, fields) for the records matching ``rules``: first-match rule per record on its first
-    line (Arrow regexes), then the fields from that rule's groups."""
-    msgs = arrow_messages(events)
-    first = _first_lines(msgs)
-    which = _which(first, [p for _, p in rules])
-    if oom_whole:  # an OutOfMemoryError may be the cause deep in a stack trace
-        oom = [i for i, (k, _) in enumerate(rules) if k == "oom"][0]
-        hit = np.asarray(pc.match_substring_regex(msgs, rules[oom][1]).to_numpy(zero_copy_only=False), bool)
-        which[(which < 0) & hit] = oom
-    out_rows, fields = [], []
-    for i, (kind, pattern) in enumerate(rules):
-        sel = np.flatnonzero(which == i)
-        if not len(sel):
-            continue
-        texts = msgs.take(pa.array(sel)) if kind == "oom" else first.take(pa.array(sel))
-        gs = groups_of(texts, pattern)
-        for j, row in enumerate(sel):
-            g = [col[j] for col in gs]
-            fields.append(_node_fields(kind, g, pattern) if rules is NODE_RULES else _partition_fields(kind, g))
-            out_rows.append(row)
-    return np.asarray(out_rows, dtype=np.int64), fields, first
+def _literal_keys(pattern: str) -> tuple[str, ...]:
+    """Literal texts one of which every match of ``pattern`` holds (the longest run of plain
+    characters the pattern always takes; one per branch of a pattern that is an alternation at
+    its top), or ``()`` when the pattern has no such run."""
+    import re._parser as sre  # type: ignore[import-not-found]
+
+    def flat(items) -> list:  # a group without flags or repeat is its items in line
+        out = []
+        for op, arg in items:
+            if op is sre.SUBPATTERN and not arg[1] and not arg[2]:
+                out.extend(flat(arg[3]))
+            else:
+                out.append((op, arg))
+        return out
+
+    def runs(items) -> list[str]:
+        out: list[str] = []
+        cur = ""
+        for op, arg in flat(items):
+            if op is sre.LITERAL:
+                cur += chr(arg)
+            else:
+                out.append(cur)
+                cur = ""
+        return [r for r in [*out, cur] if r]
+
+    parsed = list(sre.parse(pattern))
+    if len(parsed) == 1 and parsed[0][0] is sre.BRANCH:
+        each = [max(runs(b), key=len, default="") for b in parsed[0][1][1]]
+        return tuple(each) if all(each) else ()
+    best = max(runs(parsed), key=len, default="")
+    return (best,) if best else ()
+
+
+def _escape(text: str) -> str:
+    """``text`` as a regex matching it literally (RE2 and Python alike)."""
+    return re.sub(r"([\\.^$|?*+()\[\]{}])", r"\\\1", text)
+
+
+def _hits(texts: pa.Array, pattern: str) -> np.ndarray:
+    return np.asarray(pc.match_substring_regex(texts, pattern).to_numpy(zero_copy_only=False), bool)
+
+
+def _codes(col: pd.Series) -> np.ndarray:
+    """Integer codes of a column's values (-1: missing), without a Python object per row."""
+    if isinstance(col.dtype, pd.CategoricalDtype):
+        return np.asarray(col.cat.codes.to_numpy(), np.int64)
+    return np.asarray(pd.factorize(col, use_na_sentinel=True)[0], np.int64)
+
+
+def _kinds_of(events: pd.DataFrame) -> np.ndarray:
+    """Which wording each record is, as far as the ingest tells (its template id, else its
+    logger): records of one code are classified together (:func:`_rule_of`)."""
+    logger = _codes(events["logger"]) if "logger" in events else np.zeros(len(events), np.int64)
+    if "template_id" not in events:
+        return logger
+    tid = _codes(events["template_id"])
+    return np.where(tid >= 0, tid, tid.max(initial=-1) + 1 + logger)
+
+
+def _rule_of(texts: pa.Array, patterns: list[str], keys: list[tuple[str, ...]], hint: np.ndarray) -> np.ndarray:
+    """Index of the first of ``patterns`` each text matches (-1: none), as
+    :func:`~kitlib.extract.first_rule` gives it, without trying every pattern on every text.
+
+    A text holding none of the patterns' literal ``keys`` (:func:`_literal_keys`) matches none
+    (one pass). The rest is taken by groups of one ``hint`` code (one wording, as a rule): the
+    pattern the group's first text matches is tried on the group at once, and a text it matches
+    is that pattern's unless it may match an earlier one too (it holds that pattern's key, or
+    its key is part of this one's: then that pattern is tried). What a group leaves over is
+    taken the same way; texts that match nothing so found, or may match an earlier pattern, are
+    tried on every pattern in order."""
+    import re
+
+    out = np.full(len(texts), -1, dtype=np.int16)
+    if not len(texts):
+        return out
+    if not all(keys):
+        return first_rule(texts, patterns)
+    every = sorted({k for ks in keys for k in ks})
+    cand = np.flatnonzero(_hits(texts, "|".join(_escape(k) for k in every)))
+    order = cand[np.argsort(hint[cand], kind="stable")]
+    starts = np.flatnonzero(np.r_[True, hint[order][1:] != hint[order][:-1]])
+    groups = np.split(order, starts[1:]) if len(order) else []
+    todo = []
+    for group in groups:
+        left = np.sort(group)
+        for _ in range(len(patterns)):  # a new pattern each time round
+            if not len(left):
+                break
+            sample = texts[int(left[0])].as_py()
+            r = next((i for i, p in enumerate(patterns) if re.search(p, sample)), -1)
+            if r < 0:
+                break
+            part = texts if len(left) == len(texts) else texts.take(pa.array(left))
+            hit = _hits(part, patterns[r])
+            if not hit[0]:  # (Python's and Arrow's regexes disagree on it): in order, below
+                todo.append(left[:1])
+                left = left[1:]
+                continue
+            mine, left = left[hit], left[~hit]
+            sub = texts if len(mine) == len(texts) else texts.take(pa.array(mine))
+            doubt = np.zeros(len(mine), bool)
+            others: list[str] = []
+            for j in range(r):
+                if any(kj in kr for kj in keys[j] for kr in keys[r]):  # it holds j's key: try j
+                    doubt |= _hits(sub, patterns[j])
+                else:
+                    others += keys[j]
+            if others:
+                doubt |= _hits(sub, "|".join(_escape(k) for k in sorted(set(others))))
+            todo.append(mine[doubt])
+            out[mine[~doubt]] = r
+        todo.append(left)
+    rest = np.sort(np.concatenate(todo)) if todo else np.zeros(0, np.int64)
+    if len(rest):
+        out[rest] = first_rule(texts.take(pa.array(rest)), patterns)
+    return out
+
+
+PARTITION_KEYS = [_literal_keys(p) for _, p in PARTITION_RULES]
+NODE_KEYS = [_literal_keys(p) for _, p in NODE_RULES]
 
 
 def _first_lines(msgs: pa.Array) -> pa.Array:
-    """:func:`~kitlib.extract.first_lines`, the regex run only on the messages that span lines."""
-    multi = pc.match_substring(msgs, "\n")
-    if not pc.any(multi).as_py():
-        return msgs
-    return pc.replace_with_mask(msgs, multi, first_lines(msgs.filter(multi)))
-
-
-def _which(first: pa.Array, patterns: list[str]) -> np.ndarray:
-    """Index of the first of ``patterns`` each line matches (-1: none); the rules are tried one
-    by one only on the lines that match one of them (a single pass over the rest)."""
-    which = np.full(len(first), -1, dtype=np.int16)
-    any_ = pc.match_substring_regex(first, "|".join(f"(?:{p})" for p in patterns))
-    hit = np.flatnonzero(np.asarray(any_.to_numpy(zero_copy_only=False), bool))
-    if len(hit):
-        which[hit] = first_rule(first if len(hit) == len(first) else first.take(pa.array(hit)), patterns)
-    return which
+    """Each message up to its first newline (:func:`~kitlib.extract.first_lines`)."""
+    return first_lines(msgs)
 
 
 def _base(events: pd.DataFrame, rows: np.ndarray, first: pa.Array, reporter: pd.Series | None = None) -> pd.DataFrame:
@@ -588,7 +675,9 @@ def _partition_frame(events: pd.DataFrame) -> tuple[pd.DataFrame, pa.Array]:
     in record order (``row``: the record's index in ``events``), and the records' first lines."""
     msgs = arrow_messages(events)
     first = _first_lines(msgs)
-    which = first_rule(first, [p for _, p in PARTITION_RULES])  # (most records match one)
+    which = _rule_of(
+        first, [p for _, p in PARTITION_RULES], PARTITION_KEYS, _kinds_of(events)
+    )  # (most records match one)
     parts = []
     for i, (kind, pattern) in enumerate(PARTITION_RULES):
         sel = np.flatnonzero(which == i)
@@ -636,32 +725,111 @@ def build_partition_changes(events: pd.DataFrame) -> pd.DataFrame:
     return df.sort_values(list(TIME_ORDER), kind="stable").reset_index(drop=True)
 
 
+def _node_columns(kind: str, rule: str, g: list[pa.Array]) -> dict[str, pa.Array | str]:
+    """The columns of ``node_events`` rows of one rule from its capture groups (as
+    :func:`_node_fields` reads them), whole columns of text: ``kind`` -> value or group array."""
+    if kind == "controller_active":
+        return {"node": g[0], "epoch": g[1]}
+    if kind == "controller_renounce":
+        return {"node": g[0], "cause": g[1] if len(g) > 1 else "resigned", "epoch": g[2] if len(g) > 2 else None}
+    if kind == "controller_epoch":
+        none = pc.equal(g[2], "(none)")
+        return {"reporter": g[0], "epoch": g[1], "node": pc.if_else(none, pa.scalar("-1", g[2].type), g[2])}
+    if kind in ("fenced", "broker_failed", "unfenced", "controlled_shutdown"):
+        return {"reporter": g[0], "node": g[1], "cause": g[2] if len(g) > 2 else None}
+    if kind == "heartbeat_timeout":
+        return {"node": g[0], "cause": g[1]}
+    if kind == "zk_session_timeout":
+        text = [pc.cast(x, pa.string()) for x in (g[0], g[1], g[2])]
+        parts = [text[0], pa.scalar(" after "), text[1], pa.scalar(" ms (session "), text[2], pa.scalar(")")]
+        return {"cause": pc.binary_join_element_wise(*parts, ""), "waited_ms": g[1]}
+    if kind == "zk_session_expired":
+        return {"cause": pc.coalesce(g[0], g[1])}
+    if kind == "log_dir_error":
+        if "checkpoint file" in rule:  # its groups name the dir first, then the partition
+            return {"cause": g[0], "dir": g[1], "partitions": g[2]}
+        return {"cause": g[0], "partitions": g[1], "dir": g[2]}
+    if kind == "log_dir_offline":
+        if "Logs for partitions" in rule or "stopped fetcher" in rule:
+            return {"partitions": g[0], "dir": g[1]}
+        return {"dir": g[0]}
+    if kind in ("log_dir_shutdown", "log_dir_halt"):
+        return {"cause": g[0], "dir": g[1]}
+    return {"cause": g[0]}  # oom
+
+
+NODE_INTS = ("node", "reporter", "epoch", "waited_ms")
+NODE_TEXTS = ("cause", "dir", "partitions")
+
+
+def _node_frame(events: pd.DataFrame) -> tuple[pd.DataFrame, pa.Array, pa.Array]:
+    """Rows of ``node_events`` from the rules' groups (without the base columns), in record order
+    (``row``: the record's index in ``events``), column by column; the records' messages and
+    first lines."""
+    msgs = arrow_messages(events)
+    first = _first_lines(msgs)
+    which = _rule_of(first, [p for _, p in NODE_RULES], NODE_KEYS, _kinds_of(events))
+    oom = next(i for i, (k, _) in enumerate(NODE_RULES) if k == "oom")
+    if (which < 0).any():  # an OutOfMemoryError may be the cause deep in a stack trace
+        rest = np.flatnonzero(which < 0)
+        hit = _hits(msgs.take(pa.array(rest)), NODE_RULES[oom][1])
+        which[rest[hit]] = oom
+    rows = np.flatnonzero(which >= 0)
+    rule = which[rows]
+    names = ("kind", "rule_reporter", "node", "epoch", "waited_ms") + NODE_TEXTS
+    pieces: dict[str, list[pa.Array]] = {c: [] for c in names}
+    placed = []  # the rows' positions, rule by rule: the pieces' order
+    for i, (kind, pattern) in enumerate(NODE_RULES):
+        at = np.flatnonzero(rule == i)
+        if not len(at):
+            continue
+        placed.append(at)
+        texts = (msgs if kind == "oom" else first).take(pa.array(rows[at]))
+        got = {
+            ("rule_reporter" if c == "reporter" else c): v
+            for c, v in _node_columns(kind, pattern, group_arrays(texts, pattern)).items()
+        }
+        got["kind"] = kind
+        for c in names:
+            v = got.get(c)
+            if v is None:
+                v = pa.nulls(len(at), pa.string())
+            elif isinstance(v, str):
+                v = pa.array([v], pa.string()).take(pa.array(np.zeros(len(at), np.int64)))
+            pieces[c].append(pc.cast(v, pa.string()))
+    back = np.empty(len(rows), np.int64)  # from the pieces' order back to record order
+    back[np.concatenate(placed) if placed else np.zeros(0, np.int64)] = np.arange(len(rows))
+    cols = {c: pa.concat_arrays(p).take(pa.array(back)) if p else pa.nulls(0, pa.string()) for c, p in pieces.items()}
+    f = pd.DataFrame({"row": rows})
+    for c, v in cols.items():
+        f[c] = _to_int(v).array if c in NODE_INTS or c == "rule_reporter" else pd.array(v, dtype="string")
+    return f, msgs, first
+
+
 @extractor("node_events", match=wanted_logger, contains=CONTAINS, blockwise=True, order=TIME_ORDER)
 def build_node_events(events: pd.DataFrame) -> pd.DataFrame:
     if not len(events):
         return tables.empty("node_events")
-    rows, fields, first = _classified(events, NODE_RULES, oom_whole=True)
-    if not len(rows):
+    f, msgs, first = _node_frame(events)
+    if not len(f):
         return tables.empty("node_events")
+    rows = f.pop("row").to_numpy()
     df = _base(events, rows, first)
-    df["reporter"] = df["reporter"].to_numpy(dtype=object, na_value=None)  # (node rows are few)
-    f = pd.DataFrame(fields)
+    own = f.pop("rule_reporter")  # the id the rule read, else the one in the line's prefix
+    df["reporter"] = own.fillna(df["reporter"]).array
     for c in f.columns:
-        if c == "reporter":
-            df[c] = [a if a is not None and a == a else b for a, b in zip(f[c], df[c])]
-        else:
-            df[c] = f[c].to_numpy()
+        df[c] = f[c].array
     # the cause of a log-dir error is in its stack trace
     dir_err = np.flatnonzero(f["kind"].isin(["log_dir_error", "log_dir_offline"]).to_numpy())
     if len(dir_err):
         whole = arrow_messages(events, rows[dir_err])
-        found = groups_of(whole, CAUSES)[0]
-        caused = groups_of(whole, r"\nCaused by: ([^\n]+)")[0]
-        exc = groups_of(whole, r"^[^\n]*\n([\w.$]+(?:Exception|Error)(?:: [^\n]*)?)")[0]
-        for k, i in enumerate(dir_err):
-            c = found[k] or caused[k] or exc[k]
-            if c:
-                df.loc[i, "cause"] = c if found[k] else c[:300]
+        found = group_arrays(whole, CAUSES)[0]
+        caused = group_arrays(whole, r"\nCaused by: ([^\n]+)")[0]
+        exc = group_arrays(whole, r"^[^\n]*\n([\w.$]+(?:Exception|Error)(?:: [^\n]*)?)")[0]
+        cause = pc.coalesce(found, pc.utf8_slice_codeunits(pc.coalesce(caused, exc), 0, 300))
+        ok = np.asarray(pc.is_valid(cause).to_numpy(zero_copy_only=False), bool)
+        if ok.any():
+            df.loc[dir_err[ok], "cause"] = pd.array(cause.filter(pa.array(ok)), dtype="string")
     # the broker-change handler's "deleted brokers: 3" is followed within the second by the same
     # controller's "Broker failure callback for 3": one row for the pair (the handler's line alone, as
     # in an excerpt, still makes one)
