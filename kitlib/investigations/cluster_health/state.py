@@ -555,6 +555,14 @@ def _first_lines(msgs: pa.Array) -> pa.Array:
     return first_lines(msgs)
 
 
+def _text(col: pd.Series) -> pd.Series:
+    """``col.astype("string")``; a categorical one through its categories (each made once)."""
+    if not isinstance(col.dtype, pd.CategoricalDtype):
+        return col.astype("string")
+    names = col.cat.categories.astype("string").array
+    return pd.Series(names.take(col.cat.codes.to_numpy(), allow_fill=True), index=col.index)
+
+
 def _base(events: pd.DataFrame, rows: np.ndarray, first: pa.Array, reporter: pd.Series | None = None) -> pd.DataFrame:
     """The columns every row has (time, level, first line, host, file, line) and the writer's id
     from the line's prefix (read only where ``reporter``, what the rules found, is NA)."""
@@ -572,10 +580,10 @@ def _base(events: pd.DataFrame, rows: np.ndarray, first: pa.Array, reporter: pd.
         {
             "ts": ev["ts"],
             "reporter": rep,
-            "level": ev["level"].astype("string"),
+            "level": _text(ev["level"]),
             "message": pd.array(pc.utf8_slice_codeunits(texts, 0, 500), dtype=pd.StringDtype("pyarrow")),
-            "host": ev["host"].astype("string"),
-            "file": ev["file"].astype("string"),
+            "host": _text(ev["host"]),
+            "file": _text(ev["file"]),
             "line": ev["line"],
         }
     )
@@ -814,9 +822,8 @@ def build_node_events(events: pd.DataFrame) -> pd.DataFrame:
     if not len(f):
         return tables.empty("node_events")
     rows = f.pop("row").to_numpy()
-    df = _base(events, rows, first)
-    own = f.pop("rule_reporter")  # the id the rule read, else the one in the line's prefix
-    df["reporter"] = own.fillna(df["reporter"]).array
+    # the id the rule read, else the one in the line's prefix
+    df = _base(events, rows, first, f.pop("rule_reporter"))
     for c in f.columns:
         df[c] = f[c].array
     # the cause of a log-dir error is in its stack trace
