@@ -13,6 +13,7 @@ Example:
 from __future__ import annotations
 
 import functools
+import json
 import os
 import re
 import time
@@ -22,9 +23,11 @@ from pathlib import Path
 from typing import TypeVar
 
 import pandas as pd
+import pyarrow as pa
 
 from kitlib import registry, tables
 from kitlib.ingestion.cache import cached_store
+from kitlib.ingestion.derive import CACHE as DERIVED_CACHE
 from kitlib.ingestion.derive import DerivedTables
 from kitlib.ingestion.pipeline import run
 from kitlib.ingestion.store import (
@@ -83,7 +86,14 @@ class Bundle:
         registry.load()
         store = self.__dict__.get("store")
         if store is not None and self.deferred(name):
-            t = self.window.frame(self._derive(name), tables.time_column(name))
+            cached = self._derived_file(name)
+            try:  # this one table, not every derived table the output caches
+                t = None if cached is None else self.window.frame(read_table(cached, name), tables.time_column(name))
+            except (OSError, pa.ArrowException):  # unreadable: built again
+                t = None
+            if t is None:
+                t = self.window.frame(self._derive(name), tables.time_column(name))
+                self._forget_derived()
             self.tables[name] = t
             return t
         if store is not None:
@@ -97,12 +107,54 @@ class Bundle:
         raise AttributeError(f"bundle has no table {name!r}; known: {sorted(tables.SCHEMAS)}")
 
     def _on_disk(self, name: str) -> Path | None:
-        """The Parquet file (or folder) table ``name`` is read from, when it is stored, not read
-        whole yet and not derived on first use; else None."""
+        """The Parquet file (or folder) table ``name`` is read from, when it is stored (or derived
+        and cached by the output, and the bundle's window is whole) and not read whole yet; else
+        None."""
         store = self.__dict__.get("store")
-        if store is None or name in self.__dict__.get("tables", {}) or self.deferred(name):
+        if store is None or name in self.__dict__.get("tables", {}):
             return None
+        if self.deferred(name):
+            return self._derived_file(name) if self.window.whole else None
         return stored_tables(store).get(name)
+
+    def _derived_file(self, name: str) -> Path | None:
+        """The file in the output's cache of derived tables that derived table ``name`` can be read
+        from alone: cached there without a build error, and not held by :attr:`derived`; else None."""
+        derived = self.__dict__.get("derived")
+        if self.store is None or (derived is not None and name in derived.built):
+            return None
+        return cached_derived(self.store).get(name)
+
+    def _forget_derived(self) -> None:
+        """Let go of the derived tables :attr:`derived` holds that the output's cache holds too
+        (a build makes them all at once): each is read from there, alone, when asked for."""
+        if self.derived is None or self.store is None:
+            return
+        for name in cached_derived(self.store):
+            self.derived.built.pop(name, None)
+
+    def let_go(self, name: str) -> bool:
+        """Forget the rows of table ``name`` read so far (whole or in columns, and what
+        :func:`per_bundle` computed while they were held) when they can be read again from the
+        ingest output: the next reader reads them again. A table held only in memory is kept.
+        True when it was let go."""
+        store = self.__dict__.get("store")
+        if store is None:
+            return False
+        if self.deferred(name):
+            derived = self.derived
+            if name not in cached_derived(store) or (derived is not None and name in derived.built):
+                return False  # built here, and not cached: it would be built again
+        elif name not in stored_tables(store):
+            return False
+        held = self.tables.pop(name, None)
+        for key in [k for k in self.parts if k[0] == name]:
+            del self.parts[key]
+        if held is not None:  # answers computed while it was held name it by identity: never asked again
+            gone = [k for k, (frames, _) in self.memo.items() if any(df is held for _, df in frames)]
+            for key in gone:
+                del self.memo[key]
+        return True
 
     def columns(self, name: str, columns: list[str]) -> pd.DataFrame:
         """Table ``name`` with at least ``columns``: the same rows, in the same order and with the
@@ -234,6 +286,19 @@ class Bundle:
         s = self.summary
         rows = ", ".join(f"{k}={v:,}" for k, v in sorted(s.rows.items()) if v)
         return f"<Bundle {self.root}: {s.files} files, {s.bytes:,} bytes, {s.unparsed_lines:,} unparsed lines; {rows}>"
+
+
+def cached_derived(store: Path) -> dict[str, Path]:
+    """The derived tables the cache folder of ingest output ``store`` holds without a build error,
+    each with the Parquet file it is in (none when nothing has built them there yet)."""
+    folder = store / DERIVED_CACHE
+    try:
+        index = json.loads((folder / "index.json").read_text())["tables"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return {}
+    if not isinstance(index, dict):
+        return {}
+    return {name: folder / f"{name}.parquet" for name, error in index.items() if not error}
 
 
 def per_bundle(fn: Callable[..., T]) -> Callable[..., T]:

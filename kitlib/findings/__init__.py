@@ -210,13 +210,19 @@ class Detector:
     checks: str
     needs: tuple[str, ...]
     module: str = ""
+    # the tables it reads besides ``needs`` (itself or through the models it asks for): a table
+    # read in a triage is let go after the last detector naming it (see :func:`triage`)
+    reads: tuple[str, ...] = ()
 
 
-def detector(ids: Iterable[str], checks: str, needs: Iterable[str] = ()):
+def detector(ids: Iterable[str], checks: str, needs: Iterable[str] = (), reads: Iterable[str] = ()):
     """Register a detector function. ``ids`` are the finding ids it can raise (each must be
     declared by the investigation whose package holds the function), ``checks`` a one-line
     description shown when nothing is found, ``needs`` the tables it cannot work without: when
-    any of them has no rows the detector is skipped, and reported as skipped.
+    any of them has no rows the detector is skipped, and reported as skipped. ``reads`` names the
+    other tables it reads (directly or through a model): :func:`triage` lets a table go once no
+    detector still to run names it, so a triage holds the tables of one detector at a time rather
+    than every table any detector read (a detector reading one it does not name reads it again).
 
     Example:
         >>> @detector(ids=["demo-x"], checks="demo", needs=["events"])
@@ -227,7 +233,9 @@ def detector(ids: Iterable[str], checks: str, needs: Iterable[str] = ()):
     """
 
     def wrap(fn):
-        DETECTORS[fn.__name__] = Detector(fn.__name__, fn, tuple(ids), checks, tuple(needs), fn.__module__)
+        DETECTORS[fn.__name__] = Detector(
+            fn.__name__, fn, tuple(ids), checks, tuple(needs), fn.__module__, tuple(reads)
+        )
         return fn
 
     return wrap
@@ -269,6 +277,10 @@ def triage(bundle, investigations: Iterable[str] | None = None) -> Triage:
     A detector whose needed tables have no rows is skipped; one that raises is reported as failed
     and the others still run; a finding whose id the detector did not declare is dropped and
     reported as a failure of that detector.
+
+    A table the triage read from an ingest output is let go (:meth:`~kitlib.bundle.Bundle.let_go`)
+    after the last detector that needs or reads it, so what the triage holds at its peak is what
+    one detector reads, not the sum of them; tables read before the triage are kept.
     """
     from kitlib import registry
     from kitlib.bundle import Bundle, load_bundle
@@ -279,50 +291,64 @@ def triage(bundle, investigations: Iterable[str] | None = None) -> Triage:
     wanted = set(investigations) if investigations is not None else None
     found: list[Finding] = []
     runs: list[DetectorRun] = []
+    order = []
     for name, d in sorted(DETECTORS.items()):
         inv = registry.detector_investigation(d)
-        inv_name = inv.name if inv else ""
-        if wanted is not None and inv_name not in wanted:
-            continue
-        # counted, not read: a table the detector reads whole is read by the detector itself
-        empty = [t for t in d.needs if not _rows(bundle, t)]
-        if empty:
-            runs.append(DetectorRun(name, inv_name, d.checks, "skipped", reason="no rows in " + ", ".join(empty)))
-            continue
+        if wanted is None or (inv.name if inv else "") in wanted:
+            order.append((name, d, inv))
+    held = set(bundle.tables) | {t for t, _ in bundle.parts}
+    last = {t: i for i, (_, d, _) in enumerate(order) for t in (*d.needs, *d.reads) if t not in held}
+    for i, (name, d, inv) in enumerate(order):
         try:
-            got = list(d.fn(bundle) or [])
-        except Exception as e:  # noqa: BLE001 - a broken detector must not hide the others' results
-            runs.append(DetectorRun(name, inv_name, d.checks, "failed", reason=f"{type(e).__name__}: {e}"))
-            continue
-        stray = sorted({f.id for f in got if f.id not in d.ids})
-        got = [f for f in got if f.id in d.ids]
-        try:
-            # what each finding rests on, measured here for every detector alike
-            masks: dict = {}
-            extents = [evidence_extent(f, bundle, masks) for f in got]
-        except Exception as e:  # noqa: BLE001 - a count that names no rows is the detector's failure
-            runs.append(DetectorRun(name, inv_name, d.checks, "failed", reason=f"{type(e).__name__}: {e}"))
-            continue
-        for f, ext in zip(got, extents):
-            f.detector = f.detector or name
-            f.investigation = inv_name
-            f.notebook = inv.notebook if inv else ""
-            f.risk = bool(inv and inv.risks)
-            f.extent = ext
-        found.extend(got)
-        runs.append(
-            DetectorRun(
-                name,
-                inv_name,
-                d.checks,
-                "failed" if stray else "ok",
-                len(got),
-                f"emitted undeclared finding ids {stray}" if stray else "",
-            )
-        )
+            _run(bundle, name, d, inv, found, runs)
+        finally:
+            for t in sorted(t for t, at in last.items() if at == i):
+                bundle.let_go(t)
     # incidents first, then configuration risks, each most severe first
     found.sort(key=lambda f: (f.risk, Severity.rank_of(f.severity), f.id))
     return Triage(found, runs)
+
+
+def _run(bundle, name: str, d: Detector, inv, found: list[Finding], runs: list[DetectorRun]) -> None:
+    """Run detector ``d`` over ``bundle`` for :func:`triage`: its findings (with what each rests on)
+    onto ``found``, what it did onto ``runs``."""
+    inv_name = inv.name if inv else ""
+    # counted, not read: a table the detector reads whole is read by the detector itself
+    empty = [t for t in d.needs if not _rows(bundle, t)]
+    if empty:
+        runs.append(DetectorRun(name, inv_name, d.checks, "skipped", reason="no rows in " + ", ".join(empty)))
+        return
+    try:
+        got = list(d.fn(bundle) or [])
+    except Exception as e:  # noqa: BLE001 - a broken detector must not hide the others' results
+        runs.append(DetectorRun(name, inv_name, d.checks, "failed", reason=f"{type(e).__name__}: {e}"))
+        return
+    stray = sorted({f.id for f in got if f.id not in d.ids})
+    got = [f for f in got if f.id in d.ids]
+    try:
+        # what each finding rests on, measured here for every detector alike
+        masks: dict = {}
+        extents = [evidence_extent(f, bundle, masks) for f in got]
+    except Exception as e:  # noqa: BLE001 - a count that names no rows is the detector's failure
+        runs.append(DetectorRun(name, inv_name, d.checks, "failed", reason=f"{type(e).__name__}: {e}"))
+        return
+    for f, ext in zip(got, extents):
+        f.detector = f.detector or name
+        f.investigation = inv_name
+        f.notebook = inv.notebook if inv else ""
+        f.risk = bool(inv and inv.risks)
+        f.extent = ext
+    found.extend(got)
+    runs.append(
+        DetectorRun(
+            name,
+            inv_name,
+            d.checks,
+            "failed" if stray else "ok",
+            len(got),
+            f"emitted undeclared finding ids {stray}" if stray else "",
+        )
+    )
 
 
 def _rows(bundle, name: str) -> int:

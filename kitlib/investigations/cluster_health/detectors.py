@@ -50,6 +50,7 @@ def _fmt_s(x: float | None) -> str:
 @detector(
     ids=["gc-pauses"],
     needs=[],
+    reads=["gc_pauses", "node_events"],
     checks="stop-the-world GC pauses (>= 1 s, full GCs, to-space exhaustion, >= 5 % of time paused, heap "
     "full after GC, humongous-allocation collections) and OutOfMemoryError, "
     "and the ISR departures and session losses they caused",
@@ -188,6 +189,7 @@ def detect_gc_pauses(bundle) -> list[Finding]:
 @detector(
     ids=["isr-shrink"],
     needs=[],
+    reads=["files", "gc_pauses", "metrics", "node_events", "partition_changes", "restarts", "topic_partitions"],
     checks="brokers leaving partitions' ISR (Shrinking ISR lines, under-min-isr updates, JMX "
     "UnderReplicatedPartitions / IsrShrinksPerSec), flapping, not explained by a GC pause",
 )
@@ -340,6 +342,7 @@ def detect_isr_shrink(bundle) -> list[Finding]:
 @detector(
     ids=["controller-failover"],
     needs=["node_events"],
+    reads=["files", "gc_pauses", "metrics", "partition_changes", "restarts"],
     checks="the active controller changing after the cluster started (KRaft Becoming the active controller, "
     "ZooKeeper-mode controller elections), the gap without a controller, offline partitions",
 )
@@ -428,6 +431,7 @@ def detect_controller_failover(bundle) -> list[Finding]:
 @detector(
     ids=["broker-fenced"],
     needs=["node_events"],
+    reads=["files", "gc_pauses", "metrics", "partition_changes", "restarts"],
     checks="brokers fenced or declared failed after losing their session (KRaft heartbeats, ZooKeeper session "
     "time-outs and expiry), outside controlled shutdowns, controller failovers and GC pauses",
 )
@@ -534,6 +538,7 @@ def detect_broker_fenced(bundle) -> list[Finding]:
 @detector(
     ids=["log-dir-failure"],
     needs=["node_events"],
+    reads=["files", "partition_changes"],
     checks="log directories taken offline (I/O errors such as No space left on device), brokers halted or shut "
     "down for it, and the partitions that went offline",
 )
@@ -609,6 +614,7 @@ def detect_log_dir_failure(bundle) -> list[Finding]:
 @detector(
     ids=["unclean-election"],
     needs=[],
+    reads=["metrics", "partition_changes"],
     checks="unclean leader elections (an out-of-sync replica made leader: data loss), from logs and "
     "UncleanLeaderElectionsPerSec",
 )

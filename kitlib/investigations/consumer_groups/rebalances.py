@@ -605,6 +605,7 @@ def _storm_advice(s: pd.Series, reasons: str) -> str:
 @detector(
     ids=["rebalance-storm"],
     needs=["group_events"],
+    reads=["consumer_lag", "group_offsets"],
     checks=f"a consumer group rebalancing {STORM_REBALANCES}+ times within {int(STORM_WINDOW.total_seconds() // 60)}"
     " minutes (group coordinator lines)",
 )

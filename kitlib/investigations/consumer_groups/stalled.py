@@ -27,6 +27,7 @@ def _fmt_ts(ts, missing: str = "an unknown time") -> str:
 @detector(
     ids=["consumer-stalled"],
     needs=[],
+    reads=["consumer_lag", "group_offsets"],
     checks="lag snapshots: committed offsets frozen while lag > 0, lag never decreasing, lag over "
     f"{LagRules().max_lag:,} records",
 )

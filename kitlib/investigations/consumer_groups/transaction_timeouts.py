@@ -119,6 +119,7 @@ def late_transactions(metrics: pd.DataFrame) -> pd.DataFrame:
 @detector(
     ids=["transaction-timeouts"],
     needs=[],
+    reads=["metrics", "txn_events"],
     checks="transactions rolled back on timeout, producers fenced, partitions with late (hanging) transactions",
 )
 def transaction_timeouts(bundle) -> list[Finding]:
