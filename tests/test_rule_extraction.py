@@ -12,6 +12,7 @@ import pyarrow as pa
 import pytest
 
 import kitlib
+from kitlib import extract
 from kitlib.extract import first_lines
 from kitlib.extract.rules import Rule, classify, match
 from kitlib.investigations.client_requests import auth, connections
@@ -145,6 +146,29 @@ def test_classify_equals_line_by_line_reading(messages, rules):
     assert sorted(cols) == sorted(want_cols)
     for f in cols:
         assert cols[f].tolist() == want_cols[f], f
+
+
+@pytest.mark.slow
+def test_first_rule_of_many_texts_equals_line_by_line_reading(messages):
+    # enough texts, most of them matching no rule, that the texts no rule matches are set aside
+    # by one pass of the rules joined first (their named groups made plain: several rules name
+    # 'group'); then the rules of the rest in turn, the last one not tried
+    texts = (messages * (2 * extract.SAMPLE // len(messages) + 2))[: 3 * extract.SAMPLE]
+    texts[::97] = [None] * len(texts[::97])
+    arr = pa.array(texts, pa.large_string())
+    rules = groups.RULES
+    want_kinds, _ = reference(texts, rules)
+    unmatched = sum(k is None for k in want_kinds)
+    assert unmatched * len(rules) > extract.JOIN_COST * len(texts)  # the joined pass pays here
+    which = extract.first_rule(arr, [r.pattern for r in rules])
+    assert [rules[i].kind if i >= 0 else None for i in which.tolist()] == want_kinds
+    assert which.tolist() == extract.first_match(arr, [r.pattern for r in rules]).tolist()
+    # the same when every text matches one rule (no joined pass: the rules in turn only)
+    took = [t for t, k in zip(texts, want_kinds) if k is not None]
+    took = pa.array((took * (2 * extract.SAMPLE // len(took) + 1))[: 2 * extract.SAMPLE], pa.large_string())
+    assert extract.first_rule(took, [r.pattern for r in rules]).tolist() == (
+        extract.first_match(took, [r.pattern for r in rules]).tolist()
+    )
 
 
 def test_match_second_pass_on_whole_messages():

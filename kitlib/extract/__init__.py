@@ -15,6 +15,7 @@ Example:
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
@@ -130,9 +131,14 @@ def select(block: pa.Table) -> dict[str, pa.Table]:
             if 2 * len(rows) > len(idx):  # most of the block: matched where it is, not copied out first
                 hit = pc.match_substring_regex(block.column("message"), ex.contains)
                 rows = rows[np.asarray(hit.to_numpy(zero_copy_only=False), bool)[rows]]
-            else:
-                hit = pc.match_substring_regex(block.column("message").take(pa.array(rows)), ex.contains)
-                rows = rows[np.asarray(hit.to_numpy(zero_copy_only=False), bool)]
+            else:  # the records copied out once, their messages matched there
+                part = block.take(pa.array(rows))
+                hit = np.asarray(
+                    pc.match_substring_regex(part.column("message"), ex.contains).to_numpy(zero_copy_only=False), bool
+                )
+                if hit.any():
+                    out[name] = part if hit.all() else part.filter(pa.array(hit))
+                continue
         if len(rows):
             out[name] = block.take(pa.array(rows))
     return out
@@ -289,7 +295,7 @@ def groups_of(texts: pa.Array, pattern: str) -> list[list]:
     names = re.findall(r"\(\?P<(\w+)>", named)
     if not names or not len(texts):
         return [[None] * len(texts) for _ in names]
-    got = pc.extract_regex(texts, named)
+    got = pc.extract_regex(texts, "^(?s:.*?)(?:" + named + ")")  # one forward pass (see group_arrays)
     ok = pc.is_valid(got)
     out = []
     for n in names:
@@ -326,21 +332,73 @@ def group_arrays(texts: pa.Array, pattern: str) -> list[pa.Array]:
 
 
 def first_rule(texts: pa.Array, patterns: list[str]) -> np.ndarray:
-    """:func:`first_match` (index of the first pattern each text matches, -1 for none), with each
-    pattern tried only on the texts no earlier pattern matched: a log where most records match
-    the first rules is scanned about once, not once per pattern.
+    """:func:`first_match` (index of the first pattern each text matches, -1 for none) in few
+    regex passes: each pattern is tried only on the texts no earlier pattern matched (the
+    texts are copied out only when many of them are done with, not once per pattern), and when
+    a sample of the texts shows many that no pattern matches, one pass of all the patterns
+    joined sets those aside first (a joined pattern costs a few single ones: RE2 cannot skip
+    ahead to a literal it must find) and the last pattern is then not tried at all.
 
     Example:
         >>> first_rule(pa.array(["b here", "a and b", "none"]), ["a", "b"]).tolist()
         [1, 0, -1]
     """
     out = np.full(len(texts), -1, dtype=np.int16)
-    left = np.arange(len(texts))
-    for i, p in enumerate(patterns):
-        if not len(left):
-            break
-        part = texts if len(left) == len(texts) else texts.take(pa.array(left))
-        hit = np.asarray(pc.match_substring_regex(part, p).to_numpy(zero_copy_only=False), bool)
-        out[left[hit]] = i
-        left = left[~hit]
+    if not len(texts) or not patterns:
+        return out
+    rows = np.arange(len(texts))
+    known = False  # every text left matches one of the patterns
+    if len(patterns) > JOIN_COST and len(texts) >= 2 * SAMPLE:
+        sample = np.linspace(0, len(texts) - 1, SAMPLE).astype(np.int64)
+        unmatched = int((_in_turn(texts.take(pa.array(sample)), patterns, np.arange(SAMPLE), False)[0] < 0).sum())
+        if unmatched * len(patterns) > JOIN_COST * SAMPLE:  # the joined pass saves more than it costs
+            joined = "|".join(f"(?:{_UNNAMED.sub('(?:', p)})" for p in patterns)
+            try:
+                hit = _hits(texts, joined)
+            except (pa.ArrowInvalid, pa.ArrowNotImplementedError):  # patterns RE2 cannot join
+                hit = None
+            if hit is not None:
+                rows = rows[hit]
+                texts = texts if len(rows) == len(out) else texts.filter(pa.array(hit))
+                known = True
+    which, rows = _in_turn(texts, patterns, rows, known)
+    out[rows] = which
     return out
+
+
+# a joined pattern costs about this many single ones; a sample of this many texts tells whether
+# it pays (see first_rule)
+JOIN_COST = 3
+SAMPLE = 2048
+
+# a named group, made plain so that patterns naming the same group can be joined in one regex
+_UNNAMED = re.compile(r"(?<!\\)\(\?P<\w+>")
+
+
+def _hits(texts: pa.Array, pattern: str) -> np.ndarray:
+    return np.asarray(pc.match_substring_regex(texts, pattern).to_numpy(zero_copy_only=False), bool)
+
+
+def _in_turn(texts: pa.Array, patterns: list[str], rows: np.ndarray, known: bool) -> tuple[np.ndarray, np.ndarray]:
+    """The first of ``patterns`` each of ``texts`` matches (-1 for none), tried in turn on the
+    texts left, and ``rows`` (the text each answer is for) as given; ``known``: each text
+    matches one of them (the last is then not tried)."""
+    which = np.full(len(texts), -1, dtype=np.int16)
+    left = np.ones(len(texts), bool)  # of the texts in ``cur``, those no pattern took yet
+    at = np.arange(len(texts))  # the position in ``which`` of each text in ``cur``
+    cur = texts
+    for i, p in enumerate(patterns):
+        if known and i == len(patterns) - 1:
+            which[at[left]] = i
+            break
+        hit = _hits(cur, p)
+        hit &= left
+        if hit.any():
+            which[at[hit]] = i
+            left &= ~hit
+            if not left.any():
+                break
+            if 2 * int(left.sum()) < len(left):  # most of them done with: copy out the rest
+                cur, at = cur.filter(pa.array(left)), at[left]
+                left = np.ones(len(at), bool)
+    return which, rows

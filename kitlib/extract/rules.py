@@ -23,7 +23,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from kitlib.extract import arrow_messages, first_lines
+from kitlib.extract import arrow_messages, first_lines, first_rule
 
 _NAMES = re.compile(r"\(\?P<(\w+)>")
 _ALT = re.compile(r"(?<=[A-Za-z_])\d+$")  # group2 -> group
@@ -89,7 +89,7 @@ def classify_arrow(texts: pa.Array, rules: Sequence[Rule]) -> tuple[np.ndarray, 
         sel = np.flatnonzero(which == i)
         if not len(sel) or not rule.fields:
             continue
-        got = extract(texts.take(pa.array(sel)), rule.pattern)
+        got = extract(texts if len(sel) == n else texts.take(pa.array(sel)), rule.pattern)
         for f, vals in got.items():
             where[f][sel] = sum(len(x) for x in pieces[f]) + np.arange(len(sel))
             pieces[f].append(vals)
@@ -100,6 +100,9 @@ def classify_arrow(texts: pa.Array, rules: Sequence[Rule]) -> tuple[np.ndarray, 
             out[f] = pa.nulls(n, pa.large_string())
             continue
         total = sum(len(x) for x in pieces[f])
+        if total == n and len(pieces[f]) == 1:  # one rule took every text: its fields are in place
+            out[f] = pieces[f][0].cast(pa.large_string())
+            continue
         pos[pos < 0] = total  # the one null put after the pieces
         col = pa.concat_arrays([x.cast(pa.large_string()) for x in pieces[f]] + [pa.nulls(1, pa.large_string())])
         out[f] = col.take(pa.array(pos))
@@ -144,18 +147,9 @@ def _objects(values: pa.Array) -> np.ndarray:
 
 
 def _first_match(texts: pa.Array, rules: Sequence[Rule]) -> np.ndarray:
-    """Index of the first rule each text matches (-1 for none). Each rule runs only on the texts
-    no earlier rule took, so with the common kinds first most lines cost one or two regex passes."""
-    n = len(texts)
-    which = np.full(n, -1, dtype=np.int16)
-    for i, rule in enumerate(rules):
-        todo = np.flatnonzero(which < 0)
-        if not len(todo):
-            break
-        sub = texts if len(todo) == n else texts.take(pa.array(todo))
-        ok = np.asarray(pc.match_substring_regex(sub, rule.pattern).to_numpy(zero_copy_only=False), bool)
-        which[todo[ok]] = i
-    return which
+    """Index of the first rule each text matches (-1 for none), in about 1 + log2(len(rules))
+    regex passes per text (see :func:`kitlib.extract.first_rule`)."""
+    return first_rule(texts, [r.pattern for r in rules])
 
 
 @dataclass
@@ -227,11 +221,12 @@ def match(events: pd.DataFrame, rules: Sequence[Rule], whole: Collection[str] = 
                 cols[f] = pc.replace_with_mask(cols[f], pa.array(mask), vals.take(pa.array(took)))
     keep = np.flatnonzero(which >= 0)
     at = pa.array(keep)
+    every = len(keep) == len(which)  # nothing to leave out: no copy
     return Matches(
         events.iloc[keep].reset_index(drop=True),
-        first.take(at),
+        first if every else first.take(at),
         _kinds(which[keep], rules),
-        {k: v.take(at) for k, v in cols.items()},
+        cols if every else {k: v.take(at) for k, v in cols.items()},
         which[keep],
     )
 

@@ -144,10 +144,17 @@ def build(events: pd.DataFrame) -> pd.DataFrame:
     mech[(mech == None) & plain] = "PLAIN"  # noqa: E711 - PlainServerCallbackHandler's wording
     addr = pa.array(cols["address"].tolist(), pa.string())
     # a client line names the broker as librdkafka does ('sasl_ssl://b-1.example:9096/1: ...')
-    got = pc.extract_regex(first, _BROKER)
-    for g in ("broker", "broker2"):
-        named = pc.struct_field(got, g).cast(pa.string())
-        addr = pc.coalesce(addr, pc.if_else(pc.equal(named, ""), pa.scalar(None, pa.string()), named))
+    # (read only from the lines that hold '://' or '<BrokerConnection': a broker's lines have neither)
+    maybe = pc.fill_null(
+        pc.or_(pc.match_substring(first, "://"), pc.match_substring(first, "<BrokerConnection", ignore_case=True)),
+        False,
+    )
+    if pc.any(maybe).as_py():
+        got = pc.extract_regex(first.filter(maybe), _BROKER)
+        for g in ("broker", "broker2"):
+            named = pc.struct_field(got, g).cast(pa.string())
+            named = pc.if_else(pc.equal(named, ""), pa.scalar(None, pa.string()), named)
+            addr = pc.coalesce(addr, pc.replace_with_mask(pa.nulls(len(first), pa.string()), maybe, named))
     addr = pc.replace_substring_regex(addr, r"^.*/", "")  # '/10.0.0.7' and 'host/10.0.0.7' -> 10.0.0.7
     channel = pa.array(cols.get("channel", np.full(len(m), None, object)).tolist(), pa.string())
     listener = pc.replace_substring_regex(channel, r"^([^-]+)-.*$", r"\1")
