@@ -134,3 +134,20 @@ def test_state_builders_time_grows_linearly(tmp_path):
                 build(events)
                 best[i] = min(best[i], time.process_time() - t)
         assert max(best[1], 0.03) < 3 * max(best[0], 0.03), (build.__name__, best)
+
+
+@pytest.mark.parametrize("width", [3, 40])
+def test_isr_differences_are_the_ids_of_one_list_not_in_the_other(width):
+    """``removed``/``added`` of an ISR change: per row, the ids of one list missing from the other, in
+    its order (null where none), for short ISRs and for lists longer than the matrix path takes."""
+    rng = np.random.default_rng(width)
+    before, after = [], []
+    for _ in range(500):
+        b = [int(x) for x in rng.choice(60, rng.integers(0, width + 1), replace=False)]
+        a = [x for x in b if rng.random() < 0.6] + [int(x) for x in rng.integers(60, 70, rng.integers(0, 3))]
+        before.append(",".join(map(str, b)))
+        after.append(",".join(map(str, dict.fromkeys(a))))
+    got = state._minus(pa.array(before), pa.array(after)).to_pylist()
+    for b, a, g in zip(before, after, got):
+        want = [x for x in b.split(",") if x and x not in a.split(",")]
+        assert g == (",".join(want) or None)

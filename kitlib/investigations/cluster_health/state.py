@@ -646,9 +646,16 @@ def _minus(b: pa.Array, a: pa.Array) -> pa.Array:
         v = pc.if_else(pc.equal(flat, ""), "-1", flat)
         return np.asarray(pc.cast(v, pa.int64()).to_numpy(zero_copy_only=False), np.int64)
 
-    # (row, id) as one integer: broker ids are 31-bit, so row * 2^32 + id never collides
     ib, ia = ids(bf), ids(af)
-    kept = (ib >= 0) & ~np.isin((bp << 32) + ib, (ap << 32) + ia)
+    a_off = np.asarray(al.offsets.to_numpy(zero_copy_only=False), np.int64)
+    a_off -= a_off[0]
+    width = int(np.diff(a_off).max(initial=0))
+    if width <= 16:  # ISRs are short: each row's list of ``a`` as a row of a small matrix, compared at once
+        table = np.full((len(a), max(width, 1)), -2, np.int64)
+        table[ap, np.arange(len(ia)) - a_off[ap]] = ia
+        kept = (ib >= 0) & ~(table[bp] == ib[:, None]).any(axis=1)
+    else:  # (row, id) as one integer: broker ids are 31-bit, so row * 2^32 + id never collides
+        kept = (ib >= 0) & ~np.isin((bp << 32) + ib, (ap << 32) + ia)
     offsets = np.concatenate([[0], np.cumsum(np.bincount(bp[kept], minlength=len(b)))]).astype(np.int32)
     joined = pc.binary_join(
         pa.ListArray.from_arrays(pa.array(offsets), bf.filter(pa.array(kept))), pa.scalar(",", bf.type)
