@@ -848,7 +848,10 @@ def build_node_events(events: pd.DataFrame) -> pd.DataFrame:
     # controller's "Broker failure callback for 3": one row for the pair (the handler's line alone, as
     # in an excerpt, still makes one)
     failed = (df["kind"] == "broker_failed").to_numpy(dtype=bool)
-    listed = failed & df["message"].str.contains("deleted brokers: ", regex=False).fillna(False).to_numpy(dtype=bool)
+    listed = failed.copy()  # (only the failure rows' messages are searched)
+    listed[failed] = (
+        df["message"][failed].str.contains("deleted brokers: ", regex=False).fillna(False).to_numpy(dtype=bool)
+    )
     if listed.any() and (failed & ~listed).any():
         keys = ["host", "file", "node"]
         pairs = (
