@@ -383,3 +383,66 @@ def test_the_first_bytes_leave_out_only_texts_without_a_long_prefix():
     assert not (found & ~may).any()
     opens = np.array([t.startswith("[") for t in texts[1:]])
     assert not (may & ~opens).any()
+
+
+def test_records_behind_a_long_prefix_are_retried_as_the_arrow_path_retries_them(monkeypatch):
+    """A shape left without a template (its first record does not end as any template wants) is
+    retried alone for its other records only behind a bracketed prefix whose first "] " leaves less
+    than half of the shape: the one compiled call a block draws that line where Arrow does, byte
+    for byte around it, with non-ASCII characters in the prefix."""
+    loggers, messages, cut = [], [], []
+    for at in range(38, 62):
+        for lead in ("[", "[é", "[ééé"):
+            body = lead + "x" * max(at - len(lead.encode()), 0)
+            head = body + "] [Fetcher " + "y" * 100 + "] "  # the shape ends well before the sentence
+            for sentence in ("Shutting down; zz qq", "Shutting down", "Shutting down"):
+                loggers.append("kafka.server.ReplicaFetcherThread")
+                messages.append(head + sentence)
+            cut.append(len(body.encode()))
+    logger = pa.array(loggers).dictionary_encode()
+    message = pa.array(messages, pa.large_string())
+    for block in (len(messages), 7):
+        monkeypatch.setattr(matching, "_MEMO", {})
+        fast = np.concatenate([matching._assign_compiled(logger.slice(i, block), message.slice(i, block))
+                               for i in range(0, len(messages), block)])  # fmt: skip
+        monkeypatch.setattr(matching, "_MEMO", {})
+        reference = np.concatenate([matching._assign_arrow(logger.slice(i, block), message.slice(i, block))
+                                    for i in range(0, len(messages), block)])  # fmt: skip
+        assert np.array_equal(fast, reference), np.flatnonzero(fast != reference)[:5]
+    second = fast.reshape(-1, 3)[:, 1]
+    assert (second >= 0).any() and (second < 0).any()  # retried behind a long prefix, not behind a short one
+    assert (np.array(cut)[second >= 0] >= matching.SHAPE_CHARS // 2 - 1).all()
+
+
+@pytest.mark.slow
+def test_a_memo_of_shapes_emptied_often_gives_the_arrow_paths_ids(monkeypatch):
+    """The memo of shapes (in C on the compiled path) is emptied once it holds more than MEMO_SIZE
+    shapes, as the Arrow path's dict is: with a small limit, emptied every few blocks, the ids of
+    a generated log stay the Arrow path's."""
+    logger, message = _recurring_records(3000)
+    monkeypatch.setattr(matching, "MEMO_SIZE", 40)
+    got = []
+    for path in (matching._assign_compiled, matching._assign_arrow):
+        monkeypatch.setattr(matching, "_MEMO", {})
+        got.append(np.concatenate([path(logger.slice(i, 250), message.slice(i, 250)) for i in range(0, 3000, 250)]))
+    assert np.array_equal(got[0], got[1]), np.flatnonzero(got[0] != got[1])[:5]
+    assert 0 < len(matching._MEMO) < 80  # the Arrow path's memo was emptied on the way
+    assert (got[0] >= 0).sum() > 0.3 * len(got[0])
+
+
+def test_a_block_call_refuses_codes_and_tables_that_do_not_fit():
+    data = b"abcdef"
+    off = np.array([0, 3, 6], np.int64)
+    glog, kafka, names = np.array([-1, -1], np.int64), np.zeros(2, np.uint8), np.zeros(2, np.uint64)
+    args = (off, data, matching.SHAPE_CHARS)
+    with pytest.raises(IndexError):
+        C.block(*args, np.array([0, 2], np.int64), glog, kafka, names, None, 10)
+    with pytest.raises(ValueError):
+        C.block(*args, np.array([0], np.int64), glog, kafka, names, None, 10)
+    with pytest.raises(ValueError):
+        C.block(*args, np.array([0, 1], np.int64), glog, kafka[:1], names, None, 10)
+    with pytest.raises(ValueError):
+        C.block(*args, np.array([0, 1], np.int64), glog, kafka, names, np.ones(3, np.uint8), 10)
+    got = np.frombuffer(C.block(*args, np.array([0, 1], np.int64), glog, kafka, names, None, 10), np.int64)
+    assert got.tolist() == [-1, -1]  # neither logger has templates nor is a Kafka logger
+    C.forget()
