@@ -159,14 +159,17 @@ class Bundle:
     def columns(self, name: str, columns: list[str]) -> pd.DataFrame:
         """Table ``name`` with at least ``columns``: the same rows, in the same order and with the
         same dtypes as :meth:`table` gives. On an ingest output, a table not read whole is read
-        with only those of its declared columns (kept for the next call asking the same ones), so
-        a detector that needs a few columns of a big table never holds its text; anywhere else it
-        is the whole table."""
+        with only those of its declared columns (kept for the next call asking for them or for
+        fewer), so a detector that needs a few columns of a big table never holds its text;
+        anywhere else it is the whole table."""
         path = self._on_disk(name)
         spec = tables.SCHEMAS.get(name)
         if path is None or spec is None:
             return self.table(name)
         wanted = set(columns)
+        for (table, held), part in self.parts.items():
+            if table == name and wanted <= set(held):  # columns read already, with others
+                return part
         key = (name, tuple(c for c in spec.names if c in wanted))
         got = self.parts.get(key)
         if got is None:

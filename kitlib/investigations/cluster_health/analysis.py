@@ -27,12 +27,53 @@ LONG_PAUSE_MS = 1000  # a pause this long can stall replication or heartbeats
 
 # --- identity and shared views ---
 
+# what the models and detectors read of the two big tables: every column but the text, which only
+# the few rows a finding quotes need (:func:`quoted`); on an ingest output the text is never read whole
+NODE_COLUMNS = [
+    "ts", "kind", "node", "reporter", "epoch", "dir", "partitions", "cause", "waited_ms", "level", "host", "file", "line",
+]  # fmt: skip
+CHANGE_COLUMNS = [
+    "ts", "kind", "topic", "partition", "reporter", "leader", "epoch", "isr_before", "isr_after", "removed", "added",
+    "under_min_isr", "level", "host", "file", "line",
+]  # fmt: skip
+
+
+def node_events(bundle) -> pd.DataFrame:
+    """``node_events`` as the models read it: :data:`NODE_COLUMNS` at least (the whole table where
+    it is held whole), rows as :meth:`~kitlib.bundle.Bundle.table` gives them."""
+    return bundle.columns("node_events", NODE_COLUMNS)
+
+
+def partition_changes(bundle) -> pd.DataFrame:
+    """``partition_changes`` as the models read it: :data:`CHANGE_COLUMNS` at least."""
+    return bundle.columns("partition_changes", CHANGE_COLUMNS)
+
+
+def quoted(bundle, rows: pd.DataFrame, name: str) -> pd.DataFrame:
+    """``rows`` of table ``name`` (read by :func:`node_events` or :func:`partition_changes`, or made
+    from them) with the ``message`` of the log line each one comes from (by file and line): only
+    these rows' text is read. Rows that have it already come back as they are."""
+    if "message" in rows.columns or not len(rows):
+        return rows
+    part = bundle.columns(name, ["file", "line"])
+    want = pd.MultiIndex.from_arrays([rows["file"].astype(str), rows["line"].astype("Int64")])
+    lines = part["line"].isin(want.get_level_values(1).dropna()).fillna(False).to_numpy(bool)
+    at = np.flatnonzero(lines)
+    keys = pd.MultiIndex.from_arrays([part["file"].iloc[at].astype(str), part["line"].iloc[at].astype("Int64")])
+    at = at[keys.isin(want)]
+    got = bundle.rows_at(name, at, ["file", "line", "message"])
+    text = pd.Series(
+        got["message"].array, index=pd.MultiIndex.from_arrays([got["file"].astype(str), got["line"].astype("Int64")])
+    )
+    text = text[~text.index.duplicated()]
+    return rows.assign(message=text.reindex(want).array)
+
 
 def node_ids(bundle) -> dict[str, int]:
     """host -> node id (see the module doc)."""
     out: dict[str, int] = {}
     votes = []
-    pc_, ne = bundle.table("partition_changes"), bundle.table("node_events")
+    pc_, ne = partition_changes(bundle), node_events(bundle)
     for df in (pc_, ne):
         if len(df) and "reporter" in df:
             own = df[df["reporter"].notna()]
@@ -100,7 +141,7 @@ def pairs_within(sorted_ts: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> tuple
 
 def shrink_rows(bundle) -> pd.DataFrame:
     """One row per (ISR shrink, broker that left), with ``node`` = the broker that left."""
-    p = bundle.table("partition_changes")
+    p = partition_changes(bundle)
     s = p[p["kind"] == "isr_shrink"]
     if not len(s):
         return s.assign(node=pd.Series(dtype="Int64"))
@@ -159,7 +200,7 @@ def isr_episodes(bundle) -> pd.DataFrame:
     cols = ["node", "topic", "partition", "left", "rejoined", "out_s", "back_by", "leader", "file", "line"]
     if not len(sh):
         return pd.DataFrame(columns=cols)
-    p = bundle.table("partition_changes")
+    p = partition_changes(bundle)
     # rejoining: 'Expanding ISR ... to' (older brokers) or 'ISR updated to' naming the broker again (3.x)
     ex = p[p["kind"].isin(["isr_expand", "isr_updated"])]
     rows, ids = id_lists(ex["added"].astype("string").fillna(ex["isr_after"].astype("string")))
@@ -266,7 +307,7 @@ def per_broker(bundle) -> pd.DataFrame:
     longest GC pause, restarts, WARN/ERROR records."""
     ids = node_ids(bundle)
     hosts = host_of(ids)
-    ne = bundle.table("node_events")
+    ne = node_events(bundle)
     ep = isr_episodes(bundle)
     gs = gc_summary(bundle).set_index("host") if len(bundle.table("gc_pauses")) else pd.DataFrame()
     # only the WARN/ERROR/FATAL records' host and level: on a store the log is never read whole

@@ -23,7 +23,14 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from kitlib.investigations.cluster_health.analysis import long_pauses, node_col, node_ids, pairs_within, shrink_rows
+from kitlib.investigations.cluster_health.analysis import (
+    long_pauses,
+    node_col,
+    node_events,
+    node_ids,
+    pairs_within,
+    shrink_rows,
+)
 
 SYMPTOM_WINDOW_S = 35  # a pause ending this long before a symptom may still explain it
 
@@ -63,7 +70,7 @@ def gc_links(bundle) -> list[Link]:
     if not len(pauses):
         return []
     ids = node_ids(bundle)
-    ne = bundle.table("node_events")
+    ne = node_events(bundle)
     symptoms = []
     sh = shrink_rows(bundle)
     if len(sh):
@@ -141,7 +148,7 @@ def drop_explained(df: pd.DataFrame, explained: set) -> pd.DataFrame:
 
 def in_shutdown(bundle, df: pd.DataFrame, node_col: str = "about") -> np.ndarray:
     """Rows about a node after its own controlled shutdown (and before it came back)."""
-    ne = bundle.table("node_events")
+    ne = node_events(bundle)
     out = np.zeros(len(df), bool)
     if not len(ne) or not len(df):
         return out

@@ -22,7 +22,10 @@ from kitlib.investigations.cluster_health.analysis import (
     long_pauses,
     metric_series,
     node_col,
+    node_events,
     node_ids,
+    partition_changes,
+    quoted,
     shrink_rows,
 )
 from kitlib.investigations.cluster_health.causes import drop_explained, explained_rows, gc_links, in_shutdown
@@ -57,7 +60,7 @@ def _fmt_s(x: float | None) -> str:
 )
 def detect_gc_pauses(bundle) -> list[Finding]:
     g = bundle.table("gc_pauses")
-    ne = bundle.table("node_events")
+    ne = node_events(bundle)
     oom = ne[ne["kind"] == "oom"] if len(ne) else ne
     summ = gc_summary(bundle)
     if not len(summ) and not len(oom):
@@ -129,7 +132,7 @@ def detect_gc_pauses(bundle) -> list[Finding]:
             }
         )
     if len(oom):
-        evid += evidence(oom.head(3))
+        evid += evidence(quoted(bundle, oom.head(3), "node_events"))
     severity = (
         "critical"
         if oom_hosts
@@ -195,7 +198,7 @@ def detect_gc_pauses(bundle) -> list[Finding]:
 )
 def detect_isr_shrink(bundle) -> list[Finding]:
     sh = shrink_rows(bundle)
-    pchg = bundle.table("partition_changes")
+    pchg = partition_changes(bundle)
     urp = metric_series(bundle, URP_MBEAN, "Value")
     urp_max = float(urp["value"].max()) if len(urp) else 0.0
     shrinks_metric = _count_increase(bundle, "IsrShrinksPerSec")
@@ -333,7 +336,7 @@ def detect_isr_shrink(bundle) -> list[Finding]:
                         else ""
                     )
                 ),
-                evidence=evidence(grp.sort_values("ts").head(8)),
+                evidence=evidence(quoted(bundle, grp.sort_values("ts").head(8), "partition_changes")),
             )
         )
     return out
@@ -353,8 +356,8 @@ def detect_controller_failover(bundle) -> list[Finding]:
     # elections a stalled voter set off when it resumed are reported with its stall (stalls.py)
     out, _, started = stalls.stall_findings(bundle, "controller-failover", URP_MBEAN)
     fos = [fo for fo in fos if fo not in started]
-    p = bundle.table("partition_changes")
-    ne = bundle.table("node_events")
+    p = partition_changes(bundle)
+    ne = node_events(bundle)
     owned = failover_owned(bundle, fos)
     for fo in fos:
         start = (fo.lost_ts or fo.won_ts) - pd.Timedelta(seconds=5)
@@ -391,9 +394,9 @@ def detect_controller_failover(bundle) -> list[Finding]:
             & ne["kind"].isin(["controller_active", "controller_renounce", "controller_epoch", "fenced"])
         ]
         ev_rows = ev_rows[(ev_rows["kind"] != "controller_epoch") | (ev_rows["node"] == -1)]
-        evid = evidence(ev_rows.sort_values("ts").head(8))
+        evid = evidence(quoted(bundle, ev_rows.sort_values("ts").head(8), "node_events"))
         if len(offline):
-            evid += evidence(offline.head(4))
+            evid += evidence(quoted(bundle, offline.head(4), "partition_changes"))
         out.append(
             Finding(
                 id="controller-failover",
@@ -436,7 +439,7 @@ def detect_controller_failover(bundle) -> list[Finding]:
     "time-outs and expiry), outside controlled shutdowns, controller failovers and GC pauses",
 )
 def detect_broker_fenced(bundle) -> list[Finding]:
-    ne = bundle.table("node_events")
+    ne = node_events(bundle)
     ids = node_ids(bundle)
     e = ne[
         ne["kind"].isin(["fenced", "broker_failed", "zk_session_timeout", "zk_session_expired", "heartbeat_timeout"])
@@ -529,7 +532,7 @@ def detect_broker_fenced(bundle) -> list[Finding]:
                     )
                     + " While fenced it leads no partitions, so producers with acks=all may stall on min.insync.replicas."
                 ),
-                evidence=evidence(grp.sort_values("ts").head(8)),
+                evidence=evidence(quoted(bundle, grp.sort_values("ts").head(8), "node_events")),
             )
         )
     return out
@@ -543,13 +546,13 @@ def detect_broker_fenced(bundle) -> list[Finding]:
     "down for it, and the partitions that went offline",
 )
 def detect_log_dir_failure(bundle) -> list[Finding]:
-    ne = bundle.table("node_events")
+    ne = node_events(bundle)
     ids = node_ids(bundle)
     e = ne[ne["kind"].astype(str).str.startswith("log_dir")].copy()
     if not len(e):
         return []
     e["about"] = node_col(e, ids)
-    p = bundle.table("partition_changes")
+    p = partition_changes(bundle)
     out = []
     # a broker whose lines carry no broker id (one line of an excerpt) is named by its host
     dirs = e["dir"].fillna("?")
@@ -605,7 +608,8 @@ def detect_log_dir_failure(bundle) -> list[Finding]:
                     )
                     + " Partitions whose only in-sync replica lived there stay offline until it returns."
                 ),
-                evidence=evidence(grp.sort_values("ts").head(6)) + (evidence(lead.head(3)) if len(lead) else []),
+                evidence=evidence(quoted(bundle, grp.sort_values("ts").head(6), "node_events"))
+                + (evidence(quoted(bundle, lead.head(3), "partition_changes")) if len(lead) else []),
             )
         )
     return out
@@ -619,7 +623,7 @@ def detect_log_dir_failure(bundle) -> list[Finding]:
     "UncleanLeaderElectionsPerSec",
 )
 def detect_unclean(bundle) -> list[Finding]:
-    p = bundle.table("partition_changes")
+    p = partition_changes(bundle)
     u = p[p["kind"] == "unclean"] if len(p) else p
     metric = _count_increase(bundle, "UncleanLeaderElectionsPerSec")
     if not len(u) and metric <= 0:
@@ -642,7 +646,7 @@ def detect_unclean(bundle) -> list[Finding]:
                 "than the data; replication.factor=3 with min.insync.replicas=2 and acks=all avoid needing it. "
                 "Tell the producers' owners which partitions and times lost data."
             ),
-            evidence=evidence(u.head(8)) if len(u) else [],
+            evidence=evidence(quoted(bundle, u.head(8), "partition_changes")) if len(u) else [],
             counted_from={"elections": ("partition_changes", "kind == 'unclean'")} if len(u) else {},
         )
     ]

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from kitlib.investigations.cluster_health.analysis import node_col, node_ids, pairs_within
+from kitlib.investigations.cluster_health.analysis import node_col, node_events, node_ids, pairs_within
 
 STORM_S = 60  # events of one failover / shrink burst lie within this many seconds
 
@@ -37,7 +37,7 @@ class Failover:
 
 def failovers(bundle) -> list[Failover]:
     """Controller leadership moving from one node to another after it had been established."""
-    ne = bundle.table("node_events")
+    ne = node_events(bundle)
     if not len(ne):
         return []
     act = ne[ne["kind"] == "controller_active"].sort_values("ts")
@@ -126,7 +126,7 @@ def described_quorum_leader(bundle) -> int | None:
 
 def failover_owned(bundle, fos: list[Failover]) -> pd.DataFrame:
     """Fencing / heartbeat rows a controller failover explains (see the module doc)."""
-    ne = bundle.table("node_events")
+    ne = node_events(bundle)
     if not fos or not len(ne):
         return ne.iloc[0:0]
     ids = node_ids(bundle)

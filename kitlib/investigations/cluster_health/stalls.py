@@ -26,7 +26,14 @@ import numpy as np
 import pandas as pd
 
 from kitlib.findings import Finding, evidence
-from kitlib.investigations.cluster_health.analysis import isr_episodes, node_col, node_ids, shrink_rows
+from kitlib.investigations.cluster_health.analysis import (
+    isr_episodes,
+    node_col,
+    node_events,
+    node_ids,
+    quoted,
+    shrink_rows,
+)
 from kitlib.investigations.cluster_health.causes import drop_explained, explained_rows, gc_links
 from kitlib.investigations.cluster_health.failover import failover_owned, failovers
 
@@ -123,7 +130,7 @@ def stalls(bundle, ids: dict[str, int]) -> list[Stall]:
         parts.append(
             pd.DataFrame({"host": gaps["host"], "start": gaps["start"], "end": gaps["end"], "how": "no JMX answer"})
         )
-    ne = bundle.table("node_events")
+    ne = node_events(bundle)
     if len(ne):
         host_of = {v: k for k, v in ids.items()}
         fen = ne[ne["kind"].isin(["fenced", "broker_failed"])]
@@ -260,7 +267,7 @@ def stall_stories(bundle) -> list[StallStory]:
         return []
     gc = explained_rows(gc_links(bundle))
     sh = shrink_rows(bundle)
-    ne = bundle.table("node_events")
+    ne = node_events(bundle)
     sess = ne[
         ne["kind"].isin(["fenced", "broker_failed", "zk_session_timeout", "zk_session_expired", "heartbeat_timeout"])
     ]
@@ -345,7 +352,7 @@ def stall_finding(bundle, story: StallStory, finding_id: str, urp_mbean: str) ->
             "zk_session_timeout": "ZooKeeper session time-outs",
             "zk_session_expired": "ZooKeeper session expiries",
         }
-        ne = bundle.table("node_events")
+        ne = node_events(bundle)
         unf = ne[(ne["kind"] == "unfenced") & (ne["node"] == node).fillna(False)].sort_values("ts")
         fen = lost[lost["kind"].isin(["fenced", "broker_failed"])].sort_values("ts")
         back = (
@@ -425,12 +432,15 @@ def stall_finding(bundle, story: StallStory, finding_id: str, urp_mbean: str) ->
         if len(gaps)
         else []
     )
-    evid += evidence(lost.sort_values("ts").head(4)) if len(lost) else []
-    evid += evidence(sh.sort_values("ts").head(8)) if len(sh) else []
+    evid += evidence(quoted(bundle, lost.sort_values("ts").head(4), "node_events")) if len(lost) else []
+    evid += evidence(quoted(bundle, sh.sort_values("ts").head(8), "partition_changes")) if len(sh) else []
     if story.failovers:
-        ne = bundle.table("node_events")
+        ne = node_events(bundle)
         won = pd.DataFrame({"file": [fo.file for fo in story.failovers], "line": [fo.line for fo in story.failovers]})
-        evid += evidence(ne.astype({"file": str}).merge(won, on=["file", "line"]).head(4))
+        mine = ne[ne["line"].isin(won["line"]).fillna(False).to_numpy(bool)]  # a few rows made plain, not the table
+        evid += evidence(
+            quoted(bundle, mine.astype({"file": str}).merge(won, on=["file", "line"]).head(4), "node_events")
+        )
     return Finding(
         id=finding_id,
         severity="high",
