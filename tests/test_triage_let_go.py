@@ -6,6 +6,8 @@ the ones a triage of the same bundle in memory gives."""
 import json
 import os
 
+import pytest
+
 import kitlib
 from kitlib.findings import triage
 from kitlib.investigations.cluster_health import analysis
@@ -17,6 +19,7 @@ def _dicts(result) -> list[dict]:
     return [f.to_dict() for f in result.findings]
 
 
+@pytest.mark.slow
 def test_triage_lets_tables_go_and_finds_the_same(tmp_path):
     root = os.path.join(SAMPLES, "log-dir-failure")
     out = tmp_path / "kit"
@@ -38,6 +41,7 @@ def test_triage_lets_tables_go_and_finds_the_same(tmp_path):
     assert not any(any(name == "node_events" for name, _ in frames) for frames, _ in b.memo.values())
 
 
+@pytest.mark.slow
 def test_models_read_no_text_and_quote_only_the_rows_shown(tmp_path):
     root = os.path.join(SAMPLES, "isr-flapping")
     out = tmp_path / "kit"
