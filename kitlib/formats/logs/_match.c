@@ -10,8 +10,10 @@
  * stays the reference; the tests hold the two equal, and compare this search with RE2's.
  *
  * load(pieces, vocab, key_order, key_bounds, pairs, ntemplates) takes the compiled catalogue once
- * per process; shapes(), verify() and assign() read texts from the buffers of an Arrow
- * large_string array (int64 offsets, UTF-8 data) and release the GIL while they run.
+ * per process; keys(), verify(), assign() and lookup() read texts from the buffers of an Arrow
+ * large_string array (int64 offsets, UTF-8 data) and release the GIL while they run. block() runs
+ * every step of matching.py's _assign_compiled for one block in one call, with the memos of texts
+ * and of shapes kept here (one block at a time: a lock).
  */
 #define _GNU_SOURCE /* memmem */
 #define PY_SSIZE_T_CLEAN
