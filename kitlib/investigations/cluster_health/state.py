@@ -45,7 +45,8 @@ Wording read from Apache Kafka's source (3.9 and the 2.x/3.x ZooKeeper-mode clas
 
 Records are picked by an Arrow regex over the messages of every logger except the request,
 authorizer and cleaner logs; classification and captures are Arrow regex kernels over the picked
-first lines.
+first lines, each wording (template id, else logger) tried on the rule its first record matches
+(:func:`_rule_of`), and the rows are put together column by column.
 
 Example:
     >>> classify("[Partition orders-0 broker=1] Shrinking ISR from 1,2,3 to 1,2. Leader: (highWatermark: 9, "
