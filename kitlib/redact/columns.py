@@ -261,9 +261,14 @@ def _hits(arrays: list) -> list[np.ndarray | None]:
     for i, a in enumerate(arrays):
         if a is None:
             continue
-        a = _flat(a)
         if pa.types.is_dictionary(a.type):
-            a = a.dictionary
+            a = _flat(a).dictionary
+        elif len(a) > _BATCH_VALUES:  # not joined into one piece only to be left out
+            if not (pa.types.is_string(a.type) or pa.types.is_large_string(a.type)):
+                out[i] = none
+            continue
+        else:
+            a = _flat(a)
         if not (pa.types.is_string(a.type) or pa.types.is_large_string(a.type)) or len(a) == 0:
             out[i] = none
         elif len(a) <= _BATCH_VALUES:
