@@ -1,5 +1,5 @@
 """The state tables of cluster_health (``partition_changes``, ``node_events``) built without Python per
-row: the rule each record matches is found by wording groups (:func:`state._rule_of`), and must be the
+row: the rule each record matches is found by wording groups (:func:`first_rule_by_wording`), and must be the
 one trying every rule in order gives (:func:`kitlib.extract.first_rule`) on every broker and controller
 line the kit ships with, on lines made to hold two rules' wordings, and whatever the groups; the
 builders' time on twice the records stays about twice.
@@ -19,8 +19,8 @@ import pytest
 
 import kitlib
 from kitlib import registry
-from kitlib.extract import first_lines, first_rule
-from kitlib.investigations.cluster_health import state
+from kitlib.extract import _literal, first_lines, first_rule, first_rule_by_wording, literal_keys
+from kitlib.investigations.cluster_health import state, wording
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -71,39 +71,41 @@ def test_rule_groups_give_the_first_rule_in_order(texts, rules):
     """Whatever the wording groups (one for all, one per line, or groups cutting across wordings), each
     line gets the first rule it matches; the lines of no rule stay -1."""
     table, keys = (
-        (state.PARTITION_RULES, state.PARTITION_KEYS)
+        (wording.PARTITION_RULES, wording.PARTITION_KEYS)
         if rules == "partition"
         else (
-            state.NODE_RULES,
-            state.NODE_KEYS,
+            wording.NODE_RULES,
+            wording.NODE_KEYS,
         )
     )
     patterns = [p for _, p in table]
-    any_key = "|".join(state._escape(k) for ks in keys for k in ks)
+    any_key = "|".join(_literal(k) for ks in keys for k in ks)
     some = texts.filter(pc.match_substring_regex(texts, any_key))  # (per-line groups: the lines a rule may match)
     expected = first_rule(some, patterns)
     assert (expected >= 0).sum() > 50 and len(set(expected[expected >= 0].tolist())) > 5  # (many rules are met)
     rng = np.random.default_rng(3)
     for hint in (np.zeros(len(some), np.int64), rng.integers(0, 4, len(some))):
-        assert state._rule_of(some, patterns, keys, hint).tolist() == expected.tolist()
+        assert first_rule_by_wording(some, patterns, keys, hint).tolist() == expected.tolist()
     few = some[-1500:]  # a group per line: its own rule found for each (the mixed lines are last)
-    assert state._rule_of(few, patterns, keys, np.arange(len(few))).tolist() == expected[-1500:].tolist()
-    whole = state._rule_of(texts, patterns, keys, np.zeros(len(texts), np.int64))
+    assert first_rule_by_wording(few, patterns, keys, np.arange(len(few))).tolist() == expected[-1500:].tolist()
+    whole = first_rule_by_wording(texts, patterns, keys, np.zeros(len(texts), np.int64))
     assert whole.tolist() == first_rule(texts, patterns).tolist()
 
 
 def test_every_rule_has_literal_keys_that_its_matches_hold(texts):
     """Each rule has a literal text one of which is in every line it matches (the groups rely on it)."""
-    for (kind, pattern), keys in zip(state.PARTITION_RULES + state.NODE_RULES, state.PARTITION_KEYS + state.NODE_KEYS):
+    for (kind, pattern), keys in zip(
+        wording.PARTITION_RULES + wording.NODE_RULES, wording.PARTITION_KEYS + wording.NODE_KEYS
+    ):
         assert keys and all(len(k) >= 3 for k in keys), kind
         matched = texts.filter(pc.match_substring_regex(texts, pattern))
-        held = pc.match_substring_regex(matched, "|".join(state._escape(k) for k in keys))
+        held = pc.match_substring_regex(matched, "|".join(_literal(k) for k in keys))
         assert pc.all(held).as_py() is not False, (kind, matched.filter(pc.invert(held))[:3])
-    assert state._literal_keys(r"(?:^|\] )(Session expired)\.?$|(Unable to reconnect, session 0x[0-9a-f]+)") == (
+    assert literal_keys(r"(?:^|\] )(Session expired)\.?$|(Unable to reconnect, session 0x[0-9a-f]+)") == (
         "Session expired",
         "Unable to reconnect, session 0x",
     )
-    assert state._literal_keys(r"(\d+)(?:a|bc)+\d") == ()
+    assert literal_keys(r"(\d+)(?:a|bc)+\d") == ()
 
 
 def _dense_events(root: Path, records: int):

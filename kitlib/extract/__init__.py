@@ -354,7 +354,7 @@ def first_rule(texts: pa.Array, patterns: list[str]) -> np.ndarray:
         if unmatched * len(patterns) > JOIN_COST * SAMPLE:  # the joined pass saves more than it costs
             joined = "|".join(f"(?:{_UNNAMED.sub('(?:', p)})" for p in patterns)
             try:
-                hit = _hits(texts, joined)
+                hit = hits(texts, joined)
             except (pa.ArrowInvalid, pa.ArrowNotImplementedError):  # patterns RE2 cannot join
                 hit = None
             if hit is not None:
@@ -375,7 +375,7 @@ SAMPLE = 2048
 _UNNAMED = re.compile(r"(?<!\\)\(\?P<\w+>")
 
 
-def _hits(texts: pa.Array, pattern: str) -> np.ndarray:
+def hits(texts: pa.Array, pattern: str) -> np.ndarray:
     return np.asarray(pc.match_substring_regex(texts, pattern).to_numpy(zero_copy_only=False), bool)
 
 
@@ -391,7 +391,7 @@ def _in_turn(texts: pa.Array, patterns: list[str], rows: np.ndarray, known: bool
         if known and i == len(patterns) - 1:
             which[at[left]] = i
             break
-        hit = _hits(cur, p)
+        hit = hits(cur, p)
         hit &= left
         if hit.any():
             which[at[hit]] = i
@@ -402,3 +402,120 @@ def _in_turn(texts: pa.Array, patterns: list[str], rows: np.ndarray, known: bool
                 cur, at = cur.filter(pa.array(left)), at[left]
                 left = np.ones(len(at), bool)
     return which, rows
+
+
+def literal_keys(pattern: str) -> tuple[str, ...]:
+    """Literal texts one of which every match of ``pattern`` holds (the longest run of plain
+    characters the pattern always takes; one per branch of a pattern that is an alternation at
+    its top), or ``()`` when the pattern has no such run."""
+    import re._parser as sre  # type: ignore[import-not-found]
+
+    def flat(items) -> list:  # a group without flags or repeat is its items in line
+        out = []
+        for op, arg in items:
+            if op is sre.SUBPATTERN and not arg[1] and not arg[2]:
+                out.extend(flat(arg[3]))
+            else:
+                out.append((op, arg))
+        return out
+
+    def runs(items) -> list[str]:
+        out: list[str] = []
+        cur = ""
+        for op, arg in flat(items):
+            if op is sre.LITERAL:
+                cur += chr(arg)
+            else:
+                out.append(cur)
+                cur = ""
+        return [r for r in [*out, cur] if r]
+
+    parsed = list(sre.parse(pattern))
+    if len(parsed) == 1 and parsed[0][0] is sre.BRANCH:
+        each = [max(runs(b), key=len, default="") for b in parsed[0][1][1]]
+        return tuple(each) if all(each) else ()
+    best = max(runs(parsed), key=len, default="")
+    return (best,) if best else ()
+
+
+def _literal(text: str) -> str:
+    """``text`` as a regex matching it literally (RE2 and Python alike)."""
+    return re.sub(r"([\\.^$|?*+()\[\]{}])", r"\\\1", text)
+
+
+def _value_codes(col: pd.Series) -> np.ndarray:
+    """Integer codes of a column's values (-1: missing), without a Python object per row."""
+    if isinstance(col.dtype, pd.CategoricalDtype):
+        return np.asarray(col.cat.codes.to_numpy(), np.int64)
+    return np.asarray(pd.factorize(col, use_na_sentinel=True)[0], np.int64)
+
+
+def wording_codes(events: pd.DataFrame) -> np.ndarray:
+    """Which wording each record is, as far as the ingest tells (its template id, else its
+    logger): records of one code are classified together (:func:`first_rule_by_wording`)."""
+    logger = _value_codes(events["logger"]) if "logger" in events else np.zeros(len(events), np.int64)
+    if "template_id" not in events:
+        return logger
+    tid = _value_codes(events["template_id"])
+    return np.where(tid >= 0, tid, tid.max(initial=-1) + 1 + logger)
+
+
+def first_rule_by_wording(
+    texts: pa.Array, patterns: list[str], keys: list[tuple[str, ...]], hint: np.ndarray
+) -> np.ndarray:
+    """Index of the first of ``patterns`` each text matches (-1: none), as
+    :func:`first_rule` gives it, without trying every pattern on every text.
+
+    A text holding none of the patterns' literal ``keys`` (:func:`literal_keys`) matches none
+    (one pass). The rest is taken by groups of one ``hint`` code (one wording, as a rule): the
+    pattern the group's first text matches is tried on the group at once, and a text it matches
+    is that pattern's unless it may match an earlier one too (it holds that pattern's key, or
+    its key is part of this one's: then that pattern is tried). What a group leaves over is
+    taken the same way; texts that match nothing so found, or may match an earlier pattern, are
+    tried on every pattern in order."""
+    import re
+
+    out = np.full(len(texts), -1, dtype=np.int16)
+    if not len(texts):
+        return out
+    if not all(keys):
+        return first_rule(texts, patterns)
+    every = sorted({k for ks in keys for k in ks})
+    cand = np.flatnonzero(hits(texts, "|".join(_literal(k) for k in every)))
+    order = cand[np.argsort(hint[cand], kind="stable")]
+    starts = np.flatnonzero(np.r_[True, hint[order][1:] != hint[order][:-1]])
+    groups = np.split(order, starts[1:]) if len(order) else []
+    todo = []
+    for group in groups:
+        left = np.sort(group)
+        for _ in range(len(patterns)):  # a new pattern each time round
+            if not len(left):
+                break
+            sample = texts[int(left[0])].as_py()
+            r = next((i for i, p in enumerate(patterns) if re.search(p, sample)), -1)
+            if r < 0:
+                break
+            part = texts if len(left) == len(texts) else texts.take(pa.array(left))
+            hit = hits(part, patterns[r])
+            if not hit[0]:  # (Python's and Arrow's regexes disagree on it): in order, below
+                todo.append(left[:1])
+                left = left[1:]
+                continue
+            mine, left = left[hit], left[~hit]
+            sub = texts if len(mine) == len(texts) else texts.take(pa.array(mine))
+            doubt = np.zeros(len(mine), bool)
+            others: list[str] = []
+            for j in range(r):
+                if any(kj in kr for kj in keys[j] for kr in keys[r]):  # it holds j's key: try j
+                    doubt |= hits(sub, patterns[j])
+                else:
+                    others += keys[j]
+            if others:
+                doubt |= hits(sub, "|".join(_literal(k) for k in sorted(set(others))))
+            todo.append(mine[doubt])
+            out[mine[~doubt]] = r
+        todo.append(left)
+    rest = np.sort(np.concatenate(todo)) if todo else np.zeros(0, np.int64)
+    if len(rest):
+        out[rest] = first_rule(texts.take(pa.array(rest)), patterns)
+    return out

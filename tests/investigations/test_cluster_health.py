@@ -14,7 +14,7 @@ import pytest
 
 import kitlib
 from kitlib.findings import triage
-from kitlib.investigations.cluster_health import analysis, state
+from kitlib.investigations.cluster_health import analysis, wording
 from kitlib.investigations.cluster_health.gclog import detect, parse_text
 
 FIX = Path(__file__).parent.parent / "fixtures" / "cluster_health"
@@ -155,30 +155,30 @@ def test_detection_by_content_and_bundle_accounting(tmp_path):
 
 
 def test_classify_kafka_wording():
-    r = state.classify(
+    r = wording.classify(
         "[Partition orders-0 broker=1] Shrinking ISR from 1,2,3 to 1,2. Leader: (highWatermark: 9, "
         "endOffset: 12). Out of sync replicas: (brokerId: 3, endOffset: 9)."
     )
     assert (r["kind"], r["topic"], r["partition"], r["reporter"], r["removed"]) == ("isr_shrink", "orders", 0, 1, "3")
-    r = state.classify("[Partition orders-0 broker=1] ISR updated to 1,2 (under-min-isr) and version updated to 7")
+    r = wording.classify("[Partition orders-0 broker=1] ISR updated to 1,2 (under-min-isr) and version updated to 7")
     assert (r["kind"], r["isr_after"], r["under_min_isr"]) == ("isr_updated", "1,2", True)
-    r = state.classify("[QuorumController id=2] Fencing broker 3 because its session has timed out.")
+    r = wording.classify("[QuorumController id=2] Fencing broker 3 because its session has timed out.")
     assert (r["kind"], r["node"], r["reporter"]) == ("fenced", 3, 2)
-    r = state.classify("[QuorumController id=1] Becoming the active controller at epoch 7, next write offset 88.")
+    r = wording.classify("[QuorumController id=1] Becoming the active controller at epoch 7, next write offset 88.")
     assert (r["kind"], r["node"], r["epoch"]) == ("controller_active", 1, 7)
-    r = state.classify(
+    r = wording.classify(
         "[QuorumController id=1] Setting new leader for topicId 4ZQmXc2lRTq0y2w4tpTf5A, partition 0 "
         "to 3 using an unclean election"
     )
     assert (r["kind"], r["partition"], r["leader"]) == ("unclean", 0, 3)
-    r = state.classify("Halting broker because dir /data/k1 is offline")
+    r = wording.classify("Halting broker because dir /data/k1 is offline")
     assert (r["kind"], r["dir"]) == ("log_dir_halt", "/data/k1")
-    r = state.classify(
+    r = wording.classify(
         "Uncaught exception in thread 'data-plane-kafka-request-handler-3':\njava.lang.OutOfMemoryError: "
         "Java heap space\n\tat java.base/java.nio.HeapByteBuffer.<init>(HeapByteBuffer.java:64)"
     )
     assert (r["kind"], r["cause"]) == ("oom", "java.lang.OutOfMemoryError: Java heap space")
-    assert state.classify("[Partition orders-0 broker=1] Log loaded")["kind"] is None
+    assert wording.classify("[Partition orders-0 broker=1] Log loaded")["kind"] is None
 
 
 def test_zookeeper_mode_tables():

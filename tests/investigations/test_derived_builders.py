@@ -14,7 +14,7 @@ import pyarrow as pa
 import pytest
 
 from kitlib.extract import first_match, first_rule, group_arrays, groups_of
-from kitlib.investigations.cluster_health import state
+from kitlib.investigations.cluster_health import state, wording
 from kitlib.investigations.compaction import cleaner
 from kitlib.investigations.connect_offsets import commits
 
@@ -65,9 +65,9 @@ CRAFTED = [
     "WorkerSinkTask{id=sink-a-7} Committing offsets asynchronously using sequence number 3: {}",
 ]
 PATTERNS = (
-    [p for _, p in state.PARTITION_RULES]
-    + [p for _, p in state.NODE_RULES]
-    + [state.REPORTER, state.CAUSES]
+    [p for _, p in wording.PARTITION_RULES]
+    + [p for _, p in wording.NODE_RULES]
+    + [wording.REPORTER, wording.CAUSES]
     + [rx.pattern for _, rx in cleaner._EVENTS]
     + [rx.pattern for rx, _, _, _ in commits._RULES]
     + [commits._ID.pattern]
@@ -91,7 +91,7 @@ def test_capture_groups_and_first_rule_agree_with_a_line_by_line_search():
         assert [g.to_pylist() for g in got] == groups_of(arr, p)
         hits += sum(w is not None for w in want)
     assert hits > 100  # the lines exercise the rules
-    rules = [p for _, p in state.PARTITION_RULES + state.NODE_RULES]
+    rules = [p for _, p in wording.PARTITION_RULES + wording.NODE_RULES]
     assert first_rule(arr, rules).tolist() == first_match(arr, rules).tolist()
     assert (first_rule(arr, rules) >= 0).sum() >= 20
 
@@ -113,13 +113,13 @@ def _events(messages: list[str]) -> pd.DataFrame:
 
 @pytest.mark.slow
 def test_partition_changes_rows_are_what_each_line_classifies_as():
-    msgs = [m for m in LINES + CRAFTED if state.classify(m)["kind"] in {k for k, _ in state.PARTITION_RULES}]
+    msgs = [m for m in LINES + CRAFTED if wording.classify(m)["kind"] in {k for k, _ in wording.PARTITION_RULES}]
     msgs = msgs + [m + "\n\tat a stack frame" for m in msgs[:5]] + ["unrelated line"]
     df = state.build_partition_changes(_events(msgs))
     assert len(df) == len(msgs) - 1 and len(set(df["kind"])) >= 7
     cols = ["kind", "topic", "partition", "leader", "epoch", "isr_before", "isr_after", "removed", "added"]
     for row, m in zip(df.itertuples(), msgs):
-        want = state.classify(m)
+        want = wording.classify(m)
         for c in cols:
             v = getattr(row, c)
             assert (None if pd.isna(v) else v) == want.get(c), (m, c)

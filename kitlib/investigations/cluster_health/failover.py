@@ -4,8 +4,8 @@ as a broker, the other brokers timing out heartbeats while there was no controll
 
 Example:
     >>> class Empty:
-    ...     def table(self, name):
-    ...         return pd.DataFrame()
+    ...     def columns(self, name, names):
+    ...         return pd.DataFrame(columns=names)
     >>> failovers(Empty())
     []
 """
