@@ -19,7 +19,15 @@ import pytest
 
 import kitlib
 from kitlib import registry
-from kitlib.extract import _literal, first_lines, first_rule, first_rule_by_wording, literal_keys
+from kitlib.extract import (
+    _literal,
+    first_lines,
+    first_rule,
+    first_rule_by_wording,
+    group_arrays,
+    literal_keys,
+    rule_groups,
+)
 from kitlib.investigations.cluster_health import state, wording
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -90,6 +98,36 @@ def test_rule_groups_give_the_first_rule_in_order(texts, rules):
     assert first_rule_by_wording(few, patterns, keys, np.arange(len(few))).tolist() == expected[-1500:].tolist()
     whole = first_rule_by_wording(texts, patterns, keys, np.zeros(len(texts), np.int64))
     assert whole.tolist() == first_rule(texts, patterns).tolist()
+
+
+@pytest.mark.parametrize("rules", ["partition", "node"])
+def test_groups_found_by_the_rule_search_are_those_of_a_capture_pass(texts, rules):
+    """The capture groups the grouped rule search extracts on its way (``captures``), completed by
+    :func:`rule_groups` for the texts it left to the search in order, are per text those one capture
+    pass of the text's rule gives, for every rule and whatever the groups (few, with lines of no key
+    and missing texts among them, or one per line); the rules found are the same as without."""
+    table = wording.PARTITION_RULES if rules == "partition" else wording.NODE_RULES
+    keys = wording.PARTITION_KEYS if rules == "partition" else wording.NODE_KEYS
+    patterns = [p for _, p in table]
+    some = pa.concat_arrays([pa.array([None, "no rule here"], pa.large_string()), texts])
+    expected = first_rule(some, patterns)
+    rng = np.random.default_rng(5)
+    reused = 0
+    for hint in (np.zeros(len(some), np.int64), rng.integers(0, 6, len(some)), np.arange(len(some))):
+        captures: dict = {}
+        which = first_rule_by_wording(some, patterns, keys, hint, captures)
+        assert which.tolist() == expected.tolist()
+        for i, pattern in enumerate(patterns):
+            sel = np.flatnonzero(which == i)
+            if not len(sel):
+                assert i not in captures
+                continue
+            reused += sum(len(r) for r, _ in captures.get(i, []))
+            rows, got = rule_groups(some, pattern, sel, captures.get(i))
+            assert sorted(rows.tolist()) == sel.tolist()
+            want = group_arrays(some.take(pa.array(rows)), pattern)
+            assert [g.to_pylist() for g in got] == [g.to_pylist() for g in want], table[i][0]
+    assert reused > 0.5 * 3 * (expected >= 0).sum()  # (most rows' groups come from the search's own pass)
 
 
 def test_every_rule_has_literal_keys_that_its_matches_hold(texts):

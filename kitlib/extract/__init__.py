@@ -312,23 +312,58 @@ def group_arrays(texts: pa.Array, pattern: str) -> list[pa.Array]:
         >>> [a.to_pylist() for a in group_arrays(pa.array(["Cleaner 0: log t-1", "x"]), r"Cleaner (\\d+): log (\\S+)")]
         [['0', None], ['t-1', None]]
     """
-    import re
-
-    k = iter(range(10_000))
-    named = re.sub(r"(?<!\\)\((?!\?)", lambda m: f"(?P<g{next(k)}>", pattern)
-    names = re.findall(r"\(\?P<(\w+)>", named)
+    names = _group_names(pattern)
     if not names:
         return []
     if not len(texts):
         return [pa.array([], pa.string()) for _ in names]
-    # anchored behind a lazy prefix: the same leftmost match and groups as a search, found in one
-    # forward pass (Arrow's unanchored extraction costs about 1.6x as much)
-    got = pc.extract_regex(texts, "^(?s:.*?)(?:" + named + ")")  # no match: a null struct, null fields
+    return _fields(_captures(texts, pattern), names)
+
+
+def _named(pattern: str) -> str:
+    """``pattern`` with its unnamed groups named g0, g1, ... (in order)."""
+    k = iter(range(10_000))
+    return re.sub(r"(?<!\\)\((?!\?)", lambda m: f"(?P<g{next(k)}>", pattern)
+
+
+def _group_names(pattern: str) -> list[str]:
+    return re.findall(r"\(\?P<(\w+)>", _named(pattern))
+
+
+def _captures(texts: pa.Array, pattern: str) -> pa.Array:
+    """One Arrow extraction of ``pattern``'s groups from each text (a null struct where it does not
+    match): anchored behind a lazy prefix, the same leftmost match and groups as a search, found in
+    one forward pass (Arrow's unanchored extraction costs about 1.6x as much)."""
+    return pc.extract_regex(texts, "^(?s:.*?)(?:" + _named(pattern) + ")")
+
+
+def _fields(got: pa.Array, names: list[str]) -> list[pa.Array]:
+    """The groups of an extraction (:func:`_captures`), null where empty or absent."""
     out = []
     for n in names:
         v = pc.struct_field(got, n)
         out.append(pc.if_else(pc.not_equal(v, ""), v, pa.scalar(None, v.type)))
     return out
+
+
+def rule_groups(
+    texts: pa.Array, pattern: str, rows: np.ndarray, found: list[tuple[np.ndarray, pa.Array]] | None = None
+) -> tuple[np.ndarray, list[pa.Array]]:
+    """The capture groups of ``pattern`` (as :func:`group_arrays`) in the ``rows`` of ``texts``
+    whose first rule it is, reusing the extractions :func:`first_rule_by_wording` made of some of
+    them (``found``: its ``captures`` for this pattern): only the other rows are matched again.
+    Returns the rows in the order of the groups (those found first, then the rest in order)."""
+    names = _group_names(pattern)
+    found = found or []
+    if not found:
+        return rows, group_arrays(texts.take(pa.array(rows, pa.int64())), pattern)
+    done = np.concatenate([r for r, _ in found])
+    rest = np.setdiff1d(rows, done, assume_unique=True)
+    parts = [g for _, g in found]
+    if len(rest):
+        parts.append(_captures(texts.take(pa.array(rest, pa.int64())), pattern))
+    got = pa.concat_arrays(parts)
+    return np.concatenate([done, rest]), (_fields(got, names) if names else [])
 
 
 def first_rule(texts: pa.Array, patterns: list[str]) -> np.ndarray:
@@ -370,6 +405,10 @@ def first_rule(texts: pa.Array, patterns: list[str]) -> np.ndarray:
 # it pays (see first_rule)
 JOIN_COST = 3
 SAMPLE = 2048
+
+# at most this many wording groups: the texts holding no pattern's key are found group by group, where
+# needed, rather than in a pass over every text first (see first_rule_by_wording)
+LAZY_GROUPS = 256
 
 # a named group, made plain so that patterns naming the same group can be joined in one regex
 _UNNAMED = re.compile(r"(?<!\\)\(\?P<\w+>")
@@ -461,42 +500,62 @@ def wording_codes(events: pd.DataFrame) -> np.ndarray:
 
 
 def first_rule_by_wording(
-    texts: pa.Array, patterns: list[str], keys: list[tuple[str, ...]], hint: np.ndarray
+    texts: pa.Array,
+    patterns: list[str],
+    keys: list[tuple[str, ...]],
+    hint: np.ndarray,
+    captures: dict[int, list[tuple[np.ndarray, pa.Array]]] | None = None,
 ) -> np.ndarray:
     """Index of the first of ``patterns`` each text matches (-1: none), as
     :func:`first_rule` gives it, without trying every pattern on every text.
 
     A text holding none of the patterns' literal ``keys`` (:func:`literal_keys`) matches none
-    (one pass). The rest is taken by groups of one ``hint`` code (one wording, as a rule): the
+    (one pass over all texts; with few ``hint`` codes, one over each group whose first text no
+    pattern matches, and over what a group leaves over). The rest is taken by groups of one ``hint`` code (one wording, as a rule): the
     pattern the group's first text matches is tried on the group at once, and a text it matches
     is that pattern's unless it may match an earlier one too (it holds that pattern's key, or
     its key is part of this one's: then that pattern is tried). What a group leaves over is
     taken the same way; texts that match nothing so found, or may match an earlier pattern, are
-    tried on every pattern in order."""
-    import re
+    tried on every pattern in order.
 
+    With ``captures`` (a dict), a group's pass of its pattern extracts that pattern's groups
+    (:func:`_captures`) rather than only matching it, and ``captures[r]`` collects ``(rows,
+    extraction)`` of the texts so found to be pattern ``r``'s: :func:`rule_groups` then matches
+    only the other texts of each pattern again."""
     out = np.full(len(texts), -1, dtype=np.int16)
     if not len(texts):
         return out
     if not all(keys):
         return first_rule(texts, patterns)
-    every = sorted({k for ks in keys for k in ks})
-    cand = np.flatnonzero(hits(texts, "|".join(_literal(k) for k in every)))
+    any_key = "|".join(_literal(k) for k in sorted({k for ks in keys for k in ks}))
+    # few groups (a template id each): the texts without a key are set aside group by group, only
+    # in a group whose first text no pattern matches (a group of one rule's wording is spared it)
+    lazy = len(np.unique(hint)) <= LAZY_GROUPS
+    cand = np.arange(len(texts)) if lazy else np.flatnonzero(hits(texts, any_key))
     order = cand[np.argsort(hint[cand], kind="stable")]
     starts = np.flatnonzero(np.r_[True, hint[order][1:] != hint[order][:-1]])
     groups = np.split(order, starts[1:]) if len(order) else []
     todo = []
     for group in groups:
         left = np.sort(group)
-        for _ in range(len(patterns)):  # a new pattern each time round
+        keyed = not lazy  # every text in ``left`` holds a key
+        for _ in range(len(patterns) + 1):  # a new pattern each time round (or the keys once)
             if not len(left):
                 break
             sample = texts[int(left[0])].as_py()
-            r = next((i for i, p in enumerate(patterns) if re.search(p, sample)), -1)
+            r = -1 if sample is None else next((i for i, p in enumerate(patterns) if re.search(p, sample)), -1)
             if r < 0:
-                break
+                if keyed:
+                    break
+                left = left[hits(texts.take(pa.array(left)), any_key)]  # (those without match nothing)
+                keyed = True
+                continue
             part = texts if len(left) == len(texts) else texts.take(pa.array(left))
-            hit = hits(part, patterns[r])
+            if captures is None:
+                hit = hits(part, patterns[r])
+            else:  # (a text the extraction does not match gets a null struct: as hits says)
+                got = _captures(part, patterns[r])
+                hit = np.asarray(pc.is_valid(got).to_numpy(zero_copy_only=False), bool)
             if not hit[0]:  # (Python's and Arrow's regexes disagree on it): in order, below
                 todo.append(left[:1])
                 left = left[1:]
@@ -514,6 +573,13 @@ def first_rule_by_wording(
                 doubt |= hits(sub, "|".join(_literal(k) for k in sorted(set(others))))
             todo.append(mine[doubt])
             out[mine[~doubt]] = r
+            if captures is not None and not doubt.all():
+                at = np.flatnonzero(hit)
+                at = at if not doubt.any() else at[~doubt]
+                kept = got if len(at) == len(got) else got.take(pa.array(at))
+                captures.setdefault(r, []).append((mine[~doubt], kept))
+        if not keyed and len(left):
+            left = left[hits(texts.take(pa.array(left)), any_key)]
         todo.append(left)
     rest = np.sort(np.concatenate(todo)) if todo else np.zeros(0, np.int64)
     if len(rest):

@@ -25,6 +25,7 @@ from kitlib.extract import (
     first_rule_by_wording,
     group_arrays,
     hits,
+    rule_groups,
     wording_codes,
 )
 from kitlib.investigations.cluster_health.wording import (
@@ -158,6 +159,24 @@ COLUMNS = {
 TIME_ORDER = ("ts", "host", "file", "line")
 
 
+def _time_sorted(df: pd.DataFrame) -> pd.DataFrame:
+    """``df.sort_values(list(TIME_ORDER), kind="stable")`` with a fresh index, from one numpy
+    lexsort of integer keys (times and line numbers as they are, names by their sorted codes;
+    missing values last, as pandas puts them)."""
+    keys = []
+    for c in reversed(TIME_ORDER):
+        col = df[c]
+        na = col.isna().to_numpy(dtype=bool)
+        if c == "ts" and col.dtype.kind == "M":  # (NaT: the smallest int64, made last by ``na``)
+            v = np.asarray(col.array.asi8, np.int64)
+        elif c == "line" and col.dtype.kind in "iu":
+            v = col.to_numpy(dtype=np.int64, na_value=0)
+        else:
+            v = pd.factorize(col, sort=True)[0]
+        keys += [v, na] if na.any() else [v]
+    return df.take(np.lexsort(keys)).reset_index(drop=True)
+
+
 def _to_int(values: pa.Array) -> pd.Series:
     """A capture-group column of (optionally signed) digits as Int64, NA where absent or not an
     integer of 64 bits (a whole column: no Python per row)."""
@@ -238,15 +257,16 @@ def _partition_frame(events: pd.DataFrame) -> tuple[pd.DataFrame, pa.Array]:
     in record order (``row``: the record's index in ``events``), and the records' first lines."""
     msgs = arrow_messages(events)
     first = _first_lines(msgs)
+    found: dict = {}  # rule -> the groups its wordings' pass already extracted
     which = first_rule_by_wording(
-        first, [p for _, p in PARTITION_RULES], PARTITION_KEYS, wording_codes(events)
+        first, [p for _, p in PARTITION_RULES], PARTITION_KEYS, wording_codes(events), found
     )  # (most records match one)
     parts = []
     for i, (kind, pattern) in enumerate(PARTITION_RULES):
         sel = np.flatnonzero(which == i)
         if not len(sel):
             continue
-        gs = group_arrays(first.take(pa.array(sel)), pattern)
+        sel, gs = rule_groups(first, pattern, sel, found.get(i))  # (rows in any order: sorted below)
         if kind in COLUMNS:
             f = pd.DataFrame({c: _convert(gs[g], how) for c, (g, how) in COLUMNS[kind].items()})
             if kind == "offline":
@@ -285,7 +305,7 @@ def build_partition_changes(events: pd.DataFrame) -> pd.DataFrame:
     df = _base(events, rows, first, f.pop("reporter") if "reporter" in f else None)
     for c in f.columns:
         df[c] = f[c].array
-    return df.sort_values(list(TIME_ORDER), kind="stable").reset_index(drop=True)
+    return _time_sorted(df)
 
 
 def _node_columns(kind: str, rule: str, g: list[pa.Array]) -> dict[str, pa.Array | str]:
@@ -331,7 +351,8 @@ def _node_frame(events: pd.DataFrame) -> tuple[pd.DataFrame, pa.Array, pa.Array]
     first lines."""
     msgs = arrow_messages(events)
     first = _first_lines(msgs)
-    which = first_rule_by_wording(first, [p for _, p in NODE_RULES], NODE_KEYS, wording_codes(events))
+    found: dict = {}  # rule -> the groups its wordings' pass already extracted
+    which = first_rule_by_wording(first, [p for _, p in NODE_RULES], NODE_KEYS, wording_codes(events), found)
     oom = next(i for i, (k, _) in enumerate(NODE_RULES) if k == "oom")
     if (which < 0).any():  # an OutOfMemoryError may be the cause deep in a stack trace
         rest = np.flatnonzero(which < 0)
@@ -346,12 +367,13 @@ def _node_frame(events: pd.DataFrame) -> tuple[pd.DataFrame, pa.Array, pa.Array]
         at = np.flatnonzero(rule == i)
         if not len(at):
             continue
+        if kind == "oom":  # (its groups are read from the whole message)
+            gs = group_arrays(msgs.take(pa.array(rows[at])), pattern)
+        else:  # the rows in any order (``back`` puts them in record order)
+            got_rows, gs = rule_groups(first, pattern, rows[at], found.get(i))
+            at = np.searchsorted(rows, got_rows)
         placed.append(at)
-        texts = (msgs if kind == "oom" else first).take(pa.array(rows[at]))
-        got = {
-            ("rule_reporter" if c == "reporter" else c): v
-            for c, v in _node_columns(kind, pattern, group_arrays(texts, pattern)).items()
-        }
+        got = {("rule_reporter" if c == "reporter" else c): v for c, v in _node_columns(kind, pattern, gs).items()}
         got["kind"] = kind
         for c in names:
             v = got.get(c)
@@ -418,4 +440,4 @@ def build_node_events(events: pd.DataFrame) -> pd.DataFrame:
     )
     if none.any():  # (an empty assignment into an int64 column from an object one raises in pandas)
         df.loc[none, "node"] = df.loc[none, "reporter"]
-    return df.sort_values(list(TIME_ORDER), kind="stable").reset_index(drop=True)
+    return _time_sorted(df)
