@@ -207,3 +207,59 @@ def test_first_lines_cuts_at_the_first_newline_only_where_there_is_one():
         assert got.to_pylist() == [None if t is None else t.split("\n")[0] for t in arr.to_pylist()]
     many = pa.array(np.array(["a b c"] * 1000, dtype=object))
     assert first_lines(many) is many  # nothing to cut: the same array, no copy
+
+
+def _layout_texts() -> list[str]:
+    """Lines in the wordings the rules' layouts read, with values drawn from awkward characters
+    (parentheses, brackets, commas, non-ASCII, the layouts' own words), and near misses: a second
+    lead, a trailing word, a missing part, a tab, a newline."""
+    rng = np.random.default_rng(29)
+    alphabet = list("abcXYZ019-_.:/,;()[]=é€") + ["in state", "generation", "(", ")", " ", "\t"]
+
+    def word(spaces: bool = False) -> str:
+        picks = rng.choice(alphabet, size=int(rng.integers(1, 7)))
+        w = "".join(picks)
+        return w if spaces else "".join(w.split()) or "g"
+
+    out = []
+    for i in range(400):
+        g, s, r, a, c, t = word(), word(), word(True), word(), word(True), word()
+        pre = ["", "[GroupCoordinator 1]: ", "[x) (y] ", "Preparing to go: ", "Stabilized group q "][i % 5]
+        out += [
+            f"{pre}Preparing to rebalance group {g} in state {s} with old generation {i - 3} "
+            f"(__consumer_offsets-{i}) (reason: {r})",
+            f"{pre}Preparing to rebalance group {g} in state {s} with old generation {i} (__consumer_offsets-{i}) "
+            f"(reason: {r}){[')', ' ', '', ' x', chr(10) + 'at y)'][i % 5]}",
+            f"{pre}Stabilized group {g} generation {i} (__consumer_offsets-{i}) with {i % 4} member{'s' * (i % 2)}",
+            f"{pre}Stabilized group {g} generation {i} (__consumer_offsets-{i}) with {i} members{[' ', 'x', ''][i % 3]}",
+            f"[SocketServer listenerType=BROKER, nodeId=1] Failed authentication with /{a} (channelId={c}) ({r})",
+            f"{pre}Failed authentication with {a} (channelId={c}) ({r}){[' ', ')', '', ' (z)'][i % 4]}",
+            f"[TransactionCoordinator id=1] Completed rollback of ongoing transaction for transactionalId {t} "
+            f"due to timeout{['', ' ', 'x', ' due to timeout'][i % 4]}",
+        ]
+    return out
+
+
+@pytest.mark.parametrize("rules", [groups.RULES, transactions.RULES, auth.RULES], ids=["groups", "txn", "auth"])
+def test_layouts_read_what_the_regex_reads(rules):
+    # every text a rule with a layout takes: the cut fields equal the rule's regex groups, text by text
+    from kitlib.extract.rules import classify_arrow, extract
+
+    texts = pa.array(_layout_texts() + EXTRA, pa.large_string())
+    which, fields = classify_arrow(texts, rules)
+    cut = 0
+    for i, rule in enumerate(rules):
+        sel = np.flatnonzero(which == i)
+        if not rule.layouts or not len(sel):
+            continue
+        mine = texts.take(pa.array(sel))
+        want = extract(mine, rule.pattern)
+        for f in rule.fields:
+            assert fields[f].take(pa.array(sel)).to_pylist() == want[f].to_pylist(), (rule.kind, f)
+        for layout in rule.layouts:
+            ok, got = layout.cut(mine)
+            cut += int(ok.sum())
+            assert ok.sum() < len(sel)  # the near misses are left to the regex
+            for f, vals in got.items():
+                assert vals.to_pylist() == want[f].filter(pa.array(ok)).to_pylist(), (rule.kind, f)
+    assert cut >= 80  # the layouts read many of these texts (and the regex the rest)

@@ -33,6 +33,53 @@ SLICE = 65536
 
 
 @dataclass(frozen=True)
+class Layout:
+    """One fixed wording of a rule's lines (one log statement of Kafka's), whose fields are read
+    by cutting the text at the wording's literal pieces instead of by the rule's regex: a few
+    substring searches and copies instead of a capture pass.
+
+    A text is read this way when what follows the first ``lead`` in it matches ``form`` whole:
+    every match of the rule's pattern begins with ``lead``, so the first ``lead`` is where the
+    rule's match starts when the pattern matches there. ``steps`` then read what follows it:
+    each ``(field, end, last)`` takes the text up to the first occurrence of ``end`` (the last,
+    when ``last``) as ``field`` (skipped when ``field`` is empty) and goes on after ``end``.
+    Whoever writes a layout shows that on every text ``form`` accepts these cuts are the groups
+    the rule's pattern captures (each field's characters exclude its ``end``; greedy and lazy
+    groups stop where the cut does); the tests check it against the regex on every text they
+    hold. Other texts go through the regex."""
+
+    lead: str
+    form: str  # RE2 for the text after ``lead`` to its end, with no capturing group and no newline
+    steps: tuple[tuple[str, str, bool], ...]
+
+    def cut(self, texts: pa.Array) -> tuple[np.ndarray, dict[str, pa.Array]]:
+        """Which ``texts`` this layout reads (boolean mask) and their fields (null where empty,
+        as :func:`extract`)."""
+        has = np.asarray(pc.greater_equal(pc.find_substring(texts, self.lead), 0).to_numpy(zero_copy_only=False), bool)
+        if not has.any():
+            return has, {}
+        part = texts if has.all() else texts.filter(pa.array(has))
+        rest = pc.list_element(pc.split_pattern(part, self.lead, max_splits=1), 1)
+        ok = pc.match_substring_regex(rest, "^(?:" + self.form + ")$")
+        good = np.asarray(ok.to_numpy(zero_copy_only=False), bool)
+        has[has] = good
+        if not good.any():
+            return has, {}
+        if not good.all():
+            rest = rest.filter(ok)
+        out: dict[str, pa.Array] = {}
+        for name, end, last in self.steps:
+            if end:
+                parts = pc.split_pattern(rest, end, max_splits=1, reverse=last)
+                val, rest = pc.list_element(parts, 0), pc.list_element(parts, 1)
+            else:
+                val = rest
+            if name:
+                out[name] = pc.if_else(pc.equal(val, ""), pa.scalar(None, val.type), val)
+        return has, out
+
+
+@dataclass(frozen=True)
 class Rule:
     """One kind of line: ``pattern`` is RE2 (``(?i)`` for case-insensitive) whose named groups
     fill the table's columns of the same name; unnamed groups must be ``(?:...)``. RE2 names a
@@ -41,6 +88,7 @@ class Rule:
 
     kind: str
     pattern: str
+    layouts: tuple[Layout, ...] = ()  # fixed wordings whose fields a split reads (see :class:`Layout`)
 
     @property
     def groups(self) -> list[str]:
@@ -89,10 +137,10 @@ def classify_arrow(texts: pa.Array, rules: Sequence[Rule]) -> tuple[np.ndarray, 
         sel = np.flatnonzero(which == i)
         if not len(sel) or not rule.fields:
             continue
-        got = extract(texts if len(sel) == n else texts.take(pa.array(sel)), rule.pattern)
-        for f, vals in got.items():
-            where[f][sel] = sum(len(x) for x in pieces[f]) + np.arange(len(sel))
-            pieces[f].append(vals)
+        for at, got in _read(texts if len(sel) == n else texts.take(pa.array(sel)), rule):
+            for f, vals in got.items():
+                where[f][sel[at]] = sum(len(x) for x in pieces[f]) + np.arange(len(at))
+                pieces[f].append(vals)
     out = {}
     for f in names:
         pos = where[f]
@@ -107,6 +155,24 @@ def classify_arrow(texts: pa.Array, rules: Sequence[Rule]) -> tuple[np.ndarray, 
         col = pa.concat_arrays([x.cast(pa.large_string()) for x in pieces[f]] + [pa.nulls(1, pa.large_string())])
         out[f] = col.take(pa.array(pos))
     return which, out
+
+
+def _read(texts: pa.Array, rule: Rule) -> list[tuple[np.ndarray, dict[str, pa.Array]]]:
+    """The fields of ``rule`` in ``texts`` (all of which it matched), in parts: (the indexes of
+    some texts, their fields). The texts one of the rule's layouts accepts are cut by it, the
+    rest go through the rule's regex."""
+    left = np.arange(len(texts))
+    out = []
+    for layout in rule.layouts:
+        if not len(left):
+            break
+        ok, got = layout.cut(texts if len(left) == len(texts) else texts.take(pa.array(left)))
+        if ok.any():
+            out.append((left[ok], got))
+            left = left[~ok]
+    if len(left):
+        out.append((left, extract(texts if len(left) == len(texts) else texts.take(pa.array(left)), rule.pattern)))
+    return out
 
 
 def _kinds(which: np.ndarray, rules: Sequence[Rule]) -> np.ndarray:

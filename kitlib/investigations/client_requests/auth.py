@@ -28,7 +28,7 @@ import pyarrow.compute as pc
 
 from kitlib import tables
 from kitlib.extract import extractor
-from kitlib.extract.rules import Rule, in_slices, logger_keywords, match
+from kitlib.extract.rules import Layout, Rule, in_slices, logger_keywords, match
 
 tables.declare(
     "auth_failures",
@@ -70,6 +70,15 @@ RULES = [
         "authentication",
         r"Failed authentication with (?P<address>\S+?)(?: \(channelId=(?P<channel>[^)]*)\))? "
         r"\((?P<reason>.*)\)\s*$",
+        # the selector's line with its channel id: the lazy address stops at the first space (what
+        # follows must start with one), the channel at its first ')', the reason at the text's last ')'
+        layouts=(
+            Layout(
+                "Failed authentication with ",
+                r"[^\s()]+ \(channelId=[^()\n]*\) \([^\n]*\)",
+                (("address", " (channelId=", False), ("channel", ") (", False), ("reason", ")", True)),
+            ),
+        ),
     ),
     Rule(
         "client",

@@ -30,7 +30,7 @@ import pyarrow.compute as pc
 
 from kitlib import tables
 from kitlib.extract import extractor
-from kitlib.extract.rules import Rule, fields_of, in_slices, ints, logger_keywords, match
+from kitlib.extract.rules import Layout, Rule, fields_of, in_slices, ints, logger_keywords, match
 
 tables.declare(
     "group_events",
@@ -73,11 +73,39 @@ RULES = [
         r"Preparing to (?:rebalance|restabilize) group (?P<group>\S+)(?: in state (?P<state>\w+))? with old "
         rf"generation (?P<generation>-?\d+)(?: \((?P<coordinator_partition>{_COORD})\))?"
         r"(?: \(reason: (?P<reason>.*)\))?",
+        # 2.1+ with the partition and the reason: the group and state end at the first space, the
+        # reason at the text's last ')' (its greedy '.*'), which ends the text
+        layouts=(
+            Layout(
+                "Preparing to ",
+                rf"rebalance group \S+ in state \w+ with old generation -?\d+ \({_COORD}\) \(reason: [^\n]*\)",
+                (
+                    ("", "rebalance group ", False),
+                    ("group", " in state ", False),
+                    ("state", " with old generation ", False),
+                    ("generation", " (", False),
+                    ("coordinator_partition", ") (reason: ", False),
+                    ("reason", ")", True),
+                ),
+            ),
+        ),
     ),
     Rule(
         "stabilized",
         r"Stabilized group (?P<group>\S+) generation (?P<generation>-?\d+)"
         rf"(?: \((?P<coordinator_partition>{_COORD})\))?(?: with (?P<members>\d+) members?)?",
+        layouts=(
+            Layout(
+                "Stabilized group ",
+                rf"\S+ generation -?\d+ \({_COORD}\) with \d+ members?",
+                (
+                    ("group", " generation ", False),
+                    ("generation", " (", False),
+                    ("coordinator_partition", ") with ", False),
+                    ("members", " member", False),
+                ),
+            ),
+        ),
     ),
     Rule("member_failed", r"Member (?P<member>\S+) in group (?P<group>\S+) has failed, removing it from the group"),
     Rule(

@@ -26,7 +26,7 @@ import pyarrow.compute as pc
 
 from kitlib import tables
 from kitlib.extract import extractor
-from kitlib.extract.rules import Rule, fields_of, in_slices, ints, logger_keywords, match
+from kitlib.extract.rules import Layout, Rule, fields_of, in_slices, ints, logger_keywords, match
 
 tables.declare(
     "txn_events",
@@ -68,6 +68,13 @@ RULES = [
         # 0.11-2.4.0 "Completed rollback ongoing transaction of transactionalId: X due to timeout"
         r"Completed rollback (?:of )?ongoing transaction (?:for|of) transactionalId:? (?P<transactional_id>\S+) "
         r"due to timeout",
+        layouts=(
+            Layout(
+                "Completed rollback ",
+                r"of ongoing transaction for transactionalId \S+ due to timeout",
+                (("", "transactionalId ", False), ("transactional_id", " due to timeout", False)),
+            ),
+        ),
     ),
     Rule(
         "rollback_failed",
