@@ -16,11 +16,14 @@ Example:
 from __future__ import annotations
 
 import re
+import weakref
 
 import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
+
+from kitlib.bundle import Bundle
 
 LONG_PAUSE_MS = 1000  # a pause this long can stall replication or heartbeats
 
@@ -70,24 +73,49 @@ def quoted(bundle, rows: pd.DataFrame, name: str) -> pd.DataFrame:
 
 
 def node_ids(bundle) -> dict[str, int]:
-    """host -> node id (see the module doc)."""
-    out: dict[str, int] = {}
-    votes = []
-    pc_, ne = partition_changes(bundle), node_events(bundle)
+    """host -> node id (see the module doc). Several detectors ask: on a :class:`~kitlib.bundle.Bundle`
+    the map is computed once while the frames it is read from are the same (held weakly, so a table
+    the bundle lets go is not kept alive by it)."""
+    frames = (partition_changes(bundle), node_events(bundle), bundle.table("files"))
+    if not isinstance(bundle, Bundle):
+        return _node_ids(*frames)
+    # kept as the memo's other answers are, (frames held, answer), holding no frame
+    refs, got = bundle.memo.get(_NODE_IDS, ((), ((), None)))[1]
+    if got is None or not all(ref() is df for ref, df in zip(refs, frames, strict=True)):
+        got = _node_ids(*frames)
+        bundle.memo[_NODE_IDS] = ((), (tuple(weakref.ref(df) for df in frames), got))
+    return dict(got)
+
+
+_NODE_IDS = (__name__, "node_ids")
+
+
+def _node_ids(pc_: pd.DataFrame, ne: pd.DataFrame, files: pd.DataFrame) -> dict[str, int]:
+    # votes: how often each host's own lines name each reporter id, counted by one grouping per
+    # table on its (categorical) columns, never by converting every row's host
+    counts = []
     for df in (pc_, ne):
         if len(df) and "reporter" in df:
-            own = df[df["reporter"].notna()]
-            if len(own):
-                votes.append(own[["host", "reporter"]].astype({"host": "string"}))
-    if votes:
-        v = pd.concat(votes)
-        for host, grp in v.groupby("host"):
-            out[str(host)] = int(grp["reporter"].mode().iloc[0])
-    hosts = set()
-    for name in ("files",):
-        f = bundle.table(name)
-        if len(f):
-            hosts |= {str(h) for h in f["host"].dropna().unique()}
+            own = df["reporter"].notna().to_numpy(bool)
+            if own.any():
+                n = df.loc[own, ["host", "reporter"]].groupby(["host", "reporter"], observed=True, sort=False).size()
+                counts.append(
+                    pd.DataFrame(
+                        {
+                            "host": n.index.get_level_values(0).astype(str),
+                            "reporter": n.index.get_level_values(1).astype("int64"),
+                            "n": n.to_numpy(np.int64),
+                        }
+                    )
+                )
+    out: dict[str, int] = {}
+    if counts:
+        v = pd.concat(counts, ignore_index=True).groupby(["host", "reporter"], as_index=False)["n"].sum()
+        # the id named most often; on a tie the lowest (as Series.mode orders its answers)
+        v = v.sort_values(["host", "n", "reporter"], ascending=[True, False, True], kind="stable")
+        v = v.drop_duplicates("host")
+        out = dict(zip(v["host"].tolist(), (int(r) for r in v["reporter"].tolist()), strict=True))
+    hosts = {str(h) for h in files["host"].dropna().unique()} if len(files) else set()
     for h in hosts - set(out):
         m = re.search(r"(\d+)$", h)
         if m:
@@ -202,18 +230,11 @@ def isr_episodes(bundle) -> pd.DataFrame:
         return pd.DataFrame(columns=cols)
     p = partition_changes(bundle)
     # rejoining: 'Expanding ISR ... to' (older brokers) or 'ISR updated to' naming the broker again (3.x)
-    ex = p[p["kind"].isin(["isr_expand", "isr_updated"])]
+    at = np.flatnonzero(p["kind"].isin(["isr_expand", "isr_updated"]).to_numpy(bool))
+    ex = p[["added", "isr_after"]].iloc[at]
     rows, ids = id_lists(ex["added"].astype("string").fillna(ex["isr_after"].astype("string")))
-    ex = pd.DataFrame(
-        {
-            "topic": ex["topic"].astype("string").array.take(rows),
-            "partition": ex["partition"].astype("Int64").array.take(rows),
-            "node": pd.array(ids, dtype="Int64"),
-            "rejoined": ex["ts"].array.take(rows),
-        },
-        index=ex.index[rows],
-    )
-    ex = ex.dropna(subset=["rejoined", "topic", "partition", "node"])
+    del ex
+    at = at[rows]
     ep = pd.DataFrame(
         {
             "node": sh["node"].astype("Int64"),
@@ -225,21 +246,33 @@ def isr_episodes(bundle) -> pd.DataFrame:
             "line": sh["line"],
         }
     ).sort_values("left", kind="stable", na_position="last")
+    # (topic, partition, broker) as one int64, for the departures and the rejoins alike (a missing
+    # part is a value of its own): grouping and joining on it is joining on the three columns
+    (ex_key, ex_gap), (ep_key, ep_gap) = _episode_keys(
+        (p["topic"].array.take(at), ep["topic"].array),
+        (p["partition"].astype("Int64").array.take(at), ep["partition"].array),
+        (pd.array(ids, dtype="Int64"), ep["node"].array),
+    )
+    ex = pd.DataFrame({"key": ex_key, "rejoined": p["ts"].array.take(at)}, index=p.index[at])
+    ex = ex[~ex_gap & ex["rejoined"].notna().to_numpy(bool)]
+    del ex_key, ex_gap, at, rows, ids
+    ep["key"] = ep_key
     # the next shrink naming the same broker on the same partition proves it was back by then,
     # even when the rejoin itself was not logged
-    ep["next_left"] = ep.groupby(["topic", "partition", "node"], dropna=False, sort=False)["left"].shift(-1)
-    keyed = ep["left"].notna() & ep["topic"].notna() & ep["partition"].notna() & ep["node"].notna()
-    timed = ep[keyed]
+    ep["next_left"] = ep.groupby("key", sort=False)["left"].shift(-1)
+    keyed = ep["left"].notna().to_numpy(bool) & ~ep_gap
+    timed = ep[["left", "key"]][keyed]
     # the first rejoin strictly after the shrink, for the same (topic, partition, broker)
     joined = pd.merge_asof(
         timed.reset_index(),
         ex.sort_values("rejoined", kind="stable"),
         left_on="left",
         right_on="rejoined",
-        by=["topic", "partition", "node"],
+        by="key",
         direction="forward",
         allow_exact_matches=False,
     ).set_index("index")
+    del timed, ex
     rejoined = joined["rejoined"].reindex(ep.index)
     # a rejoin at or after the next shrink belongs to that later departure
     late = (rejoined >= ep["next_left"]).fillna(False).to_numpy(dtype=bool)
@@ -247,6 +280,24 @@ def isr_episodes(bundle) -> pd.DataFrame:
     ep["out_s"] = (ep["rejoined"] - ep["left"]).dt.total_seconds()
     ep["back_by"] = ep["rejoined"].fillna(ep["next_left"])
     return ep[cols].reset_index(drop=True)
+
+
+def _episode_keys(*parts: tuple) -> tuple[tuple[np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray]]:
+    """One int64 key per row of two row sets from their columns (each part: the column's values in
+    the first set, in the second), equal where every column is equal (a missing value is a value
+    of its own), and whether any part of the row is missing; for the first set, then the second."""
+    keys = [np.zeros(len(parts[0][0]), np.int64), np.zeros(len(parts[0][1]), np.int64)]
+    missing = [np.zeros(len(k), bool) for k in keys]
+    for first, second in parts:
+        first = pd.Series(first)
+        both = pd.concat([first, pd.Series(second).astype(first.dtype)], ignore_index=True)
+        codes, uniques = pd.factorize(both)
+        codes = codes.astype(np.int64)
+        width = len(uniques) + 1
+        for i, got in enumerate((codes[: len(first)], codes[len(first) :])):
+            missing[i] |= got < 0
+            keys[i] = keys[i] * width + (got + 1)
+    return (keys[0], missing[0]), (keys[1], missing[1])
 
 
 def gc_summary(bundle) -> pd.DataFrame:
