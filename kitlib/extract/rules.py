@@ -242,12 +242,15 @@ class Matches:
         characters at most), host, file and line. A column may be an Arrow array (strings
         stay in Arrow)."""
         ev = self.events
+        first = self.first
+        if len(first) and pc.max(pc.binary_length(first)).as_py() > 500:  # bytes: at least as many as characters
+            first = pc.utf8_slice_codeunits(first, 0, 500)
         return pd.DataFrame(
             {
                 "ts": ev["ts"],
                 **{k: _pandas(v) for k, v in columns.items()},
                 "level": ev["level"].astype("string"),
-                "message": pd.array(pc.utf8_slice_codeunits(self.first, 0, 500), dtype=pd.StringDtype("pyarrow")),
+                "message": pd.array(first, dtype=pd.StringDtype("pyarrow")),
                 "host": ev["host"].astype("string"),
                 "file": ev["file"].astype("string"),
                 "line": ev["line"],

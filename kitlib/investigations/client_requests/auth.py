@@ -138,8 +138,9 @@ def build(events: pd.DataFrame) -> pd.DataFrame:
     m = match(events, RULES)
     if not len(m):
         return tables.empty("auth_failures")
-    first, kinds, cols = m.first, m.kinds, m.cols
-    reason = pa.array(cols["reason"].tolist(), pa.string())
+    # the fields stay Arrow strings to the frame: no Python value per record
+    first, kinds, f = m.first, m.kinds, m.fields
+    reason = f["reason"]
     ssl = np.asarray(
         pc.fill_null(pc.match_substring(reason, "SSL handshake failed"), False).to_numpy(zero_copy_only=False), bool
     )
@@ -151,7 +152,7 @@ def build(events: pd.DataFrame) -> pd.DataFrame:
         bool,
     )
     mech[(mech == None) & plain] = "PLAIN"  # noqa: E711 - PlainServerCallbackHandler's wording
-    addr = pa.array(cols["address"].tolist(), pa.string())
+    addr = f["address"].cast(pa.string())
     # a client line names the broker as librdkafka does ('sasl_ssl://b-1.example:9096/1: ...')
     # (read only from the lines that hold '://' or '<BrokerConnection': a broker's lines have neither)
     maybe = pc.fill_null(
@@ -165,18 +166,18 @@ def build(events: pd.DataFrame) -> pd.DataFrame:
             named = pc.if_else(pc.equal(named, ""), pa.scalar(None, pa.string()), named)
             addr = pc.coalesce(addr, pc.replace_with_mask(pa.nulls(len(first), pa.string()), maybe, named))
     addr = pc.replace_substring_regex(addr, r"^.*/", "")  # '/10.0.0.7' and 'host/10.0.0.7' -> 10.0.0.7
-    channel = pa.array(cols.get("channel", np.full(len(m), None, object)).tolist(), pa.string())
+    channel = f["channel"]
     listener = pc.replace_substring_regex(channel, r"^([^-]+)-.*$", r"\1")
     return m.frame(
         {
             "kind": kinds,
-            "principal": cols["principal"],
-            "address": addr.to_pylist(),
-            "listener": listener.to_pylist(),
+            "principal": f["principal"],
+            "address": addr,
+            "listener": listener,
             "mechanism": mech,
-            "reason": cols["reason"],
-            "operation": cols["operation"],
-            "resource": cols["resource"],
-            "request": cols["request"],
+            "reason": reason,
+            "operation": f["operation"],
+            "resource": f["resource"],
+            "request": f["request"],
         }
     )
