@@ -224,11 +224,14 @@ def isr_episodes(bundle) -> pd.DataFrame:
     """Each time a broker left a partition's ISR: when, when it rejoined (NaT: not logged), how long,
     and ``back_by``: the rejoin, or else the next shrink naming it again (it was back by then; NaT:
     never seen back). Computed on sorted arrays (one as-of join), not row by row."""
-    sh = shrink_rows(bundle)
     cols = ["node", "topic", "partition", "left", "rejoined", "out_s", "back_by", "leader", "file", "line"]
-    if not len(sh):
-        return pd.DataFrame(columns=cols)
     p = partition_changes(bundle)
+    # the rows of shrink_rows, as positions in the table: only the columns below are copied out
+    gone = np.flatnonzero((p["kind"] == "isr_shrink").to_numpy(bool)) if len(p) else np.zeros(0, np.int64)
+    rows, left_ids = id_lists(p["removed"].iloc[gone]) if len(gone) else (gone, gone)
+    gone = gone[rows]
+    if not len(gone):
+        return pd.DataFrame(columns=cols)
     # rejoining: 'Expanding ISR ... to' (older brokers) or 'ISR updated to' naming the broker again (3.x)
     at = np.flatnonzero(p["kind"].isin(["isr_expand", "isr_updated"]).to_numpy(bool))
     ex = p[["added", "isr_after"]].iloc[at]
@@ -237,15 +240,16 @@ def isr_episodes(bundle) -> pd.DataFrame:
     at = at[rows]
     ep = pd.DataFrame(
         {
-            "node": sh["node"].astype("Int64"),
-            "topic": sh["topic"].astype("string"),
-            "partition": sh["partition"].astype("Int64"),
-            "left": sh["ts"],
-            "leader": sh["reporter"],
-            "file": sh["file"].astype(str),
-            "line": sh["line"],
+            "node": pd.array(left_ids, dtype="Int64"),
+            "topic": p["topic"].iloc[gone].reset_index(drop=True).astype("string"),
+            "partition": p["partition"].iloc[gone].reset_index(drop=True).astype("Int64"),
+            "left": p["ts"].iloc[gone].reset_index(drop=True),
+            "leader": p["reporter"].iloc[gone].reset_index(drop=True),
+            "file": p["file"].iloc[gone].reset_index(drop=True).astype(str),
+            "line": p["line"].iloc[gone].reset_index(drop=True),
         }
     ).sort_values("left", kind="stable", na_position="last")
+    del gone, left_ids
     # (topic, partition, broker) as one int64, for the departures and the rejoins alike (a missing
     # part is a value of its own): grouping and joining on it is joining on the three columns
     (ex_key, ex_gap), (ep_key, ep_gap) = _episode_keys(
