@@ -16,6 +16,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import NoReturn
 
+import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -257,7 +258,8 @@ class Sink:
                     self.rows[k] = n
                     self.written.add(k)
             return out, list(errors.values())
-        built = self.selection.build() if self.selection is not None else iter(())
+        keep = {k for k, v in out.items() if len(v)}
+        built = self.selection.build(self.out, keep) if self.selection is not None else iter(())
         for k, n, err, v in write_derived(built, out, self.out):
             if err is not None:
                 errors.setdefault(k, err)
@@ -338,17 +340,96 @@ class Selection:
         self.spills = {}
         return dict(self.spilled)
 
-    def build(self):
+    def build(self, dest: Path | None = None, keep: frozenset[str] | set[str] = frozenset()):
         """Every derived table, one at a time, as ``(table, frame, error)`` (see
-        :func:`kitlib.extract.iter_build`); the spill files are read back and removed."""
+        :func:`kitlib.extract.iter_build`); the spill files are read back and removed. With
+        ``dest``, a blockwise table whose pieces were spilled (and not in ``keep``: tables some
+        file format also fills) is sorted and written to ``dest`` row group by row group
+        instead (see :func:`write_sorted`): its frame is then a :class:`Written`."""
+        direct: dict[str, Path] = {}
         for group, path in self.close().items():
+            ex = extract.EXTRACTORS.get(group)
+            if dest is not None and ex is not None and ex.blockwise and group not in keep:
+                direct[group] = path  # kept under the table's own name (built)
+                continue
             with pa.memory_map(str(path)) as f:
                 self.kept[group] = [pa.ipc.open_stream(f).read_all()]
             path.unlink()
         self.spilled = {}
         kept, self.kept = self.kept, {}
         for table, frame, err in extract.iter_build(kept, to_pandas):
+            if table in direct:
+                assert dest is not None  # only then are tables written here
+                frame = Written(write_sorted(table, direct.pop(table), dest))
             yield table, frame, err if err is not None else self.block_errors.get(table)
+
+
+class Written:
+    """A derived table already written to the output folder, and how many rows it has."""
+
+    def __init__(self, rows: int):
+        self.rows = rows
+
+    def __len__(self) -> int:
+        return self.rows
+
+
+# rows of a blockwise table converted and written at a time, once sorted (a row group each)
+WRITE_ROWS = 128 * 1024
+
+
+def write_sorted(table: str, spilled: Path, dest: Path) -> int:
+    """Write blockwise table ``table`` from its spilled pieces (conformed and redacted as built)
+    to ``dest``, its rows in the table's order (:attr:`kitlib.extract.Extractor.order`, the
+    stable sort one frame gets), a row group at a time: the sort keys are copied out and sorted
+    in Arrow, then each row group's rows are taken from the spill file mapped afresh (so that
+    memory holds the keys and one row group, not the table nor every page of the file), and
+    converted through pandas as a whole frame is (each categorical column given the categories
+    the whole table has). Returns the number of rows; the spill file is removed."""
+    order = list(extract.EXTRACTORS[table].order)
+
+    def mapped() -> pa.Table:
+        with pa.memory_map(str(spilled)) as f:
+            return pa.ipc.open_stream(f).read_all()
+
+    t = mapped()
+    n = t.num_rows
+    keys = t.select(order)
+    plain = pa.schema(
+        [pa.field(f.name, f.type.value_type) if pa.types.is_dictionary(f.type) else f for f in keys.schema]
+    )
+    keys = keys.cast(plain).combine_chunks()  # copied out of the mapped file
+    # a whole frame's categories: every value of the column, sorted (pandas' astype("category"))
+    whole: dict[str, list] = {}
+    for f in tables.arrow_schema(table):
+        if pa.types.is_dictionary(f.type) and f.name in t.column_names:
+            values = pc.drop_null(pc.unique(t.column(f.name)))
+            whole[f.name] = values.take(pc.sort_indices(values)).to_pylist()
+    del t
+    idx = pc.sort_indices(keys, sort_keys=[(k, "ascending") for k in order])
+    del keys
+    writer: pq.ParquetWriter | None = None
+    try:
+        for start in range(0, max(n, 1), WRITE_ROWS):
+            rows = _take(mapped(), idx.slice(start, WRITE_ROWS))  # the mapped pages let go after
+            df = tables.conform(table, rows.to_pandas(), redact=False)
+            del rows
+            for c in df.columns:
+                if isinstance(df[c].dtype, pd.CategoricalDtype):
+                    cats = pd.Index(whole.get(c, []), dtype=df[c].cat.categories.dtype)
+                    df[c] = df[c].cat.set_categories(cats)
+            at = pa.Table.from_pandas(df, preserve_index=False)
+            del df
+            if writer is None:
+                writer = pq.ParquetWriter(dest / f"{table}.parquet", at.schema, compression="zstd")
+            writer.write_table(at.cast(writer.schema) if at.schema != writer.schema else at)
+    finally:
+        if writer is not None:
+            writer.close()
+    del idx
+    spilled.unlink()
+    release_memory()
+    return n
 
 
 def write_derived(built, out: dict[str, pd.DataFrame], dest: Path | None):
@@ -357,6 +438,10 @@ def write_derived(built, out: dict[str, pd.DataFrame], dest: Path | None):
     first, and write it to ``dest`` (streaming: so derived tables never pile up in memory; the
     table then leaves ``out``); yields ``(table, rows, error, frame or None when written)``."""
     for k, v, err in built:
+        if isinstance(v, Written):  # written as it was built (Selection.build with a folder)
+            out.pop(k, None)
+            yield k, v.rows, err, None
+            continue
         if k in out and len(out[k]):  # a table some file format also fills (configs: logs + live capture)
             v = tables.conform(k, pd.concat([out[k], v], ignore_index=True)) if len(v) else out[k]
         n = len(v)
@@ -369,6 +454,28 @@ def write_derived(built, out: dict[str, pd.DataFrame], dest: Path | None):
             yield k, n, err, None
         else:
             yield k, n, err, v
+
+
+def _take(t: pa.Table, rows: pa.Array) -> pa.Table:
+    """``t.take(rows)`` batch by batch: only the batches the rows are in are read (a take on the
+    whole table joins every batch of each column first)."""
+    batches = t.to_batches()
+    starts = np.cumsum([0] + [b.num_rows for b in batches])
+    at = rows.to_numpy(zero_copy_only=False).astype(np.int64)
+    which = np.searchsorted(starts, at, side="right") - 1
+    by = np.argsort(which, kind="stable")
+    at, which = at[by], which[by]  # grouped by batch, in order within each
+    pieces = []
+    for b in np.unique(which):
+        lo, hi = np.searchsorted(which, [b, b + 1])
+        pieces.append(pa.Table.from_batches([batches[b].take(pa.array(at[lo:hi] - starts[b]))]))
+    del batches
+    if not pieces:
+        return t.schema.empty_table()
+    joined = pa.concat_tables(pieces).combine_chunks()
+    back = np.empty(len(by), np.int64)
+    back[by] = np.arange(len(by))
+    return joined.take(pa.array(back))
 
 
 class BlockwiseProcess:
@@ -508,7 +615,8 @@ def _blockwise_main() -> None:
             break
         release_memory()
         mine = blockwise_tables()
-        built = ((k, v, err) for k, v, err in selection.build() if k in mine)
+        keep = {k for k, v in filled.items() if len(v)}
+        built = ((k, v, err) for k, v, err in selection.build(Path(out), keep) if k in mine)
         conn.send(("ok", [(k, n, err) for k, n, err, _ in write_derived(built, filled, Path(out))]))
     except EOFError:  # the ingest stopped: nothing to hand back
         return
