@@ -399,12 +399,14 @@ def write_sorted(table: str, spilled: Path, dest: Path) -> int:
         [pa.field(f.name, f.type.value_type) if pa.types.is_dictionary(f.type) else f for f in keys.schema]
     )
     keys = keys.cast(plain).combine_chunks()  # copied out of the mapped file
-    # a whole frame's categories: every value of the column, sorted (pandas' astype("category"))
-    whole: dict[str, list] = {}
+    # a whole frame's categorical types: made from every value of the column as conform makes
+    # them (tables._cast), so that each row group gets the categories (and their type) one
+    # frame would have
+    whole: dict[str, pd.CategoricalDtype] = {}
     for f in tables.arrow_schema(table):
         if pa.types.is_dictionary(f.type) and f.name in t.column_names:
-            values = pc.drop_null(pc.unique(t.column(f.name)))
-            whole[f.name] = values.take(pc.sort_indices(values)).to_pylist()
+            values = pc.unique(t.column(f.name))
+            whole[f.name] = pd.Series(values.to_pandas()).astype("string").astype("category").dtype
     del t
     idx = pc.sort_indices(keys, sort_keys=[(k, "ascending") for k in order])
     del keys
@@ -415,9 +417,8 @@ def write_sorted(table: str, spilled: Path, dest: Path) -> int:
             df = tables.conform(table, rows.to_pandas(), redact=False)
             del rows
             for c in df.columns:
-                if isinstance(df[c].dtype, pd.CategoricalDtype):
-                    cats = pd.Index(whole.get(c, []), dtype=df[c].cat.categories.dtype)
-                    df[c] = df[c].cat.set_categories(cats)
+                if isinstance(df[c].dtype, pd.CategoricalDtype) and c in whole:
+                    df[c] = df[c].astype(whole[c])
             at = pa.Table.from_pandas(df, preserve_index=False)
             del df
             if writer is None:
