@@ -10,6 +10,7 @@ Example:
 
 from __future__ import annotations
 
+import numpy as np
 import pandas as pd
 import pyarrow as pa
 
@@ -50,6 +51,40 @@ EVENTS_SCHEMA = pa.schema(
         ("nlines", pa.int32()),
     ]
 )
+
+
+def same_value(value: str, n: int) -> pa.DictionaryArray:
+    """A dictionary column of ``n`` rows that all hold ``value`` (a block's host, file or logger)."""
+    return pa.DictionaryArray.from_arrays(pa.array(np.zeros(n, np.int32)), pa.array([value]))
+
+
+def block_events(
+    ts_ms: np.ndarray,
+    stamped: np.ndarray,
+    level: pa.Array,
+    logger: pa.Array,
+    message: pa.Array,
+    host: str,
+    file: str,
+    line: np.ndarray,
+    nlines: np.ndarray,
+) -> pa.Table:
+    """The events table of one parsed block of one file: times in UTC milliseconds (null where
+    ``stamped`` is false), the record's first line and the physical lines it spans."""
+    n = len(line)
+    return pa.Table.from_arrays(
+        [
+            pa.array(ts_ms, pa.timestamp("ms", tz="UTC"), mask=~stamped),
+            level,
+            logger,
+            message,
+            same_value(host, n),
+            same_value(file, n),
+            pa.array(line, pa.int64()),
+            pa.array(nlines, pa.int32()),
+        ],
+        schema=EVENTS_SCHEMA,
+    )
 
 
 def empty_events() -> pa.Table:

@@ -47,7 +47,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from kitlib.events import EVENTS_SCHEMA, LEVELS, empty_events, to_pandas
+from kitlib.events import LEVELS, block_events, empty_events, same_value, to_pandas
 from kitlib.formats import Context, register, unparsed_frame
 from kitlib.formats.logs import patterned
 from kitlib.formats.logs.blocks import gather, head_lines, junk_lines, line_bounds, lines_array, trim_end
@@ -276,22 +276,8 @@ def parse_block(block: bytes, lines_before: int, src: SourceFile, fmt: ClientFor
         cont = gather(a, memoryview(block), [(r2s, r2e)], nrec)
         msg = pc.if_else(pa.array(multi), pc.binary_join_element_wise(msg, cont, _S("\n")), msg)
     message = redact_messages(pc.cast(msg, pa.large_string()))
-    logger = pa.DictionaryArray.from_arrays(pa.array(np.zeros(nrec, np.int32)), pa.array([fmt.logger]))
-    host = pa.DictionaryArray.from_arrays(pa.array(np.zeros(nrec, np.int32)), pa.array([src.host]))
-    file = pa.DictionaryArray.from_arrays(pa.array(np.zeros(nrec, np.int32)), pa.array([src.rel]))
-    t = pa.Table.from_arrays(
-        [
-            pa.array(ts, pa.timestamp("ms", tz="UTC"), mask=~ok),
-            level,
-            logger,
-            message,
-            host,
-            file,
-            pa.array((lines_before + H + 1).astype(np.int64)),
-            pa.array(span.astype(np.int32)),
-        ],
-        schema=EVENTS_SCHEMA,
-    )
+    logger = same_value(fmt.logger, nrec)
+    t = block_events(ts, ok, level, logger, message, src.host, src.rel, lines_before + H + 1, span)
     return t, un, int(span.sum()), nlines
 
 

@@ -42,7 +42,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.json as pj
 
-from kitlib.events import EVENTS_SCHEMA, LEVELS, empty_events
+from kitlib.events import LEVELS, block_events, empty_events
 from kitlib.formats import Context, register, unparsed_frame
 from kitlib.formats.logs import containers
 from kitlib.formats.logs.blocks import head_lines, junk_lines, line_bounds, lines_array
@@ -330,19 +330,9 @@ def parse_block(block: bytes, lines_before: int, src: SourceFile, dialect: Diale
         msg = pc.if_else(has, joined, msg)
     lvl = level_codes(_as_str(_column(table, dialect.level), n)) if dialect.level else np.full(n, -1, np.int8)
     logger, _ = clean_loggers(_as_str(_column(table, dialect.logger), n))
-    t = pa.Table.from_arrays(
-        [
-            pa.array(ts, pa.timestamp("ms", tz="UTC"), mask=~ok),
-            pa.DictionaryArray.from_arrays(pa.array(lvl, mask=lvl < 0), pa.array(LEVELS)),
-            logger,
-            redact_messages(pc.cast(msg, pa.large_string())),
-            pa.DictionaryArray.from_arrays(pa.array(np.zeros(n, np.int32)), pa.array([src.host])),
-            pa.DictionaryArray.from_arrays(pa.array(np.zeros(n, np.int32)), pa.array([src.rel])),
-            pa.array((lines_before + ok_idx + 1).astype(np.int64)),
-            pa.array(np.ones(n, np.int32)),
-        ],
-        schema=EVENTS_SCHEMA,
-    )
+    level = pa.DictionaryArray.from_arrays(pa.array(lvl, mask=lvl < 0), pa.array(LEVELS))
+    message = redact_messages(pc.cast(msg, pa.large_string()))
+    t = block_events(ts, ok, level, logger, message, src.host, src.rel, lines_before + ok_idx + 1, np.ones(n, np.int32))
     return t, un, n_parsed + n, nlines
 
 

@@ -26,7 +26,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from kitlib.events import EVENTS_SCHEMA, LEVELS, empty_events
+from kitlib.events import LEVELS, block_events, empty_events, same_value
 from kitlib.formats import Context, register, times, unparsed_frame
 from kitlib.formats.logs import containers, records
 from kitlib.formats.logs.blocks import (
@@ -205,7 +205,7 @@ def parse_block(
     if "logger" in got:
         logger, _ = clean_loggers(pc.cast(pc.fill_null(got["logger"], ""), pa.large_string()))
     else:
-        logger = pa.DictionaryArray.from_arrays(pa.array(np.zeros(nrec, np.int32)), pa.array([""]))
+        logger = same_value("", nrec)
     lvl = level_codes(got["level"]) if "level" in got else np.full(nrec, -1, np.int8)
     level = pa.DictionaryArray.from_arrays(pa.array(lvl, mask=lvl < 0), pa.array(LEVELS))
     wall, ok = fields_to_wall_ms(hm)
@@ -217,21 +217,7 @@ def parse_block(
         use = ~ok & (c != NO_STAMP)
         ts, ok = np.where(use, c, ts), ok | use
     message = redact_messages(gather(a, memoryview(block), [(r1s, r1e), (r2s, r2e)], nrec))
-    host = pa.DictionaryArray.from_arrays(pa.array(np.zeros(nrec, np.int32)), pa.array([src.host]))
-    file = pa.DictionaryArray.from_arrays(pa.array(np.zeros(nrec, np.int32)), pa.array([src.rel]))
-    t = pa.Table.from_arrays(
-        [
-            pa.array(ts, pa.timestamp("ms", tz="UTC"), mask=~ok),
-            level,
-            logger,
-            message,
-            host,
-            file,
-            pa.array((lines_before + H + 1).astype(np.int64)),
-            pa.array(span),
-        ],
-        schema=EVENTS_SCHEMA,
-    )
+    t = block_events(ts, ok, level, logger, message, src.host, src.rel, lines_before + H + 1, span)
     if sum(gaps):
         t = t.replace_schema_metadata({GAPS_KEY: str(sum(gaps))})
     return t, un, int(span.sum()), nlines
