@@ -149,12 +149,15 @@ def relevant(inv: Investigation, bundle: Bundle) -> bool:
 
 
 def _matches(rows: Rows, bundle: Bundle) -> bool:
-    df = bundle.table(rows.table)
-    if not len(df):
+    # on an ingest output the rows are counted and only the asked column read, never the whole
+    # table (a big bundle's group lines are hundreds of MB with their text)
+    count = getattr(bundle, "rows", None)
+    if not (int(count(rows.table)) if callable(count) else len(bundle.table(rows.table))):
         return False
     if not rows.column:
         return True
-    col = df[rows.column]
+    read = getattr(bundle, "columns", None)
+    col = (read(rows.table, [rows.column]) if callable(read) else bundle.table(rows.table))[rows.column]
     if rows.among:
         return bool(col.astype("string").isin(rows.among).any())
     if rows.mentions:
