@@ -85,3 +85,91 @@ def test_scrub_paths_replaces_machine_paths_in_plain_and_gzipped_files(tmp_path)
     assert (b / "server.log").read_text() == line.replace(str(work), lab.NEUTRAL_ROOT) * 2
     assert str(work) not in gzip.decompress((b / "server.log.1.gz").read_bytes()).decode()
     assert (b / "other.log").read_text() == "nothing here\n"
+
+
+# a lab run in a child process: a broker, a JmxTool sampling it and a ProducerPerformance loading
+# it, started through lab.Scenario as the scenarios do; prints what it started, then waits
+_LAB_RUN = """
+import json, sys, time
+from kitlib import lab
+from kitlib.lab import processes
+work = sys.argv[1]
+with lab.Scenario(work + "/bundle") as s:
+    b = s.broker("b", work=work + "/broker", settings={"num.partitions": 1})
+    s.jmxtool(b, ["kafka.server:type=BrokerTopicMetrics,name=BytesInPerSec"], work + "/jmx.csv")
+    s.track(lab.start_java_tool("org.apache.kafka.tools.ProducerPerformance", "--topic", "t", "--num-records",
+        "100000000", "--record-size", "100", "--throughput", "200", "--producer-props",
+        "bootstrap.servers=" + b.bootstrap, out=work + "/perf.out"))
+    started = [b.pid, *(p.pid for p, _ in s.jmx), *(c.pid for c in s.children), processes._WATCH["pid"]]
+    print(json.dumps({"pids": started, "ports": [b.port, b.controller_port, b.jmx_port]}), flush=True)
+    time.sleep(600)
+"""
+
+
+def _runs(pid: int) -> bool:
+    """Whether ``pid`` runs: a zombie whose threads have all ended does not (a JVM's first thread
+    can be a zombie while the others still shut down, its ports still open)."""
+    import os
+
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(") ", 1)[1][:1] != "Z" or len(os.listdir(f"/proc/{pid}/task")) > 1
+    except OSError:
+        return False
+
+
+def _listens(port: int) -> bool:
+    import socket
+
+    with socket.socket() as s:
+        return s.connect_ex(("127.0.0.1", port)) == 0
+
+
+@pytest.mark.broker
+@pytest.mark.slow
+def test_what_the_lab_started_ends_with_the_process_that_started_it(tmp_path):
+    """SIGTERM to a Python process running the lab stops the broker, JmxTool and load generator
+    it started (its handler, then the signal ends it as before); SIGKILL, which leaves it no
+    chance, leaves that to the watcher. Either way nothing it started runs or listens seconds later."""
+    import json
+    import os
+    import signal
+    import sys
+    import time
+
+    children, started = {}, {}
+    try:
+        for sig in (signal.SIGTERM, signal.SIGKILL):  # both labs start at once: one wait, not two
+            (tmp_path / sig.name).mkdir()
+            children[sig] = subprocess.Popen(
+                [sys.executable, "-c", _LAB_RUN, str(tmp_path / sig.name)],
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+            )
+        for sig, child in children.items():
+            line = child.stdout.readline()
+            assert line, child.communicate(timeout=60)[1][-3000:]
+            started[sig] = json.loads(line)
+        for sig, child in children.items():
+            pids, ports = started[sig]["pids"], started[sig]["ports"]
+            assert all(map(_runs, pids)) and _listens(ports[0])
+            t = time.monotonic()
+            child.send_signal(sig)
+            assert child.wait(timeout=30) == -sig
+            while time.monotonic() - t < 20 and (any(map(_runs, pids)) or any(map(_listens, ports))):
+                time.sleep(0.1)
+            took = time.monotonic() - t
+            assert not [p for p in pids if _runs(p)], sig.name
+            assert not [p for p in ports if _listens(p)], sig.name
+            assert took < 15, f"{sig.name}: {took:.1f} s"  # SIGTERM, then SIGKILL 5 s later, on a busy machine
+        # stopped by its owner: `kitlib lab status` no longer lists it
+        assert not (tmp_path / "SIGTERM" / "broker" / "lab.json").exists()
+    finally:
+        for child in children.values():
+            child.kill()
+            child.communicate()
+        for sig in started:  # only on failure: what this test started
+            for pid in started[sig]["pids"]:
+                if _runs(pid):
+                    os.killpg(pid, signal.SIGKILL)

@@ -107,11 +107,13 @@ def _cmd_start(args) -> int:
     settings = dict(kv.split("=", 1) for kv in args.set)
     if args.nodes > 1:
         c = lab.start_cluster(args.nodes, name=args.name or "cluster", settings=settings, request_log=args.request_log)
+        lab.release(c)  # the nodes outlive this command, until `kitlib lab stop`
         print(f"cluster {c.name} ready: bootstrap {c.bootstrap}")
         for b in c.nodes:
             print(f"  node {b.node_id}: {b.bootstrap}, JMX {b.jmx_url}, logs in {b.logs}")
         return 0
     b = lab.start_broker(args.name or "broker-1", settings=settings, request_log=args.request_log)
+    lab.release(b)
     print(f"{b.name} ready: bootstrap {b.bootstrap}, JMX {b.jmx_url}, logs in {b.logs}")
     return 0
 

@@ -16,7 +16,8 @@ has a timeout; a broker that does not come up raises :class:`LabError` with its 
 
 The modules, one concern each: :mod:`~kitlib.lab.folders` (work folders, packaged templates),
 :mod:`~kitlib.lab.jars` (fetching the jars, the class path), :mod:`~kitlib.lab.processes`
-(starting, waiting on and stopping JVMs; ports), :mod:`~kitlib.lab.jmx`,
+(starting, waiting on and stopping JVMs, each stopped with the Python process that started it
+unless handed over with :func:`release`; ports), :mod:`~kitlib.lab.jmx`,
 :mod:`~kitlib.lab.broker` (one broker and its config), :mod:`~kitlib.lab.connect`,
 :mod:`~kitlib.lab.cluster`, :mod:`~kitlib.lab.tools` (Kafka's command-line tools),
 :mod:`~kitlib.lab.bundles` (logs, scrubbed paths and bundle.yaml of a sample bundle),
@@ -66,7 +67,7 @@ from .jars import (
 )
 from .jmx import BROKER_MBEANS, CLUSTER_MBEANS, enable_jmx, finish_jmxtool, run_jmxtool
 from .load import LoadStats, ProduceLoad
-from .processes import Proc, free_port, running, stop
+from .processes import Proc, free_port, owned, release, running, stop, stop_owned
 from .provenance import (
     Evidence,
     Hit,
@@ -114,11 +115,13 @@ __all__ = [
     "kafka_version",
     "kill_node",
     "log_offset",
+    "owned",
     "pause",
     "restart_node",
     "resume",
     "run_jmxtool",
     "record_df",
+    "release",
     "run_tool",
     "running",
     "scrub_paths",
@@ -129,6 +132,7 @@ __all__ = [
     "start_java_tool",
     "stop",
     "stop_cluster",
+    "stop_owned",
     "stop_recorded",
     "template",
     "tool_class",

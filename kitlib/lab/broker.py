@@ -12,7 +12,7 @@ from .errors import LabError
 from .folders import fresh_work, render, work_root
 from .jars import classpath
 from .jmx import enable_jmx
-from .processes import Proc, free_port, jvm_command, save_state, wait_for_line
+from .processes import Proc, disown, free_port, jvm_command, popen, save_state, wait_for_line
 
 READY = "Kafka Server started"
 
@@ -44,7 +44,7 @@ def format_storage(works: list[Path], cluster_id: str, timeout: float = 120) -> 
     """Format the storage of every node (in parallel) with one cluster id."""
     cp = classpath()
     procs = [
-        subprocess.Popen(
+        popen(
             [
                 "java",
                 "-cp",
@@ -56,6 +56,7 @@ def format_storage(works: list[Path], cluster_id: str, timeout: float = 120) -> 
                 str(w / "server.properties"),
                 "--ignore-formatted",
             ],
+            session=False,
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
             text=True,
@@ -71,6 +72,8 @@ def format_storage(works: list[Path], cluster_id: str, timeout: float = 120) -> 
             fp.communicate()
             failed.append(f"{w.name}: formatting took more than {timeout:.0f} s")
             continue
+        finally:
+            disown(fp.pid)
         if fp.returncode != 0:
             failed.append(f"{w.name}:\n{out}")
     if failed:
@@ -83,9 +86,7 @@ def launch(b: Proc, request_log: str, heap: str, gc_log: bool) -> subprocess.Pop
     cmd = jvm_command(work, logs, "log4j.properties", heap, {"kit.request.log.level": request_log}, gc_log=gc_log)
     cmd += ["kafka.Kafka", str(work / "server.properties")]
     with open(work / "broker.out", "ab") as fh:
-        p = subprocess.Popen(
-            cmd, stdout=fh, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, cwd=work, start_new_session=True
-        )
+        p = popen(cmd, stdout=fh, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, cwd=work)
     b.pid = p.pid
     b.extra.update(request_log=request_log, heap=heap, gc_log=gc_log)
     return p

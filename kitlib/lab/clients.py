@@ -22,7 +22,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from .errors import LabError
-from .processes import Proc, start_detached
+from .processes import Proc, disown, popen, start_detached
 
 CLIENT_LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s [%(threadName)s] %(message)s"
 
@@ -97,8 +97,9 @@ def start_lag_history(
     for g in groups:
         args += ["--group", g]
     before = set(Path(out).glob("lag-*.jsonl"))
-    p = subprocess.Popen(
+    p = popen(
         [sys.executable, "-c", "import sys; from kitlib.cli import main; sys.exit(main(sys.argv[1:]))", *args],
+        session=False,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         stdin=subprocess.DEVNULL,
@@ -135,6 +136,7 @@ def stop_lag_history(p: subprocess.Popen, timeout: float = 60) -> Path:
     except subprocess.TimeoutExpired:
         p.kill()
         _, err = p.communicate()
+    disown(p.pid)
     files = sorted(set(p._kit_out.glob("lag-*.jsonl")) - p._kit_before)  # type: ignore[attr-defined]
     if not files:
         raise LabError(f"kitlib capture --every wrote nothing ({p.returncode}): {err[-2000:]}")

@@ -32,7 +32,19 @@ from .errors import LabError
 from .folders import fresh_work, work_root
 from .jars import classpath
 from .jmx import enable_jmx
-from .processes import Proc, free_port, kill, log_errors, log_tail, running, save_state, stop, wait_for_line
+from .processes import (
+    Proc,
+    disown,
+    free_port,
+    kill,
+    log_errors,
+    log_tail,
+    run,
+    running,
+    save_state,
+    stop,
+    wait_for_line,
+)
 
 # what every cluster node gets: internal topics replicated three ways, acks=all needs two in sync
 CLUSTER_SETTINGS = {
@@ -166,6 +178,7 @@ def stop_cluster(cluster: Cluster, grace: float = 20.0) -> None:
         if b.alive():
             kill(b.pid, grace=0)
     for b in cluster.nodes:
+        disown(b.pid)
         state = Path(b.work) / "lab.json"
         if state.exists():
             state.unlink()
@@ -205,6 +218,7 @@ def resume(node: Proc) -> None:
 
 def kill_node(node: Proc) -> None:
     """SIGKILL a node's JVM (no clean shutdown, as in a crash or an OOM kill) and reap it."""
+    disown(node.pid)
     try:
         os.kill(node.pid, signal.SIGKILL)
     except ProcessLookupError:
@@ -267,9 +281,7 @@ def active_controller(cluster: Cluster, timeout: float = 60) -> Proc:
             "--status",
         ]
         try:
-            r = subprocess.run(
-                cmd, capture_output=True, text=True, timeout=max(5.0, deadline - time.monotonic()), check=False
-            )
+            r = run(cmd, timeout=max(5.0, deadline - time.monotonic()), text=True)
             last = r.stdout + r.stderr
             m = re.search(r"^LeaderId:\s+(\d+)", r.stdout, re.MULTILINE)
             if r.returncode == 0 and m:

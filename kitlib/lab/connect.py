@@ -8,7 +8,7 @@ from pathlib import Path
 
 from .folders import fresh_work, render, work_root
 from .jmx import enable_jmx
-from .processes import Proc, free_port, jvm_command, save_state, wait_for_line
+from .processes import Proc, free_port, jvm_command, popen, save_state, wait_for_line
 
 CONNECT_READY = "Kafka Connect started"
 
@@ -55,9 +55,7 @@ def start_connect(
     cmd = jvm_command(work, logs, "connect-log4j.properties", heap, {"kit.connect.task.log.level": task_log_level})
     cmd += ["org.apache.kafka.connect.cli.ConnectStandalone", str(work / "worker.properties"), *files]
     with open(out, "wb") as fh:
-        p = subprocess.Popen(
-            cmd, stdout=fh, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, cwd=work, start_new_session=True
-        )
+        p = popen(cmd, stdout=fh, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, cwd=work)
     c = Proc("connect", name, str(work), p.pid, rest, 0, 0, str(logs), {"broker": broker.name})
     wait_for_line(logs / "connect.log", CONNECT_READY, p, p.pid, timeout, f"Connect worker {name}", out)
     if jmx:

@@ -135,8 +135,10 @@ def fetch_jars(quiet: bool = True, timeout: int = 600) -> Path:
         ]
         if quiet:
             cmd.insert(1, "-q")
+        from .processes import run  # (processes needs this module's class path)
+
         try:
-            r = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, cwd=tmp, check=False)
+            r = run(cmd, timeout=timeout, text=True, cwd=tmp)
         except subprocess.TimeoutExpired:
             raise LabError(f"fetching jars took more than {timeout} s") from None
     if r.returncode != 0:

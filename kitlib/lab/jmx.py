@@ -10,7 +10,7 @@ from pathlib import Path
 
 from .errors import LabError
 from .jars import classpath
-from .processes import Proc, free_port, kill
+from .processes import Proc, free_port, kill, popen, run
 
 # broker MBeans the scenarios sample with JmxTool: conversions, byte rates, fetch request times
 BROKER_MBEANS = [
@@ -52,7 +52,7 @@ def enable_jmx(pid: int, port: int | None = None, timeout: float = 30) -> int:
         "jmxremote.authenticate=false",
         "jmxremote.ssl=false",
     ]
-    r = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, check=False)
+    r = run(cmd, timeout=timeout, text=True)
     if r.returncode != 0 or "Exception" in r.stdout:
         raise LabError(f"could not open JMX in pid {pid}: {r.stdout}{r.stderr}")
     return port
@@ -93,7 +93,7 @@ def run_jmxtool(
     if date_format:
         cmd += ["--date-format", date_format]
     fh = open(out_csv, "wb")
-    p = subprocess.Popen(cmd, stdout=fh, stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL, start_new_session=True)
+    p = popen(cmd, stdout=fh, stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL)
     p._kit_fh = fh  # type: ignore[attr-defined]
     if not wait:
         return p

@@ -28,7 +28,7 @@ from .bundles import collect_logs, scrub_paths, write_manifest
 from .cluster import Cluster, start_cluster, stop_cluster
 from .connect import start_connect
 from .jmx import finish_jmxtool, run_jmxtool
-from .processes import Proc, stop
+from .processes import Proc, disown, stop
 
 
 class Scenario:
@@ -140,6 +140,7 @@ class Scenario:
                 except ProcessLookupError:
                     pass
             child.wait()
+            disown(child.pid)
 
     def stop_all(self) -> None:
         """Stop every client process, JmxTool, process and cluster this scenario started (safe to

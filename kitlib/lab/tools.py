@@ -9,7 +9,7 @@ from pathlib import Path
 
 from .errors import LabError
 from .jars import classpath, tool_class
-from .processes import Proc, start_detached
+from .processes import Proc, run, start_detached
 
 TOOLS_LOG4J = (
     "log4j.rootLogger=ERROR, stderr\nlog4j.appender.stderr=org.apache.log4j.ConsoleAppender\n"
@@ -43,9 +43,7 @@ def run_tool(main_class: str, args: list[str], timeout: float = 120, stderr: boo
             *args,
         ]
         try:
-            r = subprocess.run(
-                cmd, capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL, check=False
-            )
+            r = run(cmd, timeout=timeout, text=True)
         except subprocess.TimeoutExpired:
             raise LabError(f"{main_class} ran longer than {timeout:.0f} s") from None
     finally:
@@ -67,9 +65,7 @@ def java_tool(
     """Run one of Kafka's tool classes (``kafka.admin.ConfigCommand``, ...) with the lab's jars
     to the end; :class:`LabError` on a non-zero exit. ``log4j`` is a log4j 1 properties file
     for the tool's own client logging."""
-    r = subprocess.run(
-        _java_command(main_class, args, log4j), capture_output=True, text=True, timeout=timeout, check=False
-    )
+    r = run(_java_command(main_class, args, log4j), timeout=timeout, text=True)
     if r.returncode != 0:
         raise LabError(f"{main_class} failed ({r.returncode}):\n{(r.stdout + r.stderr)[-2000:]}")
     return r
