@@ -321,3 +321,45 @@ def test_count_newlines_on_long_runs_of_newlines():
     assert scan.count_newlines(data) == 5000
     for start in range(17):  # a view may start anywhere against the 16-byte steps
         assert scan.count_newlines(memoryview(data)[start : start + 4099]) == data[start : start + 4099].count(b"\n")
+
+
+# words of the pre-check that fit in the last four bytes of a text (where the scan's four-byte
+# hash does not reach and each position is looked at alone), and base64 runs about 40 long
+TAIL_WORDS = ["pwd", "PWD", "eyj", "eyJ", "pass", "PASS", "-u ", "-U\t", "sig=", "aiza", "AKIA", "asia", "jaas", "bind"]
+B64_RUNS = [
+    pad + "QUJDREVGR0hJSktMTU5PUFFSU1RVVldYWVo0MTIzNDU2Nzg5"[:n] + eq + tail
+    for n in (38, 39, 40, 41, 44)
+    for pad in ("", " ", "\t ")
+    for eq in ("", "=", "==")
+    for tail in ("", " ")
+]
+
+
+def test_words_in_the_last_bytes_and_base64_lines_are_flagged_as_re2_flags_them():
+    texts = [f + w for w in TAIL_WORDS for f in ("", "x", "xx", "x x", "xxx", "ab]x", "12345")]
+    texts += B64_RUNS + ["(" + r for r in B64_RUNS] + [r + "!" for r in B64_RUNS]
+    re2 = re2_flags(texts)
+    assert 100 < sum(re2) < len(texts)  # the short runs, and the runs with other bytes, are not
+    for text, hit in zip(texts, re2):
+        one = scan.flag(text.encode())  # no newline: the text is one line
+        assert one >= hit, text
+        # the same text as one of several lines (each line looked at alone) flags the same
+        assert scan.flag((text + "\n").encode()) == one, text
+        assert scan.flag(("ok\n" + text).encode()) == one, text
+        assert scan.flag(("ok\n" + text + "\nok").encode()) == one, text
+
+
+def test_records_of_one_line_and_of_several_flag_the_same_texts_as_the_numpy_path():
+    # messages of one line (the scan's base64 test takes the whole text as the line) and the same
+    # texts with a continuation line, in one block, parsed both ways
+    texts = [*(f"x {w}" for w in TAIL_WORDS), *B64_RUNS, "plain text", "no secret at all here (x)"]
+    lines = []
+    for i, t in enumerate(texts):
+        lines.append(f"[2024-05-22 00:32:{i % 60:02d},023] INFO {t} (kafka.A)")
+        lines.append(f"[2024-05-22 00:33:{i % 60:02d},023] WARN first line (kafka.B)\n{t}")
+    block = ("\n".join(lines) + "\n").encode()
+    native, reference, took = both_ways(block)
+    assert took
+    assert_same(native, reference)
+    messages = native[0].column("message").to_pylist()
+    assert sum(redact.REDACTED in m for m in messages) >= 2 * len([r for r in B64_RUNS if len(r.strip()) >= 42])

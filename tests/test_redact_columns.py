@@ -141,3 +141,53 @@ def test_a_series_from_chunks_is_redacted_like_each_text(chunks):
 def _plain(v):
     """A value with every kind of missing (None, NA, NaN) as None."""
     return None if v is None or (not isinstance(v, str) and pd.isna(v)) else v
+
+
+def _block(names: list[str], codes: list[int], messages: list[str]) -> pa.Table:
+    return pa.table(
+        {
+            "logger": pa.DictionaryArray.from_arrays(pa.array(codes, pa.int32()), pa.array(names, pa.string())),
+            "message": pa.array(messages, pa.large_string()),
+            "host": pa.DictionaryArray.from_arrays(pa.array([0] * len(codes), pa.int32()), pa.array(["broker-1"])),
+        }
+    )
+
+
+def test_blocks_with_the_same_dictionaries_are_prechecked_once_and_redacted_alike(monkeypatch):
+    passes: list[int] = []
+    real = pc.match_substring_regex
+
+    def counting(values, pattern, *a, **k):
+        if pattern == PREFILTER:
+            passes.append(len(values))
+        return real(values, pattern, *a, **k)
+
+    monkeypatch.setattr(pc, "match_substring_regex", counting)
+    monkeypatch.setattr(rc, "_DICT_HITS", {})
+    names = ["kafka.log.LogSegment", "kafka.server.KafkaApis"]
+    odd = [*names, "app.token=abc123x9"]
+    blocks = [
+        _block(names, [0, 1, 1], ["a", "b", "c"]),
+        _block(names, [1, 0], ["d", "e"]),  # the same dictionaries, other rows: no pass
+        _block(odd, [0, 2, 1, 2], ["f", "g", "h", "i"]),  # a new logger dictionary, one name flagged
+        _block(odd, [2, 2], ["j", "k"]),  # that one again
+    ]
+    first = [rc.redact_table("events", b, skip=("message",)) for b in blocks]
+    # the joint pre-check: the first block's two dictionaries (2 + 1 names), then only the third
+    # block's new logger dictionary (3); a dictionary with a flagged name is still redacted with
+    # redact_array's own pass in every block that has it (3, 3). Without the memo: 3, 3, 4, 3, 4, 3
+    assert passes == [2 + 1, 3, 3, 3]
+    assert first[2].column("logger").to_pylist() == [
+        "kafka.log.LogSegment",
+        "app.token=[redacted]",
+        "kafka.server.KafkaApis",
+        "app.token=[redacted]",
+    ]
+    assert first[3].column("logger").to_pylist() == ["app.token=[redacted]"] * 2
+    # without the memo (emptied before every block) the tables come out the same
+    fresh = []
+    for b in blocks:
+        rc._DICT_HITS.clear()
+        fresh.append(rc.redact_table("events", b, skip=("message",)))
+    assert all(a.equals(b) for a, b in zip(first, fresh))
+    assert all(b.column("message").equals(t.column("message")) for b, t in zip(blocks, first))

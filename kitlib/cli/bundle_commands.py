@@ -71,12 +71,16 @@ def register_cli(sub) -> None:
 
 
 def _cmd_ingest(args) -> int:
+    import gc
+
+    gc.disable()  # nothing the imports below make is garbage: no collector passes over them
     from kitlib.bundle import ingest
     from kitlib.ingestion.guard import exit_on_sigterm
     from kitlib.ingestion.pipeline import lean_allocator
     from kitlib.summary import summary_text
 
-    lean_allocator()
+    lean_allocator()  # (what the imports made is frozen: the collector's passes leave it alone)
+    gc.enable()
     exit_on_sigterm()  # a terminated ingest removes its temporary folder on the way out
 
     progress = False if args.no_progress else None

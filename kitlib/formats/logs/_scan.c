@@ -402,7 +402,22 @@ static void build_starts(void) {
      * above when <sep> is . _ -; "acces" and "bind" cover the rest */
 }
 
-static int suspect(const unsigned char *p, Py_ssize_t len) {
+/* the bytes word_at() may find a word at (its cases), so that the last positions of a text skip
+ * the call where it cannot match */
+static uint8_t FIRST[256];
+
+static void build_first(void) {
+    static const char firsts[] = "pstelhmr-acbjkugx:";
+    for (const char *c = firsts; *c; c++) {
+        FIRST[(unsigned char)*c] = 1;
+        if (*c >= 'a' && *c <= 'z')
+            FIRST[(unsigned char)(*c - 32)] = 1;
+    }
+}
+
+/* one_line: the text holds no newline (a record of one line), so it is one line for the base64
+ * test, without looking for newlines in it */
+static int suspect(const unsigned char *p, Py_ssize_t len, int one_line) {
     const unsigned char *end = p + len, *q = p;
     for (; q + 4 <= end; q += 2) {
         uint32_t w = fold4(q), h = hash4(w);
@@ -413,8 +428,10 @@ static int suspect(const unsigned char *p, Py_ssize_t len) {
     }
     /* the last positions, where four bytes do not fit */
     for (q = (q - 1 > p ? q - 1 : p); q < end; q++)
-        if (word_at(q, end))
+        if (FIRST[*q] && word_at(q, end))
             return 1;
+    if (one_line)
+        return len >= 40 && base64_line(p, end);
     /* base64 lines: only lines of 40+ bytes are looked at */
     const unsigned char *line = p;
     while (line < end) {
@@ -639,7 +656,7 @@ static int put_record(Out *o, const unsigned char *a, const Rec *r, Py_ssize_t r
     Py_ssize_t mlen = o->msg.len - mstart;
     if (!o->ascii && has_high_byte(m, mlen))
         PUT(&o->unsure, (int64_t)o->nrec); /* RE2 folds case beyond ASCII (ſ, K): it checks these */
-    else if (suspect(m, mlen))
+    else if (suspect(m, mlen, r->span == 1))
         PUT(&o->flagged, (int64_t)o->nrec);
     PUT(&o->msg_off, (int64_t)o->msg.len);
     PUT(&o->log_idx, name);
@@ -971,7 +988,8 @@ static PyObject *flag(PyObject *self, PyObject *arg) {
         return NULL;
     int hit;
     Py_BEGIN_ALLOW_THREADS;
-    hit = suspect((const unsigned char *)view.buf, view.len);
+    hit = suspect((const unsigned char *)view.buf, view.len,
+                  memchr(view.buf, '\n', (size_t)view.len) == NULL);
     Py_END_ALLOW_THREADS;
     PyBuffer_Release(&view);
     return PyBool_FromLong(hit);
@@ -1045,5 +1063,6 @@ PyMODINIT_FUNC PyInit__scan(void) {
                                  c == '+' || c == '/');
     }
     build_starts();
+    build_first();
     return PyModule_Create(&MODULE);
 }
