@@ -329,3 +329,79 @@ def test_an_ingest_apart_writes_the_store_one_process_writes_and_raises_what_it_
     assert str(other.value) == str(one.value) and (theirs / "notes.txt").read_text() == "mine"
     with pytest.raises(FileNotFoundError, match="bundle not found"):
         cache.ingest_apart(tmp_path / "gone", tmp_path / "out", None, False)
+
+
+@pytest.mark.slow
+def test_an_ingest_started_ahead_writes_what_one_started_then_writes(tmp_path, env):
+    """kitlib triage starts the process that ingests a new entry before it imports the detectors
+    (cache.warm_ingest), and hands it its job when the ingest is due: the same tables as a process
+    started then, and the same errors; a process no ingest took is ended (end_warm), or ends by
+    itself when its job can no longer come."""
+    from kitlib.ingestion import store
+    from kitlib.ingestion.guard import OutputRefused
+
+    bundle = SAMPLES / "rebalance-storm"
+    cold, warm = tmp_path / "cold", tmp_path / "warm"
+    cache.ingest_apart(bundle, cold, None, False)
+    assert cache.warm_ingest(bundle)
+    ahead = cache._WARM
+    assert ahead is not None and not cache.warm_ingest(bundle)  # one at a time
+    cache.ingest_apart(bundle, warm, None, False)
+    assert cache._WARM is None and ahead.returncode == 0  # that process did the ingest
+    tables = store.stored_tables(cold)
+    assert set(store.stored_tables(warm)) == set(tables) and "group_events" in tables
+    for name, path in tables.items():
+        a, b = (
+            store.read_table(p, name).drop(columns=["seconds"], errors="ignore")
+            for p in (store.stored_tables(warm)[name], path)
+        )
+        assert a.equals(b), name
+    theirs = tmp_path / "theirs"  # refused by the process started ahead as by one started then
+    theirs.mkdir()
+    (theirs / "notes.txt").write_text("mine")
+    assert cache.warm_ingest(bundle)
+    with pytest.raises(OutputRefused, match="theirs"):
+        cache.ingest_apart(bundle, theirs, None, False)
+    assert (theirs / "notes.txt").read_text() == "mine" and cache._WARM is None
+    # not taken: ended, nothing written
+    assert cache.warm_ingest(bundle)
+    ahead = cache._WARM
+    cache.end_warm()
+    assert cache._WARM is None and ahead.returncode is not None
+    # its job can no longer come (the command's end closes the pipe): it ends by itself
+    ahead = cache._start(None)
+    ahead.stdin.close()
+    assert ahead.wait(60) == 0
+
+
+@pytest.mark.slow
+def test_an_ingest_is_started_ahead_only_for_a_bundle_new_to_the_cache(tmp_path, env, monkeypatch):
+    """warm_ingest starts nothing for what the cache does not take (turned off, below the
+    threshold, an ingest output, a missing path) nor for a bundle an entry was written for."""
+    bundle = copy_of(tmp_path, "compaction")
+    assert not cache.warm_ingest(bundle, cache=False)
+    assert not cache.warm_ingest(tmp_path / "gone")
+    monkeypatch.setenv("KITLIB_NO_CACHE", "1")
+    assert not cache.warm_ingest(bundle)
+    monkeypatch.delenv("KITLIB_NO_CACHE")
+    monkeypatch.setenv("KITLIB_CACHE_MIN_MB", "1000")
+    assert not cache.warm_ingest(bundle) and cache._WARM is None
+    assert cache.warm_ingest(bundle, cache=True) and cache._WARM is not None  # asked for whatever its size
+    cache.end_warm()
+    monkeypatch.setenv("KITLIB_CACHE_MIN_MB", "0")
+    entry = cache.cache_root() / ("0" * 32)  # an entry written for this bundle as it is now
+    entry.mkdir(parents=True)
+    mark(entry, cache.ENTRY_WRITER)
+    total, _ = cache.bundle_files(bundle)
+    (entry / cache.ENTRY).write_text(json.dumps({"bundle": str(bundle.resolve()), "input_bytes": total}))
+    assert not cache.warm_ingest(bundle) and cache._WARM is None
+    (bundle / "more.log").write_text("2024-01-01 00:00:00,000 INFO grown (kafka.server.KafkaServer)\n")
+    assert cache.warm_ingest(bundle)  # grown since: new to the cache
+    ahead = cache._WARM
+    cache.end_warm()
+    assert ahead is not None and ahead.returncode is not None and cache._WARM is None
+    out = tmp_path / "out"
+    from kitlib.ingestion.store import ingest
+
+    ingest(bundle, out)
+    assert not cache.warm_ingest(out, cache=True) and cache._WARM is None  # an ingest output is read where it is

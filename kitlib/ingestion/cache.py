@@ -40,7 +40,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from kitlib.ingestion.guard import MARKER, OutputRefused, mark, marker, output_lock, writer_gone
+from kitlib.ingestion.guard import MARKER, OutputRefused, is_kit_output, mark, marker, output_lock, writer_gone
 
 MIN_BYTES = 128 * 1024 * 1024  # a raw bundle this big or bigger is cached (KITLIB_CACHE_MIN_MB)
 MAX_BYTES = 5 * 1024**3  # all entries together (KITLIB_CACHE_MAX_GB)
@@ -54,6 +54,8 @@ LAYOUT = 1
 # that none of the ingest's memory stays with it; in a notebook's kernel or a script the ingest
 # runs in the calling process (its bar a widget there)
 APART = False
+# the process a new entry is ingested in, started ahead of the ingest by warm_ingest (kitlib triage)
+_WARM = None
 
 
 @contextlib.contextmanager
@@ -445,16 +447,13 @@ def ingest_apart(path: Path, out: Path, tz, progress: bool | None) -> None:
     process of its own, waited for: the ingest's memory (its peak, and what the allocators keep
     after it) is that process's and goes with it, so the command that asked for the entry reads
     the new store with none of it held. What the ingest raises is raised here, by the same name
-    and message; its bar and warnings go to this process's stderr."""
-    import subprocess
-
+    and message; its bar and warnings go to this process's stderr. The process started ahead by
+    :func:`warm_ingest` is used when there is one."""
     err = out.parent / ".ingest.err"
-    # the folder this kitlib is imported from, first (before the working folder), so the process
-    # runs the same code
-    here = str(Path(__file__).resolve().parents[2])
-    run = f"import sys; sys.path.insert(0, {here!r}); from kitlib.ingestion.cache import _ingest_main; _ingest_main()"
     job = json.dumps({"path": str(path), "out": str(out), "tz": tz, "progress": progress, "err": str(err)})
-    proc = subprocess.Popen([sys.executable, "-c", run, job], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL)
+    proc = _claim_warm(job)
+    if proc is None:
+        proc = _start(job)
     try:
         code = proc.wait()
     except BaseException:  # interrupted: the process goes too (a Ctrl-C reached it as well)
@@ -480,11 +479,25 @@ def ingest_apart(path: Path, out: Path, tz, progress: bool | None) -> None:
 
 def _ingest_main() -> None:
     """The process :func:`ingest_apart` starts: one ingest, its error (type and message) written
-    to the file it was given."""
+    to the file it was given. Started ahead (:func:`warm_ingest`), it imports what the ingest
+    needs and then reads its job from stdin (none: it ends)."""
+    if sys.argv[1] == "-":
+        try:
+            from kitlib import registry
+            from kitlib.ingestion import store  # noqa: F401 - imported while the command imports its own
+
+            registry.load()
+            line = sys.stdin.readline()
+        except KeyboardInterrupt:  # the command was interrupted before it had a job for it
+            return
+        if not line.strip():
+            return
+        job = json.loads(line)
+    else:
+        job = json.loads(sys.argv[1])
     from kitlib.ingestion.store import ingest
     from kitlib.terminal import VisibleStream
 
-    job = json.loads(sys.argv[1])
     sys.stderr = VisibleStream(sys.stderr)  # warnings shown as the command shows its own
     try:
         ingest(job["path"], job["out"], tz=job["tz"], progress=job["progress"], derive=True, writer=ENTRY_WRITER)
@@ -496,6 +509,82 @@ def _ingest_main() -> None:
         with contextlib.suppress(OSError):
             Path(job["err"]).write_text(json.dumps({"type": type(e).__name__, "message": str(e)}), encoding="utf-8")
         sys.exit(1)
+
+
+def _start(job: str | None):
+    """A new interpreter running :func:`_ingest_main` on ``job``, or (None) one that imports the
+    ingest and then waits for its job on stdin (:func:`warm_ingest`)."""
+    import subprocess
+
+    # the folder this kitlib is imported from, first (before the working folder), so the process
+    # runs the same code
+    here = str(Path(__file__).resolve().parents[2])
+    run = f"import sys; sys.path.insert(0, {here!r}); from kitlib.ingestion.cache import _ingest_main; _ingest_main()"
+    return subprocess.Popen(
+        [sys.executable, "-c", run, "-" if job is None else job],
+        stdin=subprocess.PIPE if job is None else subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+    )
+
+
+def warm_ingest(path: str | os.PathLike, cache: bool | None = None) -> bool:
+    """Start ahead the process :func:`ingest_apart` ingests a new entry in, when the raw bundle at
+    ``path`` looks new to the cache (the cache applies to it, and no entry was written for it at
+    its present size): its interpreter starts and imports the ingest while the command imports
+    the detectors, instead of after. It waits for its job on stdin; :func:`ingest_apart` hands it
+    one, and :func:`end_warm` ends it when none came. Only ``stat`` and the entries' small files
+    are read here, and whether it is started changes nothing but when the ingest starts. True
+    when it was started."""
+    global _WARM
+    if _WARM is not None or cache is False or (cache is None and disabled()):
+        return False
+    p = Path(path)
+    try:
+        if not os.path.lexists(p) or (p.is_dir() and is_kit_output(p)):  # an ingest output: never cached
+            return False
+        total, _files = bundle_files(p)
+        if cache is None and total < min_bytes():
+            return False
+        resolved = str(p.resolve())
+        for e in entries():
+            if e.bundle == resolved and e.input_bytes == total:  # most likely this bundle's entry
+                return False
+    except OSError:
+        return False
+    _WARM = _start(None)
+    return True
+
+
+def _claim_warm(job: str):
+    """The process :func:`warm_ingest` started, handed ``job``; None when there is none (or it
+    could not take it: it is ended)."""
+    global _WARM
+    proc, _WARM = _WARM, None
+    if proc is None:
+        return None
+    try:
+        proc.stdin.write(job.encode() + b"\n")
+        proc.stdin.close()
+        return proc
+    except OSError:  # it stopped before its job came: another is started
+        if proc.poll() is None:
+            proc.terminate()
+        proc.wait()
+        return None
+
+
+def end_warm() -> None:
+    """End the process :func:`warm_ingest` started when no ingest took it (the bundle was cached
+    already, or could not be)."""
+    global _WARM
+    proc, _WARM = _WARM, None
+    if proc is None:
+        return
+    with contextlib.suppress(OSError):
+        proc.stdin.close()
+    if proc.poll() is None:
+        proc.terminate()
+    proc.wait()
 
 
 def link_store(store: Path, out: Path) -> None:
