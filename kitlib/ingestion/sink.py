@@ -118,7 +118,7 @@ class Sink:
         if name == "events" and self._match is not None and isinstance(chunk, pa.Table):
             # each record's Kafka log statement, matched on the redacted text
             self._span(chunk)
-            ahead, self._matching = self._matching, self._match.submit(annotate, chunk)
+            ahead, self._matching = self._matching, self._match.submit(self._annotate, chunk)
             if ahead is not None:
                 self._matched(ahead.result())
             return n
@@ -134,11 +134,19 @@ class Sink:
             self.parts.setdefault(name, []).append(chunk)
         return n
 
-    def _matched(self, events: pa.Table) -> None:
-        """An events block whose templates were matched on the thread: to the second process's
-        selection (when there is one), then to the stream."""
+    def _annotate(self, events: pa.Table) -> pa.Table:
+        """On the matcher's thread, one block at a time in order: the block's templates matched,
+        then what the extractors want picked from it for the second process (when there is one):
+        the selection's regular expressions run beside the parse instead of after it on the
+        thread that reads and sinks the blocks (5.6 of its CPU-s on the 1 GB mix)."""
+        events = annotate(events)
         if self.selection is not None:
             self.selection.add(events)
+        return events
+
+    def _matched(self, events: pa.Table) -> None:
+        """An events block matched (and picked from) on the thread (:meth:`_annotate`): to the
+        stream."""
         self._stream("events", events)
 
     def _stream(self, name: str, chunk) -> None:
