@@ -67,8 +67,15 @@ _TEXTS = st.lists(st.one_of(st.lists(st.one_of(_PIECES, st.text(max_size=3)), ma
 @given(_TEXTS.filter(len))
 def test_flagged_values_are_redacted_like_each_text(texts):
     arr = pa.array(texts, pa.large_string())
-    got = redact_flagged(arr, list(range(len(texts)))).to_pylist()
-    assert got == [redact_text(t) if t is not None else None for t in texts]
+    want = [redact_text(t) if t is not None else None for t in texts]
+    few = rc._FEW
+    try:
+        # a few flagged values each through the rules alone, and any number through the RE2 passes
+        for rc._FEW in (few, 0):
+            got = redact_flagged(arr, list(range(len(texts)))).to_pylist()
+            assert got == want, rc._FEW
+    finally:
+        rc._FEW = few
 
 
 def test_texts_no_rule_may_change_are_not_handed_to_the_rules(monkeypatch):
@@ -163,31 +170,33 @@ def test_blocks_with_the_same_dictionaries_are_prechecked_once_and_redacted_alik
         return real(values, pattern, *a, **k)
 
     monkeypatch.setattr(pc, "match_substring_regex", counting)
-    monkeypatch.setattr(rc, "_DICT_HITS", {})
+    monkeypatch.setattr(rc, "_SEEN", {None: False})
     names = ["kafka.log.LogSegment", "kafka.server.KafkaApis"]
     odd = [*names, "app.token=abc123x9"]
     blocks = [
         _block(names, [0, 1, 1], ["a", "b", "c"]),
-        _block(names, [1, 0], ["d", "e"]),  # the same dictionaries, other rows: no pass
-        _block(odd, [0, 2, 1, 2], ["f", "g", "h", "i"]),  # a new logger dictionary, one name flagged
-        _block(odd, [2, 2], ["j", "k"]),  # that one again
+        _block(names[::-1], [1, 0], ["d", "e"]),  # the same names in another order: no pass
+        _block(odd, [0, 2, 1, 2], ["f", "g", "h", "i"]),  # a new logger name, flagged
+        _block([odd[2], odd[0]], [0, 0], ["j", "k"]),  # two of those again
     ]
     first = [rc.redact_table("events", b, skip=("message",)) for b in blocks]
     # the joint pre-check: the first block's two dictionaries (2 + 1 names), then only the third
-    # block's new logger dictionary (3); a dictionary with a flagged name is still redacted with
-    # redact_array's own pass in every block that has it (3, 3). Without the memo: 3, 3, 4, 3, 4, 3
-    assert passes == [2 + 1, 3, 3, 3]
+    # block's logger dictionary, which has a new name (3); a dictionary with a flagged name is
+    # still redacted with redact_array's own pass in every block that has it (3, then 2). Without
+    # the memo: 3, 3, 4, 3, 3, 2
+    assert passes == [2 + 1, 3, 3, 2]
     assert first[2].column("logger").to_pylist() == [
         "kafka.log.LogSegment",
         "app.token=[redacted]",
         "kafka.server.KafkaApis",
         "app.token=[redacted]",
     ]
+    assert first[1].column("logger").to_pylist() == ["kafka.log.LogSegment", "kafka.server.KafkaApis"]
     assert first[3].column("logger").to_pylist() == ["app.token=[redacted]"] * 2
     # without the memo (emptied before every block) the tables come out the same
     fresh = []
     for b in blocks:
-        rc._DICT_HITS.clear()
+        rc._SEEN.clear()
         fresh.append(rc.redact_table("events", b, skip=("message",)))
     assert all(a.equals(b) for a, b in zip(first, fresh))
     assert all(b.column("message").equals(t.column("message")) for b, t in zip(blocks, first))

@@ -67,19 +67,29 @@ def redact_flagged(arr: pa.Array, idx: np.ndarray) -> pa.Array:
         return arr
     idx = np.asarray(idx)
     taken = arr.take(pa.array(idx))
-    # only the values some rule may change go on to :func:`redact_texts` (it handles each value
-    # on its own, so the others, which it would hand back as they are, need not go)
-    idx, taken = _changeable(idx, taken)
-    if not len(idx):
-        return arr
-    old = taken.to_pylist()
-    new = redact_texts(taken)
+    if len(idx) <= _FEW:
+        # a block's one or two flagged texts: each through the rules on its own (a fraction of a
+        # millisecond) rather than the passes below, each of which compiles its pattern again
+        # (about 10 ms for the lot)
+        old = taken.to_pylist()
+        new = [None if t is None else redact_text(t) for t in old]
+    else:
+        # only the values some rule may change go on to :func:`redact_texts` (it handles each
+        # value on its own, so the others, which it would hand back as they are, need not go)
+        idx, taken = _changeable(idx, taken)
+        if not len(idx):
+            return arr
+        old = taken.to_pylist()
+        new = redact_texts(taken)
     if old == new:
         return arr
     mask = np.zeros(len(arr), bool)
     mask[idx] = True
     return pc.replace_with_mask(arr, pa.array(mask), pa.array(new, arr.type))
 
+
+# up to this many flagged values, :func:`redact_flagged` hands each to :func:`redact_text`
+_FEW = 8
 
 # the texts :func:`redact_texts` may change, in one RE2 pass: a plain text it changes matches
 # the pre-check, and for some rule both that rule's words and its quick test; so it matches the
@@ -258,19 +268,19 @@ def _hits(arrays: list) -> list[np.ndarray | None]:
     none = np.zeros(0, np.int64)
     out: list[np.ndarray | None] = [None] * len(arrays)
     batch: list[tuple[int, pa.Array]] = []
-    keys: dict[int, tuple] = {}  # the values of the small dictionaries not in the memo, by position
+    fresh: dict[int, list] = {}  # the values of the small dictionaries with a value not met yet, by position
     for i, a in enumerate(arrays):
         if a is None:
             continue
         if pa.types.is_dictionary(a.type):
             a = _flat(a).dictionary
             if len(a) <= _MEMO_VALUES and (pa.types.is_string(a.type) or pa.types.is_large_string(a.type)):
-                key = tuple(a.to_pylist())
-                got = _DICT_HITS.get(key)
-                if got is not None:
-                    out[i] = got
+                values = a.to_pylist()
+                known = [_SEEN.get(v) for v in values]
+                if None not in known:
+                    out[i] = np.flatnonzero(np.array(known, bool))
                     continue
-                keys[i] = key
+                fresh[i] = values
         elif len(a) > _BATCH_VALUES:  # not joined into one piece only to be left out
             if not (pa.types.is_string(a.type) or pa.types.is_large_string(a.type)):
                 out[i] = none
@@ -288,23 +298,24 @@ def _hits(arrays: list) -> list[np.ndarray | None]:
         for i, a in batch:
             out[i] = np.flatnonzero(hit[start : start + len(a)])
             start += len(a)
-    if keys:
-        if len(_DICT_HITS) > _MEMO_ENTRIES:
-            _DICT_HITS.clear()
-        for i, key in keys.items():
-            got = out[i]
-            if got is not None:
-                got.setflags(write=False)  # shared by every later block with these values
-                _DICT_HITS[key] = got
+    for i, values in fresh.items():
+        got = out[i]
+        if got is not None:
+            if len(_SEEN) > _MEMO_ENTRIES:
+                _SEEN.clear()
+            flagged = np.zeros(len(values), bool)
+            flagged[got] = True
+            _SEEN.update(zip(values, flagged.tolist()))
     return out
 
 
-# the flagged positions of the small dictionaries met before (a log's blocks repeat their logger,
-# host and file names): each block's RE2 pass compiled the pre-check again (about 0.8 ms) to
-# check a few dozen names it had checked in every block before
+# whether the pre-check flags each value of the small dictionaries met so far (a log's blocks
+# repeat their logger, host and file names, in another order in each block): each block's RE2
+# pass compiled the pre-check again (about 0.8 ms) to check a few dozen names it had checked in
+# every block before. A null is never flagged (the pass fills its null with False).
 _MEMO_VALUES = 4096
-_MEMO_ENTRIES = 256
-_DICT_HITS: dict[tuple, np.ndarray] = {}
+_MEMO_ENTRIES = 1 << 16
+_SEEN: dict[str | None, bool] = {None: False}
 
 
 def _flat(a):
