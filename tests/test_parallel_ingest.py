@@ -124,3 +124,22 @@ def test_second_process_from_a_script_without_main_guard(tmp_path):
     assert int(r.stdout) > 0
     assert int(r.stdout) == pq.ParquetFile(tmp_path / "out" / "group_events.parquet").metadata.num_rows
     assert not list((tmp_path / "out").glob(".[sd]*"))  # no spill (.selected-*) or message file (.derive.err) left
+
+
+def test_a_second_process_that_stopped_is_said_once_the_ingest_waits_for_it(tmp_path):
+    """The end of the batches is sent on a thread of its own (the ingest builds its own tables
+    meanwhile): a second process gone before it is said, as before, when the ingest waits for
+    its tables, and nothing waits for ever."""
+    import pyarrow as pa
+
+    from kitlib.ingestion.sink import BlockwiseProcess
+
+    remote = BlockwiseProcess(tmp_path)
+    remote.proc.kill()
+    remote.proc.wait()
+    records = pa.table({"message": ["x" * 1000] * 1000})
+    for _ in range(8):  # more than the pipe and the queue hold: the sender finds the process gone
+        remote.build("group_events", records)
+    remote.start_finish({})
+    with pytest.raises(RuntimeError, match="the process building the derived tables stopped"):
+        remote.wait()

@@ -524,6 +524,7 @@ class BlockwiseProcess:
         self._conn = Connection(ours.detach())
         self._queue: queue.Queue = queue.Queue(self.AHEAD)
         self._failed: BaseException | None = None
+        self._finisher: threading.Thread | None = None  # sends the end (start_finish)
         self._sender = threading.Thread(target=self._send_all, name="kitlib-derive-send", daemon=True)
         self._sender.start()
 
@@ -550,20 +551,30 @@ class BlockwiseProcess:
                 self._failed = e
 
     def start_finish(self, filled: dict[str, pd.DataFrame]) -> None:
-        """Wait for every batch to be sent, then send the rows file formats put in blockwise
-        tables (put first, as in one process): the second process builds and writes its tables."""
+        """Once every batch is sent, send the rows file formats put in blockwise tables (put
+        first, as in one process): the second process builds and writes its tables. Done on a
+        thread of its own, so that this process builds its own tables meanwhile instead of
+        waiting for the second one to take the last batches (:meth:`wait` says what failed)."""
+        self._finisher = threading.Thread(target=self._finish, args=(filled,), name="kitlib-derive-finish", daemon=True)
+        self._finisher.start()
+
+    def _finish(self, filled: dict[str, pd.DataFrame]) -> None:
         self._queue.put(None)
         self._sender.join()
+        if self._failed is not None:
+            return
         try:
-            if self._failed is not None:
-                raise self._failed
             self._conn.send_bytes(b"F")
             self._conn.send_bytes(pickle.dumps(filled, protocol=5))
         except (OSError, EOFError, ValueError) as e:
-            self._stopped(e)
+            self._failed = e
 
     def wait(self) -> list[tuple[str, int, BuildError | None]]:
         """``(table, rows, error)`` of every blockwise table, once written."""
+        if self._finisher is not None:
+            self._finisher.join()
+        if self._failed is not None:
+            self._stopped(self._failed)
         try:
             status, value = self._conn.recv()
         except (OSError, EOFError) as e:
