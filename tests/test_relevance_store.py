@@ -1,24 +1,40 @@
 """Which notebooks a report runs (investigations' relevance) on an ingest output: the same answer as
 on the bundle in memory, without reading a stored table whole (on a big bundle the group lines
-with their text are hundreds of MB, and the report's own process asks before its notebooks run)."""
+with their text are hundreds of MB, and the report's own process asks before its notebooks run).
+And the consumer_groups notebook's group lines: the columns it asks for, not the text."""
 
+import pandas as pd
 import pytest
 from samples import SAMPLE_DATA, sample
 
 import kitlib
 from kitlib import registry
 from kitlib.ingestion.store import stored_tables
+from kitlib.investigations.consumer_groups import rebalances
 
 # group lines, remote log lines (a column condition on a stored table), metrics (a column
 # condition on a table that is not stored) and requests
 BUNDLES = ["rebalance-storm", "remote-storage", "down-conversion"]
 
 
+@pytest.fixture(scope="module")
+def stored(tmp_path_factory):
+    """Sample bundle name -> its ingest output (derived tables written), each ingested once."""
+    outs: dict = {}
+
+    def get(name):
+        if name not in outs:
+            outs[name] = tmp_path_factory.mktemp(name) / "out"
+            kitlib.ingest(SAMPLE_DATA / name, outs[name], progress=False, derive=True)
+        return outs[name]
+
+    return get
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("name", BUNDLES)
-def test_relevance_on_a_store_is_the_bundles_and_reads_no_stored_table_whole(tmp_path, name):
-    out = tmp_path / "out"
-    kitlib.ingest(SAMPLE_DATA / name, out, progress=False, derive=True)
+def test_relevance_on_a_store_is_the_bundles_and_reads_no_stored_table_whole(stored, name):
+    out = stored(name)
     registry.load()
     stored = kitlib.load(out)
     on_disk = set(stored_tables(out))
@@ -33,14 +49,29 @@ def test_relevance_on_a_store_is_the_bundles_and_reads_no_stored_table_whole(tmp
         assert table in on_disk and len(columns) == 1
 
 
-@pytest.mark.slow
-def test_relevance_counts_rows_on_a_store_with_none(tmp_path):
+@pytest.mark.slow  # the ingest of its sample, when no test before made it
+def test_relevance_counts_rows_on_a_store_with_none(stored):
     """A stored table with no rows makes nothing relevant; one with rows does, by its count."""
-    out = tmp_path / "out"
-    kitlib.ingest(SAMPLE_DATA / "rebalance-storm", out, progress=False, derive=True)
+    out = stored("rebalance-storm")
     registry.load()
     stored = kitlib.load(out)
     assert stored.rows("group_events") > 0 and stored.rows("cleaner_runs") == 0
     assert registry.investigation("consumer_groups").relevant(stored)
     assert not registry.investigation("compaction").relevant(stored)
     assert not stored.tables
+
+
+@pytest.mark.slow  # the ingest of its sample, when no test before made it
+def test_group_rows_with_more_columns_are_the_tables_rows_without_their_text(stored):
+    """The notebook's read: the detectors' columns and the ones it adds, every row as the whole
+    table has it, and no message; a bundle in memory gives its table."""
+    b = kitlib.load(stored("rebalance-storm"))
+    got = rebalances.group_rows(b, ["member", "members", "kind"])
+    wanted = [*rebalances.GROUP_COLUMNS, "member", "members"]
+    assert set(got.columns) == set(wanted) and "message" not in got.columns
+    whole = kitlib.load(stored("rebalance-storm")).table("group_events")
+    assert len(got) == len(whole) > 0
+    pd.testing.assert_frame_equal(got[wanted], whole[wanted])
+    assert not b.tables
+    mem = sample("rebalance-storm")
+    assert rebalances.group_rows(mem, ["member"]) is mem.table("group_events")
