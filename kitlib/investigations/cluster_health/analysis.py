@@ -143,7 +143,14 @@ def id_lists(values: pd.Series) -> tuple[np.ndarray, np.ndarray]:
         >>> [a.tolist() for a in id_lists(pd.Series(["1,3", None, "2"], dtype="string"))]
         [[0, 0, 2], [1, 3, 2]]
     """
-    parts = pc.split_pattern(pa.array(values.astype("string").fillna("").array), ",")
+    return _id_lists(pa.array(values.astype("string").array))
+
+
+def _id_lists(values) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`id_lists` of an Arrow string array (a null: no ids)."""
+    if isinstance(values, pa.ChunkedArray):  # the rows' positions are counted in one piece
+        values = values.combine_chunks()
+    parts = pc.split_pattern(pc.fill_null(values, ""), ",")
     flat = pc.utf8_trim_whitespace(pc.list_flatten(parts))
     rows = np.asarray(pc.list_parent_indices(parts).to_numpy(zero_copy_only=False), np.int64)
     keep = np.asarray(pc.not_equal(flat, "").to_numpy(zero_copy_only=False), bool)
@@ -234,30 +241,43 @@ def isr_episodes(bundle) -> pd.DataFrame:
         return pd.DataFrame(columns=cols)
     # rejoining: 'Expanding ISR ... to' (older brokers) or 'ISR updated to' naming the broker again (3.x)
     at = np.flatnonzero(p["kind"].isin(["isr_expand", "isr_updated"]).to_numpy(bool))
-    ex = p[["added", "isr_after"]].iloc[at]
-    rows, ids = id_lists(ex["added"].astype("string").fillna(ex["isr_after"].astype("string")))
-    del ex
+    # the ids added, else the ISR after: taken and joined in Arrow (no pandas copy of either column)
+    taken = pa.array(at)
+    rows, ids = _id_lists(pc.coalesce(arrow_text(p["added"]).take(taken), arrow_text(p["isr_after"]).take(taken)))
+    del taken
     at = at[rows]
+    # the departures in time order (stable, a missing time last), as sort_values orders them, so
+    # that the frame is built once in that order: its index the rows' places before the sort
+    left = p["ts"].to_numpy("datetime64[ns]")[gone]
+    order = np.argsort(left, kind="stable")  # NaT sorts last, in its rows' order
+    gone, left_ids = gone[order], left_ids[order]
     ep = pd.DataFrame(
         {
             "node": pd.array(left_ids, dtype="Int64"),
-            "topic": p["topic"].iloc[gone].reset_index(drop=True).astype("string"),
-            "partition": p["partition"].iloc[gone].reset_index(drop=True).astype("Int64"),
-            "left": p["ts"].iloc[gone].reset_index(drop=True),
-            "leader": p["reporter"].iloc[gone].reset_index(drop=True),
-            "file": p["file"].iloc[gone].reset_index(drop=True).astype(str),
-            "line": p["line"].iloc[gone].reset_index(drop=True),
-        }
-    ).sort_values("left", kind="stable", na_position="last")
-    del gone, left_ids
-    # (topic, partition, broker) as one int64, for the departures and the rejoins alike (a missing
-    # part is a value of its own): grouping and joining on it is joining on the three columns
-    (ex_key, ex_gap), (ep_key, ep_gap) = _episode_keys(
-        (p["topic"].array.take(at), ep["topic"].array),
-        (p["partition"].astype("Int64").array.take(at), ep["partition"].array),
-        (pd.array(ids, dtype="Int64"), ep["node"].array),
+            "topic": p["topic"].iloc[gone].astype("string").array,
+            "partition": p["partition"].iloc[gone].astype("Int64").array,
+            "left": p["ts"].iloc[gone].array,
+            "leader": p["reporter"].iloc[gone].array,
+            "file": p["file"].iloc[gone].astype(str).to_numpy(),
+            "line": p["line"].iloc[gone].array,
+        },
+        index=pd.Index(order),
     )
-    ex = pd.DataFrame({"key": ex_key, "rejoined": p["ts"].array.take(at)}, index=p.index[at])
+    del left, order
+    # (topic, partition, broker) as one int64, for the rejoins and the departures alike (a missing
+    # part is a value of its own): grouping and joining on it is joining on the three columns;
+    # the topic as Arrow's dictionary code of its name (no Python string per row)
+    topic = pc.dictionary_encode(arrow_text(p["topic"]).combine_chunks()).indices
+    topic = np.asarray(pc.fill_null(topic, -1).to_numpy(zero_copy_only=False), np.int64)
+    part = p["partition"].astype("Int64").array
+    part_v, part_na = part.to_numpy(np.int64, na_value=0), part.isna()
+    (ex_key, ex_gap), (ep_key, ep_gap) = int_keys(
+        ((topic[at], topic[at] < 0), (topic[gone], topic[gone] < 0)),
+        ((part_v[at], part_na[at]), (part_v[gone], part_na[gone])),
+        ((ids, np.zeros(len(ids), bool)), (left_ids, np.zeros(len(left_ids), bool))),
+    )
+    del gone, left_ids, topic, part, part_v, part_na
+    ex = pd.DataFrame({"key": ex_key, "rejoined": p["ts"].array.take(at)})
     ex = ex[~ex_gap & ex["rejoined"].notna().to_numpy(bool)]
     del ex_key, ex_gap, at, rows, ids
     ep["key"] = ep_key
@@ -286,21 +306,47 @@ def isr_episodes(bundle) -> pd.DataFrame:
     return ep[cols].reset_index(drop=True)
 
 
-def _episode_keys(*parts: tuple) -> tuple[tuple[np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray]]:
-    """One int64 key per row of two row sets from their columns (each part: the column's values in
-    the first set, in the second), equal where every column is equal (a missing value is a value
-    of its own), and whether any part of the row is missing; for the first set, then the second."""
-    keys = [np.zeros(len(parts[0][0]), np.int64), np.zeros(len(parts[0][1]), np.int64)]
+def arrow_text(values: pd.Series):
+    """A text column as Arrow strings (the column's own buffers where it is Arrow-backed)."""
+    got = pa.array(values.astype("string").array)
+    return got if isinstance(got, pa.ChunkedArray) else pa.chunked_array([got])
+
+
+def int_keys(*parts: tuple) -> tuple[tuple[np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray]]:
+    """One int64 key per row of two row sets from their integer columns (each part: the column's
+    (values, missing) in the first set, then in the second), equal where every column is equal (a
+    missing value is a value of its own), and whether any part of the row is missing; for the first
+    set, then the second. Each column counts from its smallest value (no hashing); a key that could
+    outgrow 62 bits is first numbered anew by its distinct values."""
+    keys = [np.zeros(len(parts[0][i][0]), np.int64) for i in (0, 1)]
     missing = [np.zeros(len(k), bool) for k in keys]
-    for first, second in parts:
-        first = pd.Series(first)
-        both = pd.concat([first, pd.Series(second).astype(first.dtype)], ignore_index=True)
-        codes, uniques = pd.factorize(both)
-        codes = codes.astype(np.int64)
-        width = len(uniques) + 1
-        for i, got in enumerate((codes[: len(first)], codes[len(first) :])):
-            missing[i] |= got < 0
-            keys[i] = keys[i] * width + (got + 1)
+    room = 1
+    for part in parts:
+        values = [np.asarray(v, np.int64) for v, _ in part]
+        gaps = [np.asarray(na, bool) for _, na in part]
+        there = [~na for na in gaps]
+        if any(t.any() for t in there):
+            lo = min(int(v.min(initial=np.iinfo(np.int64).max, where=t)) for v, t in zip(values, there, strict=True))
+            hi = max(int(v.max(initial=np.iinfo(np.int64).min, where=t)) for v, t in zip(values, there, strict=True))
+        else:
+            lo = hi = 0
+        del there
+        if hi - lo > 1 << 30:  # a wide range: the values' ranks among both sets instead
+            uniq = np.unique(np.concatenate([v[~na] for v, na in zip(values, gaps, strict=True)]))
+            values = [np.searchsorted(uniq, v) for v in values]
+            lo, hi = 0, len(uniq) - 1
+        width = hi - lo + 2
+        if room * width > 1 << 62:  # the key so far numbered anew by its distinct values
+            uniq, back = np.unique(np.concatenate(keys), return_inverse=True)
+            keys = [back[: len(keys[0])].astype(np.int64), back[len(keys[0]) :].astype(np.int64)]
+            room = len(uniq)
+        for i in (0, 1):
+            missing[i] |= gaps[i]
+            keys[i] *= width
+            keys[i] += values[i]
+            keys[i] += 1 - lo
+            keys[i][gaps[i]] -= values[i][gaps[i]] + 1 - lo  # a missing value: code 0
+        room *= width
     return (keys[0], missing[0]), (keys[1], missing[1])
 
 

@@ -10,14 +10,17 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+import pyarrow.compute as pc
 
 from kitlib.findings import Finding, detector, evidence
 from kitlib.investigations.cluster_health import stalls
 from kitlib.investigations.cluster_health.analysis import (
     LONG_PAUSE_MS,
+    arrow_text,
     described_under_replication,
     gc_summary,
     host_of,
+    int_keys,
     isr_episodes,
     long_pauses,
     metric_series,
@@ -287,20 +290,27 @@ def detect_isr_shrink(bundle) -> list[Finding]:
     span = bundle.span()
     watched_to = span[1] - pd.Timedelta(seconds=WATCH_AFTER_S) if span else None
     under_min = int(pchg[(pchg["kind"] == "isr_updated") & pchg["under_min_isr"].fillna(False).astype(bool)].shape[0])
+    # each departure's (topic, partition) as one code (a missing part: no code), counted per broker
+    # below by positions: no copy of a broker's rows, no Python string per row
+    place, placed = _place_codes(rest)
     # one finding per broker that left (a handful): each pass below is vectorised over its rows
-    for node, grp in rest.groupby("node"):
-        parts = grp.groupby(["topic", "partition"]).size()
-        mine = ep[ep["node"] == node] if len(ep) else ep
+    groups = rest.groupby("node").indices
+    for node in sorted(groups):
+        pos = groups[node]
+        # departures per partition (the groupby sizes of its (topic, partition) pairs)
+        parts = np.unique(place[pos][placed[pos]], return_counts=True)[1]
+        mine = (ep["node"] == node).fillna(False).to_numpy(bool) if len(ep) else np.zeros(0, bool)
         flapping = int((parts >= FLAP_MIN).sum())
-        longest = float(mine["out_s"].max()) if len(mine) else np.nan
+        longest = float(ep["out_s"][mine].max()) if mine.any() else np.nan
         never = (
-            int((back_by[mine.index].isna() & (mine["left"] <= watched_to).fillna(False)).sum())
-            if len(mine) and back_by is not None and watched_to is not None
+            int((back_by[mine].isna() & (ep["left"][mine] <= watched_to).fillna(False)).sum())
+            if mine.any() and back_by is not None and watched_to is not None
             else 0
         )
-        span = (grp["ts"].max() - grp["ts"].min()).total_seconds()
+        ts = rest["ts"].iloc[pos]
+        span = (ts.max() - ts.min()).total_seconds()
         summary = (
-            f"Broker {node} left the ISR {len(grp)} times on {len(parts)} partition(s) over {_fmt_s(span)}"
+            f"Broker {node} left the ISR {len(pos)} times on {len(parts)} partition(s) over {_fmt_s(span)}"
             + (f"; flapping: {flapping} partition(s) lost and regained it {int(parts.max())}x" if flapping else "")
             + (f"; longest time out of the ISR {_fmt_s(longest)}" if longest == longest else "")
             + (f"; {never} departure(s) not seen back in any source (logs, JMX, describe)" if never else "")
@@ -313,7 +323,7 @@ def detect_isr_shrink(bundle) -> list[Finding]:
                 summary=summary,
                 numbers={
                     "broker": int(node),
-                    "shrinks": len(grp),
+                    "shrinks": len(pos),
                     "partitions": len(parts),
                     "flapping_partitions": flapping,
                     "longest_out_of_isr_s": None if longest != longest else round(longest, 1),
@@ -336,10 +346,30 @@ def detect_isr_shrink(bundle) -> list[Finding]:
                         else ""
                     )
                 ),
-                evidence=evidence(quoted(bundle, grp.sort_values("ts").head(8), "partition_changes")),
+                # the broker's first 8 departures as its rows sorted by time would give them
+                evidence=evidence(
+                    quoted(
+                        bundle, rest.iloc[pos[ts.reset_index(drop=True).sort_values().index[:8]]], "partition_changes"
+                    )
+                ),
             )
         )
     return out
+
+
+def _place_codes(rows: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
+    """One int64 per row equal where (topic, partition) are equal, and whether both are there."""
+    if not len(rows):
+        return np.zeros(0, np.int64), np.zeros(0, bool)
+    topic = pc.dictionary_encode(arrow_text(rows["topic"]).combine_chunks()).indices
+    topic = np.asarray(pc.fill_null(topic, -1).to_numpy(zero_copy_only=False), np.int64)
+    part = rows["partition"].astype("Int64").array
+    placed = (topic >= 0) & ~np.asarray(part.isna(), bool)
+    (key, _), _ = int_keys(
+        ((topic, topic < 0), (topic[:0], np.zeros(0, bool))),
+        ((part.to_numpy(np.int64, na_value=0), ~placed), (topic[:0], np.zeros(0, bool))),
+    )
+    return key, placed
 
 
 @detector(

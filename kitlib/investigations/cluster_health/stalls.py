@@ -124,15 +124,18 @@ def stalls(bundle, ids: dict[str, int]) -> list[Stall]:
     its host, widened by a fencing that overlaps one (from ``SESSION_S`` before the fencing to
     the unfencing that follows); windows that hold a start-up of the node's host are left out
     (a crash and restart, not a stall)."""
-    parts = []
     gaps = sampling_gaps(bundle.table("metrics"))
-    if len(gaps):
-        parts.append(
-            pd.DataFrame({"host": gaps["host"], "start": gaps["start"], "end": gaps["end"], "how": "no JMX answer"})
-        )
+    if not len(gaps):  # a fencing counts only where it overlaps a sampling gap of its host (below)
+        return []
+    parts = [pd.DataFrame({"host": gaps["host"], "start": gaps["start"], "end": gaps["end"], "how": "no JMX answer"})]
     ne = node_events(bundle)
     if len(ne):
         host_of = {v: k for k, v in ids.items()}
+        # ... so only the fencings and unfencings of nodes whose host has a gap are read, and only
+        # the columns used
+        gapped = set(gaps["host"].astype(str))
+        near = ne["node"].isin([n for n, h in host_of.items() if h in gapped])
+        ne = ne[["ts", "kind", "node"]][near.fillna(False).to_numpy(bool) & ne["node"].notna().to_numpy(bool)]
         fen = ne[ne["kind"].isin(["fenced", "broker_failed"])]
         fen = fen[fen["node"].notna()].sort_values("ts")
         unf = ne[(ne["kind"] == "unfenced") & ne["node"].notna()].sort_values("ts")
