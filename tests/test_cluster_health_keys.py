@@ -14,7 +14,7 @@ from kitlib import registry, tables
 from kitlib.bundle import Bundle
 from kitlib.investigations.cluster_health import stalls
 from kitlib.investigations.cluster_health.analysis import int_keys
-from kitlib.investigations.cluster_health.detectors import _place_codes
+from kitlib.investigations.cluster_health.detectors import _joined, _place_codes
 
 T0 = pd.Timestamp("2024-05-01 10:00:00", tz="UTC")
 
@@ -120,3 +120,21 @@ def test_no_stall_without_a_sampling_gap_whatever_the_fencings() -> None:
     assert [(s.node, s.start, s.end, s.how) for s in got] == [
         (2, T0 - pd.Timedelta(seconds=9), T0 + pd.Timedelta(seconds=40), "fenced and no JMX answer")
     ]
+
+
+def test_episodes_joined_to_departures_as_the_merge_joins_them() -> None:
+    rng = np.random.default_rng(11)
+    n = 600
+    files = np.array(["b1/server.log", "b2/server.log", "b3/state-change.log"], dtype=object)
+    line = pd.array(rng.integers(1, 60, n), dtype="Int64")
+    line[rng.random(n) < 0.05] = pd.NA
+    ep = pd.DataFrame({"node": rng.integers(1, 4, n), "file": files[rng.integers(0, 3, n)], "line": line})
+    for rest_files in (files, files[:2]):  # one file's departures all explained: none of its episodes kept
+        m = 400
+        rline = pd.array(rng.integers(1, 60, m), dtype="Int64")
+        rline[rng.random(m) < 0.05] = pd.NA
+        rest = pd.DataFrame(
+            {"file": pd.Categorical(rest_files[rng.integers(0, len(rest_files), m)]), "line": rline, "x": 1}
+        )  # departures named twice or more (a line that removed several brokers) repeat their episodes
+        want = ep.merge(rest[["file", "line"]].astype({"file": str}), on=["file", "line"])
+        pd.testing.assert_frame_equal(_joined(ep, rest), want, check_exact=True)

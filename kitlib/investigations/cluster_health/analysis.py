@@ -147,15 +147,24 @@ def id_lists(values: pd.Series) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _id_lists(values) -> tuple[np.ndarray, np.ndarray]:
-    """:func:`id_lists` of an Arrow string array (a null: no ids)."""
+    """:func:`id_lists` of an Arrow string array (a null: no ids), read ``ID_ROWS`` rows at a time
+    (the lists and their pieces of one slice held at once, not of every row)."""
     if isinstance(values, pa.ChunkedArray):  # the rows' positions are counted in one piece
         values = values.combine_chunks()
-    parts = pc.split_pattern(pc.fill_null(values, ""), ",")
-    flat = pc.utf8_trim_whitespace(pc.list_flatten(parts))
-    rows = np.asarray(pc.list_parent_indices(parts).to_numpy(zero_copy_only=False), np.int64)
-    keep = np.asarray(pc.not_equal(flat, "").to_numpy(zero_copy_only=False), bool)
-    ids = np.asarray(pc.cast(flat.filter(pa.array(keep)), pa.int64()).to_numpy(zero_copy_only=False), np.int64)
-    return rows[keep], ids
+    got_rows, got_ids = [np.zeros(0, np.int64)], [np.zeros(0, np.int64)]
+    for start in range(0, len(values), ID_ROWS):
+        parts = pc.split_pattern(pc.fill_null(values.slice(start, ID_ROWS), ""), ",")
+        flat = pc.utf8_trim_whitespace(pc.list_flatten(parts))
+        rows = np.asarray(pc.list_parent_indices(parts).to_numpy(zero_copy_only=False), np.int64)
+        del parts
+        keep = np.asarray(pc.not_equal(flat, "").to_numpy(zero_copy_only=False), bool)
+        ids = np.asarray(pc.cast(flat.filter(pa.array(keep)), pa.int64()).to_numpy(zero_copy_only=False), np.int64)
+        got_rows.append(rows[keep] + start)
+        got_ids.append(ids)
+    return np.concatenate(got_rows), np.concatenate(got_ids)
+
+
+ID_ROWS = 1 << 17  # rows of id lists read in one slice
 
 
 def pairs_within(sorted_ts: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -281,14 +281,15 @@ def detect_isr_shrink(bundle) -> list[Finding]:
     rest = drop_explained(sh, explained_rows(links) | owned | stalled)
     if not len(rest):
         return out
-    ep = isr_episodes(bundle)
-    ep = ep.merge(rest[["file", "line"]].astype({"file": str}), on=["file", "line"]) if len(ep) else ep
-    # back by any source: the logs, JMX UnderReplicatedPartitions at 0, a describe snapshot
-    back_by = stalls.recovered_by(bundle, ep, host_of(node_ids(bundle)), URP_MBEAN) if len(ep) else None
     # a departure the lines end right after is not seen back for want of lines, which is no sign that it
     # stayed out: "never rejoined" needs the bundle to go on past it for replica.lag.time.max.ms (30 s)
+    # (asked before the episodes are built: on a store it is a query of its own)
     span = bundle.span()
     watched_to = span[1] - pd.Timedelta(seconds=WATCH_AFTER_S) if span else None
+    ep = isr_episodes(bundle)
+    ep = _joined(ep, rest) if len(ep) else ep
+    # back by any source: the logs, JMX UnderReplicatedPartitions at 0, a describe snapshot
+    back_by = stalls.recovered_by(bundle, ep, host_of(node_ids(bundle)), URP_MBEAN) if len(ep) else None
     under_min = int(pchg[(pchg["kind"] == "isr_updated") & pchg["under_min_isr"].fillna(False).astype(bool)].shape[0])
     # each departure's (topic, partition) as one code (a missing part: no code), counted per broker
     # below by positions: no copy of a broker's rows, no Python string per row
@@ -355,6 +356,24 @@ def detect_isr_shrink(bundle) -> list[Finding]:
             )
         )
     return out
+
+
+def _joined(ep: pd.DataFrame, rest: pd.DataFrame) -> pd.DataFrame:
+    """``ep.merge(rest[["file", "line"]], on=["file", "line"])`` (files compared as text, a missing
+    line equal to a missing line): each row of ``ep`` in order, as many times as ``rest`` holds its
+    (file, line), taken by position from integer keys rather than by a join on Python strings."""
+    files, names = pd.factorize(rest["file"].astype(str).to_numpy())
+    at = pd.Index(names).get_indexer(ep["file"].astype(str).to_numpy())
+    lines = [pd.array(df["line"], dtype="Int64") for df in (rest, ep)]
+    (mine, _), (theirs, _) = int_keys(
+        ((files, np.zeros(len(files), bool)), (np.maximum(at, 0), np.zeros(len(at), bool))),
+        *[((lines[0].to_numpy(np.int64, na_value=0), np.asarray(lines[0].isna(), bool)),
+           (lines[1].to_numpy(np.int64, na_value=0), np.asarray(lines[1].isna(), bool)))],
+    )  # fmt: skip
+    keys, counts = np.unique(mine, return_counts=True)
+    pos = np.minimum(np.searchsorted(keys, theirs), max(len(keys) - 1, 0))
+    times = np.where((at >= 0) & (keys[pos] == theirs), counts[pos], 0) if len(keys) else np.zeros(len(ep), np.int64)
+    return ep.iloc[np.repeat(np.arange(len(ep)), times)].reset_index(drop=True)
 
 
 def _place_codes(rows: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
