@@ -135,10 +135,8 @@ def fetch_jars(quiet: bool = True, timeout: int = 600) -> Path:
         ]
         if quiet:
             cmd.insert(1, "-q")
-        from .processes import run  # (processes needs this module's class path)
-
         try:
-            r = run(cmd, timeout=timeout, text=True, cwd=tmp)
+            r = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, cwd=tmp, check=False)
         except subprocess.TimeoutExpired:
             raise LabError(f"fetching jars took more than {timeout} s") from None
     if r.returncode != 0:
