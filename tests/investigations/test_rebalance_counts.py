@@ -126,6 +126,32 @@ def test_summary_of_all_groups_equals_each_group_alone():
     assert whole["skipped_rebalances"].sum() > 0 and len(whole) == 3
 
 
+def test_busiest_with_skipped_of_every_group_at_once_equals_each_group_alone():
+    """The busiest window of every group whose lines skip rebalances, in one pass, against
+    busiest_with_skipped on each group's churn starts alone (with missing times among them)."""
+    rng = np.random.default_rng(13)
+    n = 2000
+    pg = rng.integers(0, 5, n)
+    t = (T0 + np.sort(rng.integers(0, 4 * 3600, n)).astype("timedelta64[s]")).astype("datetime64[ns]")
+    t[rng.random(n) < 0.02] = np.datetime64("NaT")
+    skipped = np.where(rng.random(n) < 0.2, rng.integers(1, 30, n), 0)
+    since = np.where(skipped > 0, t - rng.integers(0, 500, n).astype("timedelta64[s]"), np.datetime64("NaT", "ns"))
+    skipped[np.isnat(t)] = 0
+    since[np.isnat(t)] = np.datetime64("NaT")
+    for g in range(5):  # the report before each start in time order, as the rows give them
+        mine = np.flatnonzero((pg == g) & (skipped > 0))
+        since[mine] = np.maximum.accumulate(since[mine])
+    churn = rng.random(n) < 0.8
+    gaps = np.array([0, 2, 3, 4])
+    got = rebalances._busiest_with_skipped_groups(gaps, pg, churn, t, skipped, since)
+    want = []
+    for g in gaps.tolist():
+        mine = (pg == g) & churn
+        want.append(rebalances.busiest_with_skipped(pd.Series(t[mine]), W, skipped[mine], since[mine]))
+    assert got is not None and got.tolist() == want
+    assert max(want) > rebalances.busiest_window(pd.Series(t[(pg == 0) & churn]), W)  # the skipped ones count
+
+
 @pytest.mark.slow
 def test_busiest_window_with_skipped_grows_with_its_starts():
     """Every start after a gap in the generations (an excerpt of a storm): twice the starts cost

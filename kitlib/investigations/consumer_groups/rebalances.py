@@ -86,9 +86,12 @@ def _skipped(keys: dict[str, np.ndarray], start: np.ndarray, group: np.ndarray, 
     counts put back in row order. Returns (skipped per row, time of that report per row)."""
     ts, gen, line = keys["ts"], keys["gen"], keys["line"]
     t_na, l_na = np.isnat(ts), np.isnan(line)
-    # np.lexsort: last key first; every sort is stable, so ties keep the rows' order
-    order = np.lexsort((np.where(l_na, 0, line), l_na, keys["file"], np.where(t_na, 0, ts.view(np.int64)), t_na, group))
-    del t_na, l_na  # the row-long temporaries go as soon as they are used (a broker's group lines can be millions)
+    # np.lexsort: last key first; every sort is stable, so ties keep the rows' order, and a key
+    # the same on every row (one file, no time or line missing, one group) orders nothing: left out
+    sort_keys = [np.where(l_na, 0, line), l_na, keys["file"], np.where(t_na, 0, ts.view(np.int64)), t_na, group]
+    order = np.lexsort([k for k in sort_keys if len(k) and k.min() != k.max()] or [np.zeros(len(ts), np.int8)])
+    # the row-long temporaries go as soon as they are used (a broker's group lines can be millions)
+    del t_na, l_na, sort_keys
     ts_s, gen_s, grp_s = ts[order], gen[order], group[order]
     seen = ~start[order]
     seen &= ~np.isnan(gen_s)
@@ -163,6 +166,42 @@ def skipped_within(lo: np.ndarray, w: np.timedelta64, at: np.ndarray, frm: np.nd
         part = lo[i : i + step]
         holds = (frm[None, :] >= part[:, None]) & (at[None, :] <= part[:, None] + w)
         out[i : i + step] = (holds * n[None, :]).sum(axis=1)
+    return out
+
+
+def _busiest_with_skipped_groups(gaps, pg, is_churn, t_prep, skipped, since) -> np.ndarray | None:
+    """:func:`busiest_with_skipped` of the churn starts of each group in ``gaps`` at once: each
+    group's times moved to a stretch of its own on one axis (group rank times a span longer than
+    all the times plus a window), so that no window reaches another group's stretch and one pass
+    of sorted searches serves them all. None when the stretches would not fit in 64 bits."""
+    w = STORM_WINDOW.value
+    rank = np.full(int(pg.max(initial=-1)) + 1, -1, np.int64)
+    rank[gaps] = np.arange(len(gaps))
+    sel = np.flatnonzero(is_churn & (rank[pg] >= 0) & ~np.isnat(t_prep))
+    g, t = rank[pg[sel]], t_prep[sel].view(np.int64)
+    gap = skipped[sel] > 0
+    frm = since[sel][gap].view(np.int64)
+    both = np.concatenate([t, frm])
+    if not len(both):
+        return np.zeros(len(gaps), np.int64)
+    base, span = int(both.min()), int(both.max()) - int(both.min()) + w + 1
+    if len(gaps) * span >= 2**62:
+        return None
+    key = g * span + (t - base)
+    key_frm = g[gap] * span + (frm - base)
+    key_at = key[gap]
+    o = np.lexsort((key_frm, key_at))
+    if bool((key_frm[o][1:] < key_frm[o][:-1]).any()):  # see skipped_within: then a group at a time
+        return None
+    starts = np.sort(key)
+    lo = np.unique(np.concatenate([starts, key_frm]))  # a window can start at a start or at a report
+    logged = np.searchsorted(starts, lo + w, side="right") - np.searchsorted(starts, lo, side="left")
+    as_time = "datetime64[ns]"
+    extra = skipped_within(
+        lo.view(as_time), np.timedelta64(w, "ns"), key_at.view(as_time), key_frm.view(as_time), skipped[sel][gap]
+    )
+    out = np.zeros(len(gaps), np.int64)
+    np.maximum.at(out, lo // span, logged + extra)
     return out
 
 
@@ -466,18 +505,33 @@ def _summary(ge: pd.DataFrame) -> pd.DataFrame:
         np.maximum.at(busiest, cg, ends - np.arange(len(ct)))
     sk_churn = np.where(is_churn, skipped, 0)
     skipped_sum = np.bincount(pg, weights=sk_churn, minlength=ng).astype(np.int64)
-    for j in np.flatnonzero(skipped_sum > 0).tolist():  # lines cut out of a longer log: counted with the skipped ones
-        mine = (pg == j) & is_churn
-        busiest[j] = busiest_with_skipped(pd.Series(ts[prep_at][mine]), STORM_WINDOW, skipped[mine], since[mine])
+    gaps = np.flatnonzero(skipped_sum > 0)
+    if len(gaps):  # lines cut out of a longer log: counted with the skipped ones
+        got = _busiest_with_skipped_groups(gaps, pg, is_churn, ts[prep_at], skipped, since)
+        if got is None:  # times too far apart to set the groups side by side: one group at a time
+            ts_prep = ts[prep_at]
+            for j in gaps.tolist():
+                mine = (pg == j) & is_churn
+                busiest[j] = busiest_with_skipped(pd.Series(ts_prep[mine]), STORM_WINDOW, skipped[mine], since[mine])
+        else:
+            busiest[gaps] = got
     # first and last time of each group's rows
+    # (a row at each group's earliest and latest time: the smallest and largest per group, no sort)
     v_at = np.flatnonzero(~ts_na)
-    o = np.lexsort((t_ns[v_at], gcodes[v_at]))
-    vg = gcodes[v_at][o]
+    vg, vt = gcodes[v_at], t_ns[v_at]
     has_t = np.bincount(vg, minlength=ng) > 0
     lo_at = hi_at = np.zeros(ng, np.int64)  # read only where has_t
     if len(vg):
-        lo_at = v_at[o][np.searchsorted(vg, np.arange(ng), side="left").clip(max=len(vg) - 1)]
-        hi_at = v_at[o][(np.searchsorted(vg, np.arange(ng), side="right") - 1).clip(min=0)]
+        t_lo = np.full(ng, np.iinfo(np.int64).max)
+        t_hi = np.full(ng, np.iinfo(np.int64).min)
+        np.minimum.at(t_lo, vg, vt)
+        np.maximum.at(t_hi, vg, vt)
+        lo_at, hi_at = np.zeros(ng, np.int64), np.zeros(ng, np.int64)
+        at_lo = np.flatnonzero(vt == t_lo[vg])
+        lo_at[vg[at_lo]] = v_at[at_lo]
+        at_hi = np.flatnonzero(vt == t_hi[vg])
+        hi_at[vg[at_hi]] = v_at[at_hi]
+    del vg, vt
     # generations reached
     in_gens = masks["prepare_rebalance"] | masks["stabilized"] | masks["assignment"] | masks["joined"]
     in_gens &= ~np.isnan(gen)
