@@ -183,14 +183,17 @@ def pairs_within(sorted_ts: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> tuple
     return win, first + np.arange(int(n.sum()))
 
 
-def shrink_rows(bundle) -> pd.DataFrame:
-    """One row per (ISR shrink, broker that left), with ``node`` = the broker that left."""
+def shrink_rows(bundle, columns: list[str] | None = None) -> pd.DataFrame:
+    """One row per (ISR shrink, broker that left), with ``node`` = the broker that left; with
+    ``columns``, only those of the table's columns (and ``node``)."""
     p = partition_changes(bundle)
-    s = p[p["kind"] == "isr_shrink"]
-    if not len(s):
+    at = np.flatnonzero((p["kind"] == "isr_shrink").to_numpy(bool))
+    if not len(at):
+        s = p.iloc[at] if columns is None else p[columns].iloc[at]
         return s.assign(node=pd.Series(dtype="Int64"))
-    rows, ids = id_lists(s["removed"])
-    out = s.iloc[rows].reset_index(drop=True)
+    rows, ids = id_lists(p["removed"].iloc[at])
+    at = at[rows]
+    out = (p.iloc[at] if columns is None else p[columns].iloc[at]).reset_index(drop=True)
     out["node"] = pd.array(ids, dtype="Int64")
     return out
 

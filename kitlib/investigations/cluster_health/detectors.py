@@ -200,7 +200,8 @@ def detect_gc_pauses(bundle) -> list[Finding]:
     "UnderReplicatedPartitions / IsrShrinksPerSec), flapping, not explained by a GC pause",
 )
 def detect_isr_shrink(bundle) -> list[Finding]:
-    sh = shrink_rows(bundle)
+    # the columns read below and by the evidence (its text read by file and line: ``quoted``)
+    sh = shrink_rows(bundle, ["ts", "topic", "partition", "host", "file", "line"])
     pchg = partition_changes(bundle)
     urp = metric_series(bundle, URP_MBEAN, "Value")
     urp_max = float(urp["value"].max()) if len(urp) else 0.0
