@@ -126,6 +126,19 @@ def test_summary_of_all_groups_equals_each_group_alone():
     assert whole["skipped_rebalances"].sum() > 0 and len(whole) == 3
 
 
+def test_busiest_window_of_every_group_at_once_equals_each_group_alone():
+    """No generation logged, so nothing skipped and every start churn: each group's busiest 10
+    minutes, all groups in one pass, is busiest_window over that group's starts."""
+    rng = np.random.default_rng(17)
+    ge = _coordinator_rows(rng, 3000, groups=("a", "b", "c", "d"))
+    ge["generation"] = pd.array([pd.NA] * len(ge), dtype="Int64")
+    whole = rebalances.rebalance_summary(ge)
+    starts = ge[ge["kind"] == "prepare_rebalance"]
+    want = [rebalances.busiest_window(starts.loc[starts["group"] == g, "ts"], W) for g in whole["group"]]
+    assert whole["busiest_10min"].tolist() == want and whole["skipped_rebalances"].eq(0).all()
+    assert len(set(want)) > 1
+
+
 def test_busiest_with_skipped_of_every_group_at_once_equals_each_group_alone():
     """The busiest window of every group whose lines skip rebalances, in one pass, against
     busiest_with_skipped on each group's churn starts alone (with missing times among them)."""
