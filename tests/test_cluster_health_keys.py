@@ -13,8 +13,7 @@ import pandas as pd
 from kitlib import registry, tables
 from kitlib.bundle import Bundle
 from kitlib.investigations.cluster_health import stalls
-from kitlib.investigations.cluster_health.analysis import int_keys
-from kitlib.investigations.cluster_health.detectors import _joined, _place_codes
+from kitlib.investigations.cluster_health.analysis import int_keys, joined_by_place, place_codes
 
 T0 = pd.Timestamp("2024-05-01 10:00:00", tz="UTC")
 
@@ -69,7 +68,7 @@ def test_partitions_per_broker_counted_as_groupby_sizes() -> None:
     part = pd.array(rng.integers(0, 40, n), dtype="Int64")
     part[rng.random(n) < 0.05] = pd.NA
     rows = pd.DataFrame({"topic": topic, "partition": part, "node": rng.integers(1, 4, n)})
-    place, placed = _place_codes(rows)
+    place, placed = place_codes(rows)
     for node, grp in rows.groupby("node"):
         want = grp.groupby(["topic", "partition"]).size().to_numpy()
         pos = np.flatnonzero(rows["node"].to_numpy() == node)
@@ -137,4 +136,4 @@ def test_episodes_joined_to_departures_as_the_merge_joins_them() -> None:
             {"file": pd.Categorical(rest_files[rng.integers(0, len(rest_files), m)]), "line": rline, "x": 1}
         )  # departures named twice or more (a line that removed several brokers) repeat their episodes
         want = ep.merge(rest[["file", "line"]].astype({"file": str}), on=["file", "line"])
-        pd.testing.assert_frame_equal(_joined(ep, rest), want, check_exact=True)
+        pd.testing.assert_frame_equal(joined_by_place(ep, rest), want, check_exact=True)

@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from kitlib.investigations.consumer_groups import rebalances
+from kitlib.investigations.consumer_groups import rebalances, windows
 
 W = pd.Timedelta("10min")
 T0 = np.datetime64("2026-05-04T10:00:00", "ns")
@@ -85,7 +85,7 @@ def test_skipped_rebalances_equal_a_walk_over_the_rows():
     for _ in range(3):
         rows = _coordinator_rows(rng, 400, groups=("g",))
         starts = np.flatnonzero((rows["kind"] == "prepare_rebalance").to_numpy(bool))
-        got, since = rebalances.skipped_rebalances(rows, starts, W)
+        got, since = windows.skipped_rebalances(rows, starts, W)
         want, want_since = _walk_skipped(rows, starts, W)
         assert got.tolist() == want
         assert [pd.Timestamp(s) if not pd.isna(s) else None for s in since] == [
@@ -110,7 +110,7 @@ def test_skipped_within_equals_the_window_by_start_matrix():
         n = rng.integers(1, 9, len(at))
         lo = np.unique(np.concatenate([at, frm]))
         perm = rng.permutation(len(at))  # the starts come in any order
-        got = rebalances.skipped_within(lo, w, at[perm], frm[perm], n[perm])
+        got = windows.skipped_within(lo, w, at[perm], frm[perm], n[perm])
         assert got.tolist() == _matrix(lo, w, at, frm, n).tolist()
 
 
@@ -134,7 +134,7 @@ def test_busiest_window_of_every_group_at_once_equals_each_group_alone():
     ge["generation"] = pd.array([pd.NA] * len(ge), dtype="Int64")
     whole = rebalances.rebalance_summary(ge)
     starts = ge[ge["kind"] == "prepare_rebalance"]
-    want = [rebalances.busiest_window(starts.loc[starts["group"] == g, "ts"], W) for g in whole["group"]]
+    want = [windows.busiest_window(starts.loc[starts["group"] == g, "ts"], W) for g in whole["group"]]
     assert whole["busiest_10min"].tolist() == want and whole["skipped_rebalances"].eq(0).all()
     assert len(set(want)) > 1
 
@@ -156,13 +156,13 @@ def test_busiest_with_skipped_of_every_group_at_once_equals_each_group_alone():
         since[mine] = np.maximum.accumulate(since[mine])
     churn = rng.random(n) < 0.8
     gaps = np.array([0, 2, 3, 4])
-    got = rebalances._busiest_with_skipped_groups(gaps, pg, churn, t, skipped, since)
+    got = windows.busiest_with_skipped_groups(gaps, pg, churn, t, skipped, since)
     want = []
     for g in gaps.tolist():
         mine = (pg == g) & churn
-        want.append(rebalances.busiest_with_skipped(pd.Series(t[mine]), W, skipped[mine], since[mine]))
+        want.append(windows.busiest_with_skipped(pd.Series(t[mine]), W, skipped[mine], since[mine]))
     assert got is not None and got.tolist() == want
-    assert max(want) > rebalances.busiest_window(pd.Series(t[(pg == 0) & churn]), W)  # the skipped ones count
+    assert max(want) > windows.busiest_window(pd.Series(t[(pg == 0) & churn]), W)  # the skipped ones count
 
 
 @pytest.mark.slow
@@ -180,7 +180,7 @@ def test_busiest_window_with_skipped_grows_with_its_starts():
         out = float("inf")
         for _ in range(5):
             t = time.perf_counter()
-            rebalances.busiest_with_skipped(args[0], W, args[1], args[2])
+            windows.busiest_with_skipped(args[0], W, args[1], args[2])
             out = min(out, time.perf_counter() - t)
         return max(out, 0.002)
 

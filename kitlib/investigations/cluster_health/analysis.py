@@ -625,3 +625,36 @@ def outage_sequence(bundle, limit: int = 40) -> pd.DataFrame:
         line=("line", "first"),
     )
     return agg.reset_index(drop=True).head(limit)
+
+
+def joined_by_place(ep: pd.DataFrame, rest: pd.DataFrame) -> pd.DataFrame:
+    """``ep.merge(rest[["file", "line"]], on=["file", "line"])`` (files compared as text, a missing
+    line equal to a missing line): each row of ``ep`` in order, as many times as ``rest`` holds its
+    (file, line), taken by position from integer keys rather than by a join on Python strings."""
+    files, names = pd.factorize(rest["file"].astype(str).to_numpy())
+    at = pd.Index(names).get_indexer(ep["file"].astype(str).to_numpy())
+    lines = [pd.array(df["line"], dtype="Int64") for df in (rest, ep)]
+    (mine, _), (theirs, _) = int_keys(
+        ((files, np.zeros(len(files), bool)), (np.maximum(at, 0), np.zeros(len(at), bool))),
+        *[((lines[0].to_numpy(np.int64, na_value=0), np.asarray(lines[0].isna(), bool)),
+           (lines[1].to_numpy(np.int64, na_value=0), np.asarray(lines[1].isna(), bool)))],
+    )  # fmt: skip
+    keys, counts = np.unique(mine, return_counts=True)
+    pos = np.minimum(np.searchsorted(keys, theirs), max(len(keys) - 1, 0))
+    times = np.where((at >= 0) & (keys[pos] == theirs), counts[pos], 0) if len(keys) else np.zeros(len(ep), np.int64)
+    return ep.iloc[np.repeat(np.arange(len(ep)), times)].reset_index(drop=True)
+
+
+def place_codes(rows: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
+    """One int64 per row equal where (topic, partition) are equal, and whether both are there."""
+    if not len(rows):
+        return np.zeros(0, np.int64), np.zeros(0, bool)
+    topic = pc.dictionary_encode(arrow_text(rows["topic"]).combine_chunks()).indices
+    topic = np.asarray(pc.fill_null(topic, -1).to_numpy(zero_copy_only=False), np.int64)
+    part = rows["partition"].astype("Int64").array
+    placed = (topic >= 0) & ~np.asarray(part.isna(), bool)
+    (key, _), _ = int_keys(
+        ((topic, topic < 0), (topic[:0], np.zeros(0, bool))),
+        ((part.to_numpy(np.int64, na_value=0), ~placed), (topic[:0], np.zeros(0, bool))),
+    )
+    return key, placed

@@ -10,24 +10,23 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-import pyarrow.compute as pc
 
 from kitlib.findings import Finding, detector, evidence
 from kitlib.investigations.cluster_health import stalls
 from kitlib.investigations.cluster_health.analysis import (
     LONG_PAUSE_MS,
-    arrow_text,
     described_under_replication,
     gc_summary,
     host_of,
-    int_keys,
     isr_episodes,
+    joined_by_place,
     long_pauses,
     metric_series,
     node_col,
     node_events,
     node_ids,
     partition_changes,
+    place_codes,
     quoted,
     shrink_rows,
 )
@@ -288,13 +287,13 @@ def detect_isr_shrink(bundle) -> list[Finding]:
     span = bundle.span()
     watched_to = span[1] - pd.Timedelta(seconds=WATCH_AFTER_S) if span else None
     ep = isr_episodes(bundle)
-    ep = _joined(ep, rest) if len(ep) else ep
+    ep = joined_by_place(ep, rest) if len(ep) else ep
     # back by any source: the logs, JMX UnderReplicatedPartitions at 0, a describe snapshot
     back_by = stalls.recovered_by(bundle, ep, host_of(node_ids(bundle)), URP_MBEAN) if len(ep) else None
     under_min = int(pchg[(pchg["kind"] == "isr_updated") & pchg["under_min_isr"].fillna(False).astype(bool)].shape[0])
     # each departure's (topic, partition) as one code (a missing part: no code), counted per broker
     # below by positions: no copy of a broker's rows, no Python string per row
-    place, placed = _place_codes(rest)
+    place, placed = place_codes(rest)
     # one finding per broker that left (a handful): each pass below is vectorised over its rows
     groups = rest.groupby("node").indices
     for node in sorted(groups):
@@ -357,39 +356,6 @@ def detect_isr_shrink(bundle) -> list[Finding]:
             )
         )
     return out
-
-
-def _joined(ep: pd.DataFrame, rest: pd.DataFrame) -> pd.DataFrame:
-    """``ep.merge(rest[["file", "line"]], on=["file", "line"])`` (files compared as text, a missing
-    line equal to a missing line): each row of ``ep`` in order, as many times as ``rest`` holds its
-    (file, line), taken by position from integer keys rather than by a join on Python strings."""
-    files, names = pd.factorize(rest["file"].astype(str).to_numpy())
-    at = pd.Index(names).get_indexer(ep["file"].astype(str).to_numpy())
-    lines = [pd.array(df["line"], dtype="Int64") for df in (rest, ep)]
-    (mine, _), (theirs, _) = int_keys(
-        ((files, np.zeros(len(files), bool)), (np.maximum(at, 0), np.zeros(len(at), bool))),
-        *[((lines[0].to_numpy(np.int64, na_value=0), np.asarray(lines[0].isna(), bool)),
-           (lines[1].to_numpy(np.int64, na_value=0), np.asarray(lines[1].isna(), bool)))],
-    )  # fmt: skip
-    keys, counts = np.unique(mine, return_counts=True)
-    pos = np.minimum(np.searchsorted(keys, theirs), max(len(keys) - 1, 0))
-    times = np.where((at >= 0) & (keys[pos] == theirs), counts[pos], 0) if len(keys) else np.zeros(len(ep), np.int64)
-    return ep.iloc[np.repeat(np.arange(len(ep)), times)].reset_index(drop=True)
-
-
-def _place_codes(rows: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
-    """One int64 per row equal where (topic, partition) are equal, and whether both are there."""
-    if not len(rows):
-        return np.zeros(0, np.int64), np.zeros(0, bool)
-    topic = pc.dictionary_encode(arrow_text(rows["topic"]).combine_chunks()).indices
-    topic = np.asarray(pc.fill_null(topic, -1).to_numpy(zero_copy_only=False), np.int64)
-    part = rows["partition"].astype("Int64").array
-    placed = (topic >= 0) & ~np.asarray(part.isna(), bool)
-    (key, _), _ = int_keys(
-        ((topic, topic < 0), (topic[:0], np.zeros(0, bool))),
-        ((part.to_numpy(np.int64, na_value=0), ~placed), (topic[:0], np.zeros(0, bool))),
-    )
-    return key, placed
 
 
 @detector(
