@@ -147,28 +147,6 @@ def test_a_start_up_is_context_not_a_change(capsys):
 
 
 @pytest.mark.slow
-def test_the_records_set_aside_are_those_within_a_phase_or_a_step():
-    """The records set aside (found by joins on the phases and steps) are, record for record, those
-    a condition on each record picks: a creation statement, within a phase of its own host, or a
-    following statement within a step (the single broker's start-up and its topics created)."""
-    from kitlib.changes.lifecycle import CREATION, FOLLOWS, statement_ids
-
-    con = ch._connect(kitlib.load_bundle(SAMPLES / "healthy", progress=False))
-    ids, follows = ("'" + "', '".join(statement_ids(x)) + "'" for x in (CREATION, FOLLOWS))
-    h = "coalesce(cast(host as varchar), '')"
-    by_record = (
-        f"select ord from src where t > 0 and coalesce(cast(template_id as varchar) in ({ids}) or exists (select 1 "
-        f"from phases p where p.host = {h} and t between p.lo and p.hi) or (cast(template_id as varchar) in "
-        f"({follows}) and exists (select 1 from steps s where t between s.lo and s.hi)), false)"
-    )
-    want = {r[0] for r in con.execute(by_record).fetchall()}
-    got = {r[0] for r in con.execute("select ord from lev").fetchall()}
-    assert got == want
-    phases = {r[0] for r in con.execute("select phase from lev").fetchall()}
-    assert {"start-up", "creation"} <= phases and len(got) < con.execute("select count(*) from src").fetchone()[0]
-
-
-@pytest.mark.slow
 @pytest.mark.parametrize("name", HEALTHY)
 def test_a_healthy_bundles_found_window_is_not_its_start_up(name):
     """Without a window the one found on a healthy bundle holds no start-up: those records are
