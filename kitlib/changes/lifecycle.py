@@ -75,10 +75,9 @@ def statement_ids(pattern: str) -> list[str]:
 
 def mark_steps(con, keep: str) -> str:
     """Tables ``phases`` (host, phase, lo, hi: each node's start-up and shutdown, from the server
-    loggers' own lines), ``marks`` (host, t, kind S/D/E), ``steps`` and ``lifeord`` (the ``ord`` of
-    each record of ``src`` in a phase of its host, or of a following statement within a step) on the
-    connection; returns the ``where`` condition of a record of ``src`` set aside as lifecycle (one
-    of those, or a creation statement)."""
+    loggers' own lines) and ``marks`` (host, t, kind S/D/E) on the connection; returns the ``where``
+    condition of a record of ``src`` set aside as lifecycle (in a phase of its host, or a creation
+    statement)."""
     servers = ", ".join(f"'{x}'" for x in (*SERVER_LOGGERS, *BOOT_LOGGERS))
     h = "coalesce(cast(host as varchar), '')"
     con.execute(
@@ -113,16 +112,11 @@ def mark_steps(con, keep: str) -> str:
         f"and {keep})) group by g "
         f"union all select lo - {BURST_GAP}, hi + {BURST_GAP} from phases"
     )
-    # the records within a phase of their host, or of a following statement within a step, by
-    # their place: two joins on the few phases and steps (a correlated condition per record made
-    # DuckDB keep every record's host and time apart: about 20 CPU-s and 300 MB on a 2 GB fleet)
-    con.execute(
-        f"create temp table lifeord as with x as (select ord, t, {h} as hh, cast(template_id as varchar) as tid "
-        f"from src where t > 0 and {keep}) "
-        f"select ord from x join phases p on p.host = x.hh and x.t between p.lo and p.hi "
-        f"union select ord from x join steps s on x.t between s.lo and s.hi where x.tid in ({follows})"
+    return (
+        f"coalesce(cast(template_id as varchar) in ({ids}) or exists (select 1 from phases p where p.host = {h} "
+        f"and t between p.lo and p.hi) or (cast(template_id as varchar) in ({follows}) and exists (select 1 from "
+        f"steps s where t between s.lo and s.hi)), false)"
     )
-    return f"coalesce(cast(template_id as varchar) in ({ids}) or ord in (select ord from lifeord), false)"
 
 
 def step_context(con, span: tuple[int, int], in_w: str, in_b: str, included: bool) -> tuple[dict, list[str]]:
