@@ -249,13 +249,54 @@ class Matches:
             {
                 "ts": ev["ts"],
                 **{k: _pandas(v) for k, v in columns.items()},
-                "level": ev["level"].astype("string"),
+                "level": _labels(ev["level"]),
                 "message": pd.array(first, dtype=pd.StringDtype("pyarrow")),
-                "host": ev["host"].astype("string"),
-                "file": ev["file"].astype("string"),
+                "host": _labels(ev["host"]),
+                "file": _labels(ev["file"]),
                 "line": ev["line"],
             }
         )
+
+
+def labels(values) -> pd.Categorical:
+    """``values`` (a categorical Series, or an array of strings and None) as the categorical
+    :func:`kitlib.tables.conform` makes of a ``category`` column (see :func:`categorical`), from
+    codes: a categorical's own, or one hash pass over the values.
+
+    Example:
+        >>> list(labels(np.array(["b", None, "a", "b"], dtype=object)).categories)
+        ['a', 'b']
+    """
+    if isinstance(values, pd.Series) and isinstance(values.dtype, pd.CategoricalDtype):
+        return categorical(np.asarray(values.cat.codes.to_numpy(), np.int64), values.cat.categories)
+    codes, names = pd.factorize(np.asarray(values, dtype=object), use_na_sentinel=True)
+    return categorical(np.asarray(codes, np.int64), names)
+
+
+def categorical(codes: np.ndarray, names) -> pd.Categorical:
+    """The values ``names[codes]`` (-1: missing; a name may repeat) as the categorical
+    :func:`kitlib.tables.conform` makes of a ``category`` column: its categories the names
+    present, sorted, as strings; conform keeps it as it is, so no string is converted per row.
+
+    Example:
+        >>> c = categorical(np.array([1, -1, 0, 1]), ["coordinator", "client"])
+        >>> list(c.categories), c.codes.tolist()
+        (['client', 'coordinator'], [0, -1, 1, 0])
+    """
+    used = np.flatnonzero(np.bincount(codes[codes >= 0], minlength=len(names)))
+    present = pd.Series(np.asarray(names, dtype=object)[used], dtype="object").astype("string")
+    cats = present.astype("category").cat.categories  # sorted as conform's astype sorts them
+    remap = np.full(len(names) + 1, -1, np.int64)  # (the last: a missing value stays missing)
+    remap[used] = cats.get_indexer(present)
+    return pd.Categorical.from_codes(remap[codes], dtype=pd.CategoricalDtype(cats, ordered=False))
+
+
+def _labels(col: pd.Series):
+    """A record's level, host or file column for a table: :func:`labels` of a categorical, the
+    column as strings otherwise."""
+    if isinstance(col.dtype, pd.CategoricalDtype):
+        return labels(col)
+    return col.astype("string")
 
 
 def _pandas(values):
@@ -308,11 +349,31 @@ def in_slices(build: Callable[[pd.DataFrame], pd.DataFrame]) -> Callable[[pd.Dat
     def run(events: pd.DataFrame) -> pd.DataFrame:
         if len(events) > SLICE:
             return pd.concat(
-                [build(events.iloc[i : i + SLICE]) for i in range(0, len(events), SLICE)], ignore_index=True
+                _same_categories([build(events.iloc[i : i + SLICE]) for i in range(0, len(events), SLICE)]),
+                ignore_index=True,
             )
         return build(events)
 
     return run
+
+
+def _same_categories(parts: list[pd.DataFrame]) -> list[pd.DataFrame]:
+    """``parts`` with each column that is categorical in all of them given the same categories
+    (those of any part, sorted as :func:`categorical` sorts them), so that they stay categorical
+    when put together (pandas joins categoricals of different categories as objects)."""
+    if len(parts) < 2:
+        return parts
+    for col in parts[0].columns:
+        dtypes = [p[col].dtype for p in parts if col in p.columns]
+        if len(dtypes) < len(parts) or not all(isinstance(d, pd.CategoricalDtype) for d in dtypes):
+            continue
+        if all(d == dtypes[0] for d in dtypes):
+            continue
+        names = pd.Series(np.concatenate([np.asarray(d.categories, dtype=object) for d in dtypes]), dtype="object")
+        cats = names.astype("string").astype("category").cat.categories
+        for p in parts:
+            p[col] = p[col].cat.set_categories(cats)
+    return parts
 
 
 def field_of(texts: pa.Array, pattern: str, name: str) -> np.ndarray:

@@ -28,7 +28,7 @@ import pyarrow.compute as pc
 
 from kitlib import tables
 from kitlib.extract import extractor
-from kitlib.extract.rules import Layout, Rule, in_slices, logger_keywords, match
+from kitlib.extract.rules import Layout, Rule, in_slices, labels, logger_keywords, match
 
 tables.declare(
     "auth_failures",
@@ -170,7 +170,7 @@ def build(events: pd.DataFrame) -> pd.DataFrame:
     listener = pc.replace_substring_regex(channel, r"^([^-]+)-.*$", r"\1")
     return m.frame(
         {
-            "kind": kinds,
+            "kind": labels(kinds),
             "principal": f["principal"],
             "address": addr,
             "listener": listener,

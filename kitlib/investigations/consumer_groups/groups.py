@@ -30,7 +30,7 @@ import pyarrow.compute as pc
 
 from kitlib import tables
 from kitlib.extract import extractor
-from kitlib.extract.rules import Layout, Rule, fields_of, in_slices, ints, logger_keywords, match
+from kitlib.extract.rules import Layout, Rule, categorical, fields_of, in_slices, ints, labels, logger_keywords, match
 
 tables.declare(
     "group_events",
@@ -261,7 +261,7 @@ def build(events: pd.DataFrame) -> pd.DataFrame:
     first, kinds, cols = m.first, m.kinds, m.fields
     n = len(m)
     src_client = m.which >= len(COORDINATOR_KINDS)  # the coordinator's rules come first
-    source = np.where(src_client, "client", "coordinator")
+    source = categorical(src_client.astype(np.int64), ["coordinator", "client"])
     # the Java client's prefix names the client and group; kafka-python names the group in the line
     prefix = fields_of(first, _JAVA_PREFIX)
     client = prefix["client"]
@@ -289,7 +289,7 @@ def build(events: pd.DataFrame) -> pd.DataFrame:
     return m.frame(
         {
             "source": source,
-            "kind": kinds,
+            "kind": labels(kinds),
             "group": group,
             "generation": ints(cols["generation"]),
             "member": member,

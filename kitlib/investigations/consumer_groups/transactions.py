@@ -26,7 +26,7 @@ import pyarrow.compute as pc
 
 from kitlib import tables
 from kitlib.extract import extractor
-from kitlib.extract.rules import Layout, Rule, fields_of, in_slices, ints, logger_keywords, match
+from kitlib.extract.rules import Layout, Rule, fields_of, in_slices, ints, labels, logger_keywords, match
 
 tables.declare(
     "txn_events",
@@ -159,8 +159,8 @@ def build(events: pd.DataFrame) -> pd.DataFrame:
         client = pc.replace_with_mask(client, pa.array(todo), found.cast(client.type))
     return m.frame(
         {
-            "source": source,
-            "kind": kinds,
+            "source": labels(source),
+            "kind": labels(kinds),
             "transactional_id": txid,
             "producer_id": ints(f["producer_id"]),
             "epoch": ints(f["epoch"]),
