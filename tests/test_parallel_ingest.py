@@ -139,7 +139,7 @@ def test_a_second_process_that_stopped_is_said_once_the_ingest_waits_for_it(tmp_
     remote.proc.wait()
     records = pa.table({"message": ["x" * 1000] * 1000})
     for _ in range(8):  # more than the pipe and the queue hold: the sender finds the process gone
-        remote.build("group_events", records)
+        remote.add(records)
     remote.start_finish({})
     with pytest.raises(RuntimeError, match="the process building the derived tables stopped"):
         remote.wait()

@@ -113,8 +113,9 @@ def groups() -> dict[str, str]:
 BATCH_ROWS = 65536
 
 
-def select(block: pa.Table) -> dict[str, pa.Table]:
-    """The records of an events block each selection group wants (see :func:`groups`)."""
+def select(block: pa.Table, picks: Callable[[str], bool] | None = None) -> dict[str, pa.Table]:
+    """The records of an events block each selection group wants (see :func:`groups`); only the
+    groups ``picks`` takes, when given."""
     col = block.column("logger").combine_chunks()
     if isinstance(col, pa.ChunkedArray):
         col = col.chunk(0) if col.num_chunks else pa.array([], pa.dictionary(pa.int32(), pa.string()))
@@ -122,6 +123,8 @@ def select(block: pa.Table) -> dict[str, pa.Table]:
     idx = col.indices.to_numpy(zero_copy_only=False)
     out: dict[str, pa.Table] = {}
     for name in set(groups().values()):
+        if picks is not None and not picks(name):
+            continue
         ex = EXTRACTORS[name]
         want = np.array([ex.wants(v or "") for v in values], bool)
         if not want.any():
