@@ -55,11 +55,12 @@ class Layout:
     def cut(self, texts: pa.Array) -> tuple[np.ndarray, dict[str, pa.Array]]:
         """Which ``texts`` this layout reads (boolean mask) and their fields (null where empty,
         as :func:`extract`)."""
-        has = np.asarray(pc.greater_equal(pc.find_substring(texts, self.lead), 0).to_numpy(zero_copy_only=False), bool)
+        # one split at the first lead: a text without it is left whole (one piece)
+        parts = pc.split_pattern(texts, self.lead, max_splits=1)
+        has = np.asarray(pc.equal(pc.list_value_length(parts), 2).to_numpy(zero_copy_only=False), bool)
         if not has.any():
             return has, {}
-        part = texts if has.all() else texts.filter(pa.array(has))
-        rest = pc.list_element(pc.split_pattern(part, self.lead, max_splits=1), 1)
+        rest = pc.list_element(parts if has.all() else parts.filter(pa.array(has)), 1)
         ok = pc.match_substring_regex(rest, "^(?:" + self.form + ")$")
         good = np.asarray(ok.to_numpy(zero_copy_only=False), bool)
         has[has] = good
@@ -75,7 +76,8 @@ class Layout:
             else:
                 val = rest
             if name:
-                out[name] = pc.if_else(pc.equal(val, ""), pa.scalar(None, val.type), val)
+                empty = pc.equal(pc.binary_length(val), 0)
+                out[name] = pc.if_else(empty, pa.scalar(None, val.type), val) if pc.any(empty).as_py() else val
         return has, out
 
 
@@ -424,3 +426,26 @@ def fields_of(texts: pa.Array, pattern: str) -> dict[str, pa.Array]:
         vals = pc.struct_field(got, g)
         out[g] = pc.if_else(pc.and_(ok, pc.not_equal(vals, "")), vals, pa.scalar(None, vals.type))
     return out
+
+
+def fields_where(texts: pa.Array, pattern: str, literals: Sequence[str]) -> dict[str, pa.Array]:
+    """:func:`fields_of`, read only from the texts holding one of ``literals`` (every match of
+    ``pattern`` holds one; the caller shows it): the others, often all of them, cost one plain
+    substring search instead of a regex extraction, and their fields are null.
+
+    Example:
+        >>> fields_where(pa.array(["[Producer clientId=p1] x", "y"]), r"clientId=(?P<client>[^\\]]+)",
+        ...              ["clientId="])["client"].to_pylist()
+        ['p1', None]
+    """
+    some = None
+    for lit in literals:
+        hit = pc.fill_null(pc.match_substring(texts, lit), False)
+        some = hit if some is None else pc.or_(some, hit)
+    if some is None or pc.all(some).as_py():
+        return fields_of(texts, pattern)
+    names = _NAMES.findall(pattern)
+    if not pc.any(some).as_py():
+        return {g: pa.nulls(len(texts), texts.type) for g in names}
+    got = fields_of(texts.filter(some), pattern)
+    return {g: pc.replace_with_mask(pa.nulls(len(texts), texts.type), some, got[g].cast(texts.type)) for g in names}

@@ -49,7 +49,7 @@ def redact_array(arr: pa.Array | pa.ChunkedArray, lines: bool = False):
         if new_dict is arr.dictionary:
             return arr
         return pa.DictionaryArray.from_arrays(arr.indices, new_dict)
-    if not (pa.types.is_string(t) or pa.types.is_large_string(t)) or len(arr) == 0:
+    if not (pa.types.is_string(t) or pa.types.is_large_string(t)) or len(arr) == 0 or arr.null_count == len(arr):
         return arr
     if lines:
         return redact_lines(arr)
@@ -66,7 +66,7 @@ def redact_flagged(arr: pa.Array, idx: np.ndarray) -> pa.Array:
     if not len(idx):
         return arr
     idx = np.asarray(idx)
-    taken = arr.take(pa.array(idx))
+    taken = arr if len(idx) == len(arr) else arr.take(pa.array(idx))  # (all flagged: no copy)
     if len(idx) <= _FEW:
         # a block's few flagged texts: each through the rules on its own (0.1-0.2 ms a text)
         # rather than the RE2 passes below, each of which compiles its pattern again (4-6 ms
@@ -204,18 +204,17 @@ def redact_frame(table: str, df):
     in place and returns it."""
     import pandas as pd
 
+    series = {c: df[c] for c in df.columns}  # (each looked up once: a frame's lookup is not free)
     text = [
         c
-        for c in df.columns
-        if isinstance(df[c].dtype, pd.CategoricalDtype)
-        or pd.api.types.is_string_dtype(df[c].dtype)
-        or df[c].dtype == object
+        for c, s in series.items()
+        if isinstance(s.dtype, pd.CategoricalDtype) or pd.api.types.is_string_dtype(s.dtype) or s.dtype == object
     ]
-    values = [_series_values(df[c]) for c in text]
+    values = [_series_values(series[c]) for c in text]
     for col, arr, hits in zip(text, values, _hits(values)):
         if hits is not None and not len(hits):
             continue  # the pre-check flags none of its texts
-        s = df[col]
+        s = series[col]
         # the texts checked in one pass with the other columns' go to the rules as flagged there
         new = redact_series(s) if hits is None else redact_series(s, (_flat(arr), hits))
         if new is not s:
@@ -249,8 +248,11 @@ def _series_values(s) -> pa.Array | None:
 
 
 # up to this many values, the columns of one table are pre-checked in one RE2 pass (each pass
-# compiles the pre-check again, which costs more than scanning a few thousand short values)
+# compiles the pre-check again, which costs more than scanning a few thousand short values); of
+# those, a column of more than _OWN_PASS values is checked in a pass of its own, as copying its
+# texts into the joined piece costs more than compiling the pre-check once more
 _BATCH_VALUES = 1 << 16
+_OWN_PASS = 1 << 12
 
 
 def _flagged(arrays: list) -> list[bool]:
@@ -282,14 +284,16 @@ def _hits(arrays: list) -> list[np.ndarray | None]:
                     continue
                 fresh[i] = values
         elif len(a) > _BATCH_VALUES:  # not joined into one piece only to be left out
-            if not (pa.types.is_string(a.type) or pa.types.is_large_string(a.type)):
+            if not (pa.types.is_string(a.type) or pa.types.is_large_string(a.type)) or a.null_count == len(a):
                 out[i] = none
             continue
         else:
             a = _flat(a)
-        if not (pa.types.is_string(a.type) or pa.types.is_large_string(a.type)) or len(a) == 0:
-            out[i] = none
-        elif len(a) <= _BATCH_VALUES:
+        if not (pa.types.is_string(a.type) or pa.types.is_large_string(a.type)) or len(a) == a.null_count:
+            out[i] = none  # (empty, or only nulls: a null is never flagged)
+        elif len(a) > _OWN_PASS:  # checked on its own: no copy of its texts into the joined piece
+            out[i] = _own_hits(a)
+        else:
             batch.append((i, a.cast(pa.large_string())))
     if batch:
         both = pa.concat_arrays([a for _, a in batch])
@@ -316,6 +320,28 @@ def _hits(arrays: list) -> list[np.ndarray | None]:
 _MEMO_VALUES = 4096
 _MEMO_ENTRIES = 1 << 16
 _SEEN: dict[str | None, bool] = {None: False}
+
+
+def _own_hits(a: pa.Array) -> np.ndarray:
+    """The positions of the values of string array ``a`` the pre-check flags, in one pass over
+    its values or, when a sample shows few distinct ones (a group, state or partition column
+    of a derived table), over its distinct values only (one hash pass and a lookup instead of
+    a regex run per value)."""
+    sample = a.take(pa.array(np.linspace(0, len(a) - 1, _SAMPLE).astype(np.int64))).to_pylist()
+    if len(set(sample)) > _SAMPLE // _REPEATS:
+        return np.flatnonzero(_bools(pc.match_substring_regex(a, PREFILTER)))
+    enc = pc.dictionary_encode(a)
+    flagged = _bools(pc.match_substring_regex(enc.dictionary, PREFILTER))
+    if not flagged.any():
+        return np.zeros(0, np.int64)
+    codes = np.asarray(pc.fill_null(enc.indices, -1).to_numpy(zero_copy_only=False), np.int64)
+    return np.flatnonzero(np.r_[flagged, False][codes])
+
+
+# a column of more than _OWN_PASS values whose sample of _SAMPLE holds each value about _REPEATS
+# times or more is checked on its distinct values (see _own_hits)
+_SAMPLE = 512
+_REPEATS = 4
 
 
 def _flat(a):

@@ -104,6 +104,8 @@ RULES = [
     Rule("client", r"(?i)(?P<reason>Authentication failed(?: for user \S+)?[:.]?.*)$"),
 ]
 _MECH = r"(?P<mechanism>SCRAM-SHA-256|SCRAM-SHA-512|PLAIN|GSSAPI|OAUTHBEARER)"
+_SSL_KINDS = ("authentication", "reauthentication")  # a TLS handshake failing reads as one of these
+_MECH_ANY = _MECH.replace("(?P<mechanism>", "(?:")  # the lines naming one (no group: a quicker pass)
 _BROKER = (
     r"(?i)(?:sasl_ssl|sasl_plaintext|ssl|plaintext)://(?P<broker>[^\s/\]]+:\d+)(?:/\w+)?: |"
     r"<BrokerConnection[^>]*? host=(?P<broker2>[^\s/>]+:\d+)"  # kafka-python's connection
@@ -144,14 +146,17 @@ def build(events: pd.DataFrame) -> pd.DataFrame:
     ssl = np.asarray(
         pc.fill_null(pc.match_substring(reason, "SSL handshake failed"), False).to_numpy(zero_copy_only=False), bool
     )
-    kinds[ssl & np.isin(kinds, ["authentication", "reauthentication"])] = "ssl_handshake"
-    mech = np.array(pc.struct_field(pc.extract_regex(first, _MECH), "mechanism").to_pylist(), dtype=object)
-    mech[mech == ""] = None
-    plain = np.asarray(
-        pc.fill_null(pc.match_substring(reason, "Invalid username or password"), False).to_numpy(zero_copy_only=False),
-        bool,
-    )
-    mech[(mech == None) & plain] = "PLAIN"  # noqa: E711 - PlainServerCallbackHandler's wording
+    if ssl.any():  # (the kinds by their rule's index: no comparison of strings per record)
+        kinds[ssl & np.isin(m.which, [i for i, r in enumerate(RULES) if r.kind in _SSL_KINDS])] = "ssl_handshake"
+    # the mechanism a line names (read only from the lines that name one), else PLAIN where the
+    # reason is PlainServerCallbackHandler's wording; kept in Arrow
+    named = pc.fill_null(pc.match_substring_regex(first, _MECH_ANY), False)
+    mech = pa.nulls(len(first), pa.string())
+    if pc.any(named).as_py():
+        got = pc.struct_field(pc.extract_regex(first.filter(named), _MECH), "mechanism").cast(pa.string())
+        mech = pc.replace_with_mask(mech, named, pc.if_else(pc.equal(got, ""), pa.scalar(None, pa.string()), got))
+    plain = pc.fill_null(pc.match_substring(reason, "Invalid username or password"), False)
+    mech = pc.if_else(pc.and_(pc.is_null(mech), plain), pa.scalar("PLAIN", pa.string()), mech)
     addr = f["address"].cast(pa.string())
     # a client line names the broker as librdkafka does ('sasl_ssl://b-1.example:9096/1: ...')
     # (read only from the lines that hold '://' or '<BrokerConnection': a broker's lines have neither)

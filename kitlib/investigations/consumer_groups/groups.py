@@ -30,7 +30,18 @@ import pyarrow.compute as pc
 
 from kitlib import tables
 from kitlib.extract import extractor
-from kitlib.extract.rules import Layout, Rule, categorical, fields_of, in_slices, ints, labels, logger_keywords, match
+from kitlib.extract.rules import (
+    Layout,
+    Rule,
+    categorical,
+    fields_of,
+    fields_where,
+    in_slices,
+    ints,
+    labels,
+    logger_keywords,
+    match,
+)
 
 tables.declare(
     "group_events",
@@ -263,7 +274,7 @@ def build(events: pd.DataFrame) -> pd.DataFrame:
     src_client = m.which >= len(COORDINATOR_KINDS)  # the coordinator's rules come first
     source = categorical(src_client.astype(np.int64), ["coordinator", "client"])
     # the Java client's prefix names the client and group; kafka-python names the group in the line
-    prefix = fields_of(first, _JAVA_PREFIX)
+    prefix = fields_where(first, _JAVA_PREFIX, ["[Consumer "])  # (read only from the lines holding one)
     client = prefix["client"]
     group = pc.coalesce(cols["group"], prefix["group"])
     # librdkafka and franz-go name the group in their own words, librdkafka the client instance

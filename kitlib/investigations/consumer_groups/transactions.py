@@ -26,7 +26,7 @@ import pyarrow.compute as pc
 
 from kitlib import tables
 from kitlib.extract import extractor
-from kitlib.extract.rules import Layout, Rule, fields_of, in_slices, ints, labels, logger_keywords, match
+from kitlib.extract.rules import Layout, Rule, fields_of, fields_where, in_slices, ints, labels, logger_keywords, match
 
 tables.declare(
     "txn_events",
@@ -146,7 +146,7 @@ def build(events: pd.DataFrame) -> pd.DataFrame:
     if not len(m):
         return tables.empty("txn_events")
     kinds, f = m.kinds, m.fields
-    java = fields_of(m.first, _JAVA_PREFIX)
+    java = fields_where(m.first, _JAVA_PREFIX, ["[Producer clientId=", "[TransactionalId"])  # (lines holding one)
     txid = pc.coalesce(f["transactional_id"], java["txid"].cast(f["transactional_id"].type))
     client = java["client"]
     source = np.full(len(kinds), "client", dtype=object)
