@@ -161,7 +161,10 @@ def build(events: pd.DataFrame) -> pd.DataFrame:
     # a client line names the broker as librdkafka does ('sasl_ssl://b-1.example:9096/1: ...')
     # (read only from the lines that hold '://' or '<BrokerConnection': a broker's lines have neither)
     maybe = pc.fill_null(
-        pc.or_(pc.match_substring(first, "://"), pc.match_substring(first, "<BrokerConnection", ignore_case=True)),
+        # ("://" as RE2: it finds a literal several times faster than Arrow's plain search)
+        pc.or_(
+            pc.match_substring_regex(first, "://"), pc.match_substring(first, "<BrokerConnection", ignore_case=True)
+        ),
         False,
     )
     if pc.any(maybe).as_py():
