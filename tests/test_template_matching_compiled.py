@@ -446,3 +446,30 @@ def test_a_block_call_refuses_codes_and_tables_that_do_not_fit():
     got = np.frombuffer(C.block(*args, np.array([0, 1], np.int64), glog, kafka, names, None, 10), np.int64)
     assert got.tolist() == [-1, -1]  # neither logger has templates nor is a Kafka logger
     C.forget()
+
+
+@pytest.mark.slow
+def test_texts_repeated_within_a_block_get_the_arrow_paths_ids(monkeypatch):
+    """The compiled path hashes every text but looks up the memo of texts, and makes a shape, once
+    per distinct text of a block (its table of distinct texts grown past its first 4,096 slots on
+    the way): blocks whose texts recur many times over, under their own logger, another Kafka
+    logger, no Kafka logger or a null one, and between null messages, get the Arrow path's ids,
+    with both memos empty and warm."""
+    base_logger, base_message = _recurring_records(3000, seed=11)
+    rng = np.random.default_rng(3)
+    order = rng.integers(0, 3000, 12000)  # each record about four times over
+    other = [None, "kafka.server.ReplicaFetcherThread", "kafka.log.UnifiedLog", "com.example.App", "com.example.Job"]
+    names = [x if k >= len(other) else other[k]
+             for x, k in zip(base_logger.take(pa.array(order)).to_pylist(), rng.integers(0, 6, 12000).tolist())]  # fmt: skip
+    texts = base_message.take(pa.array(order)).to_pylist()
+    logger, message = pa.array(names).dictionary_encode(), pa.array(texts, pa.large_string())
+    first_block = {(n, t and t.encode().translate(matching._ZERO)) for n, t in zip(names[:6000], texts[:6000])}
+    assert 2048 < len(first_block) < 5000  # more than half the first table's slots, and repeats
+    got = {}
+    for path in (matching._assign_compiled, matching._assign_arrow):
+        monkeypatch.setattr(matching, "_MEMO", {})
+        got[path] = [np.concatenate([path(logger.slice(i, 6000), message.slice(i, 6000)) for i in (0, 6000)])
+                     for _ in range(2)]  # fmt: skip
+    for fast, reference in zip(got[matching._assign_compiled], got[matching._assign_arrow]):
+        assert np.array_equal(fast, reference), np.flatnonzero(fast != reference)[:5]
+        assert (fast >= 0).sum() > 0.3 * len(fast) and (fast < 0).sum() > 0.05 * len(fast)

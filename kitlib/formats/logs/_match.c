@@ -68,11 +68,24 @@ static inline uint64_t fmix(uint64_t h) {
     return h;
 }
 
+/* a word's hash from its length and its first and last eight bytes (fewer: four and four, or one
+ * at a time), whatever its length: a text's words are looked up among the key words by it, the
+ * word itself compared after */
 static inline uint64_t word_hash(const uc *p, ssize n) {
-    uint64_t h = 0xcbf29ce484222325ULL;
-    for (ssize i = 0; i < n; i++)
-        h = (h ^ p[i]) * 0x100000001b3ULL;
-    return fmix(h ^ (uint64_t)n);
+    uint64_t a = 0, b = 0;
+    if (n >= 8) {
+        memcpy(&a, p, 8);
+        memcpy(&b, p + n - 8, 8);
+    } else if (n >= 4) {
+        uint32_t x, y;
+        memcpy(&x, p, 4);
+        memcpy(&y, p + n - 4, 4);
+        a = x;
+        b = y;
+    } else
+        for (ssize i = 0; i < n; i++)
+            a = a << 8 | p[i];
+    return fmix((a * 0x9E3779B97F4A7C15ULL) ^ fmix(b ^ ((uint64_t)n << 56)));
 }
 
 static ssize chars_end_fast(const uc *t, ssize n, ssize chars);
@@ -245,7 +258,16 @@ static int64_t assign1(const uc *t, ssize n, int64_t glog, int kafka, int64_t *c
     }
     if (!nc)
         return -1;
-    qsort(cand, (size_t)nc, sizeof *cand, cmp64);
+    if (nc <= 32) /* the common few: sorted in place */
+        for (ssize a = 1; a < nc; a++) {
+            int64_t v = cand[a];
+            ssize b = a;
+            for (; b > 0 && cand[b - 1] > v; b--)
+                cand[b] = cand[b - 1];
+            cand[b] = v;
+        }
+    else
+        qsort(cand, (size_t)nc, sizeof *cand, cmp64);
     ssize mn = chars_end_fast(t, n, MATCH_CHARS);
     for (int round = 0; round < 2; round++) {
         if (round == 1 && !kafka)
@@ -438,7 +460,19 @@ static inline uint64_t text_hash(const uc *t, ssize n) {
     }
 #endif
     for (; i < m; i += 8) {
-        uint64_t w = load8(t + i, m - i);
+        /* whole words read as one load; the last part word (1-7 bytes) from the 8 bytes that end
+         * the text where it is that long, shifted down to the same value load8 gives */
+        uint64_t w;
+        if (m - i >= 8)
+            memcpy(&w, t + i, 8);
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+        else if (m >= 8) {
+            memcpy(&w, t + m - 8, 8);
+            w >>= 8 * (8 - (m - i));
+        }
+#endif
+        else
+            w = load8(t + i, m - i);
         w &= ~((digit_bytes(w) >> 7) * 0x0F);
         a = (a ^ w) * 0x9FB21C651E98DF25ULL;
         a ^= a >> 31;
@@ -870,6 +904,15 @@ typedef struct {
 } Memo;
 static Memo *MEMO;
 static ssize MEMO_N;
+static int64_t MEMO_EPOCH; /* how many times the memo was emptied */
+
+/* a table's memory, zeroed */
+static void *table_alloc(size_t bytes) { return calloc(1, bytes); }
+
+static int memo_alloc(void) {
+    MEMO = table_alloc(MEMO_SLOTS * sizeof *MEMO);
+    return MEMO ? 0 : -1;
+}
 
 static inline uint64_t memo_key(uint64_t text, uint64_t name) {
     uint64_t k = fmix(text ^ ((name + 1) * 0x9E3779B97F4A7C15ULL));
@@ -888,6 +931,7 @@ static void memo_clear(void) {
     if (MEMO)
         memset(MEMO, 0, MEMO_SLOTS * sizeof *MEMO);
     MEMO_N = 0;
+    MEMO_EPOCH++;
 }
 
 /* lookup(offsets, data, chars, names, valid) -> (shape keys, text hashes, templates), bytes of
@@ -1001,9 +1045,8 @@ static PyObject *remember(PyObject *self, PyObject *args) {
                 break;
             }
         if (!PyErr_Occurred() && rows_get(&rb, rows, n, &nr) == 0 && !MEMO && nr) {
-            MEMO = calloc(MEMO_SLOTS, sizeof *MEMO);
             MEMO_N = 0;
-            if (!MEMO)
+            if (memo_alloc() < 0)
                 PyErr_NoMemory();
         }
     }
@@ -1070,7 +1113,7 @@ static int64_t shapes_get(uint64_t key) {
 static int shapes_put(uint64_t key, int64_t tmpl) {
     if (!SHAPES || (uint64_t)(SHAPE_N + 1) * 2 > SHAPE_CAP) {
         uint64_t cap = SHAPE_CAP ? SHAPE_CAP * 2 : ((uint64_t)1 << 16);
-        Shape *t = malloc(cap * sizeof *t);
+        Shape *t = table_alloc(cap * sizeof *t);
         if (!t)
             return -1;
         for (uint64_t i = 0; i < cap; i++)
@@ -1098,12 +1141,11 @@ static int shapes_put(uint64_t key, int64_t tmpl) {
 
 /* group's loop: the first row of each distinct key in order of first appearance (first[g]) and each
  * row's group (inv[i]); the number of groups, or -1 out of memory */
-static ssize group_keys(const uint64_t *key, ssize n, int64_t *first, int64_t *inv) {
+static ssize group_keys(const uint64_t *key, ssize n, int64_t *first, int64_t *inv, int64_t *slot, uint64_t cap) {
     uint64_t size = 16;
     while (size < (uint64_t)n * 2)
         size *= 2;
-    int64_t *slot = malloc(size * sizeof *slot);
-    if (!slot)
+    if (size > cap)
         return -1;
     memset(slot, 0xff, size * sizeof *slot);
     ssize g = 0;
@@ -1123,8 +1165,30 @@ static ssize group_keys(const uint64_t *key, ssize n, int64_t *first, int64_t *i
             }
         }
     }
-    free(slot);
     return g;
+}
+
+/* the block's working arrays, kept from one block to the next (one block at a time: the lock) and
+ * grown as needed; NULL out of memory */
+#define NSCRATCH 16
+static void *SCRATCH[NSCRATCH];
+static size_t SCRATCH_LEN[NSCRATCH];
+
+typedef struct { /* a slot of a block's table of distinct texts */
+    uint64_t h;   /* the text hash */
+    uint32_t tag; /* logger code * 2 + 1 for a null text */
+    int32_t g;    /* the distinct text's number, -1 for a free slot */
+} Distinct;
+
+static void *scratch(int i, size_t bytes) {
+    if (bytes > SCRATCH_LEN[i]) {
+        free(SCRATCH[i]);
+        SCRATCH_LEN[i] = 0;
+        if (!(SCRATCH[i] = malloc(bytes + bytes / 4)))
+            return NULL;
+        SCRATCH_LEN[i] = bytes + bytes / 4;
+    }
+    return SCRATCH[i];
 }
 
 /* matching.py's _long_prefix of one text: it opens with "[" and the first "] " among its first
@@ -1164,60 +1228,126 @@ static int block_run(const Texts *x, ssize chars, const Ctx *c, const uint64_t *
     ssize n = x->n;
     const char *ok = c->ok;
     int rc = -1;
-    uint64_t *h = malloc((size_t)(n ? n : 1) * 8), *key = malloc((size_t)(n ? n : 1) * 8),
-             *mixed = malloc((size_t)(n ? n : 1) * 8);
-    int64_t *first = malloc((size_t)(n ? n : 1) * 8), *inv = malloc((size_t)(n ? n : 1) * 8),
-            *rep = malloc((size_t)(n ? n : 1) * 8), *u = malloc((size_t)(n ? n : 1) * 8),
-            *ou = malloc((size_t)(n ? n : 1) * 8), *slot = NULL;
-    uc *flag = calloc((size_t)(n ? n : 1), 1);
-    if (!h || !key || !mixed || !first || !inv || !rep || !u || !ou || !flag)
+    ssize cap = n ? n : 1;
+    uint64_t tsize = 16;
+    while (tsize < (uint64_t)cap * 2)
+        tsize *= 2;
+    uint64_t dsize = 4096; /* the table of distinct texts, grown when half full */
+    uint64_t *h = scratch(0, cap * 8), *key = scratch(1, cap * 8), *mixed = scratch(2, cap * 8);
+    int64_t *first = scratch(3, cap * 8), *inv = scratch(4, cap * 8), *rep = scratch(5, cap * 8),
+            *u = scratch(6, cap * 8), *ou = scratch(7, cap * 8), *tg = scratch(8, cap * 8),
+            *gfirst = scratch(9, cap * 8), *slot = scratch(10, tsize * 8);
+    uint64_t *gkey = scratch(11, cap * 8);
+    int64_t *gout = scratch(12, cap * 8), *ins = scratch(13, cap * 8);
+    uc *flag = scratch(14, cap);
+    if (!h || !key || !mixed || !first || !inv || !rep || !u || !ou || !tg || !gfirst || !slot || !gkey || !gout ||
+        !ins || !flag)
         goto done;
-    /* the texts met before (as lookup()) */
-    uint64_t mkey[32];
-    for (ssize r0 = 0; r0 < n; r0 += 32) {
-        ssize r1 = r0 + 32 < n ? r0 + 32 : n;
-        for (ssize r = r0; r < r1; r++) {
-            out[r] = -2;
-            if (ok && !ok[r]) {
-                h[r] = 0;
-                key[r] = shape_key(0x9E3779B97F4A7C15ULL, names[c->code[r]]);
-                continue;
+    memset(flag, 0, (size_t)cap);
+    /* every text hashed (its text as matched, digits as 0), and the block's texts told apart by
+     * that hash and their logger code (a null text by its logger code alone): the memo of texts is
+     * looked up, and a shape hashed, once per distinct text, each in order of its first row. The
+     * table of distinct texts holds the hash and the code in its slots (no reading back a row). */
+    Distinct *dt = scratch(15, dsize * sizeof *dt);
+    if (!dt)
+        goto done;
+    memset(dt, 0xff, dsize * sizeof *dt);
+    ssize nt = 0;
+    for (ssize r = 0; r < n; r++) {
+        int null = ok && !ok[r];
+        uint64_t hr = null ? 0 : text_hash(x->d + x->o[r], x->o[r + 1] - x->o[r]);
+        uint32_t tag = (uint32_t)c->code[r] * 2 + (uint32_t)null;
+        h[r] = hr;
+        uint64_t s = mix_small(hr, tag) & (dsize - 1);
+        for (;; s = (s + 1) & (dsize - 1)) {
+            if (dt[s].g < 0) {
+                dt[s].h = hr;
+                dt[s].tag = tag;
+                dt[s].g = (int32_t)nt;
+                gfirst[nt] = r;
+                tg[r] = nt++;
+                break;
             }
-            h[r] = text_hash(x->d + x->o[r], x->o[r + 1] - x->o[r]);
-            if (MEMO_N) {
-                mkey[r - r0] = memo_key(h[r], names[c->code[r]]);
-                __builtin_prefetch(&MEMO[fmix(mkey[r - r0]) & (MEMO_SLOTS - 1)]);
+            if (dt[s].h == hr && dt[s].tag == tag) {
+                tg[r] = dt[s].g;
+                break;
             }
         }
-        for (ssize r = r0; r < r1; r++) {
+        if ((uint64_t)nt * 2 > dsize) { /* grown: the distinct texts put again */
+            dsize *= 2;
+            if (!(dt = scratch(15, dsize * sizeof *dt)))
+                goto done;
+            memset(dt, 0xff, dsize * sizeof *dt);
+            for (ssize g = 0; g < nt; g++) {
+                ssize f = gfirst[g];
+                uint32_t tf = (uint32_t)c->code[f] * 2 + (uint32_t)(ok && !ok[f]);
+                uint64_t q = mix_small(h[f], tf) & (dsize - 1);
+                while (dt[q].g >= 0)
+                    q = (q + 1) & (dsize - 1);
+                dt[q].h = h[f];
+                dt[q].tag = tf;
+                dt[q].g = (int32_t)g;
+            }
+        }
+    }
+    /* the distinct texts looked up in the memo of texts, a batch at a time (their slots fetched
+     * meanwhile); a text not remembered gets its shape's key made */
+    uint64_t mkey[32];
+    for (ssize g0 = 0; g0 < nt; g0 += 32) {
+        ssize g1 = g0 + 32 < nt ? g0 + 32 : nt;
+        for (ssize g = g0; g < g1; g++) {
+            ssize r = gfirst[g];
+            gout[g] = -2;
             if (ok && !ok[r])
                 continue;
             if (MEMO_N) {
-                uint64_t k = mkey[r - r0];
+                mkey[g - g0] = memo_key(h[r], names[c->code[r]]);
+                __builtin_prefetch(&MEMO[fmix(mkey[g - g0]) & (MEMO_SLOTS - 1)]);
+            }
+        }
+        for (ssize g = g0; g < g1; g++) {
+            ssize r = gfirst[g];
+            if (ok && !ok[r]) {
+                gkey[g] = shape_key(0x9E3779B97F4A7C15ULL, names[c->code[r]]);
+                continue;
+            }
+            if (MEMO_N) {
+                uint64_t k = mkey[g - g0];
                 for (uint64_t s = fmix(k) & (MEMO_SLOTS - 1);; s = (s + 1) & (MEMO_SLOTS - 1)) {
                     if (!MEMO[s].key)
                         break;
                     if (MEMO[s].key == k) {
-                        out[r] = MEMO[s].tmpl;
-                        key[r] = MEMO[s].shape;
+                        gout[g] = MEMO[s].tmpl;
+                        gkey[g] = MEMO[s].shape;
                         break;
                     }
                 }
             }
-            if (out[r] == -2)
-                key[r] = shape_key(shape_hash(x->d + x->o[r], x->o[r + 1] - x->o[r], chars), names[c->code[r]]);
+            if (gout[g] == -2)
+                gkey[g] = shape_key(shape_hash(x->d + x->o[r], x->o[r + 1] - x->o[r], chars), names[c->code[r]]);
         }
     }
+    for (ssize r = 0; r < n; r++) {
+        out[r] = gout[tg[r]];
+        key[r] = gkey[tg[r]];
+    }
     /* shapes: grouped with the block's logger code, each looked up in the memo of shapes, new ones
-     * matched on their first record and remembered */
-    for (ssize r = 0; r < n; r++)
-        mixed[r] = mix_small(key[r], c->code[r]);
-    ssize ng = group_keys(mixed, n, first, inv);
+     * matched on their first record and remembered. Grouped over the distinct texts in order of
+     * their first rows: a shape's first distinct text holds the shape's first row. */
+    for (ssize g = 0; g < nt; g++)
+        mixed[g] = mix_small(gkey[g], c->code[gfirst[g]]);
+    ssize ng = group_keys(mixed, nt, first, rep, slot, tsize); /* rep: each distinct text's shape */
     if (ng < 0)
         goto done;
+    for (ssize r = 0; r < n; r++)
+        inv[r] = rep[tg[r]];
+    for (ssize g = 0; g < ng; g++)
+        first[g] = gfirst[first[g]];
     ssize nnew = 0;
     enum { LEAD = 1, NEW = 2, CHECKED = 4, BAD = 8, ALONE = 16 };
     for (ssize g = 0; g < ng; g++) {
+        if (SHAPES && g + 8 < ng) /* a later shape's slot fetched meanwhile */
+            __builtin_prefetch(&SHAPES[fmix(key[first[g + 8]]) & (SHAPE_CAP - 1)]);
         flag[first[g]] |= LEAD;
         rep[g] = shapes_get(key[first[g]]);
         if (rep[g] == -2) {
@@ -1251,9 +1381,7 @@ static int block_run(const Texts *x, ssize chars, const Ctx *c, const uint64_t *
     }
     uint64_t size = 16;
     while (size < (uint64_t)nu * 2)
-        size *= 2;
-    if (!(slot = malloc(size * sizeof *slot)))
-        goto done;
+        size *= 2; /* at most tsize: the slots of the distinct texts serve again */
     memset(slot, 0xff, size * sizeof *slot);
     for (ssize i = 0; i < nu; i++) { /* i: a position in u; the slots hold positions */
         ssize r = u[i];
@@ -1305,7 +1433,7 @@ static int block_run(const Texts *x, ssize chars, const Ctx *c, const uint64_t *
     }
     if (nre) {
         int64_t *one = rep, *back = inv; /* free again too */
-        ssize ng2 = group_keys(mixed, nre, one, back);
+        ssize ng2 = group_keys(mixed, nre, one, back, slot, tsize);
         if (ng2 < 0)
             goto done;
         for (ssize g = 0; g < ng2; g++)
@@ -1318,18 +1446,35 @@ static int block_run(const Texts *x, ssize chars, const Ctx *c, const uint64_t *
     for (ssize i = 0; i < nu; i++)
         out[u[i]] = ou[i];
     if (!cleared) {
-        /* what holds for every text with the same hash and logger while its shape is remembered */
+        /* what holds for every text with the same hash and logger while its shape is remembered;
+         * a text's later rows hold the same, so a distinct text already put in since the memo was
+         * last emptied is not put again (the memo would not change) */
+        for (ssize g = 0; g < nt; g++)
+            ins[g] = -1;
+        ssize nk = 0; /* the rows kept (positions in u, in first) and their memo keys (in mixed) */
         for (ssize i = 0; i < nu; i++) {
             ssize r = u[i];
             int f = flag[r];
             int kept = (f & CHECKED && !TMPL[ou[i]].digits) || (ou[i] < 0 && !c->kafka[c->code[r]]);
             if (!kept || (ok && !ok[r]) || f & (BAD | ALONE | NEW))
                 continue;
-            if (!MEMO && !(MEMO = calloc(MEMO_SLOTS, sizeof *MEMO)))
-                goto done;
+            first[nk] = i;
+            mixed[nk++] = memo_key(h[r], names[c->code[r]]);
+        }
+        if (nk && !MEMO && memo_alloc() < 0)
+            goto done;
+        for (ssize j = 0; j < nk && j < 8; j++)
+            __builtin_prefetch(&MEMO[fmix(mixed[j]) & (MEMO_SLOTS - 1)]);
+        for (ssize j = 0; j < nk; j++) {
+            if (j + 8 < nk) /* the slot of a later row fetched meanwhile */
+                __builtin_prefetch(&MEMO[fmix(mixed[j + 8]) & (MEMO_SLOTS - 1)]);
+            ssize i = first[j], r = u[i];
+            if (ins[tg[r]] == MEMO_EPOCH && (uint64_t)MEMO_N < MEMO_MAX)
+                continue;
             if ((uint64_t)MEMO_N >= MEMO_MAX)
                 memo_clear();
-            uint64_t k = memo_key(h[r], names[c->code[r]]);
+            ins[tg[r]] = MEMO_EPOCH;
+            uint64_t k = mixed[j];
             uint64_t s = fmix(k) & (MEMO_SLOTS - 1);
             while (MEMO[s].key && MEMO[s].key != k)
                 s = (s + 1) & (MEMO_SLOTS - 1);
@@ -1342,16 +1487,6 @@ static int block_run(const Texts *x, ssize chars, const Ctx *c, const uint64_t *
     }
     rc = 0;
 done:
-    free(h);
-    free(key);
-    free(mixed);
-    free(first);
-    free(inv);
-    free(rep);
-    free(u);
-    free(ou);
-    free(flag);
-    free(slot);
     return rc;
 }
 
@@ -1385,6 +1520,10 @@ static PyObject *block(PyObject *self, PyObject *args) {
         goto done;
     }
     const int64_t *cd = b[0].buf, *gl = b[1].buf;
+    if (nl > INT32_MAX / 2 || x.n > INT32_MAX) {
+        PyErr_SetString(PyExc_ValueError, "too many loggers or texts in one block");
+        goto done;
+    }
     for (ssize i = 0; i < x.n; i++)
         if (cd[i] < 0 || cd[i] >= nl) {
             PyErr_SetString(PyExc_IndexError, "logger code out of range");

@@ -262,11 +262,13 @@ def _verify(texts: pa.Array, rows: np.ndarray, tmpl: np.ndarray, out: np.ndarray
 
 
 def _codes(logger: pa.Array) -> tuple[list[str], np.ndarray]:
-    if isinstance(logger, pa.ChunkedArray):
-        logger = logger.combine_chunks()
+    if isinstance(logger, pa.ChunkedArray):  # a block's one chunk as it is, not copied
+        logger = logger.chunk(0) if logger.num_chunks == 1 else logger.combine_chunks()
     if not pa.types.is_dictionary(logger.type):
         logger = pc.dictionary_encode(logger)
     names = [x or "" for x in logger.dictionary.to_pylist()]
+    if logger.indices.null_count == 0 and logger.dictionary.null_count == 0:  # the common case: as they are
+        return names, logger.indices.to_numpy(zero_copy_only=False).astype(np.int64)
     codes = logger.indices.fill_null(0).to_numpy(zero_copy_only=False).astype(np.int64)
     return names, np.where(logger.is_null().to_numpy(zero_copy_only=False), len(names), codes)
 
@@ -517,16 +519,25 @@ class _Loggers:
 _LOGGERS: dict[tuple[str, ...], _Loggers] = {}  # a block's logger names -> what is read of them
 
 
+_NAME_INFO: dict[str, tuple[int, int, int]] = {}  # a logger name -> its catalogue index, Kafka flag, number
+
+
+def _name_info(name: str) -> tuple[int, int, int]:
+    got = _NAME_INFO.get(name)
+    if got is None:
+        got = _NAME_INFO[name] = (patterns().loggers.get(name, -1), int(bool(KAFKA_LOGGERS.match(name))),
+                                  _NAMES.setdefault(name, len(_NAMES)))  # fmt: skip
+    return got
+
+
 def _loggers(names: list[str]) -> _Loggers:
     """:class:`_Loggers` of a block's logger names, worked out once per distinct list of names
-    (blocks of one log mostly share it)."""
+    (blocks of one log mostly share it), each name once per process."""
     key = tuple(names)
     got = _LOGGERS.get(key)
     if got is None:
-        p = patterns()
-        got = _Loggers(np.array([p.loggers.get(x, -1) for x in names] + [-1], np.int64),
-                       np.array([bool(KAFKA_LOGGERS.match(x)) for x in names] + [False], np.uint8),
-                       np.array([_NAMES.setdefault(x, len(_NAMES)) for x in [*names, ""]], np.uint64))  # fmt: skip
+        info = np.array([_name_info(x) for x in names] + [(-1, 0, _name_info("")[2])], np.int64).reshape(-1, 3)
+        got = _Loggers(np.ascontiguousarray(info[:, 0]), info[:, 1].astype(np.uint8), info[:, 2].astype(np.uint64))
         if len(_LOGGERS) > 1000:
             _LOGGERS.clear()
         _LOGGERS[key] = got
@@ -555,7 +566,11 @@ def _assign_compiled(logger: pa.Array, message: pa.Array) -> np.ndarray:
 
     All of it is one compiled call a block (``_match.block``): both memos live in C (the memo of
     shapes emptied past :data:`MEMO_SIZE` shapes, as the dict was), and :data:`_MEMO` holds only a
-    mark, so that a caller replacing or emptying it empties the compiled memos too."""
+    mark, so that a caller replacing or emptying it empties the compiled memos too. Every text is
+    hashed, but the memo of texts is looked up, a shape made and a text kept for later blocks once
+    per distinct text of the block (its hash and logger: about one record in eight of the generated
+    log); the shapes are grouped over the distinct texts in order of their first records, which
+    gives each shape the same first record as grouping every record does."""
     n = len(message)
     text = message if message.type == pa.large_string() else message.cast(pa.large_string())
     off = np.frombuffer(text.buffers()[1], np.int64)[text.offset : text.offset + n + 1]
@@ -607,7 +622,12 @@ def annotate(events: pa.Table) -> pa.Table:
     for t in used:
         lut[t] = at[p.ids[t]]
     code = lut[found]  # -1 -> the last entry, -1
-    tid = pa.DictionaryArray.from_arrays(pa.array(code, mask=code < 0), pa.array(lineages, pa.string()))
+    valid = code >= 0
+    nulls = len(code) - int(np.count_nonzero(valid))
+    bits = pa.py_buffer(np.packbits(valid, bitorder="little")) if nulls else None
+    index = pa.Array.from_buffers(pa.int32(), len(code), [bits, pa.py_buffer(code)], null_count=nulls)
+    # every index is one of the lineages' by construction: not checked again
+    tid = pa.DictionaryArray.from_arrays(index, pa.array(lineages, pa.string()), safe=False)
     return events.append_column(TEMPLATE_FIELD, tid)
 
 
