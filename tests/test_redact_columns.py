@@ -3,6 +3,7 @@ text on its own, with fewer passes over the column."""
 
 from __future__ import annotations
 
+import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -200,3 +201,41 @@ def test_blocks_with_the_same_dictionaries_are_prechecked_once_and_redacted_alik
         fresh.append(rc.redact_table("events", b, skip=("message",)))
     assert all(a.equals(b) for a, b in zip(first, fresh))
     assert all(b.column("message").equals(t.column("message")) for b, t in zip(blocks, first))
+
+
+def test_big_columns_are_prechecked_alone_and_few_distinct_texts_redacted_once(monkeypatch):
+    """A column too big for the joint pre-check is checked on its own (on its distinct texts when
+    they repeat), a column of nulls not at all; the flagged texts of a column of few distinct
+    ones go through the rules once each; the values are those of redacting each text."""
+    secret = FAILED_LOGIN.replace("password)", "password=hunter2)")
+    monkeypatch.setattr(rc, "_OWN_PASS", 64)  # (a small frame: the same paths as a big one)
+    many = 3 * rc._OWN_PASS  # (two in five of the repeated texts flagged: more than _OWN_PASS)
+    repeated = [FAILED_LOGIN, None, "ok", secret, "group-7"] * (many // 5 + 1)
+    distinct = [f"{FAILED_LOGIN} {i}" if i % 7 else f"token={i}x" for i in range(many)]
+    df = pd.DataFrame(
+        {
+            "reason": pd.Series(repeated[:many], dtype="string"),
+            "message": pd.Series(distinct, dtype="string"),
+            "member": pd.Series([None] * many, dtype="string"),
+        }
+    )
+    want = {c: [redact_text(v) if isinstance(v, str) else None for v in df[c].astype(object)] for c in df}
+    handed: list = []
+    real = rc.redact_texts
+
+    def recording(arr):
+        handed.append(len(arr))
+        return real(arr)
+
+    monkeypatch.setattr(rc, "redact_texts", recording)
+    out = redact_frame("demo", df.copy())
+    for c, values in want.items():
+        assert [None if v is pd.NA else v for v in out[c].astype(object)] == values, c
+    assert out["reason"].tolist()[3] == FAILED_LOGIN.replace("password)", "password=[redacted])")
+    # the repeated column's flagged texts: its three distinct ones (each alone: at most _FEW)
+    assert handed == [len([t for t in distinct if t.startswith("token=")])]
+    hits = rc._hits([pa.array(repeated[:many]), pa.array([None] * many, pa.string()), pa.array(distinct)])
+    pre = [
+        np.flatnonzero(rc._bools(pc.match_substring_regex(pa.array(a), PREFILTER))) for a in (repeated[:many], distinct)
+    ]
+    assert np.array_equal(hits[0], pre[0]) and not len(hits[1]) and np.array_equal(hits[2], pre[1])

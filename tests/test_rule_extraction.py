@@ -263,3 +263,54 @@ def test_layouts_read_what_the_regex_reads(rules):
             for f, vals in got.items():
                 assert vals.to_pylist() == want[f].filter(pa.array(ok)).to_pylist(), (rule.kind, f)
     assert cut >= 80  # the layouts read many of these texts (and the regex the rest)
+
+
+def test_labels_are_the_categoricals_conform_makes():
+    """A rule table's kind, source, level, host and file made from codes are the categoricals
+    conform makes of the same values as strings (categories present and sorted, nulls kept), also
+    when the slices of a long log are put together."""
+    from kitlib.extract.rules import _same_categories, categorical, labels
+
+    values = np.array(["stabilized", None, "commit_failed", "stabilized", "Élu", ""], dtype=object)
+    source = pd.Series(["b-2", "b-10", None, "b-2"], dtype="string").astype("category")
+    source = source.cat.set_categories(["zz-unused", "b-2", "b-10"])
+    for got, plain in (
+        (labels(values), pd.Series(values)),
+        (labels(source), source.astype("string")),
+        (categorical(np.array([1, -1, 0, 2, 1]), ["client", "coordinator", "client"]), None),
+    ):
+        plain = pd.Series(["coordinator", None, "client", "client", "coordinator"]) if plain is None else plain
+        want = plain.astype("string").astype("category")
+        got = pd.Series(got)
+        assert got.dtype == want.dtype and got.equals(want)
+        assert list(got.cat.categories) == list(want.cat.categories)
+    parts = [pd.DataFrame({"k": labels(np.array(v, dtype=object))}) for v in (["b", "a"], ["c", None], ["a"])]
+    joined = pd.concat(_same_categories(parts), ignore_index=True)["k"]
+    want = pd.Series(["b", "a", "c", None, "a"]).astype("string").astype("category")
+    assert joined.dtype == want.dtype and joined.equals(want)
+
+
+def test_fields_where_reads_what_fields_of_reads():
+    from kitlib.extract.rules import fields_of, fields_where
+
+    texts = pa.array(
+        [
+            "[Consumer clientId=c1, groupId=g1] Offset commit failed",
+            "[Consumer instanceId=i1, clientId=c2] x",
+            "Stabilized group g generation 4",
+            None,
+            "[Producer clientId=p1, transactionalId=t1] fenced",
+            "[TransactionalId t2] aborting",
+            "no prefix [Consumer clientId=c3]",
+        ],
+        pa.large_string(),
+    )
+    for pattern, literals in (
+        (groups._JAVA_PREFIX, ["[Consumer "]),
+        (transactions._JAVA_PREFIX, ["[Producer clientId=", "[TransactionalId"]),
+    ):
+        for part in (texts, texts.slice(2, 2), texts.slice(0, 2)):  # some, none, all holding one
+            want = fields_of(part, pattern)
+            got = fields_where(part, pattern, literals)
+            assert {k: v.to_pylist() for k, v in got.items()} == {k: v.to_pylist() for k, v in want.items()}
+            assert all(got[k].type == want[k].type for k in want)
