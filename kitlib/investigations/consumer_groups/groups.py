@@ -294,9 +294,10 @@ def build(events: pd.DataFrame) -> pd.DataFrame:
         client = pc.coalesce(client, fields_of(member, _UUID_TAIL)["client"])
     cp = cols["coordinator_partition"]
     bare = pc.fill_null(pc.match_substring_regex(cp, r"^[0-9]+$"), False)  # elected/resigned name the number
-    cp = pc.if_else(
-        bare, pc.binary_join_element_wise(pa.scalar("__consumer_offsets-", cp.type), cp, pa.scalar("", cp.type)), cp
-    )
+    if pc.any(bare).as_py():  # (else cp as it is: no copy)
+        cp = pc.if_else(
+            bare, pc.binary_join_element_wise(pa.scalar("__consumer_offsets-", cp.type), cp, pa.scalar("", cp.type)), cp
+        )
     return m.frame(
         {
             "source": source,
