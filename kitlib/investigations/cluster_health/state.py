@@ -22,18 +22,15 @@ from kitlib.extract import (
     arrow_messages,
     extractor,
     first_lines,
-    first_rule_by_wording,
     group_arrays,
     hits,
     rule_groups,
-    wording_codes,
 )
+from kitlib.investigations.cluster_health.passes import rules, shared
 from kitlib.investigations.cluster_health.wording import (
     CAUSES,
     CONTAINS,
-    NODE_KEYS,
     NODE_RULES,
-    PARTITION_KEYS,
     PARTITION_RULES,
     REPORTER,
     _partition_fields,
@@ -130,12 +127,21 @@ def _base(events: pd.DataFrame, rows: np.ndarray, first: pa.Array, reporter: pd.
             "ts": ev["ts"],
             "reporter": rep,
             "level": _text(ev["level"]),
-            "message": pd.array(pc.utf8_slice_codeunits(texts, 0, 500), dtype=pd.StringDtype("pyarrow")),
+            "message": pd.array(_at_most(texts, 500), dtype=pd.StringDtype("pyarrow")),
             "host": _text(ev["host"]),
             "file": _text(ev["file"]),
             "line": ev["line"],
         }
     )
+
+
+def _at_most(texts: pa.Array, n: int) -> pa.Array:
+    """``pc.utf8_slice_codeunits(texts, 0, n)``, sliced only when a text is longer than ``n`` bytes
+    (a character is at least one byte: shorter texts are kept whole)."""
+    longest = pc.max(pc.binary_length(texts)).as_py() if len(texts) else None
+    if (longest or 0) > n:
+        return pc.utf8_slice_codeunits(texts, 0, n)
+    return texts
 
 
 # the frequent kinds are built column by column (no Python per row): column <- (group, conversion)
@@ -180,8 +186,12 @@ def _time_sorted(df: pd.DataFrame) -> pd.DataFrame:
 def _to_int(values: pa.Array) -> pd.Series:
     """A capture-group column of (optionally signed) digits as Int64, NA where absent or not an
     integer of 64 bits (a whole column: no Python per row)."""
-    ok = pc.match_substring_regex(values, r"^-?\d{1,18}$")
-    v = pc.cast(pc.if_else(ok, values, pa.scalar(None, values.type)), pa.int64())
+    plain = pc.ascii_is_decimal(values)  # (the usual column: ASCII digits only, short enough: cast as it is)
+    if pc.all(plain).as_py() is not False and (pc.max(pc.binary_length(values)).as_py() or 0) <= 18:
+        v = pc.cast(values, pa.int64())
+    else:
+        ok = pc.match_substring_regex(values, r"^-?\d{1,18}$")
+        v = pc.cast(pc.if_else(ok, values, pa.scalar(None, values.type)), pa.int64())
     return pd.Series(pd.array(v, dtype=pd.ArrowDtype(pa.int64())).astype("Int64"))
 
 
@@ -255,12 +265,8 @@ def _isr_change_frame(kind: str, gs: list) -> pd.DataFrame:
 def _partition_frame(events: pd.DataFrame) -> tuple[pd.DataFrame, pa.Array]:
     """Rows of ``partition_changes`` (without the base columns), one frame per rule, concatenated
     in record order (``row``: the record's index in ``events``), and the records' first lines."""
-    msgs = arrow_messages(events)
-    first = _first_lines(msgs)
-    found: dict = {}  # rule -> the groups its wordings' pass already extracted
-    which = first_rule_by_wording(
-        first, [p for _, p in PARTITION_RULES], PARTITION_KEYS, wording_codes(events), found
-    )  # (most records match one)
+    _, first, _ = shared(events)
+    which, found = rules(events)[0]  # found: rule -> the groups its wordings' pass already extracted
     parts = []
     for i, (kind, pattern) in enumerate(PARTITION_RULES):
         sel = np.flatnonzero(which == i)
@@ -349,10 +355,9 @@ def _node_frame(events: pd.DataFrame) -> tuple[pd.DataFrame, pa.Array, pa.Array]
     """Rows of ``node_events`` from the rules' groups (without the base columns), in record order
     (``row``: the record's index in ``events``), column by column; the records' messages and
     first lines."""
-    msgs = arrow_messages(events)
-    first = _first_lines(msgs)
-    found: dict = {}  # rule -> the groups its wordings' pass already extracted
-    which = first_rule_by_wording(first, [p for _, p in NODE_RULES], NODE_KEYS, wording_codes(events), found)
+    msgs, first, _ = shared(events)
+    which, found = rules(events)[1]  # found: rule -> the groups its wordings' pass already extracted
+    which = which.copy()  # (shared: the out-of-memory rows are marked in a copy)
     oom = next(i for i, (k, _) in enumerate(NODE_RULES) if k == "oom")
     if (which < 0).any():  # an OutOfMemoryError may be the cause deep in a stack trace
         rest = np.flatnonzero(which < 0)
