@@ -201,7 +201,7 @@ def _connect(bundle: Bundle, loggers: list[str] | None = None, lifecycle: bool =
     # found once (a few per cent of the records at most), then left out of the views by an anti-join
     con.execute(
         f"create temp table lev as select t, {h} as host, ord, cast(logger as varchar) as logger, "
-        f"coalesce((select first(p.phase) from phases p where p.host = {h} and t between p.lo and p.hi), 'creation') "
+        f"coalesce((select first(p.phase) from phases p where t between p.lo and p.hi), 'creation') "
         f"as phase from src where t > 0 and {keep} and {life}"
     )
     if not lifecycle:

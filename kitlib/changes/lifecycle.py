@@ -75,9 +75,14 @@ def statement_ids(pattern: str) -> list[str]:
 
 def mark_steps(con, keep: str) -> str:
     """Tables ``phases`` (host, phase, lo, hi: each node's start-up and shutdown, from the server
-    loggers' own lines) and ``marks`` (host, t, kind S/D/E) on the connection; returns the ``where``
-    condition of a record of ``src`` set aside as lifecycle (in a phase of its host, or a creation
-    statement)."""
+    loggers' own lines), ``marks`` (host, t, kind S/D/E), ``steps`` and ``lifeord`` (the ``ord`` of
+    each record of ``src`` logged while a node starts or shuts down, or of a following statement
+    within a step) on the connection; returns the ``where`` condition of a record of ``src`` set
+    aside as lifecycle (one of those, or a creation statement).
+
+    A phase covers the records of every host, not only the node's own: what the other brokers log
+    while one starts or stops (fetchers to it, its partitions' leaders moving) and the last lines a
+    node writes just after its "started" line are part of that step."""
     servers = ", ".join(f"'{x}'" for x in (*SERVER_LOGGERS, *BOOT_LOGGERS))
     h = "coalesce(cast(host as varchar), '')"
     con.execute(
@@ -112,11 +117,15 @@ def mark_steps(con, keep: str) -> str:
         f"and {keep})) group by g "
         f"union all select lo - {BURST_GAP}, hi + {BURST_GAP} from phases"
     )
-    return (
-        f"coalesce(cast(template_id as varchar) in ({ids}) or exists (select 1 from phases p where p.host = {h} "
-        f"and t between p.lo and p.hi) or (cast(template_id as varchar) in ({follows}) and exists (select 1 from "
-        f"steps s where t between s.lo and s.hi)), false)"
+    # two range joins on the few phases and steps, not a correlated condition per record (DuckDB
+    # kept every record's time apart for it: most of the comparison's CPU on a 1 GB store)
+    con.execute(
+        f"create temp table lifeord as with x as (select ord, t, cast(template_id as varchar) as tid "
+        f"from src where t > 0 and {keep}) "
+        f"select ord from x join phases p on x.t between p.lo and p.hi "
+        f"union select ord from x join steps s on x.t between s.lo and s.hi where x.tid in ({follows})"
     )
+    return f"coalesce(cast(template_id as varchar) in ({ids}) or ord in (select ord from lifeord), false)"
 
 
 def step_context(con, span: tuple[int, int], in_w: str, in_b: str, included: bool) -> tuple[dict, list[str]]:
