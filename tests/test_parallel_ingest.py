@@ -91,6 +91,24 @@ def test_second_process_on_multiline_records_across_batches(tmp_path, monkeypatc
     )  # a trace is 8 lines
 
 
+def test_the_two_processes_pick_between_them_what_one_process_picks(tmp_path):
+    """With a second process the ingest picks the groups that are not blockwise and the second
+    the blockwise ones, each from the whole block: every group on one side only, and its records
+    the ones a one-process ingest picks."""
+    from kitlib.ingestion.sink import _blockwise
+
+    ingest(ROOT / "sample_data" / "transactions", tmp_path / "out", derive=False, progress=False)
+    block = pq.read_table(tmp_path / "out" / "events.parquet")
+    whole = extract.select(block)
+    here = extract.select(block, lambda g: not _blockwise(g))
+    there = extract.select(block, _blockwise)
+    assert here and there and not set(here) & set(there)
+    assert sorted({**here, **there}) == sorted(whole)
+    for g, t in {**here, **there}.items():
+        assert t.equals(whole[g]), g
+    assert all(extract.EXTRACTORS[g].blockwise for g in there)
+
+
 def test_small_bundle_stays_in_one_process(tmp_path, monkeypatch):
     seen = []
     real = pipeline.Sink
