@@ -27,6 +27,31 @@ def test_ingest_then_summary(kit, tmp_path):
     assert r.returncode == 0 and json.loads(r.stdout)["rows"]["events"] == 5
 
 
+def _subparsers(parser):
+    return next(a for a in parser._actions if a.__class__.__name__ == "_SubParsersAction").choices
+
+
+def test_each_command_is_registered_by_the_module_named_for_it_alone():
+    import argparse
+    import importlib
+
+    from kitlib.cli import COMMAND_MODULES, COMMANDS, build_parser
+
+    owned = {}
+    for name in COMMAND_MODULES:
+        sub = argparse.ArgumentParser().add_subparsers()
+        importlib.import_module(name).register_cli(sub)
+        owned.update(dict.fromkeys(sub.choices, name))
+    assert owned == COMMANDS
+    full = build_parser()
+    assert sorted(_subparsers(full)) == sorted(COMMANDS)
+    argv = ["ingest", "b", "--out", "o", "--tz", "UTC", "--no-derive", "--workers", "2"]
+    one = build_parser("ingest")
+    assert sorted(_subparsers(one)) == ["ingest", "summary"]
+    assert vars(one.parse_args(argv)) == vars(full.parse_args(argv))
+    assert sorted(_subparsers(build_parser("no-such-command"))) == sorted(COMMANDS)
+
+
 def test_errors_are_one_clear_line(kit, tmp_path):
     r = kit("ingest", tmp_path / "missing", "--out", tmp_path / "o")
     assert r.returncode == 2

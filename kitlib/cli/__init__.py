@@ -32,9 +32,23 @@ COMMAND_MODULES = [
     "kitlib.cli.capture",  # capture, probe
     "kitlib.cli.cache",  # cache
 ]
+# the module of each command, so that running one imports only its own module (``kitlib lab``'s
+# parser alone imports the whole lab); tests/test_cli.py checks it against what the modules register
+COMMANDS = {
+    **dict.fromkeys(["ingest", "summary"], "kitlib.cli.bundle_commands"),
+    "triage": "kitlib.cli.triage",
+    "changes": "kitlib.cli.changes",
+    **dict.fromkeys(["investigations", "tables", "formats", "findings", "templates"], "kitlib.cli.catalogue"),
+    **dict.fromkeys(["report", "notebooks"], "kitlib.cli.report"),
+    "lab": "kitlib.cli.lab",
+    **dict.fromkeys(["capture", "probe"], "kitlib.cli.capture"),
+    "cache": "kitlib.cli.cache",
+}
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The whole parser; with ``command`` (a key of :data:`COMMANDS`), only that command's module
+    registers its parsers, which parse that command's arguments the same way."""
     parser = argparse.ArgumentParser(
         prog="kitlib",
         description="Kafka incident kit: turn a bundle of broker/Connect logs and JMX dumps into tables, "
@@ -42,7 +56,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version="kitlib " + _version())
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    for name in COMMAND_MODULES:
+    for name in [COMMANDS[command]] if command in COMMANDS else COMMAND_MODULES:
         importlib.import_module(name).register_cli(sub)
     return parser
 
@@ -68,7 +82,8 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _main(argv: list[str] | None) -> int:
-    parser = build_parser()
+    words = sys.argv[1:] if argv is None else argv
+    parser = build_parser(words[0] if words else None)
     args = parser.parse_args(argv)  # --help, --version and usage errors exit here (0 or 2), no traceback
     if not getattr(args, "func", None):
         parser.print_help()
@@ -99,4 +114,4 @@ def _check_tz(tz) -> None:
         check_tz(tz, "--tz")
 
 
-__all__ = ["main", "build_parser", "COMMAND_MODULES", "EXIT_CLEAN", "EXIT_FINDINGS", "EXIT_ERROR"]
+__all__ = ["main", "build_parser", "COMMAND_MODULES", "COMMANDS", "EXIT_CLEAN", "EXIT_FINDINGS", "EXIT_ERROR"]
