@@ -125,6 +125,13 @@ def extent_rows(f: Cited, bundle=None, masks: dict | None = None) -> pd.DataFram
     with ``bundle``, every row its ``counted_from`` queries select. A row with a line number is
     one row per (file, line); one without is one row per (file, host, ts, text). ``masks`` keeps
     each query clause's rows for the next finding that shares it (see :func:`_selected`)."""
+    parts = _extent_parts(f, bundle, masks)
+    return pd.concat(parts, ignore_index=True) if isinstance(parts, tuple) else parts
+
+
+def _extent_parts(f: Cited, bundle=None, masks: dict | None = None) -> tuple[pd.DataFrame, pd.DataFrame] | pd.DataFrame:
+    """:func:`extent_rows` as its rows with a line number and those without (not joined: a count
+    reads them apart), or the empty frame when ``f`` rests on no row."""
     ev = pd.DataFrame(f.evidence, columns=[*_EXTENT_COLUMNS, "text"]) if f.evidence else None
     parts = []
     if ev is not None:
@@ -148,16 +155,25 @@ def extent_rows(f: Cited, bundle=None, masks: dict | None = None) -> pd.DataFram
                 parts.append(got)
     if not parts:
         return pd.DataFrame({c: pd.Series(dtype=object) for c in [*_EXTENT_COLUMNS, "text"]})
+    # each part's names as text and its line numbers first, so the parts join in those dtypes (a
+    # table's categorical names and integer lines joined with the evidence's objects were made
+    # objects, then converted row by row)
+    parts = [d.assign(file=_text(d["file"]), host=_text(d["host"]), line=_line_numbers(d["line"])) for d in parts]
     d = pd.concat(parts, ignore_index=True) if len(parts) > 1 else parts[0]
-    d = d.assign(
-        file=d["file"].astype("string").fillna(""),
-        host=d["host"].astype("string").fillna(""),
-        line=_line_numbers(d["line"]),
-    )
     has_line = d["line"].notna()
     keyed = d[has_line].drop_duplicates(["file", "line"])
     bare = d[~has_line].astype({"text": "string"}).drop_duplicates(["file", "host", "ts", "text"])
-    return pd.concat([keyed, bare], ignore_index=True)
+    return keyed, bare
+
+
+def _text(s: pd.Series) -> pd.Series:
+    """``s`` as text (``string``), a missing value as "". A categorical column is turned into text
+    once per category and spread by its codes, not row by row."""
+    if isinstance(s.dtype, pd.CategoricalDtype):
+        cats = pd.array([str(c) for c in s.cat.categories] + [""], dtype="string")
+        codes = s.cat.codes.to_numpy()
+        return pd.Series(cats.take(np.where(codes < 0, len(cats) - 1, codes)), index=s.index)
+    return s.astype("string").fillna("")
 
 
 def _query_frame(bundle, table: str, queries: list[str]) -> pd.DataFrame:
@@ -276,12 +292,14 @@ def evidence_extent(f: Cited, bundle=None, masks: dict | None = None) -> Extent:
     """How much evidence ``f`` rests on (:class:`Extent`), from :func:`extent_rows`. The one place
     an extent is measured: :func:`triage` calls it with the bundle for every finding, and one
     ``masks`` for all the findings of a detector."""
-    d = extent_rows(f, bundle, masks)
-    lines = int(d["line"].notna().sum()) if len(d) else 0
+    parts = _extent_parts(f, bundle, masks)
+    # the rows with a line number and those without, read apart (not joined into one frame)
+    frames = [d for d in (parts if isinstance(parts, tuple) else (parts,)) if len(d)]
+    lines = sum(int(d["line"].notna().sum()) for d in frames)
     # the distinct names first, so Python sees each once rather than every row
-    hosts = tuple(sorted(str(h) for h in d["host"].unique() if h != "")) if len(d) else ()
-    files = sum(1 for x in d["file"].unique() if x != "") if len(d) else 0
-    ts = d["ts"].dropna() if len(d) else pd.Series([], dtype=object)
-    first = pd.Timestamp(ts.min()) if len(ts) else None
-    last = pd.Timestamp(ts.max()) if len(ts) else None
-    return Extent(lines, len(d) - lines, hosts, files, first, last)
+    hosts = tuple(sorted({str(h) for d in frames for h in d["host"].unique() if h != ""}))
+    files = len({x for d in frames for x in d["file"].unique() if x != ""})
+    ts = [t for t in (d["ts"].dropna() for d in frames) if len(t)]
+    first = min(pd.Timestamp(t.min()) for t in ts) if ts else None
+    last = max(pd.Timestamp(t.max()) for t in ts) if ts else None
+    return Extent(lines, sum(len(d) for d in frames) - lines, hosts, files, first, last)

@@ -24,6 +24,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from kitlib.bundle import Bundle
+from kitlib.investigations.cluster_health.codes import host_ids, text_values
 
 LONG_PAUSE_MS = 1000  # a pause this long can stall replication or heartbeats
 
@@ -129,9 +130,9 @@ def host_of(ids: dict[str, int]) -> dict[int, str]:
 
 def node_col(df: pd.DataFrame, ids: dict[str, int], col: str = "node") -> pd.Series:
     """The node a row is about: its own column, else the node id of the host that wrote it."""
-    by_host = df["host"].astype("string").map(ids)
+    by_host = host_ids(df["host"], ids)
     if col in df:
-        return df[col].astype("Float64").fillna(by_host.astype("Float64")).astype("Int64")
+        return df[col].astype("Float64").fillna(by_host).astype("Int64")
     return by_host.astype("Int64")
 
 
@@ -193,7 +194,11 @@ def shrink_rows(bundle, columns: list[str] | None = None) -> pd.DataFrame:
         return s.assign(node=pd.Series(dtype="Int64"))
     rows, ids = id_lists(p["removed"].iloc[at])
     at = at[rows]
-    out = (p.iloc[at] if columns is None else p[columns].iloc[at]).reset_index(drop=True)
+    out = (  # with columns, each taken alone (no copy of them over every row first)
+        p.iloc[at].reset_index(drop=True)
+        if columns is None
+        else pd.DataFrame({c: p[c].array.take(at) for c in columns}, index=pd.RangeIndex(len(at)))
+    )
     out["node"] = pd.array(ids, dtype="Int64")
     return out
 
@@ -270,7 +275,7 @@ def isr_episodes(bundle) -> pd.DataFrame:
             "partition": p["partition"].iloc[gone].astype("Int64").array,
             "left": p["ts"].iloc[gone].array,
             "leader": p["reporter"].iloc[gone].array,
-            "file": p["file"].iloc[gone].astype(str).to_numpy(),
+            "file": text_values(p["file"].iloc[gone]),
             "line": p["line"].iloc[gone].array,
         },
         index=pd.Index(order),
@@ -289,9 +294,12 @@ def isr_episodes(bundle) -> pd.DataFrame:
         ((ids, np.zeros(len(ids), bool)), (left_ids, np.zeros(len(left_ids), bool))),
     )
     del gone, left_ids, topic, part, part_v, part_na
-    ex = pd.DataFrame({"key": ex_key, "rejoined": p["ts"].array.take(at)})
-    ex = ex[~ex_gap & ex["rejoined"].notna().to_numpy(bool)]
-    del ex_key, ex_gap, at, rows, ids
+    # the rejoins with a key and a time, made once in time order (stable), not filtered then sorted
+    back = p["ts"].to_numpy("datetime64[ns]")[at]
+    keep = np.flatnonzero(~ex_gap & ~np.isnat(back))
+    keep = keep[np.argsort(back[keep], kind="stable")]
+    ex = pd.DataFrame({"key": ex_key[keep], "rejoined": p["ts"].array.take(at[keep])})
+    del ex_key, ex_gap, at, rows, ids, back, keep
     ep["key"] = ep_key
     # the next shrink naming the same broker on the same partition proves it was back by then,
     # even when the rejoin itself was not logged
@@ -301,7 +309,7 @@ def isr_episodes(bundle) -> pd.DataFrame:
     # the first rejoin strictly after the shrink, for the same (topic, partition, broker)
     joined = pd.merge_asof(
         timed.reset_index(),
-        ex.sort_values("rejoined", kind="stable"),
+        ex,
         left_on="left",
         right_on="rejoined",
         by="key",
@@ -631,8 +639,8 @@ def joined_by_place(ep: pd.DataFrame, rest: pd.DataFrame) -> pd.DataFrame:
     """``ep.merge(rest[["file", "line"]], on=["file", "line"])`` (files compared as text, a missing
     line equal to a missing line): each row of ``ep`` in order, as many times as ``rest`` holds its
     (file, line), taken by position from integer keys rather than by a join on Python strings."""
-    files, names = pd.factorize(rest["file"].astype(str).to_numpy())
-    at = pd.Index(names).get_indexer(ep["file"].astype(str).to_numpy())
+    files, names = pd.factorize(text_values(rest["file"]))
+    at = pd.Index(names).get_indexer(text_values(ep["file"]))
     lines = [pd.array(df["line"], dtype="Int64") for df in (rest, ep)]
     (mine, _), (theirs, _) = int_keys(
         ((files, np.zeros(len(files), bool)), (np.maximum(at, 0), np.zeros(len(at), bool))),
@@ -642,6 +650,8 @@ def joined_by_place(ep: pd.DataFrame, rest: pd.DataFrame) -> pd.DataFrame:
     keys, counts = np.unique(mine, return_counts=True)
     pos = np.minimum(np.searchsorted(keys, theirs), max(len(keys) - 1, 0))
     times = np.where((at >= 0) & (keys[pos] == theirs), counts[pos], 0) if len(keys) else np.zeros(len(ep), np.int64)
+    if (times == 1).all() and ep.index.equals(pd.RangeIndex(len(ep))):  # every row once: ``ep`` as it is, no copy
+        return ep
     return ep.iloc[np.repeat(np.arange(len(ep)), times)].reset_index(drop=True)
 
 

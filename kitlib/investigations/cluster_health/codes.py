@@ -1,0 +1,43 @@
+"""Columns of the cluster-health models read by their codes: a categorical column (a host, a file)
+turned into node ids or text once per category and spread to the rows by its codes, never one
+Python object made per row.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+
+def host_ids(host: pd.Series, ids: dict[str, int]) -> pd.Series:
+    """The node id (``ids``) of each row's ``host`` as Float64; a categorical host looked up per category.
+
+    Example:
+        >>> host_ids(pd.Series(["b-1", None, "b-9"], dtype="category"), {"b-1": 1}).tolist()
+        [1.0, <NA>, <NA>]
+    """
+    if isinstance(host.dtype, pd.CategoricalDtype):
+        per = np.array([ids.get(str(c), np.nan) for c in host.cat.categories], dtype="float64")
+        codes = host.cat.codes.to_numpy()
+        got = np.append(per, np.nan)[np.where(codes < 0, len(per), codes)]
+    else:
+        got = host.astype("string").map(ids).astype("Float64").to_numpy("float64", na_value=np.nan)
+    return pd.Series(pd.array(got, dtype="Float64"), index=host.index)
+
+
+def text_values(values: pd.Series) -> np.ndarray:
+    """What ``values.astype(str).to_numpy()`` gives (a categorical's missing value stays NaN): a
+    categorical column's rows share its categories' strings (one per category, not one per row), and
+    a column of strings alone is handed back as it is.
+
+    Example:
+        >>> text_values(pd.Series(["a", None, "a"], dtype="category")).tolist()
+        ['a', nan, 'a']
+    """
+    if values.dtype == object and pd.api.types.infer_dtype(values, skipna=False) == "string":
+        return values.to_numpy()  # strings already (astype would copy them through fixed-width text)
+    if not isinstance(values.dtype, pd.CategoricalDtype):
+        return values.astype(str).to_numpy()
+    names = np.array([str(c) for c in values.cat.categories] + [np.nan], dtype=object)
+    codes = values.cat.codes.to_numpy()
+    return names[np.where(codes < 0, len(names) - 1, codes)]
