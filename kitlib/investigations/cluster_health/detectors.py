@@ -497,10 +497,8 @@ def detect_broker_fenced(bundle) -> list[Finding]:
     # one finding per node (a handful): each pass below is vectorised over its rows
     groups: dict = dict(lost.groupby("about").indices)
     # a broker whose own lines carry no broker id (only its ZooKeeper client's lines) is named by its host
-    bare = np.flatnonzero(
-        lost["about"].isna().to_numpy(bool) & lost["kind"].astype(str).str.startswith("zk_").to_numpy(bool)
-    )
-    hosts = lost["host"].astype("string").to_numpy(object)[bare]
+    bare = np.flatnonzero(lost["about"].isna().to_numpy(bool) & _starts(lost["kind"], "zk_"))
+    hosts = lost["host"].iloc[bare].astype("string").to_numpy(object)
     groups.update({str(h): bare[p] for h, p in pd.Series(hosts).groupby(hosts).indices.items()})
     for node in sorted(groups, key=lambda k: (isinstance(k, str), k)):
         pos = groups[node]
@@ -552,6 +550,15 @@ def detect_broker_fenced(bundle) -> list[Finding]:
             )
         )
     return out
+
+
+def _starts(col: pd.Series, prefix: str) -> np.ndarray:
+    """Which rows' text starts with ``prefix`` (False where missing); a categorical column by its codes."""
+    if isinstance(col.dtype, pd.CategoricalDtype):
+        hit = np.array([str(c).startswith(prefix) for c in col.cat.categories] + [False])
+        codes = col.cat.codes.to_numpy()
+        return hit[np.where(codes < 0, len(hit) - 1, codes)]
+    return col.astype(str).str.startswith(prefix).to_numpy(bool)
 
 
 @detector(
