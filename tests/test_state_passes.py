@@ -10,11 +10,12 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pyarrow as pa
+import pyarrow.compute as pc
 import pytest
 from test_state_tables import MIXED, _shipped_lines
 
 from kitlib import registry
-from kitlib.extract import _captures, first_lines, first_rule, group_arrays, rule_groups
+from kitlib.extract import _captures, _literal, first_lines, first_rule, group_arrays, rule_groups
 from kitlib.investigations.cluster_health import passes, state, wording
 
 # lines of one table's wording that hold the other's too (a wording group of the first must still check
@@ -46,6 +47,7 @@ def texts() -> pa.Array:
     return first_lines(pa.array(lines, pa.large_string()))
 
 
+@pytest.mark.slow  # every shipped line, both rule sets, four groupings: about two seconds
 def test_both_tables_rules_found_at_once_are_those_in_order_with_their_captures(texts):
     """Whatever the groups (one for all, a few cutting across wordings, groups of one wording with lines of
     the other table's wording among them, one per line), each line gets per set of rules the first it
@@ -53,7 +55,9 @@ def test_both_tables_rules_found_at_once_are_those_in_order_with_their_captures(
     expected = [first_rule(texts, patterns) for patterns, _ in SETS]
     assert all((e >= 0).sum() > 50 for e in expected)
     rng = np.random.default_rng(11)
-    cross = np.r_[np.zeros(len(texts) - 3 * len(MIXED + CROSS), np.int64), np.tile(np.arange(len(MIXED + CROSS)) % 3, 3)]
+    cross = np.r_[
+        np.zeros(len(texts) - 3 * len(MIXED + CROSS), np.int64), np.tile(np.arange(len(MIXED + CROSS)) % 3, 3)
+    ]
     reused = 0
     for hint in (np.zeros(len(texts), np.int64), rng.integers(0, 6, len(texts)), cross, np.arange(len(texts)) % 300):
         got = passes.rules_of_sets(texts, hint, SETS)
@@ -76,11 +80,17 @@ def test_a_capture_pass_tried_at_the_start_first_is_the_search(texts):
     """For every rule, the extraction tried where the line starts, then searched on the lines it missed,
     equals the search's on every line (those matching later in the line, or twice, among them)."""
     some = pa.concat_arrays([texts, pa.array(["x " + t for t in CROSS + MIXED], pa.large_string())])
-    for patterns, _ in SETS:
-        for pattern in patterns:
-            assert passes.captures(some, pattern, True).to_pylist() == _captures(some, pattern).to_pylist()
+    for patterns, keys in SETS:
+        for pattern, ks in zip(patterns, keys):  # (the lines holding the rule's key, and a few others)
+            held = pc.or_(
+                pc.match_substring_regex(some, "|".join(_literal(k) for k in ks)),
+                pa.array(np.random.default_rng(4).random(len(some)) < 0.01),
+            )
+            lines = some.filter(held.fill_null(False))
+            assert passes.captures(lines, pattern, True).to_pylist() == _captures(lines, pattern).to_pylist()
 
 
+@pytest.mark.slow  # both builders twice on every shipped line: about two seconds
 def test_builders_sharing_a_batch_build_what_each_builds_alone(texts):
     """``partition_changes`` and ``node_events`` built in turn from one frame (the passes made once) equal
     each built from its own copy of the frame (the passes made anew)."""
@@ -104,3 +114,18 @@ def test_builders_sharing_a_batch_build_what_each_builds_alone(texts):
     for a, b in zip(together, alone):
         assert len(a) > 50
         pd.testing.assert_frame_equal(a, b)
+
+
+def test_topic_and_partition_split_as_the_regex_reads_them():
+    """A partition's name split at its last '-' where digits follow gives what ``^(.*)-(\\d+)$`` captures,
+    for names of many dashes, of none, ending in a dash or non-ASCII digits, empty or missing."""
+    rng = np.random.default_rng(2)
+    alphabet = list("ab-1٣é_.") + ["-0", "-12"]
+    names = ["".join(rng.choice(alphabet, rng.integers(0, 7))) for _ in range(3000)]
+    names += ["orders-24", "a-1-", "-5", "-", "a--1", "t-0123", None, ""]
+    tp = pa.array(names, pa.string())
+    want = pc.extract_regex(tp, r"^(?P<t>.*)-(?P<p>\d+)$")
+    topic, part = state._topic_partition(tp)
+    assert topic.to_pylist() == pc.struct_field(want, "t").to_pylist()
+    assert part.to_pylist() == pc.struct_field(want, "p").to_pylist()
+    assert pc.is_valid(part).to_numpy(zero_copy_only=False).sum() > 500

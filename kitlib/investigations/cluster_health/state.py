@@ -262,6 +262,23 @@ def _isr_change_frame(kind: str, gs: list) -> pd.DataFrame:
     )
 
 
+def _topic_partition(tp: pa.Array | pa.ChunkedArray) -> tuple[pa.Array, pa.Array]:
+    r"""'orders-24' -> 'orders', '24': what ``^(.*)-(\d+)$`` captures, without a regex pass (the names,
+    read from ``\S`` runs, hold no line break): split at the last '-', kept where ASCII digits follow
+    it; null both where not."""
+    if isinstance(tp, pa.ChunkedArray):
+        tp = tp.combine_chunks()
+    parts = pc.split_pattern(tp, "-", max_splits=1, reverse=True)
+    ok = np.asarray(pc.equal(pc.list_value_length(parts), 2).fill_null(False).to_numpy(zero_copy_only=False), bool)
+    two = parts.filter(pa.array(ok))
+    head, tail = pc.list_element(two, 0), pc.list_element(two, 1)
+    digits = np.asarray(pc.ascii_is_decimal(tail).fill_null(False).to_numpy(zero_copy_only=False), bool)
+    at = np.full(len(tp), -1, np.int64)
+    at[np.flatnonzero(ok)[digits]] = np.flatnonzero(digits)
+    where = pa.array(at, mask=at < 0)
+    return head.take(where), tail.take(where)
+
+
 def _partition_frame(events: pd.DataFrame) -> tuple[pd.DataFrame, pa.Array]:
     """Rows of ``partition_changes`` (without the base columns), one frame per rule, concatenated
     in record order (``row``: the record's index in ``events``), and the records' first lines."""
@@ -289,9 +306,8 @@ def _partition_frame(events: pd.DataFrame) -> tuple[pd.DataFrame, pa.Array]:
         return pd.DataFrame(), first
     f = pd.concat(parts, ignore_index=True).sort_values("row", kind="stable").reset_index(drop=True)
     if "tp" in f:
-        tp = pc.extract_regex(pa.array(f.pop("tp").astype(pd.StringDtype("pyarrow")).array), r"^(?P<t>.*)-(?P<p>\d+)$")
-        topic = pd.Series(pd.array(pc.struct_field(tp, "t"), dtype=pd.StringDtype("pyarrow")))
-        part = pc.struct_field(tp, "p")
+        t, part = _topic_partition(pa.array(f.pop("tp").astype(pd.StringDtype("pyarrow")).array))
+        topic = pd.Series(pd.array(t, dtype=pd.StringDtype("pyarrow")))
         f["topic"] = topic.fillna(f["topic"].astype("string")) if "topic" in f else topic
         part = _to_int(part)
         f["partition"] = (
