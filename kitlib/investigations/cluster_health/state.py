@@ -6,8 +6,9 @@ The wording each table is read from, release by release, is in :mod:`.wording`.
 
 Records are picked by an Arrow regex over the messages of every logger except the request,
 authorizer and cleaner logs; classification and captures are Arrow regex kernels over the picked
-first lines, each wording (template id, else logger) tried on the rule its first record matches
-(:func:`~kitlib.extract.first_rule_by_wording`), and the rows are put together column by column.
+first lines, each wording (template id, else logger) tried on the rule its first record matches,
+the two tables' rules found in one search over a batch both builders read in turn
+(:func:`.passes.rules`), and the rows are put together column by column.
 """
 
 from __future__ import annotations
