@@ -121,6 +121,7 @@ def select(block: pa.Table, picks: Callable[[str], bool] | None = None) -> dict[
         col = col.chunk(0) if col.num_chunks else pa.array([], pa.dictionary(pa.int32(), pa.string()))
     values = col.dictionary.to_pylist()
     idx = col.indices.to_numpy(zero_copy_only=False)
+    message = block.column("message")
     out: dict[str, pa.Table] = {}
     for name in set(groups().values()):
         if picks is not None and not picks(name):
@@ -132,16 +133,11 @@ def select(block: pa.Table, picks: Callable[[str], bool] | None = None) -> dict[
         rows = np.flatnonzero(want[idx])
         if len(rows) and ex.contains:
             if 2 * len(rows) > len(idx):  # most of the block: matched where it is, not copied out first
-                hit = pc.match_substring_regex(block.column("message"), ex.contains)
+                hit = pc.match_substring_regex(message, ex.contains)
                 rows = rows[np.asarray(hit.to_numpy(zero_copy_only=False), bool)[rows]]
-            else:  # the records copied out once, their messages matched there
-                part = block.take(pa.array(rows))
-                hit = np.asarray(
-                    pc.match_substring_regex(part.column("message"), ex.contains).to_numpy(zero_copy_only=False), bool
-                )
-                if hit.any():
-                    out[name] = part if hit.all() else part.filter(pa.array(hit))
-                continue
+            else:  # only their messages copied out and matched; the records taken once, those that match
+                texts = message.take(pa.array(rows))
+                rows = rows[np.asarray(pc.match_substring_regex(texts, ex.contains).to_numpy(zero_copy_only=False), bool)]
         if len(rows):
             out[name] = block.take(pa.array(rows))
     return out
