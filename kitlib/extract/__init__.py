@@ -137,7 +137,8 @@ def select(block: pa.Table, picks: Callable[[str], bool] | None = None) -> dict[
                 rows = rows[np.asarray(hit.to_numpy(zero_copy_only=False), bool)[rows]]
             else:  # only their messages copied out and matched; the records taken once, those that match
                 texts = message.take(pa.array(rows))
-                rows = rows[np.asarray(pc.match_substring_regex(texts, ex.contains).to_numpy(zero_copy_only=False), bool)]
+                hit = pc.match_substring_regex(texts, ex.contains)
+                rows = rows[np.asarray(hit.to_numpy(zero_copy_only=False), bool)]
         if len(rows):
             out[name] = block.take(pa.array(rows))
     return out
