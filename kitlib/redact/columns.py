@@ -37,7 +37,11 @@ def redact_array(arr: pa.Array | pa.ChunkedArray, lines: bool = False):
     """
     if isinstance(arr, pa.ChunkedArray):
         if arr.num_chunks == 1 or not lines:
-            return pa.chunked_array([redact_array(c, lines) for c in arr.chunks], arr.type)
+            olds = arr.chunks  # (each access makes new Python objects: taken once)
+            chunks = [redact_array(c, lines) for c in olds]
+            if all(new is old for new, old in zip(chunks, olds)):
+                return arr  # nothing changed: the caller keeps what it had (no copy made)
+            return pa.chunked_array(chunks, arr.type)
         arr = arr.combine_chunks()
     t = arr.type
     if pa.types.is_dictionary(t):
