@@ -238,6 +238,20 @@ def test_librdkafka_consumer_stuck_in_rebalance(tmp_path):
     assert "generation 40 -> 45" in f.summary
 
 
+def test_a_storm_in_clients_logs_alone_names_its_clients_from_an_ingest_output(tmp_path):
+    """On an ingest output the counts read the group lines without their client ids; the storm's
+    clients are read for its own rows, and the finding is the one the bundle in memory gives."""
+    bundle = tmp_path / "bundle"
+    (bundle / "app-1").mkdir(parents=True)
+    (bundle / "app-1" / "consumer.log").write_bytes(storm_log())
+    kitlib.ingest(bundle, tmp_path / "out", progress=False)
+    stored = kitlib.load_bundle(tmp_path / "out")
+    f = triage(stored).findings
+    assert [g.id for g in f] == ["rebalance-storm"] and f[0].numbers["clients"] == "payments-svc#consumer-1"
+    assert f[0].to_dict() == findings_of(bundle)["rebalance-storm"][0].to_dict()
+    assert "group_events" not in stored.tables
+
+
 # --- JVM output outside log4j ------------------------------------------------------------------
 
 

@@ -316,10 +316,37 @@ def test_counted_rows_are_the_ones_pandas_query_selects():
         assert (_selected(ge, "group_events", q, masks) == want).all(), q
     # one mask per distinct clause of a top-level and, shared by the queries that repeat it
     clauses = {c for q in queries for c in _conjuncts(q)}
-    assert set(masks) == {("group_events", c) for c in clauses} and len(clauses) < sum(
-        len(_conjuncts(q)) for q in queries
-    )
+    # (besides them: the codes of a column a clause compares with a text, made once)
+    assert {k for k in masks if isinstance(k[1], str)} == {("group_events", c) for c in clauses}
+    assert {k[1][1] for k in masks if not isinstance(k[1], str)} == {"kind", "group"}
+    assert len(clauses) < sum(len(_conjuncts(q)) for q in queries)
     assert "kind == 'member_left' or group == " + repr(group) in clauses  # an or is one clause
+
+
+def test_a_clause_comparing_a_column_with_a_text_selects_what_pandas_query_does():
+    """A ``column == 'text'`` clause is answered from the column's codes; the rows are those
+    ``DataFrame.query`` selects on text, categorical and mixed object columns, with missing values,
+    unused categories, a text no row has, a duplicated index and a column that is not text."""
+    import pandas as pd
+
+    from kitlib.findings.extent import _selected
+
+    frame = pd.DataFrame(
+        {
+            "s": pd.array(["a", None, "b", "a", "", "b"], dtype="string"),
+            "c": pd.Categorical(["x", "y", None, "x", "y", "x"], categories=["z", "y", "x"]),
+            "o": pd.Series(["1", 1, None, "1", 1.0, b"1"], dtype=object),
+            "n": [1, 2, 3, 1, 2, 3],
+        },
+        index=[5, 5, 6, 7, 8, 8],
+    )
+    masks: dict = {}
+    queries = ["s == 'a'", "s == ''", "s == 'q'", "c == 'x'", "c == 'z'", "o == '1'", "s == 'b' and c == 'x'"]
+    for q in [*queries, "s == 'b'", "c == 'y'"]:  # the last two from codes made for the first ones
+        want = frame.reset_index(drop=True).query(q, engine="python").index
+        got = _selected(frame, "t", q, masks)
+        assert got.tolist() == [i in set(want) for i in range(len(frame))], q
+    assert ("t", ("codes", "s")) in masks and ("t", ("codes", "n")) not in masks
 
 
 def test_evidence_rows_read_from_their_columns_match_rows_of_the_whole_frame():

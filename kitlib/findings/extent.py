@@ -259,6 +259,45 @@ def _row_mask(frame: pd.DataFrame, expr: str) -> pd.Series | None:
     return _checked(pd.eval(expr, engine="python", parser="pandas", resolvers=(columns,)), frame)
 
 
+def _equal_mask(frame: pd.DataFrame, table: str, expr: str, masks: dict) -> pd.Series | None:
+    """``frame.eval(expr)`` for a clause ``column == 'text'`` on a text or categorical column, from
+    the column's codes (:func:`pandas.factorize`, made once per column and kept in ``masks``): a
+    detector's findings mostly differ in such a clause (the group, the host), and comparing every
+    row's text for each was most of an extent's cost. None for any other clause. pandas reads
+    ``==`` against a text as ``isin``: equal values only, a missing value never."""
+    try:
+        body = ast.parse(expr.strip(), mode="eval").body
+    except SyntaxError:
+        return None
+    if not (
+        isinstance(body, ast.Compare)
+        and len(body.ops) == 1
+        and isinstance(body.ops[0], ast.Eq)
+        and isinstance(body.left, ast.Name)
+        and isinstance(body.comparators[0], ast.Constant)
+        and isinstance(body.comparators[0].value, str)
+    ):
+        return None
+    name, value = body.left.id, body.comparators[0].value
+    if name in ("index", frame.index.name) or not frame.columns.is_unique or name not in frame.columns:
+        return None
+    col = frame[name]
+    if not (isinstance(col.dtype, (pd.CategoricalDtype, pd.StringDtype)) or col.dtype == object):
+        return None
+    key = (table, ("codes", name))
+    hit = masks.get(key)
+    if hit is None or hit[0] is not frame:
+        codes, uniques = pd.factorize(col)
+        where: dict = {}
+        for i, u in enumerate(np.asarray(uniques, dtype=object).tolist()):
+            if isinstance(u, str):
+                where.setdefault(u, i)
+        hit = masks[key] = (frame, codes, where)
+    at = hit[2].get(value)
+    m = np.zeros(len(frame), bool) if at is None else hit[1] == at
+    return pd.Series(m, index=frame.index)
+
+
 def _checked(m, frame: pd.DataFrame) -> pd.Series | None:
     ok = isinstance(m, pd.Series) and len(m) == len(frame) and pd.api.types.is_bool_dtype(m.dtype)
     return m if ok else None
@@ -274,7 +313,8 @@ def _selected(frame: pd.DataFrame, table: str, query: str, masks: dict) -> np.nd
         key = (table, part)
         hit = masks.get(key)
         if hit is None or hit[0] is not frame:
-            m = _row_mask(frame, part)
+            m = _equal_mask(frame, table, part, masks)
+            m = _row_mask(frame, part) if m is None else m
             if m is None:  # a clause that means nothing on its own: the query as a whole
                 got = None
                 break

@@ -422,18 +422,23 @@ def _summary(ge: pd.DataFrame) -> pd.DataFrame:
 
 # what the rebalance counts read of group_events (the text of a line only for the rows shown)
 GROUP_COLUMNS = ["ts", "source", "kind", "group", "generation", "client_id", "reason", "host", "file", "line"]
+# what the counts read (the client ids only name the clients of a storm seen in clients' logs
+# alone: read for that storm's rows then; on the 1 GB mix, most of the read's cost)
+COUNTED_COLUMNS = [c for c in GROUP_COLUMNS if c != "client_id"]
 
 
-def group_rows(bundle, also: list[str] | None = None) -> pd.DataFrame:
+def group_rows(bundle, also: list[str] | None = None, *, counted: bool = False) -> pd.DataFrame:
     """The ``group_events`` rows with at least the columns :func:`rebalance_summary` and
-    :func:`rebalance_storm` read (:data:`GROUP_COLUMNS`, and ``also``): on a big stored table, not
-    its text. What the read left free in Arrow's pool goes back to the system (on a 16-host fleet's
-    million group lines, about 200 MB a notebook's kernel would otherwise keep)."""
+    :func:`rebalance_storm` read (:data:`GROUP_COLUMNS`, and ``also``; with ``counted``,
+    :data:`COUNTED_COLUMNS`, what the counts read): on a big stored table, not its text. What the
+    read left free in Arrow's pool goes back to the system (on a 16-host fleet's million group
+    lines, about 200 MB a notebook's kernel would otherwise keep)."""
     columns = getattr(bundle, "columns", None)
     if not callable(columns):
         return bundle.table("group_events")
     _give_back()  # what earlier reads left free in Arrow's pool, before the biggest read here
-    got = columns("group_events", GROUP_COLUMNS + [c for c in also or [] if c not in GROUP_COLUMNS])
+    base = COUNTED_COLUMNS if counted else GROUP_COLUMNS
+    got = columns("group_events", base + [c for c in also or [] if c not in base])
     _give_back()  # the scan's own buffers
     return got
 
@@ -456,6 +461,14 @@ def _shown_rows(bundle, ge: pd.DataFrame, picks: dict[str, np.ndarray]) -> dict[
         rows = ge.iloc[at]
         out[g] = rows.assign(message=pd.Series(text.array.take(np.searchsorted(every, at)), index=rows.index))
     return out
+
+
+def _client_ids(bundle, ge: pd.DataFrame, at: np.ndarray) -> pd.Series:
+    """The ``client_id`` of the rows of ``ge`` at positions ``at``: read for those rows alone when
+    ``ge`` came without it."""
+    if "client_id" in ge.columns:
+        return ge["client_id"].iloc[at]
+    return bundle.rows_at("group_events", np.sort(at), ["client_id"])["client_id"]
 
 
 def _storm_advice(s: pd.Series, reasons: str) -> str:
@@ -495,7 +508,7 @@ def _storm_advice(s: pd.Series, reasons: str) -> str:
     " minutes (group coordinator lines)",
 )
 def rebalance_storm(bundle) -> list[Finding]:
-    raw = group_rows(bundle)
+    raw = group_rows(bundle, counted=True)
     ge = client_groups(raw)
     out = []
     summary = _summary(ge)
@@ -570,7 +583,7 @@ def rebalance_storm(bundle) -> list[Finding]:
                     "partitions_behind": len(behind),
                     # a bundle of clients' logs only: which clients saw it
                     **(
-                        {"clients": ", ".join(sorted(ge["client_id"].iloc[at].dropna().astype(str).unique()))}
+                        {"clients": ", ".join(sorted(_client_ids(bundle, ge, at).dropna().astype(str).unique()))}
                         if start_kind == "rejoining"
                         else {}
                     ),

@@ -42,7 +42,7 @@ def consumer_stalled(bundle, rules: LagRules | None = None) -> list[Finding]:
         return []
     times = lag_times(history, rules.window).set_index(["group", "topic", "partition"])
     # a group in a rebalance storm stops and falls behind because of it: rebalance-storm says so
-    storms = rebalance_summary(group_rows(bundle))
+    storms = rebalance_summary(group_rows(bundle, counted=True))
     storming = set(storms.loc[storms["busiest_10min"] >= STORM_REBALANCES, "group"])
     bad = bad[~bad["group"].astype("string").isin(storming)]
     out = []
