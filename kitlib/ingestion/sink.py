@@ -314,7 +314,7 @@ class Selection:
                 if sum(t.num_rows for t in self.pending[g]) >= extract.BATCH_ROWS:
                     self._build_pending(g)
             else:
-                self._keep(g, sel, coded=True)
+                self._keep(g, sel)
 
     def _build_pending(self, group: str) -> None:
         records = pa.concat_tables(self.pending.pop(group, []), promote_options="permissive")
@@ -330,15 +330,13 @@ class Selection:
             if piece.num_rows:
                 self._keep(table, piece)
 
-    def _keep(self, group: str, sel: pa.Table, coded: bool = False) -> None:
-        """Keep (or spill) ``sel``. ``coded``: a selection's records (not built pieces), spilled
-        with their dictionary columns as they are (each block's dictionary goes with it: half
-        the CPU of decoding them block by block, 0.2 CPU-s on the 1 GB mix), decoded once when
-        read back (:meth:`build`)."""
+    def _keep(self, group: str, sel: pa.Table) -> None:
         if self.spill is None:
             self.kept.setdefault(group, []).append(sel)
             return
-        plain = _coded(sel.schema) if coded else _plain(sel.schema)
+        plain = pa.schema(
+            [pa.field(f.name, f.type.value_type) if pa.types.is_dictionary(f.type) else f for f in sel.schema]
+        )
         w = self.spills.get(group)
         if w is None:
             w = self.spills[group] = pa.ipc.new_stream(self.spill / f".selected-{group}.arrow", plain)
@@ -368,8 +366,7 @@ class Selection:
                 direct[group] = path  # kept under the table's own name (built)
                 continue
             with pa.memory_map(str(path)) as f:
-                back = pa.ipc.open_stream(f).read_all()
-            self.kept[group] = [back.cast(_plain(back.schema)) if back.schema != _plain(back.schema) else back]
+                self.kept[group] = [pa.ipc.open_stream(f).read_all()]
             path.unlink()
         self.spilled = {}
         kept, self.kept = self.kept, {}
@@ -378,22 +375,6 @@ class Selection:
                 assert dest is not None  # only then are tables written here
                 frame = Written(write_sorted(table, direct.pop(table), dest))
             yield table, frame, err if err is not None else self.block_errors.get(table)
-
-
-def _plain(schema: pa.Schema) -> pa.Schema:
-    """``schema`` with its dictionary columns as their values' type."""
-    return pa.schema([pa.field(f.name, f.type.value_type) if pa.types.is_dictionary(f.type) else f for f in schema])
-
-
-def _coded(schema: pa.Schema) -> pa.Schema:
-    """``schema`` with every dictionary column's indices 32-bit (one spill file's blocks must
-    share a schema; a block's small dictionary may come with 8-bit indices)."""
-    return pa.schema(
-        [
-            pa.field(f.name, pa.dictionary(pa.int32(), f.type.value_type)) if pa.types.is_dictionary(f.type) else f
-            for f in schema
-        ]
-    )
 
 
 class Written:
