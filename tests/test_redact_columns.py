@@ -146,6 +146,18 @@ def test_a_series_from_chunks_is_redacted_like_each_text(chunks):
     assert [_plain(v) for v in out.tolist()] == [redact_text(t) if t else None for t in flat]
 
 
+def test_a_chunked_column_nothing_changed_in_is_handed_back_and_a_secret_in_one_chunk_redacted():
+    clean = ["ok", None, FAILED_LOGIN.replace("username or password", "name")] * 3
+    arr = pa.chunked_array([pa.array(clean, pa.large_string()), pa.array(["fine"], pa.large_string())])
+    assert rc.redact_array(arr) is arr
+    s = pd.Series(pd.arrays.ArrowStringArray(arr))
+    assert rc.redact_series(s) is s  # the frame's column is kept, not rebuilt
+    mixed = pa.chunked_array([pa.array(clean, pa.large_string()), pa.array(["token=abc123"], pa.large_string())])
+    out = rc.redact_array(mixed)
+    assert out is not mixed and out.num_chunks == 2
+    assert out.to_pylist() == clean + ["token=[redacted]"]
+
+
 def _plain(v):
     """A value with every kind of missing (None, NA, NaN) as None."""
     return None if v is None or (not isinstance(v, str) and pd.isna(v)) else v
