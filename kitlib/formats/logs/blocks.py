@@ -47,10 +47,15 @@ def carry_more(buf: bytes) -> bool:
     return len(buf) < MAX_CARRY and (len(buf) < MAX_BLOCK_LINES or _count_lines(buf) < MAX_BLOCK_LINES)
 
 
-def line_pieces(block, first: bool):
+def line_pieces(block, first: bool, at_most: int | None = None):
     """``block`` (whole lines) in pieces of at most :data:`MAX_BLOCK_LINES` lines, cut after a
     newline, each with its ``first`` flag (a piece after a cut starts with orphan lines). The
-    newlines are counted a few MiB at a time (no array of every newline's offset)."""
+    newlines are counted a few MiB at a time (no array of every newline's offset). ``at_most``:
+    a bound on the block's newlines already known (the reader counted them), so that a block
+    under the limit is not counted again."""
+    if at_most is not None and at_most <= MAX_BLOCK_LINES:
+        yield block, first
+        return
     if len(block) <= MAX_BLOCK_LINES or _count_lines(block) <= MAX_BLOCK_LINES:
         yield block, first
         return

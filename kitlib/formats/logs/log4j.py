@@ -36,6 +36,7 @@ from kitlib.events import LEVELS, empty_events
 from kitlib.formats import Context, register, times, unparsed_frame
 from kitlib.formats.logs import containers, records
 from kitlib.formats.logs.blocks import (
+    MAX_BLOCK_LINES,
     THREADS,
     _count_lines,
     bad_utf8_lines,
@@ -108,7 +109,12 @@ def parse(src: SourceFile, ctx: Context, block_size: int | None = None, threads:
     Arrow release the GIL); at most ``threads + 1`` blocks are in flight, so memory stays
     bounded whatever the file size. Results come out in file order. A block is parsed with line
     numbers counted from its own start; the lines of the blocks before it are added as it comes
-    out (so the reading thread never counts lines)."""
+    out (so the reading thread never counts lines).
+
+    The reader's count of each chunk's newlines (made where it checks line lengths) stands for the
+    block's, so a block is not counted again; a block that joins the last record of one chunk to
+    the next chunk is joined on the parse thread (``bytes.join`` copies without the GIL), not on
+    the reading thread."""
     # the threads are started for a file's second block: a small file (most files of a bundle of
     # many) is parsed inline, without starting and joining threads for it
     pool: ThreadPoolExecutor | None = None
@@ -122,9 +128,9 @@ def parse(src: SourceFile, ctx: Context, block_size: int | None = None, threads:
         if pool is None and threads > 1 and pending:
             pool = ThreadPoolExecutor(threads, thread_name_prefix="kitlib-parse")
         if pool is None:
-            pending.append((None, parse_block(block, 0, src, first)))
+            pending.append((None, _parse_piece(block, src, first)))
         else:
-            pending.append((pool.submit(parse_block, block, 0, src, first), None))
+            pending.append((pool.submit(_parse_piece, block, src, first), None))
 
     def drain(keep: int):
         nonlocal lines_before
@@ -134,8 +140,8 @@ def parse(src: SourceFile, ctx: Context, block_size: int | None = None, threads:
             yield from emit(result, lines_before, src, ctx)
             lines_before += result[3]
 
-    def feed(block, first):
-        for piece, piece_first in line_pieces(block, first):
+    def feed(block, first, at_most=None):
+        for piece, piece_first in line_pieces(block, first, at_most):
             submit(piece, piece_first)
             # the block before this one is taken out before the next is read: the threads stay
             # busy (reading a block is quick) with one block fewer held
@@ -144,7 +150,14 @@ def parse(src: SourceFile, ctx: Context, block_size: int | None = None, threads:
     carry = b""
     first = True
     fold_tracker(src)
-    chunks = read_chunks(src, block_size or CHUNK, count=_count_lines)  # newlines counted in C
+    counted: list = [None, 0]  # the chunk the reader counted last, and its newlines
+
+    def count(chunk) -> int:
+        n = _count_lines(chunk)
+        counted[0], counted[1] = chunk, n
+        return n
+
+    chunks = read_chunks(src, block_size or CHUNK, count=count)  # newlines counted in C
     from kitlib.sources import head as _head
 
     if wrapped(_head(src)):
@@ -152,6 +165,18 @@ def parse(src: SourceFile, ctx: Context, block_size: int | None = None, threads:
     try:
         try:
             for chunk in chunks:
+                n_chunk = counted[1] if counted[0] is chunk else None  # None: changed since counted
+                counted[0] = None
+                cut = last_header_start(chunk) if n_chunk is not None else -1
+                if cut > 0:  # the block ends in this chunk: its lines are the chunk's and the carry's
+                    at_most = n_chunk + (_count_lines(carry) if carry else 0)
+                    if at_most <= MAX_BLOCK_LINES:
+                        # the carry and the chunk are joined on the parse thread
+                        piece = [carry, chunk, len(carry) + cut] if carry else memoryview(chunk)[:cut]
+                        carry = chunk[cut:]
+                        yield from feed(piece, first, at_most)
+                        first = False
+                        continue
                 buf = carry + chunk if carry else chunk
                 cut = last_header_start(buf)
                 forced = False
@@ -176,6 +201,17 @@ def parse(src: SourceFile, ctx: Context, block_size: int | None = None, threads:
     finally:
         if pool is not None:
             pool.shutdown(wait=True, cancel_futures=True)
+
+
+def _parse_piece(block, src: SourceFile, first: bool):
+    """:func:`parse_block` of a block, or of ``[carry, chunk, end]``: the first ``end`` bytes of
+    the two joined here (on a parse thread; the list is emptied, so the chunk goes with the join)."""
+    if isinstance(block, list):
+        carry, chunk, end = block
+        block.clear()
+        block = memoryview(b"".join((carry, chunk)))[:end]
+        del carry, chunk
+    return parse_block(block, 0, src, first)
 
 
 def last_header_start(buf: bytes) -> int:

@@ -211,7 +211,9 @@ def emit(result, lines_before: int, src: SourceFile, ctx: Context):
             tracker.gaps += int(meta[GAPS_KEY.encode()])
             ev = ev.replace_schema_metadata(None)
         ts = ev.column(0)
-        if ts.null_count == 0:
+        if tracker.tz in times.UTC_NAMES:  # no repeated hour (resolve would say None): not read
+            shift = None
+        elif ts.null_count == 0:
             shift = tracker.resolve(ts.cast(pa.int64()).to_numpy())
         else:  # records without a date keep their null
             ms = pc.fill_null(ts.cast(pa.int64()), 0).to_numpy()
