@@ -68,19 +68,30 @@ def auth_summary(auth: pd.DataFrame) -> pd.DataFrame:
     auth = auth.reset_index(drop=True)
     who = auth["principal"].astype("string").fillna(auth["address"].astype("string")).fillna("(unknown)")
     what = auth["reason"].astype("string")
-    what = what.where(
-        auth["kind"].astype("string") != "authorization",
-        "Denied "
-        + auth["operation"].astype("string").fillna("?")
-        + " on "
-        + auth["resource"].astype("string").fillna("?"),
-    )
+    # an authorizer's denial (or a row of no kind) reads as what was denied: written for those rows alone
+    kind = auth["kind"]
+    if isinstance(kind.dtype, pd.CategoricalDtype):  # by the codes: one comparison per category
+        hit = np.array([str(c) == "authorization" for c in kind.cat.categories] + [True])
+        codes = kind.cat.codes.to_numpy()
+        denied = np.flatnonzero(hit[np.where(codes < 0, len(hit) - 1, codes)])
+    else:
+        denied = np.flatnonzero(~(kind.astype("string") != "authorization").fillna(False).to_numpy(bool))
+    if len(denied):
+        what = what.copy()
+        what.iloc[denied] = (
+            "Denied "
+            + auth["operation"].iloc[denied].astype("string").fillna("?")
+            + " on "
+            + auth["resource"].iloc[denied].astype("string").fillna("?")
+        ).array
     df = auth.assign(who=who, what=what.fillna("(not logged)"), mech=auth["mechanism"].astype("string").fillna("-"))
     g = df.groupby(["kind", "who", "mech", "what"], observed=True, dropna=False)
     out = g.agg(failures=("ts", "size"), first=("ts", "min"), last=("ts", "max")).reset_index()
     out = out.rename(columns={"mech": "mechanism", "what": "reason"})
     return out.sort_values("failures", ascending=False)[cols].reset_index(drop=True)
 
+
+EVIDENCE_ROWS = 20  # lines the auth-failures finding quotes
 
 # what the auth-failures counts read of auth_failures (the text of a line only for the rows shown)
 AUTH_COLUMNS = ["ts", "kind", "principal", "address", "mechanism", "reason", "operation", "resource"]
@@ -97,18 +108,28 @@ def _columns(bundle, name: str, cols: list[str]) -> pd.DataFrame:
     return got
 
 
-def _auth_evidence(bundle, af: pd.DataFrame) -> pd.DataFrame:
-    """The rows the auth-failures finding shows: the first two of each kind and address and the
-    last two, each once, by time, with every column (read for these rows only)."""
+def _auth_evidence(bundle, af: pd.DataFrame, limit: int = EVIDENCE_ROWS) -> pd.DataFrame:
+    """The rows the auth-failures finding shows: of the first two of each kind and address and the
+    last two, each once, the first ``limit`` by time, with every column (read for these rows only)."""
     key = af[["kind", "address"]].reset_index(drop=True)
     first = key.groupby(["kind", "address"], observed=True, dropna=False).head(2).index.to_numpy()
     at = pd.unique(np.concatenate([first, np.arange(max(len(af) - 2, 0), len(af))]))
+    # ordered by time as the frame of all of them would be (the same sort of the same times), and
+    # only the rows shown read: each row is a record of its own (file and line), so none repeats
+    at = at[pd.DataFrame({"ts": af["ts"].array.take(at)}).sort_values("ts").index.to_numpy()[:limit]]
     if "message" in af.columns:  # the whole table came
         rows = af.iloc[at]
     else:
         rows = bundle.rows_at("auth_failures", at, list(tables.SCHEMAS["auth_failures"].names))
-        pa.default_memory_pool().release_unused()
-    return rows.drop_duplicates().sort_values("ts")
+    return rows.drop_duplicates()
+
+
+def _kinds_seen(kind: pd.Series) -> set[str]:
+    """The kinds the rows hold (a categorical column's by its codes: no string per row)."""
+    if isinstance(kind.dtype, pd.CategoricalDtype):
+        codes = kind.cat.codes.to_numpy()
+        return {str(c) for c in kind.cat.categories[np.unique(codes[codes >= 0])]}
+    return set(kind.astype("string").dropna().unique())
 
 
 @detector(
@@ -135,7 +156,7 @@ def auth_failures(bundle) -> list[Finding]:
         f"({kind}{'' if r['mechanism'] == '-' else ' ' + r['mechanism']}: {r['reason']})"
         for kind, (_, r) in zip(label, top.iterrows())
     ]
-    kinds = set(af["kind"].astype("string").dropna().unique())
+    kinds = _kinds_seen(af["kind"])
     fixes = []
     if kinds & {"authentication", "reauthentication", "client"}:
         fixes.append(
@@ -172,7 +193,7 @@ def auth_failures(bundle) -> list[Finding]:
                 "last": af["ts"].max(),
             },
             recommendation="; ".join(fixes)[:1].upper() + "; ".join(fixes)[1:] + ".",
-            evidence=evidence(_auth_evidence(bundle, af)),
+            evidence=evidence(_auth_evidence(bundle, af), limit=EVIDENCE_ROWS),
             counted_from={"failures": ("auth_failures", "index == index")},
         )
     ]

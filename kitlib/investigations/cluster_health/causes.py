@@ -154,15 +154,16 @@ def in_shutdown(bundle, df: pd.DataFrame, node_col: str = "about") -> np.ndarray
         return out
     # the latest shutdown of the row's node at or before it, and the first unfencing after that
     # shutdown (a later shutdown is never unfenced earlier): two as-of joins, no loop over rows
-    keyed = ne["node"].notna() & ne["ts"].notna()
-    cs = ne[(ne["kind"] == "controlled_shutdown") & keyed]
-    back = ne[(ne["kind"] == "unfenced") & keyed]
+    # (only the two columns read are taken of the rows kept, never every column of them)
+    keyed = (ne["node"].notna() & ne["ts"].notna()).to_numpy(bool)
+    cs = np.flatnonzero((ne["kind"] == "controlled_shutdown").to_numpy(bool) & keyed)
+    back = np.flatnonzero((ne["kind"] == "unfenced").to_numpy(bool) & keyed)
     if not len(cs):
         return out
-    cs = pd.DataFrame({"node": cs["node"].astype("int64").to_numpy(), "down": cs["ts"].array})
+    cs = pd.DataFrame({"node": ne["node"].array.take(cs).astype("int64"), "down": ne["ts"].array.take(cs)})
     cs = cs.sort_values("down", kind="stable")
     if len(back):
-        up = pd.DataFrame({"node": back["node"].astype("int64").to_numpy(), "until": back["ts"].array})
+        up = pd.DataFrame({"node": ne["node"].array.take(back).astype("int64"), "until": ne["ts"].array.take(back)})
         cs = pd.merge_asof(
             cs,
             up.sort_values("until", kind="stable"),

@@ -447,6 +447,10 @@ def detect_controller_failover(bundle) -> list[Finding]:
     return out
 
 
+# what detect_broker_fenced reads of a fencing's row and quotes (the message where the table holds it)
+_FENCED_COLUMNS = ["ts", "kind", "node", "waited_ms", "level", "host", "file", "line", "message"]
+
+
 @detector(
     ids=["broker-fenced"],
     needs=["node_events"],
@@ -457,11 +461,15 @@ def detect_controller_failover(bundle) -> list[Finding]:
 def detect_broker_fenced(bundle) -> list[Finding]:
     ne = node_events(bundle)
     ids = node_ids(bundle)
-    e = ne[
-        ne["kind"].isin(["fenced", "broker_failed", "zk_session_timeout", "zk_session_expired", "heartbeat_timeout"])
-    ].copy()
-    if not len(e):
+    # the rows kept, with only the columns read below (never a copy of every column of them)
+    keep = np.flatnonzero(
+        ne["kind"]
+        .isin(["fenced", "broker_failed", "zk_session_timeout", "zk_session_expired", "heartbeat_timeout"])
+        .to_numpy(bool)
+    )
+    if not len(keep):
         return []
+    e = pd.DataFrame({c: ne[c].array.take(keep) for c in _FENCED_COLUMNS if c in ne}, index=ne.index[keep])
     e["about"] = node_col(e, ids)
     e = e[~in_shutdown(bundle, e)]
     # a node that stalled: one finding names the stall and lists what it explains (stalls.py)
@@ -475,8 +483,8 @@ def detect_broker_fenced(bundle) -> list[Finding]:
     if not len(lost):
         return out
     # seconds from each fencing to the node's next unfencing (NaN: never seen), one as-of join
-    unf = ne[(ne["kind"] == "unfenced") & ne["node"].notna() & ne["ts"].notna()]
-    unf = pd.DataFrame({"about": unf["node"].astype("int64").to_numpy(), "back": unf["ts"].array})
+    unf = np.flatnonzero(((ne["kind"] == "unfenced") & ne["node"].notna() & ne["ts"].notna()).to_numpy(bool))
+    unf = pd.DataFrame({"about": ne["node"].array.take(unf).astype("int64"), "back": ne["ts"].array.take(unf)})
     is_fen = lost["kind"].isin(["fenced", "broker_failed"]).to_numpy(bool)
     at = np.flatnonzero(is_fen & lost["ts"].notna().to_numpy(bool) & lost["about"].notna().to_numpy(bool))
     fenced_s = np.full(len(lost), np.nan)
