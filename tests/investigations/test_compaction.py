@@ -149,3 +149,22 @@ def test_cleaner_tables_are_the_same_whatever_the_slice(monkeypatch):
     pd.testing.assert_frame_equal(runs, conform("cleaner_runs", cleaner.build_runs(ev)))
     pd.testing.assert_frame_equal(events, conform("cleaner_events", cleaner.build_events(ev)))
     assert len(runs) == 7 and (events["kind"] == "begin").sum() >= 7
+
+
+def test_cleaner_runs_from_what_cleaner_events_read():
+    """build_runs given the records build_events was just given takes what it read of them: the
+    same table as reading them again."""
+    from kitlib.investigations.compaction import cleaner
+    from kitlib.tables import conform
+
+    b = sample("compaction")
+    ev = b.events[b.events["logger"].astype(str).str.contains("LogCleaner")].reset_index(drop=True)
+    alone = conform("cleaner_runs", cleaner.build_runs(ev))
+    cleaner.build_events(ev)
+    assert cleaner._READ and cleaner._READ[0]() is ev
+    shared = conform("cleaner_runs", cleaner.build_runs(ev))
+    assert not cleaner._READ  # taken once
+    pd.testing.assert_frame_equal(alone, shared)
+    assert len(alone) == 7
+    cleaner.build_events(ev.copy())  # other records: read again
+    pd.testing.assert_frame_equal(alone, conform("cleaner_runs", cleaner.build_runs(ev)))

@@ -14,6 +14,7 @@ Example:
 from __future__ import annotations
 
 import re
+import weakref
 from typing import Any
 
 import numpy as np
@@ -235,13 +236,32 @@ def _thread_and_log(kind: str, groups: list[list], n: int) -> tuple[list, list]:
 SLICE = 65536  # rows classified at a time: Arrow's temporaries stay small however long the log
 
 
+# what build_events read of the records it was given, for build_runs given the same records next
+# (the two share a selection): (a weak reference to those records, the slice size, one parse per
+# slice), see _events_slice
+_READ: list = []
+
+
 @extractor("cleaner_events", **_LOGGERS)
 def build_events(events: pd.DataFrame) -> pd.DataFrame:
+    parses: list = []
     if len(events) > SLICE:
-        return pd.concat(
-            [build_events(events.iloc[i : i + SLICE]) for i in range(0, len(events), SLICE)], ignore_index=True
+        out = pd.concat(
+            [_events_slice(events.iloc[i : i + SLICE], parses) for i in range(0, len(events), SLICE)],
+            ignore_index=True,
         )
+    else:
+        out = _events_slice(events, parses)
+    _READ[:] = [weakref.ref(events), SLICE, parses]
+    return out
+
+
+def _events_slice(events: pd.DataFrame, parses: list) -> pd.DataFrame:
+    """:func:`build_events` of at most :data:`SLICE` records; what it read of them onto ``parses``:
+    the rows not in a statistics block, the first rule (of :data:`_EVENTS`) each row's first line
+    matches, and the groups the 'Beginning cleaning' and 'Building offset map' rules captured."""
     if not len(events):
+        parses.append(None)
         return tables.empty("cleaner_events")
     msgs = arrow_messages(events)
     rows = np.flatnonzero(
@@ -254,11 +274,13 @@ def build_events(events: pd.DataFrame) -> pd.DataFrame:
     ints = {c: np.zeros(n, np.int64) for c in ("thread", "segments", "start_offset", "end_offset")}
     known = {c: np.zeros(n, bool) for c in ints}
     at, logs = [], []  # rows and their log names, rule by rule
+    caps: dict[int, list[pa.Array]] = {}
+    parses.append((rows, which, caps))
     for i, (k, rx) in enumerate(_EVENTS):
         sel = np.flatnonzero(which == i)
         if not len(sel):
             continue
-        gs = group_arrays(first.take(pa.array(sel)), rx.pattern)
+        gs = caps[i] = group_arrays(first.take(pa.array(sel)), rx.pattern)
         if not gs:
             continue
         if k == "offset_map":
@@ -385,16 +407,26 @@ def build_runs(events: pd.DataFrame) -> pd.DataFrame:
     stats = np.zeros(n, bool)
     logs = np.full(n, None, object)  # the log a 'Beginning cleaning' / 'Building offset map' line names
     segments = np.full(n, -1, np.int64)  # -1: a 'Beginning cleaning' line; >= 0: an offset map line
+    # build_events read these records, in slices of the same size
+    read = _READ[2] if _READ and _READ[0]() is events and _READ[1] == SLICE else None
+    _READ.clear()
     for i in range(0, n, SLICE):
         part = msgs.slice(i, SLICE)
-        st = np.asarray(pc.match_substring_regex(part, _S["head"].pattern).to_numpy(zero_copy_only=False), bool)
-        first = first_lines(part)
-        w = first_rule(first, [_EVENTS[0][1].pattern, _EVENTS[1][1].pattern])  # begin, offset_map
-        w[st] = -1
+        if read is not None:  # the same rows and groups as read below, from build_events' reading
+            rows, which, caps = read[i // SLICE]
+            st = np.ones(len(part), bool)
+            st[rows] = False
+            w = np.full(len(part), -1, np.int64)
+            w[rows] = np.where(which < 2, which, -1)
+        else:
+            st = np.asarray(pc.match_substring_regex(part, _S["head"].pattern).to_numpy(zero_copy_only=False), bool)
+            first = first_lines(part)
+            w = first_rule(first, [_EVENTS[0][1].pattern, _EVENTS[1][1].pattern])  # begin, offset_map
+            w[st] = -1
         for k in (0, 1):
             at = np.flatnonzero(w == k)
             if len(at):
-                g = group_arrays(first.take(pa.array(at)), _EVENTS[k][1].pattern)
+                g = caps[k] if read is not None else group_arrays(first.take(pa.array(at)), _EVENTS[k][1].pattern)
                 logs[at + i] = np.asarray(g[1].to_numpy(zero_copy_only=False), dtype=object)
                 if k == 1:
                     segments[at + i] = np.asarray(pc.cast(g[2], pa.int64()).to_numpy(zero_copy_only=False))
