@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 
 import pandas as pd
 
+from kitlib.findings import lanes
 from kitlib.findings.extent import Extent, evidence_extent
 from kitlib.findings.values import plain, value_text
 from kitlib.registry import DETECTORS
@@ -270,9 +271,11 @@ class Triage:
         return [r for r in self.runs if r.status == "skipped"]
 
 
-def triage(bundle, investigations: Iterable[str] | None = None) -> Triage:
+def triage(bundle, investigations: Iterable[str] | None = None, jobs: int = 1) -> Triage:
     """Run the detectors (of every investigation, or of the ones named) over ``bundle``, a
-    :class:`~kitlib.bundle.Bundle` or a path.
+    :class:`~kitlib.bundle.Bundle` or a path. With ``jobs`` 2 or more (and a second core), they
+    run in two processes, an investigation's detectors in one (:mod:`kitlib.findings.lanes`):
+    the same findings in the same order, sooner.
 
     A detector whose needed tables have no rows is skipped; one that raises is reported as failed
     and the others still run; a finding whose id the detector did not declare is dropped and
@@ -297,6 +300,10 @@ def triage(bundle, investigations: Iterable[str] | None = None) -> Triage:
         if wanted is None or (inv.name if inv else "") in wanted:
             order.append((name, d, inv))
     held = set(bundle.tables) | {t for t, _ in bundle.parts}
+    if lanes.usable(jobs):
+        _triage_in_lanes(bundle, order, held, found, runs)
+        found.sort(key=lambda f: (f.risk, Severity.rank_of(f.severity), f.id))
+        return Triage(found, runs)
     last = {t: i for i, (_, d, _) in enumerate(order) for t in (*d.needs, *d.reads) if t not in held}
     for i, (name, d, inv) in enumerate(order):
         try:
@@ -307,6 +314,66 @@ def triage(bundle, investigations: Iterable[str] | None = None) -> Triage:
     # incidents first, then configuration risks, each most severe first
     found.sort(key=lambda f: (f.risk, Severity.rank_of(f.severity), f.id))
     return Triage(found, runs)
+
+
+def _triage_in_lanes(bundle, order: list, held: set, found: list[Finding], runs: list[DetectorRun]) -> None:
+    """:func:`triage`'s detectors (``order``) in two processes, detectors that name a table in
+    common in one (what they share, a table or a model of it, is read once): their findings and
+    runs onto ``found`` and ``runs`` in ``order``'s order. A process lets a table go after the last
+    unit (in the order units are handed out) whose detectors name it."""
+    members = _units([(*d.needs, *d.reads) for _, d, _ in order])
+    last = {t: u for u, at in enumerate(members) for i in at for t in (*order[i][1].needs, *order[i][1].reads)}
+    last = {t: u for t, u in last.items() if t not in held}
+
+    gone: set[str] = set()  # let go by this process already
+
+    def run_unit(u: int) -> dict[int, tuple[list[Finding], list[DetectorRun]]]:
+        got = {}
+        try:
+            for i in members[u]:
+                name, d, inv = order[i]
+                got[i] = ([], [])
+                _run(bundle, name, d, inv, *got[i])
+        finally:
+            for t in sorted(t for t, at in last.items() if at <= u and t not in gone):
+                gone.add(t)
+                bundle.let_go(t)
+        return got
+
+    every: dict[int, tuple[list[Finding], list[DetectorRun]]] = {}
+    for got in lanes.run_units(members, run_unit):
+        every.update(got)
+    for i in range(len(order)):
+        found.extend(every[i][0])
+        runs.extend(every[i][1])
+
+
+def _units(names: list[tuple[str, ...]]) -> list[list[int]]:
+    """The detectors (positions of ``names``, each detector's tables) in units: two that name a
+    table in common are in one unit. Each unit in order, the units in the order of their first.
+
+    Example:
+        >>> _units([("a",), (), ("b", "c"), ("a", "c"), ("d",)])
+        [[0, 2, 3], [1], [4]]
+    """
+    root = list(range(len(names)))
+
+    def top(i: int) -> int:
+        while root[i] != i:
+            root[i] = root[root[i]]
+            i = root[i]
+        return i
+
+    first: dict[str, int] = {}
+    for i, ts in enumerate(names):
+        for t in ts:
+            j = first.setdefault(t, i)
+            a, b = top(i), top(j)
+            root[max(a, b)] = min(a, b)
+    units: dict[int, list[int]] = {}
+    for i in range(len(names)):
+        units.setdefault(top(i), []).append(i)
+    return list(units.values())
 
 
 def _run(bundle, name: str, d: Detector, inv, found: list[Finding], runs: list[DetectorRun]) -> None:

@@ -1,0 +1,46 @@
+"""A triage in two processes (``jobs=2``, what ``kitlib triage`` asks for) finds what a triage in
+one finds, in the same order, with the same runs; a unit the second process never reported runs in
+the first."""
+
+import json
+import os
+
+import pytest
+
+import kitlib
+from kitlib.findings import lanes, triage
+
+SAMPLES = os.path.join(os.path.dirname(__file__), "..", "sample_data")
+
+
+def _same(a, b) -> None:
+    assert json.dumps([f.to_dict() for f in a.findings]) == json.dumps([f.to_dict() for f in b.findings])
+    assert a.runs == b.runs
+
+
+@pytest.mark.skipif(not lanes.usable(2), reason="needs os.fork and two cores")
+@pytest.mark.parametrize("sample", ["rebalance-storm", "log-dir-failure"])
+def test_two_processes_find_the_same(sample, tmp_path):
+    root = os.path.join(SAMPLES, sample)
+    one = triage(kitlib.load_bundle(root, cache=False))
+    assert one.findings
+    _same(triage(kitlib.load_bundle(root, cache=False), jobs=2), one)
+    out = tmp_path / "kit"  # an ingest output: tables read (and let go) in each process
+    kitlib.ingest(root, out, progress=False)
+    _same(triage(kitlib.load(out), jobs=2), one)
+
+
+@pytest.mark.skipif(not lanes.usable(2), reason="needs os.fork and two cores")
+def test_a_unit_the_second_process_lost_runs_in_the_first():
+    first = os.getpid()
+
+    def run_unit(i: int) -> int:
+        if os.getpid() != first:
+            os._exit(3)  # the second process dies on its first unit, reporting nothing
+        return i * i
+
+    assert lanes.run_units(range(6), run_unit) == [i * i for i in range(6)]
+
+
+def test_one_job_runs_in_one_process():
+    assert not lanes.usable(1)
