@@ -215,26 +215,34 @@ def _id_list(values: pa.Array) -> pa.Array:
 def _minus(b: pa.Array, a: pa.Array) -> pa.Array:
     """Per row, the ids of list ``b`` that are not in list ``a``, in ``b``'s order, comma-joined
     (null where none): a set difference over whole columns, no Python per row."""
-    bl, al = pc.split_pattern(b, ","), pc.split_pattern(a, ",")
-    bp = np.asarray(pc.list_parent_indices(bl).to_numpy(zero_copy_only=False), np.int64)
-    ap = np.asarray(pc.list_parent_indices(al).to_numpy(zero_copy_only=False), np.int64)
-    bf, af = pc.list_flatten(bl), pc.list_flatten(al)
+    return _minus_lists(_id_lists(b), _id_lists(a), len(b))
 
-    def ids(flat: pa.Array) -> np.ndarray:  # the lists hold digits only (IDS); '' -> -1
-        v = pc.if_else(pc.equal(flat, ""), "-1", flat)
-        return np.asarray(pc.cast(v, pa.int64()).to_numpy(zero_copy_only=False), np.int64)
 
-    ib, ia = ids(bf), ids(af)
-    a_off = np.asarray(al.offsets.to_numpy(zero_copy_only=False), np.int64)
-    a_off -= a_off[0]
+def _id_lists(values: pa.Array) -> tuple[np.ndarray, pa.Array, np.ndarray, np.ndarray]:
+    """A column of comma-separated id lists split once (:func:`_minus` reads each list of a pair
+    twice): each id's row, the ids as text and as integers ('' -> -1), and the lists' offsets
+    from 0."""
+    lists = pc.split_pattern(values, ",")
+    parent = np.asarray(pc.list_parent_indices(lists).to_numpy(zero_copy_only=False), np.int64)
+    flat = pc.list_flatten(lists)
+    v = pc.if_else(pc.equal(flat, ""), "-1", flat)  # the lists hold digits only (IDS)
+    ids = np.asarray(pc.cast(v, pa.int64()).to_numpy(zero_copy_only=False), np.int64)
+    off = np.asarray(lists.offsets.to_numpy(zero_copy_only=False), np.int64)
+    return parent, flat, ids, off - off[0]
+
+
+def _minus_lists(b: tuple, a: tuple, n: int) -> pa.Array:
+    """:func:`_minus` of two columns of ``n`` rows split by :func:`_id_lists`."""
+    bp, bf, ib, _ = b
+    ap, _, ia, a_off = a
     width = int(np.diff(a_off).max(initial=0))
     if width <= 16:  # ISRs are short: each row's list of ``a`` as a row of a small matrix, compared at once
-        table = np.full((len(a), max(width, 1)), -2, np.int64)
+        table = np.full((n, max(width, 1)), -2, np.int64)
         table[ap, np.arange(len(ia)) - a_off[ap]] = ia
         kept = (ib >= 0) & ~(table[bp] == ib[:, None]).any(axis=1)
     else:  # (row, id) as one integer: broker ids are 31-bit, so row * 2^32 + id never collides
         kept = (ib >= 0) & ~np.isin((bp << 32) + ib, (ap << 32) + ia)
-    offsets = np.concatenate([[0], np.cumsum(np.bincount(bp[kept], minlength=len(b)))]).astype(np.int32)
+    offsets = np.concatenate([[0], np.cumsum(np.bincount(bp[kept], minlength=n))]).astype(np.int32)
     joined = pc.binary_join(
         pa.ListArray.from_arrays(pa.array(offsets), bf.filter(pa.array(kept))), pa.scalar(",", bf.type)
     )
@@ -246,6 +254,7 @@ def _isr_change_frame(kind: str, gs: list) -> pd.DataFrame:
     before and after): the brokers removed and added are set differences of the two lists."""
     before, after = _id_list(gs[2]), _id_list(gs[3])
     tp = pc.replace_substring(gs[0], ",", "-")  # 0.8-0.10 name it [orders,24]
+    lb, la = _id_lists(before), _id_lists(after)  # each list split once for both differences
 
     def text(a: pa.Array) -> pd.Series:
         return pd.Series(pd.array(pc.if_else(pc.equal(a, ""), pa.scalar(None, a.type), a), dtype="string"))
@@ -257,8 +266,8 @@ def _isr_change_frame(kind: str, gs: list) -> pd.DataFrame:
             "reporter": _to_int(gs[1]),
             "isr_before": text(before),
             "isr_after": text(after),
-            "removed": pd.array(_minus(before, after), dtype="string"),
-            "added": pd.array(_minus(after, before), dtype="string"),
+            "removed": pd.array(_minus_lists(lb, la, len(before)), dtype="string"),
+            "added": pd.array(_minus_lists(la, lb, len(before)), dtype="string"),
         }
     )
 
