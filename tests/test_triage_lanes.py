@@ -44,3 +44,19 @@ def test_a_unit_the_second_process_lost_runs_in_the_first():
 
 def test_one_job_runs_in_one_process():
     assert not lanes.usable(1)
+
+
+@pytest.mark.skipif(not lanes.usable(2), reason="needs os.fork and two cores")
+def test_a_second_process_that_hangs_is_stopped_and_its_units_run_in_the_first():
+    import time
+
+    first = os.getpid()
+
+    def run_unit(i: int) -> int:
+        if os.getpid() != first:
+            time.sleep(600)  # stuck (as a fork can be on a lock another thread held)
+        return i + 1
+
+    t0 = time.monotonic()
+    assert lanes.run_units(range(5), run_unit, patience=1.0) == [1, 2, 3, 4, 5]
+    assert time.monotonic() - t0 < 60
