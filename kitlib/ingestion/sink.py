@@ -5,18 +5,12 @@ use from the stored events (``derive=False``, see :mod:`kitlib.ingestion.derive`
 
 from __future__ import annotations
 
-import contextlib
 import io
-import os
 import pickle
-import queue
-import subprocess
 import sys
-import threading
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
-from typing import NoReturn
 
 import numpy as np
 import pandas as pd
@@ -28,6 +22,7 @@ from kitlib import extract, tables
 from kitlib.events import to_pandas
 from kitlib.extract import BuildError
 from kitlib.formats.logs.matching import annotate
+from kitlib.ingestion.blockwise import BlockwiseProcess, _blockwise, blockwise_tables
 from kitlib.redact import REDACTED_BY_PARSER, redact_table
 
 # Parquet statistics are written for these columns only, the ones reads filter on: the bundle's
@@ -397,9 +392,11 @@ def write_sorted(table: str, spilled: Path, dest: Path) -> int:
     to ``dest``, its rows in the table's order (:attr:`kitlib.extract.Extractor.order`, the
     stable sort one frame gets), a row group at a time: the sort keys are copied out and sorted
     in Arrow, then each row group's rows are taken from the spill file mapped afresh (so that
-    memory holds the keys and one row group, not the table nor every page of the file), and
-    converted through pandas as a whole frame is (each categorical column given the categories
-    the whole table has). Returns the number of rows; the spill file is removed."""
+    memory holds the keys and one row group, not the table nor every page of the file; a run of
+    rows already in order is sliced, not taken). The first row group is converted through pandas
+    as a whole frame is (each categorical column given the categories the whole table has), which
+    gives the file its schema; the others, conformed already, are put in that schema in Arrow
+    (:func:`_as_written`), without pandas. Returns the number of rows; the spill file is removed."""
     order = list(extract.EXTRACTORS[table].order)
 
     def mapped() -> pa.Table:
@@ -427,7 +424,17 @@ def write_sorted(table: str, spilled: Path, dest: Path) -> int:
     writer: pq.ParquetWriter | None = None
     try:
         for start in range(0, max(n, 1), WRITE_ROWS):
-            rows = _take(mapped(), idx.slice(start, WRITE_ROWS))  # the mapped pages let go after
+            at = idx.slice(start, WRITE_ROWS).to_numpy().astype(np.int64)
+            if len(at) and at[-1] - at[0] == len(at) - 1 and (np.diff(at) == 1).all():
+                rows = mapped().slice(at[0], len(at))  # in order already
+            else:
+                rows = _take(mapped(), pa.array(at))  # the mapped pages let go after
+            done = _as_written(rows, writer.schema, whole) if writer is not None else None
+            if done is not None:
+                del rows
+                writer.write_table(done)
+                del done
+                continue
             df = tables.conform(table, rows.to_pandas(), redact=False)
             del rows
             for c in df.columns:
@@ -445,6 +452,43 @@ def write_sorted(table: str, spilled: Path, dest: Path) -> int:
     spilled.unlink()
     release_memory()
     return n
+
+
+def _as_written(rows: pa.Table, schema: pa.Schema, whole: dict[str, pd.CategoricalDtype]) -> pa.Table | None:
+    """Conformed rows of a blockwise table put in ``schema`` (the file's, made through pandas
+    from its first row group), the values a trip through pandas gives them: each categorical
+    column coded against the whole table's categories; or None when a column is missing, or
+    would change type other than by a cast."""
+    columns = []
+    for f in schema:
+        if f.name not in rows.column_names:
+            return None
+        c = rows.column(f.name)
+        if pa.types.is_dictionary(f.type):
+            if f.name not in whole or not pa.types.is_large_string(c.type):
+                return None
+            cats = pa.array(whole[f.name].categories.astype(object), f.type.value_type)
+            codes = pc.index_in(c.cast(f.type.value_type), value_set=cats).cast(f.type.index_type)
+            c = pa.chunked_array(
+                [pa.DictionaryArray.from_arrays(x, cats) for x in codes.chunks] or [pa.array([], f.type)], f.type
+            )
+        elif pa.types.is_dictionary(c.type) or c.type != f.type and not _castable(c.type, f.type):
+            return None
+        else:
+            c = c.cast(f.type)
+        columns.append(c)
+    return pa.Table.from_arrays(columns, schema=schema)
+
+
+def _castable(have: pa.DataType, want: pa.DataType) -> bool:
+    """Types whose values a trip through pandas leaves alone: text to text, integers to integers
+    (the same type is never cast)."""
+    text = (pa.types.is_string, pa.types.is_large_string)
+    return (
+        any(f(have) for f in text)
+        and any(f(want) for f in text)
+        or (pa.types.is_integer(have) and pa.types.is_integer(want))
+    )
 
 
 def write_derived(built, out: dict[str, pd.DataFrame], dest: Path | None):
@@ -491,136 +535,6 @@ def _take(t: pa.Table, rows: pa.Array) -> pa.Table:
     back = np.empty(len(by), np.int64)
     back[by] = np.arange(len(by))
     return joined.take(pa.array(back))
-
-
-class BlockwiseProcess:
-    """A second process that picks the blockwise groups' records from every events block and
-    builds the blockwise derived tables (see :func:`kitlib.extract.build_blockwise`) from them,
-    and at the end writes them to the output folder; so that on a machine with two cores a
-    streaming ingest of a big bundle parses, matches and picks the other groups in one process
-    while the other picks and builds. The blocks go to it in order through a socket (Arrow IPC,
-    sent by a thread of this process; at most ``AHEAD`` wait, so memory stays bounded). It cuts
-    the same batches and runs the same builders in the same order as :class:`Selection` does in
-    one process."""
-
-    AHEAD = 3  # blocks waiting to be sent
-
-    def __init__(self, out: Path):
-        import socket
-        from multiprocessing.connection import Connection
-
-        # a fresh interpreter, neither forked (this process already runs threads: Arrow's, the
-        # writer's, a notebook kernel's) nor spawned by multiprocessing (which would run the
-        # calling script again in it, and a script without a ``__main__`` guard would fail)
-        ours, theirs = socket.socketpair()
-        self._err = out / ".derive.err"  # what the process said before it could hand back an error
-        # the folder this kitlib is imported from first, so the process runs the same code
-        path = [str(Path(__file__).resolve().parents[2]), os.environ.get("PYTHONPATH", "")]
-        with open(self._err, "wb") as err:
-            self.proc = subprocess.Popen(
-                [sys.executable, "-c", "from kitlib.ingestion.sink import _blockwise_main; _blockwise_main()"]
-                + [str(theirs.fileno()), str(out), str(extract.BATCH_ROWS)],
-                pass_fds=(theirs.fileno(),),
-                stdin=subprocess.DEVNULL,
-                stdout=subprocess.DEVNULL,
-                stderr=err,
-                env={**os.environ, "PYTHONPATH": os.pathsep.join(p for p in path if p)},
-            )
-        theirs.close()
-        self._conn = Connection(ours.detach())
-        self._queue: queue.Queue = queue.Queue(self.AHEAD)
-        self._failed: BaseException | None = None
-        self._finisher: threading.Thread | None = None  # sends the end (start_finish)
-        self._sender = threading.Thread(target=self._send_all, name="kitlib-derive-send", daemon=True)
-        self._sender.start()
-
-    def add(self, events: pa.Table) -> None:
-        """Pass one events block on."""
-        if self._failed is None:  # else said by finish
-            self._queue.put(events)
-
-    def _send_all(self) -> None:
-        while True:
-            item = self._queue.get()
-            if item is None:
-                return
-            if self._failed is not None:
-                continue  # drained, so that build() never blocks on a process that is gone
-            try:
-                buf = pa.BufferOutputStream()
-                with pa.ipc.new_stream(buf, item.schema) as w:
-                    w.write_table(item)
-                self._conn.send_bytes(b"E")
-                self._conn.send_bytes(memoryview(buf.getvalue()))
-            except (OSError, EOFError, ValueError) as e:
-                self._failed = e
-
-    def start_finish(self, filled: dict[str, pd.DataFrame]) -> None:
-        """Once every batch is sent, send the rows file formats put in blockwise tables (put
-        first, as in one process): the second process builds and writes its tables. Done on a
-        thread of its own, so that this process builds its own tables meanwhile instead of
-        waiting for the second one to take the last batches (:meth:`wait` says what failed)."""
-        self._finisher = threading.Thread(target=self._finish, args=(filled,), name="kitlib-derive-finish", daemon=True)
-        self._finisher.start()
-
-    def _finish(self, filled: dict[str, pd.DataFrame]) -> None:
-        self._queue.put(None)
-        self._sender.join()
-        if self._failed is not None:
-            return
-        try:
-            self._conn.send_bytes(b"F")
-            self._conn.send_bytes(pickle.dumps(filled, protocol=5))
-        except (OSError, EOFError, ValueError) as e:
-            self._failed = e
-
-    def wait(self) -> list[tuple[str, int, BuildError | None]]:
-        """``(table, rows, error)`` of every blockwise table, once written."""
-        if self._finisher is not None:
-            self._finisher.join()
-        if self._failed is not None:
-            self._stopped(self._failed)
-        try:
-            status, value = self._conn.recv()
-        except (OSError, EOFError) as e:
-            self._stopped(e)
-        finally:
-            self._conn.close()
-        self.proc.wait()
-        self._err.unlink(missing_ok=True)
-        if status != "ok":
-            raise RuntimeError(f"building the derived tables failed: {value}")
-        return value
-
-    def _stopped(self, e: BaseException) -> NoReturn:
-        self.close()
-        said = ""
-        with contextlib.suppress(OSError):
-            said = next((x for x in reversed(self._err.read_text(errors="replace").splitlines()) if x.strip()), "")
-        raise RuntimeError(
-            f"the process building the derived tables stopped (exit code {self.proc.returncode}): "
-            f"{said or type(e).__name__}"
-        ) from None
-
-    def close(self) -> None:
-        """Stop the second process (an ingest given up half way)."""
-        self._failed = self._failed or EOFError("closed")
-        with contextlib.suppress(queue.Full):
-            self._queue.put_nowait(None)
-        if self.proc.poll() is None:
-            self.proc.terminate()
-        with contextlib.suppress(subprocess.TimeoutExpired):
-            self.proc.wait(5)
-        self._conn.close()
-
-
-def _blockwise(group: str) -> bool:
-    return extract.EXTRACTORS[group].blockwise
-
-
-def blockwise_tables() -> set[str]:
-    """The derived tables built block by block (:attr:`kitlib.extract.Extractor.blockwise`)."""
-    return {name for name, ex in extract.EXTRACTORS.items() if ex.blockwise}
 
 
 def _blockwise_main() -> None:
