@@ -149,21 +149,52 @@ def _extent_parts(f: Cited, bundle=None, masks: dict | None = None) -> tuple[pd.
             # a row two of the queries select is one row: their masks joined, its four columns taken once
             mask = np.logical_or.reduce([_selected(frame, table, q, masks) for q in qs])
             if mask.any():
-                got = frame.loc[mask, [c for c in _EXTENT_COLUMNS if c in frame.columns]]
-                got = got.reindex(columns=_EXTENT_COLUMNS).assign(text=None)
-                got["ts"] = pd.to_datetime(got["ts"], utc=True, errors="coerce")
-                parts.append(got)
+                parts.append(_table_part(frame, table, mask, masks))
     if not parts:
         return pd.DataFrame({c: pd.Series(dtype=object) for c in [*_EXTENT_COLUMNS, "text"]})
     # each part's names as text and its line numbers first, so the parts join in those dtypes (a
     # table's categorical names and integer lines joined with the evidence's objects were made
     # objects, then converted row by row)
-    parts = [d.assign(file=_text(d["file"]), host=_text(d["host"]), line=_line_numbers(d["line"])) for d in parts]
+    parts = [d if d.attrs.get(_READY) else _as_extent(d) for d in parts]
     d = pd.concat(parts, ignore_index=True) if len(parts) > 1 else parts[0]
     has_line = d["line"].notna()
     keyed = d[has_line].drop_duplicates(["file", "line"])
     bare = d[~has_line].astype({"text": "string"}).drop_duplicates(["file", "host", "ts", "text"])
     return keyed, bare
+
+
+_READY = "kitlib_extent_ready"
+
+
+def _as_extent(d: pd.DataFrame) -> pd.DataFrame:
+    """``d``'s names as text and its line numbers as nullable integers (what a part is joined in)."""
+    return d.assign(file=_text(d["file"]), host=_text(d["host"]), line=_line_numbers(d["line"]))
+
+
+def _table_part(frame: pd.DataFrame, table: str, mask: np.ndarray, masks: dict) -> pd.DataFrame:
+    """The rows of ``frame`` that ``mask`` selects, as an extent's part (its four columns, ``text``
+    None). When the table has the four columns and its times are already times, they are converted
+    once for the whole table (kept in ``masks``) and each finding takes its rows of them: every
+    step is one value at a time, so the rows taken are the same as those converted alone."""
+    cols = [c for c in _EXTENT_COLUMNS if c in frame.columns]
+    if (
+        len(cols) < len(_EXTENT_COLUMNS)
+        or not frame.columns.is_unique
+        or not pd.api.types.is_datetime64_any_dtype(frame["ts"].dtype)
+    ):
+        got = frame.loc[mask, cols]
+        got = got.reindex(columns=_EXTENT_COLUMNS).assign(text=None)
+        got["ts"] = pd.to_datetime(got["ts"], utc=True, errors="coerce")
+        return got
+    key = (table, ("extent-columns",))
+    hit = masks.get(key)
+    if hit is None or hit[0] is not frame:
+        whole = frame[_EXTENT_COLUMNS].assign(text=None)
+        whole["ts"] = pd.to_datetime(whole["ts"], utc=True, errors="coerce")
+        hit = masks[key] = (frame, _as_extent(whole))
+    got = hit[1].take(np.flatnonzero(mask))
+    got.attrs[_READY] = True
+    return got
 
 
 def _text(s: pd.Series) -> pd.Series:
@@ -308,7 +339,9 @@ def _selected(frame: pd.DataFrame, table: str, query: str, masks: dict) -> np.nd
     engine="python")`` does, as a boolean array. Each clause of the query's top-level ``and`` is
     evaluated once per table and kept in ``masks`` for the next query that shares it: one
     detector's findings mostly differ in one clause (the group, the host) and share the others."""
-    got: pd.Series | None = None
+    # each clause kept as plain flags, a missing one False: for ``and`` the same as pandas' joining
+    # the clauses (a missing one is missing or False) and then taking a missing one as False
+    got: np.ndarray | None = None
     for part in _conjuncts(query):
         key = (table, part)
         hit = masks.get(key)
@@ -318,14 +351,15 @@ def _selected(frame: pd.DataFrame, table: str, query: str, masks: dict) -> np.nd
             if m is None:  # a clause that means nothing on its own: the query as a whole
                 got = None
                 break
-            hit = masks[key] = (frame, m)
+            hit = masks[key] = (frame, m.fillna(False).to_numpy(dtype=bool))
         got = hit[1] if got is None else got & hit[1]
-    if got is None:
-        got = _row_mask(frame, query)
-    if got is None:  # not a mask at all: the rows the query returns, by position
+    if got is not None:
+        return got
+    whole = _row_mask(frame, query)
+    if whole is None:  # not a mask at all: the rows the query returns, by position
         picked = frame.reset_index(drop=True).query(query, engine="python").index
         return np.isin(np.arange(len(frame)), picked)
-    return got.fillna(False).to_numpy(dtype=bool)
+    return whole.fillna(False).to_numpy(dtype=bool)
 
 
 def evidence_extent(f: Cited, bundle=None, masks: dict | None = None) -> Extent:
