@@ -422,6 +422,7 @@ def build_commits(events: pd.DataFrame) -> pd.DataFrame:
     # one ordering, no DataFrame sorts: by time, then host, connector, task, line
     conn_of = conns[first_row]
     task_of, kind_of, host_of = tasks[first_row], kinds[first_row], host_codes[at]
+    file_codes, file_names = _codes(events["file"])
     line_of = events["line"].to_numpy(dtype=np.int64, na_value=-1)[at]
     host_rank = np.argsort(np.argsort(np.array(host_names, dtype=object)))[host_of]
     conn_rank = np.argsort(np.argsort(np.array(c["conns"], dtype=object)))[conn_of]
@@ -434,8 +435,8 @@ def build_commits(events: pd.DataFrame) -> pd.DataFrame:
     last[:-1] = (g[:, 1:] != g[:, :-1]).any(axis=0)
     has_later = np.empty(len(by_task), bool)
     has_later[by_task] = ~last
-    outcomes = np.array(["success", "failed", "timeout", None], dtype=object)[m[:, OUT]]
-    outcomes = np.where(outcomes == None, np.where(has_later, "success", "unknown"), outcomes)  # noqa: E711
+    # codes into _OUTCOMES: no outcome line -> success (a later attempt) or unknown
+    outcomes = np.where(m[:, OUT] >= 0, m[:, OUT], np.where(has_later, 0, 3))
     order = np.lexsort((line_of, task_of, conn_rank, host_rank, t0))
     text = pa.chunked_array(
         [
@@ -453,22 +454,45 @@ def build_commits(events: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(
         {
             "ts": pd.to_datetime(t0[order].view("M8[ns]"), utc=True),
-            "connector": np.array(c["conns"], dtype=object)[conn_of[order]],
+            "connector": _category(conn_of[order], c["conns"]),
             "task": task_of[order],
-            "kind": np.array(["source", "sink"])[kind_of[order]],
+            "kind": _category(kind_of[order], ["source", "sink"]),
             "outstanding": opt(OUTS),
             "acknowledged": opt(ACK),
             "remaining": opt(REM),
             "partitions": opt(PART),
-            "outcome": outcomes[order],
+            "outcome": _category(outcomes[order], _OUTCOMES),
             "duration_ms": np.where(dur >= 0, dur, np.nan),
             "elapsed_ms": (ts[last_row[order]] - t0[order]) / 1e6,
             "nlines": m[order, NL],
             "message": pd.array(text, dtype=pd.StringDtype("pyarrow")),
-            "host": np.array(host_names, dtype=object)[host_of[order]],
-            "file": events["file"].to_numpy(dtype=object)[at[order]],
+            "host": _category(np.where(host_of < 0, len(host_names) - 1, host_of)[order], host_names),
+            "file": _category(file_codes[at[order]], file_names),
             "line": line_of[order],
         }
+    )
+
+
+_OUTCOMES = ["success", "failed", "timeout", "unknown"]
+
+
+def _category(codes: np.ndarray, names) -> pd.Categorical:
+    """The values ``names[codes]`` (-1: NA) as the categorical :func:`kitlib.tables.conform`
+    makes of them (the values present as string categories, sorted), with no Python string
+    made per row.
+
+    Example:
+        >>> _category(np.array([1, 0, 1, -1]), ["b", "a", "c"]).tolist()
+        ['a', 'b', 'a', <NA>]
+    """
+    names = np.asarray(list(names), dtype=object)
+    used = np.unique(codes[codes >= 0])
+    present = names[used]
+    order = np.argsort(present, kind="stable")
+    remap = np.full(len(names) + 1, -1, np.int64)  # the last entry: -1 stays -1
+    remap[used[order]] = np.arange(len(used))
+    return pd.Categorical.from_codes(
+        remap[codes], dtype=pd.CategoricalDtype(pd.Index(present[order], dtype="string"))
     )
 
 
