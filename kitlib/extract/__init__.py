@@ -206,7 +206,8 @@ def iter_build(selected: dict[str, list[pa.Table]], to_pandas):
                     [pa.field(f.name, f.type.value_type) if pa.types.is_dictionary(f.type) else f for f in plain.schema]
                 )
             )
-            t = t.take(pc.sort_indices(plain, sort_keys=keys))
+            if not _in_order(plain):  # the records of one log mostly are (the sort is stable)
+                t = t.take(pc.sort_indices(plain, sort_keys=keys))
             del plain
             frames[g] = to_pandas(t)
             del t
@@ -219,6 +220,22 @@ def iter_build(selected: dict[str, list[pa.Table]], to_pandas):
                 (tables.empty(name) if name in tables.SCHEMAS else pd.DataFrame()),
                 BuildError(name, f"{type(e).__name__}: {e}"),
             )
+
+
+def _in_order(keys: pa.Table) -> bool:
+    """Whether the rows of ``keys`` (no nulls) already come in ascending order of its columns,
+    compared as a tuple, from one comparison of each column with itself shifted by one row."""
+    if keys.num_rows < 2 or any(c.null_count for c in keys.columns):
+        return keys.num_rows < 2
+    tied = None  # rows equal to the row before them on the columns so far
+    for col in keys.columns:
+        a, b = col.slice(1), col.slice(0, len(col) - 1)
+        down = pc.less(a, b)
+        if pc.any(down if tied is None else pc.and_(tied, down)).as_py():
+            return False
+        same = pc.equal(a, b)
+        tied = same if tied is None else pc.and_(tied, same)
+    return True
 
 
 # --- vectorised helpers for builders: Arrow's regex kernels (RE2) over a whole message column ---
