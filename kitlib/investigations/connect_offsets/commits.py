@@ -213,7 +213,7 @@ def classify_many(messages) -> dict:
     rows = np.flatnonzero(rule >= 0)
     if not len(rows):
         return out
-    sub = first.take(pa.array(rows))
+    sub = first if len(rows) == total else first.take(pa.array(rows))  # (often every line is one)
     ctx = pc.extract_regex(sub, _CTX.pattern)
 
     def field(struct, name):  # "" (group did not take part) and no match both become null
@@ -246,7 +246,7 @@ def classify_many(messages) -> dict:
         sel = np.flatnonzero(r_of == i)
         if not rx.groupindex or not len(sel):
             continue
-        got = _numbers(sub.take(pa.array(sel)), rx.pattern)
+        got = _numbers(sub if len(sel) == len(rows) else sub.take(pa.array(sel)), rx.pattern)
         for g, v in got.items():
             out[g][rows[sel]] = pc.cast(v, pa.float64()).to_numpy(zero_copy_only=False)
     return out
