@@ -491,9 +491,7 @@ def _category(codes: np.ndarray, names) -> pd.Categorical:
     order = np.argsort(present, kind="stable")
     remap = np.full(len(names) + 1, -1, np.int64)  # the last entry: -1 stays -1
     remap[used[order]] = np.arange(len(used))
-    return pd.Categorical.from_codes(
-        remap[codes], dtype=pd.CategoricalDtype(pd.Index(present[order], dtype="string"))
-    )
+    return pd.Categorical.from_codes(remap[codes], dtype=pd.CategoricalDtype(pd.Index(present[order], dtype="string")))
 
 
 def _first_line_400(texts: pa.Array) -> pa.Array:
