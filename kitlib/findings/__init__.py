@@ -328,7 +328,7 @@ def _triage_in_lanes(bundle, order: list, held: set, found: list[Finding], runs:
     gone: set[str] = set()  # let go by this process already
 
     def run_unit(u: int) -> dict[int, tuple[list[Finding], list[DetectorRun]]]:
-        got = {}
+        got: dict[int, tuple[list[Finding], list[DetectorRun]]] = {}
         try:
             for i in members[u]:
                 name, d, inv = order[i]

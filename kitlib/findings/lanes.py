@@ -87,7 +87,7 @@ def run_units(units: Sequence, run_unit: Callable[[int], object], patience: floa
 def _collect(back: int, pid: int, patience: float) -> bytes:
     """All the second process (``pid``) writes onto pipe ``back`` until it closes it, then the
     process reaped; nothing when it stays silent ``patience`` seconds (it is then killed)."""
-    chunks = []
+    chunks: list[bytes] = []
     deadline = time.monotonic() + patience
     with os.fdopen(back, "rb", buffering=0) as inp:
         while True:
@@ -106,7 +106,7 @@ def _collect(back: int, pid: int, patience: float) -> bytes:
 
 def _take(tasks: int, run_unit: Callable[[int], object]) -> dict:
     """Run the units read from pipe ``tasks`` one after the other until it is empty."""
-    got = {}
+    got: dict[int, object] = {}
     while True:
         b = os.read(tasks, _NUMBER.size)
         if len(b) < _NUMBER.size:

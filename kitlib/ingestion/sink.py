@@ -430,7 +430,7 @@ def write_sorted(table: str, spilled: Path, dest: Path) -> int:
             else:
                 rows = _take(mapped(), pa.array(at))  # the mapped pages let go after
             done = _as_written(rows, writer.schema, whole) if writer is not None else None
-            if done is not None:
+            if done is not None and writer is not None:
                 del rows
                 writer.write_table(done)
                 del done

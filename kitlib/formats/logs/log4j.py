@@ -168,7 +168,8 @@ def parse(src: SourceFile, ctx: Context, block_size: int | None = None, threads:
                 n_chunk = counted[1] if counted[0] is chunk else None  # None: changed since counted
                 counted[0] = None
                 cut = last_header_start(chunk) if n_chunk is not None else -1
-                if cut > 0:  # the block ends in this chunk: its lines are the chunk's and the carry's
+                # the block ends in this chunk: its lines are the chunk's and the carry's
+                if n_chunk is not None and cut > 0:
                     at_most = n_chunk + (_count_lines(carry) if carry else 0)
                     if at_most <= MAX_BLOCK_LINES:
                         # the carry and the chunk are joined on the parse thread
