@@ -20,7 +20,7 @@ OUT    ?= reports
 FAST   := -p no:nbval -m "not broker and not chromium and not slow"
 PYTEST := $(BIN)/python -m pytest -q -p no:cacheprovider
 
-.PHONY: report test check venv chromium bench notebooks statements clean
+.PHONY: report test check venv chromium bench notebooks statements patterns clean
 
 report: $(STAMP)
 	$(BIN)/kitlib report sample_data --out $(OUT)
@@ -85,6 +85,13 @@ statements: $(STAMP)
 	      || echo "no $$a $$v: read without it"; done; done
 	$(BIN)/python -m kitlib.formats.logs.statements $(KAFKA_CLONE) --out kitlib/formats/logs/statements.json.gz \
 	  --maven-repo "$(MAVEN_REPO)" $(foreach v,$(KAFKA_JARS),--jars $(v))
+	$(MAKE) patterns
+
+# The catalogue compiled for matching, shipped beside it so that no first run compiles it (about a
+# second). Run after changing the catalogue or kitlib/formats/logs/compiled.py or lineage.py; a
+# test says when it is out of date.
+patterns: $(STAMP)
+	$(BIN)/python -m kitlib.formats.logs.compiled
 
 bench: $(STAMP)
 	$(BIN)/python bench/ingest_bench.py --size-mb 1024

@@ -209,33 +209,6 @@ def test_checking_distinct_masked_texts_equals_checking_each_text():
     assert (got == want).all()
 
 
-@pytest.mark.slow
-def test_compiled_catalogue_is_cached_between_processes(monkeypatch, tmp_path):
-    monkeypatch.setenv("KITLIB_CACHE_DIR", str(tmp_path))
-    matching.patterns.cache_clear()
-    stale = tmp_path / "statements" / "patterns-0000.json"
-    stale.parent.mkdir()
-    stale.write_text("{}")
-    try:
-        fresh = matching.patterns()
-        path = matching.cache_file()
-        assert path.is_relative_to(tmp_path) and path.exists() and not stale.exists()
-        matching.patterns.cache_clear()
-        cached = matching.patterns()
-        assert cached is not fresh
-        assert cached.templates == fresh.templates and cached.ids == fresh.ids and cached.loggers == fresh.loggers
-        assert cached.vocab.equals(fresh.vocab)
-        for a in ("key_order", "key_bounds", "pairs"):
-            assert np.array_equal(getattr(cached, a), getattr(fresh, a))
-        # a damaged cache file is compiled around and written again
-        path.write_bytes(b'{"templates": [')
-        matching.patterns.cache_clear()
-        again = matching.patterns()
-        assert again.templates == fresh.templates and path.read_bytes().startswith(b'{"templates":["')
-    finally:
-        matching.patterns.cache_clear()
-
-
 def test_template_ids_can_be_switched_off_to_measure_them(monkeypatch):
     monkeypatch.setenv("KITLIB_TEMPLATE_IDS", "0")
     t = matching.annotate(_block("kafka.cluster.Partition", ["Shrinking ISR from 1,2 to 1"]))

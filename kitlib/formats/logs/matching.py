@@ -36,20 +36,16 @@ Example:
 
 from __future__ import annotations
 
-import hashlib
-import json
 import os
 import re
 from dataclasses import dataclass
 from functools import cache
-from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from kitlib.formats.logs import lineage as lin
-from kitlib.formats.logs import statements as st
+from kitlib.formats.logs.compiled import TOKEN, patterns
 
 try:  # the compiled matcher (_match.c, built by setup.py where a C compiler is found)
     from kitlib.formats.logs import _match as _C
@@ -64,7 +60,6 @@ MATCH_CHARS = 4096
 _PREFIX = r"^(?:[^\n]*?[\]:,)>] )?"
 _END = r"\s*(?:\n|$)"
 _SPECIAL = set("\\.^$|?*+()[]{}")
-_TOKEN = re.compile(r"[^A-Za-z0-9]+")
 _BLANKS = re.compile(r"\s+")
 # characters of a record searched for key words (a logIdent prefix and the first sentence)
 KEY_CHARS = 512
@@ -102,124 +97,6 @@ def template_regex(template: str, capture: bool = False) -> str:
     return "(?s)" + _PREFIX + body + _END
 
 
-def _key_words(template: str) -> list[str]:
-    """The words of a template that a record shows as whole words (not glued to a slot's value)."""
-    pieces = template.split("{}")
-    out = []
-    for i, piece in enumerate(pieces):
-        words = _TOKEN.split(piece)
-        for j, w in enumerate(words):
-            if len(w) < 2 or not w[0].isalpha() or (j == 0 and i > 0) or (j == len(words) - 1 and i < len(pieces) - 1):
-                continue
-            out.append(w)
-    return out
-
-
-@dataclass(frozen=True)
-class Patterns:
-    """The catalogue compiled for matching: distinct templates (most literal text first), their
-    lineage ids, each one's key word (its rarest whole word among all templates), and which
-    logger logs which template."""
-
-    templates: list[str]
-    ids: list[str]
-    vocab: pa.Array  # key words
-    key_order: np.ndarray  # template indices sorted by key word
-    key_bounds: np.ndarray  # key word k's templates: key_order[key_bounds[k]:key_bounds[k + 1]]
-    loggers: dict[str, int]
-    pairs: np.ndarray  # sorted logger index * len(templates) + template index
-
-
-def _compile() -> Patterns:
-    """The shipped catalogue compiled for matching (about a second: its lineages and key words)."""
-    cat = st.load()
-    fam = lin.lineage(cat)
-    texts = sorted({s.template for s in cat.statements if _key_words(s.template)},
-                   key=lambda t: (-len(t.replace("{}", "")), t))  # fmt: skip
-    index = {t: i for i, t in enumerate(texts)}
-    ids = [""] * len(texts)
-    loggers: dict[str, int] = {}
-    pairs = set()
-    for s in cat.statements:
-        i = index.get(s.template)
-        if i is None:
-            continue
-        ids[i] = ids[i] or fam[s.id]
-        for name in {s.logger, s.logger.rstrip("$")}:  # a Scala object logs as 'X$'; some layouts drop the '$'
-            pairs.add(loggers.setdefault(name, len(loggers)) * len(texts) + i)
-    words = [_key_words(t) for t in texts]
-    df: dict[str, int] = {}
-    for ws in words:
-        for w in set(ws):
-            df[w] = df.get(w, 0) + 1
-    keys = [min(ws, key=lambda w: (df[w], -len(w), w)) for ws in words]
-    vocab = sorted(set(keys))
-    kpos = {w: k for k, w in enumerate(vocab)}
-    kidx = np.array([kpos[k] for k in keys], np.int64)
-    order = np.argsort(kidx, kind="stable")
-    bounds = np.searchsorted(kidx[order], np.arange(len(vocab) + 1))
-    return Patterns(texts, ids, pa.array(vocab, pa.string()), order, bounds, loggers,
-                    np.array(sorted(pairs), np.int64))  # fmt: skip
-
-
-def cache_file() -> Path:
-    """Where the compiled catalogue is kept between processes: ``$KITLIB_CACHE_DIR``, else
-    ``$XDG_CACHE_HOME/kitlib`` (an absolute one), else ``~/.cache/kitlib``, in ``statements/``,
-    named by a hash of the catalogue file and of the code of this module and of :mod:`lineage
-    <kitlib.formats.logs.lineage>` (any of them changing makes a new one)."""
-    own = os.environ.get("KITLIB_CACHE_DIR")
-    xdg = os.environ.get("XDG_CACHE_HOME", "")
-    if own:
-        root = Path(own).expanduser()
-    else:
-        root = (Path(xdg) if xdg and os.path.isabs(xdg) else Path.home() / ".cache") / "kitlib"
-    h = hashlib.sha256(st.DATA_FILE.read_bytes())
-    h.update(Path(__file__).read_bytes())
-    h.update(Path(lin.__file__).read_bytes())
-    return root / "statements" / f"patterns-{h.hexdigest()[:24]}.json"
-
-
-def _dump(p: Patterns) -> bytes:
-    doc = {"templates": p.templates, "ids": p.ids, "vocab": p.vocab.to_pylist(), "key_order": p.key_order.tolist(),
-           "key_bounds": p.key_bounds.tolist(), "loggers": p.loggers, "pairs": p.pairs.tolist()}  # fmt: skip
-    return json.dumps(doc, separators=(",", ":"), ensure_ascii=False).encode()
-
-
-def _undump(raw: bytes) -> Patterns:
-    d = json.loads(raw)
-    return Patterns(d["templates"], d["ids"], pa.array(d["vocab"], pa.string()), np.array(d["key_order"], np.int64),
-                    np.array(d["key_bounds"], np.int64), d["loggers"], np.array(d["pairs"], np.int64))  # fmt: skip
-
-
-@cache
-def patterns() -> Patterns:
-    """The shipped catalogue, compiled once per process: read from the cache (:func:`cache_file`,
-    about 20 ms) or compiled and written there (about a second; older ones removed). A cache that
-    cannot be read or written is compiled around; ``KITLIB_TEMPLATE_CACHE=0`` always compiles."""
-    if os.environ.get("KITLIB_TEMPLATE_CACHE", "").strip().lower() in ("0", "false", "no"):
-        return _compile()
-    try:
-        path = cache_file()
-    except OSError:
-        return _compile()
-    try:
-        return _undump(path.read_bytes())
-    except (OSError, ValueError, KeyError, TypeError):
-        pass
-    p = _compile()
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(f".{path.name}.{os.getpid()}")
-        tmp.write_bytes(_dump(p))
-        os.replace(tmp, path)  # readers see the whole file or none
-        for stale in path.parent.glob("patterns-*.json"):  # an older catalogue's or code's
-            if stale != path:
-                stale.unlink(missing_ok=True)
-    except OSError:
-        pass
-    return p
-
-
 @cache
 def _regex(template: str) -> str:
     return template_regex(template)
@@ -228,7 +105,7 @@ def _regex(template: str) -> str:
 def candidates(head: pa.Array) -> tuple[np.ndarray, np.ndarray]:
     """(row, template) pairs whose template's key word is a word of the row's text."""
     p = patterns()
-    tokens = pc.split_pattern_regex(head, _TOKEN.pattern)
+    tokens = pc.split_pattern_regex(head, TOKEN.pattern)
     flat = pc.list_flatten(tokens)
     parent = pc.list_parent_indices(tokens).to_numpy(zero_copy_only=False).astype(np.int64)
     k = pc.index_in(flat, value_set=p.vocab)
