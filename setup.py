@@ -1,8 +1,10 @@
-"""The compiled part of the kit: two C files, the log4j block scan (kitlib/formats/logs/_scan.c) and
-template matching (kitlib/formats/logs/_match.c).
+"""The compiled part of the kit: three C files, the log4j block scan (kitlib/formats/logs/_scan.c),
+template matching (kitlib/formats/logs/_match.c) and the literal prefilter of the extractors'
+message patterns (kitlib/formats/logs/_prefilter.c).
 
-Both are optional: where no C compiler is found the install goes on without them, the log4j parser
-uses its numpy path for every block and template matching its Arrow path (same tables, slower).
+All are optional: where no C compiler is found the install goes on without them, the log4j parser
+uses its numpy path for every block, template matching its Arrow path and the prefilter Arrow's
+literal search (same tables, slower).
 
 The packages are listed here too: the notebooks' home is the repository's top-level notebooks/
 folder, and a wheel carries them as the package kitlib.notebooks (package data only). Everything
@@ -24,6 +26,12 @@ setup(
         Extension(
             "kitlib.formats.logs._match",
             ["kitlib/formats/logs/_match.c"],
+            extra_compile_args=["-O2"],
+            optional=True,
+        ),
+        Extension(
+            "kitlib.formats.logs._prefilter",
+            ["kitlib/formats/logs/_prefilter.c"],
             extra_compile_args=["-O2"],
             optional=True,
         ),

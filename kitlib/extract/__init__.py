@@ -25,6 +25,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from kitlib import registry
+from kitlib.extract import prefilter
 
 RECORD_ORDER = ("host", "ts", "file", "line")
 
@@ -112,6 +113,10 @@ def groups() -> dict[str, str]:
 # compiled once per call: per block of the log that cost more than the matching itself)
 BATCH_ROWS = 65536
 
+# a message pattern runs only on the rows holding one of the literals it needs (see
+# kitlib.extract.prefilter), where those can be derived from it
+PREFILTER = True
+
 
 def select(block: pa.Table, picks: Callable[[str], bool] | None = None) -> dict[str, pa.Table]:
     """The records of an events block each selection group wants (see :func:`groups`); only the
@@ -136,7 +141,15 @@ def select(block: pa.Table, picks: Callable[[str], bool] | None = None) -> dict[
             continue
         rows = np.flatnonzero(want[idx])
         if len(rows) and ex.contains:
-            if 2 * len(rows) > len(idx):  # most of the block: matched where it is, not copied out first
+            lits = prefilter.necessary_literals(ex.contains) if PREFILTER else None
+            if lits is not None:  # only the rows holding one of its literals can match: RE2 on them
+                if 2 * len(rows) > len(idx):  # (most of the block: searched where it is)
+                    rows = rows[prefilter.candidates(message, lits)[rows]]
+                else:
+                    rows = rows[prefilter.candidates(message.take(pa.array(rows)), lits)]
+            if not len(rows):
+                pass
+            elif lits is None and 2 * len(rows) > len(idx):  # most of the block: matched where it is, not copied
                 hit = pc.match_substring_regex(message, ex.contains)
                 rows = rows[np.asarray(hit.to_numpy(zero_copy_only=False), bool)[rows]]
             else:  # only their messages copied out and matched; the records taken once, those that match
