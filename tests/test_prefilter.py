@@ -68,7 +68,9 @@ def test_no_literals_where_python_reads_the_pattern_otherwise_than_re2():
     assert necessary_literals(r"ab{,3}cdef") is None
     assert necessary_literals(r"(?x) a b c d") is None
     assert necessary_literals(r"abc(") is None  # not a pattern
-    assert necessary_literals(r"(?i)k\u212aelvin") == Literals(("elvin",), True)  # (non-ASCII: no literal)
+    assert necessary_literals(r"(?=abcd)abcdef") is None  # Python's, not RE2's: RE2 says so when it runs
+    assert necessary_literals(r"(abcd)\1") is None
+    assert necessary_literals("(?i)k\u212aelvin") == Literals(("elvin",), True)  # (non-ASCII: no literal)
 
 
 def test_every_contains_pattern_of_the_kit_has_literals_or_none():

@@ -38,6 +38,7 @@ MIN_LENGTH = 3  # the shortest literal worth a prefilter (bytes)
 MAX_SET = 64  # at most this many texts in a set a part of a pattern may match exactly
 MAX_CLASS = 8  # a character class of at most this many characters is taken as alternatives
 MAX_LITERALS = 512  # a prefilter of more literals than this is not derived
+SCORE_CAP = 64  # of two sets of literals, the one whose shortest is longer (up to this) is kept
 
 # what Python's parser reads otherwise than RE2 does (a POSIX class, a repeat without its lower
 # bound, which RE2 takes as literal text; verbose mode): such a pattern gets no prefilter
@@ -72,10 +73,10 @@ _EMPTY = _Info(exact=frozenset({""}))
 
 def _score(texts: frozenset[str] | None) -> tuple[int, int]:
     """How good a set of necessary texts is as a prefilter: its shortest text (more is better,
-    up to 8 bytes), then the fewer texts the better."""
+    up to ``SCORE_CAP`` bytes: a longer literal is rarer), then the fewer texts the better."""
     if not texts:
         return (-1, 0)
-    return (min(8, min(len(t.encode()) for t in texts)), -len(texts))
+    return (min(SCORE_CAP, min(len(t.encode()) for t in texts)), -len(texts))
 
 
 def _best(a: frozenset[str] | None, b: frozenset[str] | None) -> frozenset[str] | None:
@@ -89,7 +90,7 @@ def necessary_literals(pattern: str, min_length: int = MIN_LENGTH) -> Literals |
     import re._constants as C  # type: ignore[import-not-found]
     import re._parser as sre  # type: ignore[import-not-found]
 
-    if _UNLIKE_RE2.search(pattern):
+    if _UNLIKE_RE2.search(pattern) or not _re2_accepts(pattern):  # (RE2's error stays RE2's to raise)
         return None
     try:
         parsed = sre.parse(pattern)
@@ -183,6 +184,16 @@ def necessary_literals(pattern: str, min_length: int = MIN_LENGTH) -> Literals |
     # a text holding another is not needed: the shorter one is found wherever the longer one is
     kept = sorted(t for t in texts if not any(o != t and o in t for o in texts))
     return Literals(tuple(kept), fold)
+
+
+def _re2_accepts(pattern: str) -> bool:
+    import pyarrow.compute as pc
+
+    try:
+        pc.match_substring_regex(pa.array([""]), pattern)
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+        return False
+    return True
 
 
 def candidates(texts: pa.Array, literals: Literals, method: int = -1) -> np.ndarray:
