@@ -197,6 +197,14 @@ class Bundle:
                 return len(part)
         return count_rows(path, name, self.window)
 
+    def stored_rows(self, name: str) -> int:
+        """How many rows table ``name`` has when it is held or stored (counted as :meth:`rows`
+        counts them); 0 for a table that would have to be built first, which is not built."""
+        held = self.__dict__.get("tables", {}).get(name)
+        if held is not None:
+            return len(held)
+        return self.rows(name) if self._on_disk(name) is not None else 0
+
     def deferred(self, name: str) -> bool:
         """Whether table ``name`` is derived from log records that the ingest output holds, and
         is built on first use from its stored events rather than read from a file."""

@@ -319,33 +319,43 @@ def triage(bundle, investigations: Iterable[str] | None = None, jobs: int = 1) -
 def _triage_in_lanes(bundle, order: list, held: set, found: list[Finding], runs: list[DetectorRun]) -> None:
     """:func:`triage`'s detectors (``order``) in two processes, detectors that name a table in
     common in one (what they share, a table or a model of it, is read once): their findings and
-    runs onto ``found`` and ``runs`` in ``order``'s order. A process lets a table go after the last
-    unit (in the order units are handed out) whose detectors name it."""
+    runs onto ``found`` and ``runs`` in ``order``'s order. A table is named by one unit only, and
+    its process lets it go after the last detector naming it, as one process does. The units are
+    handed out those with the most stored rows first, so a process meets the biggest tables
+    before memory let go by other units is still held, and the longest unit starts first."""
     members = _units([(*d.needs, *d.reads) for _, d, _ in order])
-    last = {t: u for u, at in enumerate(members) for i in at for t in (*order[i][1].needs, *order[i][1].reads)}
-    last = {t: u for t, u in last.items() if t not in held}
-
-    gone: set[str] = set()  # let go by this process already
+    last = {t: i for i, (_, d, _) in enumerate(order) for t in (*d.needs, *d.reads) if t not in held}
 
     def run_unit(u: int) -> dict[int, tuple[list[Finding], list[DetectorRun]]]:
         got: dict[int, tuple[list[Finding], list[DetectorRun]]] = {}
-        try:
-            for i in members[u]:
-                name, d, inv = order[i]
-                got[i] = ([], [])
+        for i in members[u]:
+            name, d, inv = order[i]
+            got[i] = ([], [])
+            try:
                 _run(bundle, name, d, inv, *got[i])
-        finally:
-            for t in sorted(t for t, at in last.items() if at <= u and t not in gone):
-                gone.add(t)
-                bundle.let_go(t)
+            finally:
+                for t in sorted(t for t, at in last.items() if at == i):
+                    bundle.let_go(t)
         return got
 
+    handed = _heaviest_first(
+        bundle, [{t for i in at for t in (*order[i][1].needs, *order[i][1].reads)} for at in members]
+    )
     every: dict[int, tuple[list[Finding], list[DetectorRun]]] = {}
-    for got in lanes.run_units(members, run_unit):
+    for got in lanes.run_units([members[u] for u in handed], lambda k: run_unit(handed[k])):
         every.update(got)
     for i in range(len(order)):
         found.extend(every[i][0])
         runs.extend(every[i][1])
+
+
+def _heaviest_first(bundle, names: list[set[str]]) -> list[int]:
+    """The positions of ``names`` (each unit's tables), the unit whose tables have the most rows
+    stored first (a table neither stored nor held counts none: nothing is read or built for it);
+    units of equal weight in their order."""
+    stored = getattr(bundle, "stored_rows", None)
+    weight = {t: stored(t) if callable(stored) else 0 for ts in names for t in ts}
+    return sorted(range(len(names)), key=lambda u: -sum(weight[t] for t in names[u]))
 
 
 def _units(names: list[tuple[str, ...]]) -> list[list[int]]:

@@ -159,7 +159,82 @@ def _declared(name: str, t: pa.Table) -> pd.DataFrame:
 TAKE_BATCH = 8192  # rows a batch when rows are taken by position from whole files
 
 
-def _batches(dataset, cond, columns: list[str] | None):
+# declared dtype labels whose pandas columns are fixed-width arrays: filled slice by slice
+_FILLED = ("ts", "int", "float", "bool")
+SLICE_ROWS = 1 << 16  # rows a slice when a table's columns are converted slice by slice
+
+
+def _declared_slices(name: str, dataset, columns: list[str]) -> pd.DataFrame:
+    """:func:`_declared` of ``columns`` of the whole stored table ``name`` (``dataset``, no
+    filter), without holding the whole Arrow table beside its pandas copy: the time, number and
+    flag columns are converted slice by slice (each slice as :func:`_declared` converts it) into
+    arrays of the table's length; the text and category columns are kept in Arrow (a pandas text
+    column is its Arrow data), joined one column at a time and converted whole as before. On the
+    dense incident's ``node_events`` (1.6M rows, 137 MB as pandas) the read's peak went from
+    +440 to +530 MB of resident memory to +260 MB."""
+    spec = tables.SCHEMAS[name]
+    rows = dataset.count_rows()
+    if not rows:
+        return _declared(name, dataset.to_table(columns=columns))
+    filled = [c.name for c in spec.columns if c.name in columns and c.dtype in _FILLED]
+    kept = [c for c in columns if c not in filled]
+    pieces: dict[str, list] = {c: [] for c in kept}
+    into: dict[str, tuple] = {}  # column -> (its pandas array, the buffers filled)
+    at = 0
+    for batch in _batches(dataset, None, columns, SLICE_ROWS):
+        n = batch.num_rows
+        part = _declared(name, pa.Table.from_batches([batch]).select(filled)) if filled else None
+        for c in filled:
+            arr = part[c].array
+            if c not in into:
+                into[c] = _empty_like(arr, rows)
+            for dst, src in zip(into[c][1], _buffers(arr)):
+                dst[at : at + n] = src
+        for c in kept:
+            pieces[c].append(batch.column(c))
+        at += n
+        del part, batch
+    if at != rows:
+        raise OSError(f"{name}: {at} rows read, {rows} counted")
+    joined = {}
+    for c in kept:  # each column's pieces let go once it is joined
+        joined[c] = tables.contiguous(pa.table({c: pa.chunked_array(pieces.pop(c), dataset.schema.field(c).type)}))[c]
+    rest = _declared(name, pa.table(joined)) if kept else None
+    del joined
+    out = {}
+    for c in spec.columns:
+        if c.name in into:
+            out[c.name] = pd.Series(into[c.name][0], copy=False)
+        elif c.name in kept:
+            out[c.name] = rest[c.name]
+    return pd.DataFrame(out, index=pd.RangeIndex(rows), copy=False)
+
+
+def _buffers(arr) -> tuple:
+    """The arrays holding a fixed-width pandas array's values (and its mask, when it has one)."""
+    if isinstance(arr, pd.arrays.DatetimeArray):
+        return (arr.asi8,)
+    if isinstance(arr, pd.arrays.IntegerArray | pd.arrays.BooleanArray | pd.arrays.FloatingArray):
+        return (arr._data, arr._mask)
+    return (np.asarray(arr),)
+
+
+def _empty_like(arr, rows: int) -> tuple:
+    """A pandas array of ``arr``'s dtype and ``rows`` rows, not filled, and its buffers to fill
+    (as :func:`_buffers` names them)."""
+    if isinstance(arr, pd.arrays.DatetimeArray):
+        got = pd.Series(np.empty(rows, "M8[ns]"), copy=False).dt.tz_localize(arr.dtype.tz).array
+        if got.dtype != arr.dtype:
+            got = got.astype(arr.dtype)
+        return got, (got.asi8,)
+    if isinstance(arr, pd.arrays.IntegerArray | pd.arrays.BooleanArray | pd.arrays.FloatingArray):
+        data, mask = np.empty(rows, arr._data.dtype), np.empty(rows, bool)
+        return type(arr)(data, mask), (data, mask)
+    data = np.empty(rows, np.asarray(arr).dtype)
+    return data, (data,)
+
+
+def _batches(dataset, cond, columns: list[str] | None, size: int = 0):
     """The record batches of ``dataset`` in scan order. Without a filter, and when every column
     is in the file itself, a single file is read page by page in small batches (a buffered
     stream, nothing read ahead): the dataset scanner decodes a whole row group of each column
@@ -170,9 +245,11 @@ def _batches(dataset, cond, columns: list[str] | None):
         pq.read_schema(files[0]).names
     ):
         with pq.ParquetFile(files[0], pre_buffer=False, buffer_size=1 << 20) as pf:
-            yield from pf.iter_batches(batch_size=TAKE_BATCH, columns=columns, use_threads=False)
+            yield from pf.iter_batches(batch_size=size or TAKE_BATCH, columns=columns, use_threads=False)
         return
-    yield from dataset.to_batches(columns=columns, filter=cond, use_threads=False)
+    yield from dataset.to_batches(
+        columns=columns, filter=cond, use_threads=False, **({"batch_size": size} if size else {})
+    )
 
 
 def _take(dataset, cond, columns: list[str] | None, rows) -> pa.Table:
@@ -217,6 +294,8 @@ def read_table(
     categories kept), the columns of a table too big to want whole. ``rows`` (positions among
     the rows the window keeps) takes only those rows, in that order."""
     dataset, cond = _scan(path, name, window, isin)
+    if rows is None and cond is None and columns is not None and declared and name in tables.SCHEMAS:
+        return _declared_slices(name, dataset, columns)
     if rows is None:
         t = dataset.to_table(columns=columns, filter=cond)
     else:
