@@ -25,6 +25,8 @@ Example:
 
 from __future__ import annotations
 
+import codecs
+import os
 import re
 from collections import deque
 from concurrent.futures import ThreadPoolExecutor
@@ -58,7 +60,7 @@ from kitlib.formats.logs.records import (
     redact_messages,
     unparsed_rows,
 )
-from kitlib.sources import CHUNK, SourceError, SourceFile, read_chunks
+from kitlib.sources import CHUNK, CR_PROBE, MAGIC, MAX_LINE, SourceError, SourceFile, open_regular, read_chunks
 
 HEADER = re.compile(rb"\[\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2},\d{3}\] (?:TRACE|DEBUG|INFO|WARN|ERROR|FATAL)(?: |$)")
 
@@ -157,13 +159,33 @@ def parse(src: SourceFile, ctx: Context, block_size: int | None = None, threads:
         counted[0], counted[1] = chunk, n
         return n
 
-    chunks = read_chunks(src, block_size or CHUNK, count=count)  # newlines counted in C
     from kitlib.sources import head as _head
 
-    if wrapped(_head(src)):
+    wrap = wrapped(_head(src))
+    # a file the reading layer would pass on unchanged is read here, each chunk into a buffer of
+    # its own behind the carry: the block is a view of it, not a join of carry and chunk
+    plain = None if wrap else _plain_file(src)
+    chunks = read_chunks(src, block_size or CHUNK, count=count) if plain is None else iter(())
+    if wrap:
         chunks = _unwrap(chunks)
     try:
         try:
+            if plain is not None:
+                size = block_size or CHUNK
+                want = min(size, 1024 * 1024)  # the reading layer's reads: 1 MiB first, then whole chunks
+                while (buf := _fill(plain, carry, want, src)) is not None:
+                    want = size
+                    cut = _last_header(buf)
+                    forced = False
+                    if cut <= 0:
+                        whole = buf.tobytes()
+                        if carry_more(whole):
+                            carry = whole
+                            continue
+                        cut, forced = whole.rfind(b"\n") + 1, True
+                    carry = buf[cut:].tobytes()
+                    yield from feed(buf[:cut], first)
+                    first = forced
             for chunk in chunks:
                 n_chunk = counted[1] if counted[0] is chunk else None  # None: changed since counted
                 counted[0] = None
@@ -202,6 +224,71 @@ def parse(src: SourceFile, ctx: Context, block_size: int | None = None, threads:
     finally:
         if pool is not None:
             pool.shutdown(wait=True, cancel_futures=True)
+        if plain is not None:
+            plain.close()
+
+
+def _plain_file(src: SourceFile):
+    """``src`` opened for :func:`_fill` when :func:`~kitlib.sources.read_chunks` would pass its
+    bytes on unchanged, else None: a whole regular file on disk (not a zip member, not a part of a
+    split file) whose first bytes are no codec's and no byte-order mark, whose lines end with LF
+    (not the lone-CR files), and with no line the reading layer would cut: a newline within
+    64 KiB of every ``MAX_LINE / 2`` bytes keeps every line under ``MAX_LINE``."""
+    if src.path is None or src.member or src.gz or src.start or src.end is not None:
+        return None
+    try:
+        fh = open_regular(src.path)
+    except OSError:  # the reading layer meets it and says it
+        return None
+    try:
+        fd = fh.fileno()
+        probe = os.pread(fd, CR_PROBE, 0)
+        ok = (
+            bool(probe)
+            and not probe.startswith((*MAGIC, b"\xff\xfe", b"\xfe\xff", codecs.BOM_UTF8))
+            and (b"\r" not in probe or b"\n" in probe)
+        )
+        size, at = os.fstat(fd).st_size, 0
+        while ok and at < size:
+            w = os.pread(fd, 64 * 1024, at)
+            ok = b"\n" in w or at + len(w) >= size
+            at += MAX_LINE // 2
+    except OSError:
+        ok = False
+    if not ok:
+        fh.close()
+        return None
+    return fh
+
+
+def _fill(fh, carry: bytes, want: int, src: SourceFile) -> memoryview | None:
+    """The carry followed by up to ``want`` bytes read from ``fh``, in a fresh buffer (not zeroed
+    first); None at the end of the file."""
+    k = len(carry)
+    arr = np.empty(k + want, np.uint8)
+    arr[:k] = np.frombuffer(carry, np.uint8)
+    try:
+        got = fh.readinto(memoryview(arr)[k:])
+    except OSError as e:
+        raise SourceError(src.rel, f"read failed: {e.strerror or e}") from None
+    if not got:
+        return None
+    on_read = src.meta.get("on_read")
+    if on_read is not None:
+        on_read(got)
+    return memoryview(arr)[: k + got]
+
+
+def _last_header(buf: memoryview) -> int:
+    """:func:`last_header_start` of a buffer without ``rfind``: searched in copies of its tail,
+    64 KiB first and twice as long each time no header is found."""
+    n, w = len(buf), 64 * 1024
+    while True:
+        lo = max(0, n - w)
+        cut = last_header_start(buf[lo:].tobytes())
+        if cut > 0 or lo == 0:
+            return lo + cut if cut > 0 else cut
+        w *= 2
 
 
 def _parse_piece(block, src: SourceFile, first: bool):
