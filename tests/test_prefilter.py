@@ -195,3 +195,22 @@ def test_a_selection_with_the_prefilter_is_the_selection_of_re2_alone(bundle, mo
         if lits is not None:
             message = block.column("message")
             assert not (_re2(message, ex.contains) & ~candidates(message, lits)).any(), name
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_random_literal_sets_of_every_size(method):
+    """Sets of 1 to 40 literals (one bank of buckets or two), folded or not, on random texts."""
+    rng = random.Random(11)
+    alphabet = "abcXYZ [=]-.\u00e9"
+    for size in range(1, 41):
+        for fold in (False, True):
+            lits = {"".join(rng.choice(alphabet) for _ in range(rng.randint(3, 7))) for _ in range(size)}
+            texts = sorted(lits) if not fold else sorted(t.lower() for t in lits)
+            texts = [t for t in texts if t.isascii() or not fold]
+            if not texts:
+                continue
+            found = Literals(tuple(texts), fold)
+            rows = ["".join(rng.choice(alphabet) for _ in range(rng.randint(0, 60))) for _ in range(150)]
+            rows += [rng.choice(texts).upper() + "x" for _ in range(10)] + [None, ""]
+            got = candidates(pa.array(rows), found, method)
+            assert (got == _holds(rows, found)).all(), (size, fold)

@@ -11,10 +11,11 @@
  * case folding reaches a few characters outside ASCII). A null row is not a candidate.
  *
  * Where the processor has SSSE3, a second search is used instead (in the manner of Hyperscan's
- * "Teddy"): the literals are put in 8 buckets; for each of the first three bytes of a literal, two
- * tables of 16 bytes (by the low and the high half of a byte) hold the buckets whose literals may
- * have that byte there; 16 positions at a time, a byte shuffle looks up each table and the bucket
- * bits left after the six lookups are ANDed name the literals to compare at each position.
+ * "Teddy"): the literals are put in 8 buckets (16, in two banks, for more than 8 literals); for
+ * each of three bytes of a literal (its anchor: the three that look rarest in log text), two tables
+ * of 16 bytes (by the low and the high half of a byte) hold the buckets whose literals may have
+ * that byte there; 16 positions at a time, a byte shuffle looks up each table and the bucket bits
+ * left after the six lookups are ANDed name the literals to compare at each position.
  * Wu-Manber's next position waits for its table lookup; these lookups do not wait for each
  * other. */
 #define PY_SSIZE_T_CLEAN
@@ -59,8 +60,10 @@ static int common(unsigned char c) {
 }
 
 typedef struct {
-    unsigned char lo[3][16], hi[3][16]; /* bucket bits by position (0-2) and half of a byte */
-    uint32_t start[9];                  /* the literals of bucket b: order[start[b] .. start[b + 1]] */
+    unsigned char lo[2][3][16], hi[2][3][16]; /* bucket bits by bank (buckets 0-7, 8-15), position (0-2) and
+                                                 half of a byte */
+    uint32_t start[17];                       /* the literals of bucket b: order[start[b] .. start[b + 1]] */
+    uint32_t banks;                           /* 1: 8 buckets (at most 8 literals), 2: 16 */
 } Teddy;
 
 /* the table: Head, uint8 shift[NKEYS], Bucket[nbucket], Lit[nlit], Teddy, uint32 order[nlit] (the
@@ -178,18 +181,24 @@ static PyObject *compile(PyObject *self, PyObject *args) {
         order[j] = ((uint64_t)(fold1(t[0]) << 16 | fold1(t[1]) << 8 | fold1(t[2])) << 32) | (uint64_t)j;
     }
     qsort(order, nkey, sizeof *order, u64_cmp);
-    for (int b = 0; b <= 8; b++)
-        teddy->start[b] = (uint32_t)((nkey * (size_t)b) / 8);
-    for (int b = 0; b < 8; b++)
+    const int nbuckets = nkey > 8 ? 16 : 8;
+    teddy->banks = (uint32_t)(nbuckets / 8);
+    for (int b = 0; b <= nbuckets; b++)
+        teddy->start[b] = (uint32_t)((nkey * (size_t)b) / (size_t)nbuckets);
+    for (int b = nbuckets + 1; b <= 16; b++)
+        teddy->start[b] = (uint32_t)nkey;
+    for (int b = 0; b < nbuckets; b++)
         for (uint32_t j = teddy->start[b]; j < teddy->start[b + 1]; j++) {
             uint32_t i = (uint32_t)order[j];
             tord[j] = i;
             for (int k = 0; k < 3; k++) {
                 unsigned char c = bytes[lits[i].off + lits[i].anchor + k];
-                teddy->lo[k][c & 15] |= (unsigned char)(1u << b);
-                teddy->hi[k][c >> 4] |= (unsigned char)(1u << b);
+                const int bank = b / 8;
+                const unsigned char bit = (unsigned char)(1u << (b % 8));
+                teddy->lo[bank][k][c & 15] |= bit;
+                teddy->hi[bank][k][c >> 4] |= bit;
                 if (fold && c >= 'a' && c <= 'z') /* the upper case letter: the same low half */
-                    teddy->hi[k][(c - 32) >> 4] |= (unsigned char)(1u << b);
+                    teddy->hi[bank][k][(c - 32) >> 4] |= bit;
             }
         }
     PyMem_Free(order), PyMem_Free(buckets);
@@ -276,9 +285,26 @@ static int teddy_verify(const Table *t, unsigned bits, const unsigned char *p, c
 
 /* Teddy's buckets at one position, without SIMD (the bytes p[0..2] must be readable) */
 static inline unsigned teddy_at(const Teddy *d, const unsigned char *p) {
-    return (unsigned)(d->lo[0][p[0] & 15] & d->hi[0][p[0] >> 4] & d->lo[1][p[1] & 15] & d->hi[1][p[1] >> 4] &
-                      d->lo[2][p[2] & 15] & d->hi[2][p[2] >> 4]);
+    unsigned bits = 0;
+    for (uint32_t k = 0; k < d->banks; k++)
+        bits |= (unsigned)(d->lo[k][0][p[0] & 15] & d->hi[k][0][p[0] >> 4] & d->lo[k][1][p[1] & 15] &
+                           d->hi[k][1][p[1] >> 4] & d->lo[k][2][p[2] & 15] & d->hi[k][2][p[2] >> 4])
+                << (8 * k);
+    return bits;
 }
+
+#define TEDDY_BANK(d, k, v0, v1, v2, low)                                                                           \
+    _mm_and_si128(                                                                                                  \
+        _mm_and_si128(                                                                                              \
+            _mm_and_si128(_mm_shuffle_epi8(_mm_loadu_si128((const __m128i *)(d)->lo[k][0]), _mm_and_si128(v0, low)), \
+                          _mm_shuffle_epi8(_mm_loadu_si128((const __m128i *)(d)->hi[k][0]),                          \
+                                           _mm_and_si128(_mm_srli_epi16(v0, 4), low))),                              \
+            _mm_and_si128(_mm_shuffle_epi8(_mm_loadu_si128((const __m128i *)(d)->lo[k][1]), _mm_and_si128(v1, low)), \
+                          _mm_shuffle_epi8(_mm_loadu_si128((const __m128i *)(d)->hi[k][1]),                          \
+                                           _mm_and_si128(_mm_srli_epi16(v1, 4), low)))),                             \
+        _mm_and_si128(_mm_shuffle_epi8(_mm_loadu_si128((const __m128i *)(d)->lo[k][2]), _mm_and_si128(v2, low)),     \
+                      _mm_shuffle_epi8(_mm_loadu_si128((const __m128i *)(d)->hi[k][2]),                              \
+                                       _mm_and_si128(_mm_srli_epi16(v2, 4), low))))
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
@@ -292,32 +318,28 @@ __attribute__((target("ssse3"))) static int teddy_holds(const Table *t, const un
         return 0;
     const Teddy *d = t->teddy;
     const unsigned char *end = text + n, *last = end - 3; /* the last position an anchor may start */
-    const __m128i low = _mm_set1_epi8(0x0f);
-    const __m128i lo0 = _mm_loadu_si128((const __m128i *)d->lo[0]), hi0 = _mm_loadu_si128((const __m128i *)d->hi[0]);
-    const __m128i lo1 = _mm_loadu_si128((const __m128i *)d->lo[1]), hi1 = _mm_loadu_si128((const __m128i *)d->hi[1]);
-    const __m128i lo2 = _mm_loadu_si128((const __m128i *)d->lo[2]), hi2 = _mm_loadu_si128((const __m128i *)d->hi[2]);
+    const __m128i low = _mm_set1_epi8(0x0f), zero = _mm_setzero_si128();
+    const int two = d->banks == 2;
     const unsigned char *p = text;
     for (; p <= last && p + 18 <= limit; p += 16) {
         __m128i v0 = _mm_loadu_si128((const __m128i *)p), v1 = _mm_loadu_si128((const __m128i *)(p + 1)),
                 v2 = _mm_loadu_si128((const __m128i *)(p + 2));
-        __m128i r = _mm_and_si128(_mm_shuffle_epi8(lo0, _mm_and_si128(v0, low)),
-                                  _mm_shuffle_epi8(hi0, _mm_and_si128(_mm_srli_epi16(v0, 4), low)));
-        r = _mm_and_si128(r, _mm_shuffle_epi8(lo1, _mm_and_si128(v1, low)));
-        r = _mm_and_si128(r, _mm_shuffle_epi8(hi1, _mm_and_si128(_mm_srli_epi16(v1, 4), low)));
-        r = _mm_and_si128(r, _mm_shuffle_epi8(lo2, _mm_and_si128(v2, low)));
-        r = _mm_and_si128(r, _mm_shuffle_epi8(hi2, _mm_and_si128(_mm_srli_epi16(v2, 4), low)));
-        unsigned mask = (unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(r, _mm_setzero_si128())) ^ 0xffffu;
+        __m128i r = TEDDY_BANK(d, 0, v0, v1, v2, low), r2 = zero;
+        if (two)
+            r2 = TEDDY_BANK(d, 1, v0, v1, v2, low);
+        unsigned mask = (unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(_mm_or_si128(r, r2), zero)) ^ 0xffffu;
         if (!mask)
             continue;
         size_t room = (size_t)(last - p) + 1; /* positions p .. last */
         if (room < 16)
             mask &= (1u << room) - 1;
-        unsigned char bits[16];
+        unsigned char bits[16], bits2[16];
         _mm_storeu_si128((__m128i *)bits, r);
+        _mm_storeu_si128((__m128i *)bits2, r2);
         while (mask) {
             int j = __builtin_ctz(mask);
             mask &= mask - 1;
-            if (teddy_verify(t, bits[j], p + j, text, end))
+            if (teddy_verify(t, bits[j] | (unsigned)bits2[j] << 8, p + j, text, end))
                 return 1;
         }
     }
@@ -386,12 +408,10 @@ static PyObject *scan(PyObject *self, PyObject *args) {
     t.teddy = (const Teddy *)(t.lits + t.h->nlit);
     t.tord = (const uint32_t *)(t.teddy + 1);
     t.bytes = (const unsigned char *)(t.tord + t.h->nlit);
-    /* method: 0 Wu-Manber, 1 Teddy where it can run, -1 (default) the faster there is: Teddy, but for
-     * many long literals (several to a bucket, they make it compare often; long ones let Wu-Manber
-     * skip far) */
+    /* method: 0 Wu-Manber, 1 or -1 (default) Teddy where the processor can run it (the faster) */
     int simd = 0;
 #ifdef HAVE_TEDDY
-    simd = (method == 1 || (method < 0 && !(t.h->nlit > 16 && t.h->m >= 8))) && __builtin_cpu_supports("ssse3");
+    simd = method != 0 && __builtin_cpu_supports("ssse3");
 #endif
     const unsigned char *limit = (const unsigned char *)dv.buf + dv.len;
     const unsigned char *data = (const unsigned char *)dv.buf, *valid = have_valid ? vv.buf : NULL;
