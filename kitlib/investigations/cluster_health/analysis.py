@@ -254,19 +254,13 @@ def isr_episodes(bundle) -> pd.DataFrame:
     gone = np.flatnonzero((p["kind"] == "isr_shrink").to_numpy(bool)) if len(p) else np.zeros(0, np.int64)
     rows, left_ids = id_lists(p["removed"].iloc[gone]) if len(gone) else (gone, gone)
     gone = gone[rows]
+    del rows
     if not len(gone):
         return pd.DataFrame(columns=cols)
-    # rejoining: 'Expanding ISR ... to' (older brokers) or 'ISR updated to' naming the broker again (3.x)
-    at = np.flatnonzero(p["kind"].isin(["isr_expand", "isr_updated"]).to_numpy(bool))
-    # the ids added, else the ISR after: taken and joined in Arrow (no pandas copy of either column)
-    taken = pa.array(at)
-    rows, ids = _id_lists(pc.coalesce(arrow_text(p["added"]).take(taken), arrow_text(p["isr_after"]).take(taken)))
-    del taken
-    at = at[rows]
+    ts = p["ts"].to_numpy("datetime64[ns]")
     # the departures in time order (stable, a missing time last), as sort_values orders them, so
     # that the frame is built once in that order: its index the rows' places before the sort
-    left = p["ts"].to_numpy("datetime64[ns]")[gone]
-    order = np.argsort(left, kind="stable")  # NaT sorts last, in its rows' order
+    order = np.argsort(ts[gone], kind="stable")  # NaT sorts last, in its rows' order
     gone, left_ids = gone[order], left_ids[order]
     ep = pd.DataFrame(
         {
@@ -280,26 +274,38 @@ def isr_episodes(bundle) -> pd.DataFrame:
         },
         index=pd.Index(order),
     )
-    del left, order
+    del order
     # (topic, partition, broker) as one int64, for the rejoins and the departures alike (a missing
     # part is a value of its own): grouping and joining on it is joining on the three columns;
-    # the topic as Arrow's dictionary code of its name (no Python string per row)
+    # the topic as Arrow's dictionary code of its name (int32, no Python string per row)
     topic = pc.dictionary_encode(arrow_text(p["topic"]).combine_chunks()).indices
-    topic = np.asarray(pc.fill_null(topic, -1).to_numpy(zero_copy_only=False), np.int64)
+    topic = np.asarray(pc.fill_null(topic, -1).to_numpy(zero_copy_only=False))
     part = p["partition"].astype("Int64").array
-    part_v, part_na = part.to_numpy(np.int64, na_value=0), part.isna()
-    (ex_key, ex_gap), (ep_key, ep_gap) = int_keys(
-        ((topic[at], topic[at] < 0), (topic[gone], topic[gone] < 0)),
-        ((part_v[at], part_na[at]), (part_v[gone], part_na[gone])),
-        ((ids, np.zeros(len(ids), bool)), (left_ids, np.zeros(len(left_ids), bool))),
+    part_v, part_na = part.to_numpy(np.int64, na_value=0), np.asarray(part.isna(), bool)
+    del part
+    # rejoining: 'Expanding ISR ... to' (older brokers) or 'ISR updated to' naming the broker again
+    # (3.x); only rows with a topic, a partition and a time can rejoin, taken in time order (stable)
+    # before their id lists are split, so that the ids come out in the order the join needs
+    at = np.flatnonzero(p["kind"].isin(["isr_expand", "isr_updated"]).to_numpy(bool))
+    at = at[(topic[at] >= 0) & ~part_na[at] & ~np.isnat(ts[at])]
+    at = at[np.argsort(ts[at], kind="stable")]
+    del ts
+    # (topic, partition) per row first (a few thousand codes), then with the broker per id
+    (place_ex, _), (place_ep, ep_gap) = int_keys(
+        ((topic[at], None), (topic[gone], topic[gone] < 0)),
+        ((part_v[at], None), (part_v[gone], part_na[gone])),
     )
-    del gone, left_ids, topic, part, part_v, part_na
-    # the rejoins with a key and a time, made once in time order (stable), not filtered then sorted
-    back = p["ts"].to_numpy("datetime64[ns]")[at]
-    keep = np.flatnonzero(~ex_gap & ~np.isnat(back))
-    keep = keep[np.argsort(back[keep], kind="stable")]
-    ex = pd.DataFrame({"key": ex_key[keep], "rejoined": p["ts"].array.take(at[keep])})
-    del ex_key, ex_gap, at, rows, ids, back, keep
+    del topic, part_v, part_na, gone
+    # the ids added, else the ISR after: taken and joined in Arrow (no pandas copy of either column)
+    taken = pa.array(at)
+    rows, ids = _id_lists(pc.coalesce(arrow_text(p["added"]).take(taken), arrow_text(p["isr_after"]).take(taken)))
+    del taken
+    (ex_key, _), (ep_key, _) = int_keys(((place_ex[rows], None), (place_ep, None)), ((ids, None), (left_ids, None)))
+    del place_ex, place_ep, ids, left_ids
+    # only the rejoins of a (topic, partition, broker) that left are kept (the join is by key)
+    kept = np.isin(ex_key, ep_key)
+    ex = pd.DataFrame({"key": ex_key[kept], "rejoined": p["ts"].array.take(at[rows[kept]])})
+    del ex_key, at, rows, kept
     ep["key"] = ep_key
     # the next shrink naming the same broker on the same partition proves it was back by then,
     # even when the rejoin itself was not logged
@@ -337,17 +343,22 @@ def int_keys(*parts: tuple) -> tuple[tuple[np.ndarray, np.ndarray], tuple[np.nda
     (values, missing) in the first set, then in the second), equal where every column is equal (a
     missing value is a value of its own), and whether any part of the row is missing; for the first
     set, then the second. Each column counts from its smallest value (no hashing); a key that could
-    outgrow 62 bits is first numbered anew by its distinct values."""
+    outgrow 62 bits is first numbered anew by its distinct values. A missing flag of None: nothing
+    missing in that column of that set."""
     keys = [np.zeros(len(parts[0][i][0]), np.int64) for i in (0, 1)]
     missing = [np.zeros(len(k), bool) for k in keys]
     room = 1
     for part in parts:
-        values = [np.asarray(v, np.int64) for v, _ in part]
-        gaps = [np.asarray(na, bool) for _, na in part]
+        # the values in their own integer dtype (int32 codes are not widened: the key is int64)
+        values = [np.asarray(v) if np.asarray(v).dtype.kind == "i" else np.asarray(v, np.int64) for v, _ in part]
+        gaps = [
+            np.zeros(len(v), bool) if p[1] is None else np.asarray(p[1], bool)
+            for v, p in zip(values, part, strict=True)
+        ]
         there = [~na for na in gaps]
         if any(t.any() for t in there):
-            lo = min(int(v.min(initial=np.iinfo(np.int64).max, where=t)) for v, t in zip(values, there, strict=True))
-            hi = max(int(v.max(initial=np.iinfo(np.int64).min, where=t)) for v, t in zip(values, there, strict=True))
+            lo = min(int(v.min(initial=np.iinfo(v.dtype).max, where=t)) for v, t in zip(values, there, strict=True))
+            hi = max(int(v.max(initial=np.iinfo(v.dtype).min, where=t)) for v, t in zip(values, there, strict=True))
         else:
             lo = hi = 0
         del there
@@ -365,7 +376,7 @@ def int_keys(*parts: tuple) -> tuple[tuple[np.ndarray, np.ndarray], tuple[np.nda
             keys[i] *= width
             keys[i] += values[i]
             keys[i] += 1 - lo
-            keys[i][gaps[i]] -= values[i][gaps[i]] + 1 - lo  # a missing value: code 0
+            keys[i][gaps[i]] -= values[i][gaps[i]].astype(np.int64) + (1 - lo)  # a missing value: code 0
         room *= width
     return (keys[0], missing[0]), (keys[1], missing[1])
 
