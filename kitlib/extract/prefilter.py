@@ -145,7 +145,7 @@ def necessary_literals(pattern: str, min_length: int = MIN_LENGTH) -> Literals |
     def alt(branches) -> _Info:
         infos = [seq(b) for b in branches]
         if all(i.exact is not None for i in infos):
-            union = frozenset().union(*(i.exact for i in infos))  # type: ignore[misc]
+            union = frozenset[str]().union(*(i.exact for i in infos if i.exact is not None))
             if len(union) <= MAX_SET:
                 return _Info(exact=union)
         needs = [i.needs() for i in infos]

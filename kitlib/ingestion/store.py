@@ -185,6 +185,7 @@ def _declared_slices(name: str, dataset, columns: list[str]) -> pd.DataFrame:
         n = batch.num_rows
         part = _declared(name, pa.Table.from_batches([batch]).select(filled)) if filled else None
         for c in filled:
+            assert part is not None  # (made above whenever a column is filled)
             arr = part[c].array
             if c not in into:
                 into[c] = _empty_like(arr, rows)
@@ -206,6 +207,7 @@ def _declared_slices(name: str, dataset, columns: list[str]) -> pd.DataFrame:
         if c.name in into:
             out[c.name] = pd.Series(into[c.name][0], copy=False)
         elif c.name in kept:
+            assert rest is not None  # (made above whenever a column is kept)
             out[c.name] = rest[c.name]
     return pd.DataFrame(out, index=pd.RangeIndex(rows), copy=False)
 

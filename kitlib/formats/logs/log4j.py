@@ -173,18 +173,18 @@ def parse(src: SourceFile, ctx: Context, block_size: int | None = None, threads:
             if plain is not None:
                 size = block_size or CHUNK
                 want = min(size, 1024 * 1024)  # the reading layer's reads: 1 MiB first, then whole chunks
-                while (buf := _fill(plain, carry, want, src)) is not None:
+                while (filled := _fill(plain, carry, want, src)) is not None:
                     want = size
-                    cut = _last_header(buf)
+                    cut = _last_header(filled)
                     forced = False
                     if cut <= 0:
-                        whole = buf.tobytes()
+                        whole = filled.tobytes()
                         if carry_more(whole):
                             carry = whole
                             continue
                         cut, forced = whole.rfind(b"\n") + 1, True
-                    carry = buf[cut:].tobytes()
-                    yield from feed(buf[:cut], first)
+                    carry = filled[cut:].tobytes()
+                    yield from feed(filled[:cut], first)
                     first = forced
             for chunk in chunks:
                 n_chunk = counted[1] if counted[0] is chunk else None  # None: changed since counted
@@ -268,7 +268,7 @@ def _fill(fh, carry: bytes, want: int, src: SourceFile) -> memoryview | None:
     arr = np.empty(k + want, np.uint8)
     arr[:k] = np.frombuffer(carry, np.uint8)
     try:
-        got = fh.readinto(memoryview(arr)[k:])
+        got = fh.readinto(arr.data[k:])
     except OSError as e:
         raise SourceError(src.rel, f"read failed: {e.strerror or e}") from None
     if not got:
@@ -276,7 +276,7 @@ def _fill(fh, carry: bytes, want: int, src: SourceFile) -> memoryview | None:
     on_read = src.meta.get("on_read")
     if on_read is not None:
         on_read(got)
-    return memoryview(arr)[: k + got]
+    return arr.data[: k + got]
 
 
 def _last_header(buf: memoryview) -> int:
