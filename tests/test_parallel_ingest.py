@@ -92,9 +92,9 @@ def test_second_process_on_multiline_records_across_batches(tmp_path, monkeypatc
 
 
 def test_the_two_processes_pick_between_them_what_one_process_picks(tmp_path):
-    """With a second process the ingest picks the groups that are not blockwise and the second
-    the blockwise ones, each from the whole block: every group on one side only, and its records
-    the ones a one-process ingest picks."""
+    """With a second process the ingest picks the groups that are not blockwise for itself and
+    the blockwise ones for the second process, each from the whole block: every group on one side
+    only, and its records the ones a one-process ingest picks."""
     from kitlib.ingestion.sink import _blockwise
 
     ingest(ROOT / "sample_data" / "transactions", tmp_path / "out", derive=False, progress=False)
@@ -148,16 +148,31 @@ def test_a_second_process_that_stopped_is_said_once_the_ingest_waits_for_it(tmp_
     """The end of the batches is sent on a thread of its own (the ingest builds its own tables
     meanwhile): a second process gone before it is said, as before, when the ingest waits for
     its tables, and nothing waits for ever."""
+    from kitlib.ingestion.sink import BlockwiseProcess
+
+    ingest(ROOT / "sample_data" / "transactions", tmp_path / "out", derive=False, progress=False)
+    block = pq.read_table(tmp_path / "out" / "events.parquet")
+    remote = BlockwiseProcess(tmp_path)
+    remote.proc.kill()
+    remote.proc.wait()
+    for _ in range(8):  # more than the queue holds: the sender finds the process gone
+        remote.add(block)
+    remote.start_finish({})
+    with pytest.raises(RuntimeError, match="the process building the derived tables stopped"):
+        remote.wait()
+
+
+def test_a_block_the_sender_cannot_pick_from_is_said_as_a_failed_build(tmp_path):
+    """The blockwise groups' records are picked on the sending thread: a block it cannot pick
+    from (here one without a logger column) stops the second process's work, said when the
+    ingest waits for its tables, with the error that stopped it."""
     import pyarrow as pa
 
     from kitlib.ingestion.sink import BlockwiseProcess
 
     remote = BlockwiseProcess(tmp_path)
-    remote.proc.kill()
-    remote.proc.wait()
-    records = pa.table({"message": ["x" * 1000] * 1000})
-    for _ in range(8):  # more than the pipe and the queue hold: the sender finds the process gone
-        remote.add(records)
+    remote.add(pa.table({"message": ["x"] * 10}))
     remote.start_finish({})
-    with pytest.raises(RuntimeError, match="the process building the derived tables stopped"):
+    with pytest.raises(RuntimeError, match="building the derived tables failed: KeyError"):
         remote.wait()
+    assert remote.proc.poll() is not None  # the second process is stopped, not left waiting

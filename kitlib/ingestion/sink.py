@@ -133,9 +133,8 @@ class Sink:
 
     def _annotate(self, events: pa.Table) -> pa.Table:
         """On the matcher's thread, one block at a time in order: the block's templates matched,
-        then (with a second process) the block sent on to it, where the blockwise groups are
-        picked (their regular expressions over most records: 4.5 of the selection's 5.6 CPU-s on
-        the 1 GB mix), and the other groups picked here."""
+        then (with a second process) the block handed to the thread that picks the blockwise
+        groups' records for it, and the other groups picked here."""
         events = annotate(events)
         if self.selection is not None:
             self.selection.add(events)
@@ -303,7 +302,11 @@ class Selection:
         chunk goes on to it first, and only the groups that are not blockwise are picked here)."""
         if self.remote is not None:
             self.remote.add(events)
-        for g, sel in extract.select(events, self.picks).items():
+        self.take(extract.select(events, self.picks))
+
+    def take(self, picked: dict[str, pa.Table]) -> None:
+        """Keep (or batch and build) the records picked from one chunk of events, by group."""
+        for g, sel in picked.items():
             if extract.EXTRACTORS[g].blockwise:
                 self.pending.setdefault(g, []).append(sel)
                 if sum(t.num_rows for t in self.pending[g]) >= extract.BATCH_ROWS:
@@ -550,12 +553,12 @@ def _blockwise_main() -> None:
     try:
         # picks the blockwise groups and keeps (spills) the built pieces as a one-process ingest does
         selection = Selection(Path(out), picks=_blockwise)
-        while conn.recv_bytes() == b"E":  # an events block (else the end: b"F")
-            # read a message of the stream at a time, each into memory of its own: the rows picked
-            # are copies, but share the block's dictionaries, which as slices of one buffer kept
-            # every block whose rows wait for their batch whole (the process 310 to 650 MB)
-            selection.add(pa.ipc.open_stream(io.BytesIO(conn.recv_bytes())).read_all())
-        filled = pickle.loads(conn.recv_bytes())
+        filled: dict = {}
+        for picked in _received(conn):
+            if isinstance(picked, dict):
+                selection.take(picked)
+            else:
+                filled = picked.filled
         release_memory()
         mine = blockwise_tables()
         keep = {k for k, v in filled.items() if len(v)}
@@ -567,6 +570,49 @@ def _blockwise_main() -> None:
         conn.send(("error", f"{type(e).__name__}: {e}"))
     finally:
         conn.close()
+
+
+class _End:
+    """The last message to the second process: the rows file formats put in blockwise tables."""
+
+    def __init__(self, filled: dict):
+        self.filled = filled
+
+
+# picked blocks read ahead by the second process: a batch's build takes a while, and the ingest
+# would wait on a full socket meanwhile (the two processes then took turns instead of both working)
+RECEIVE_AHEAD = 64
+
+
+def _received(conn):
+    """The records picked from each events block (group -> records), in order, then an
+    :class:`_End`: read from the socket on a thread of their own, at most :data:`RECEIVE_AHEAD`
+    waiting. What the thread meets (the ingest gone: ``EOFError``) is raised here."""
+    import queue
+    import threading
+
+    waiting: queue.Queue = queue.Queue(RECEIVE_AHEAD)
+
+    def read() -> None:
+        try:
+            while conn.recv_bytes() == b"E":  # the records picked from an events block (else the end: b"F")
+                # the groups' names, then their records, each message read into memory of its own:
+                # the rows share the block's dictionaries, which as slices of one buffer kept every
+                # block whose rows wait for their batch whole (the process 310 to 650 MB)
+                names = [g for g in conn.recv_bytes().decode().split("\0") if g]
+                waiting.put({g: pa.ipc.open_stream(io.BytesIO(conn.recv_bytes())).read_all() for g in names})
+            waiting.put(_End(pickle.loads(conn.recv_bytes())))
+        except BaseException as e:  # noqa: BLE001 - raised where the blocks are taken
+            waiting.put(e)
+
+    threading.Thread(target=read, name="kitlib-derive-receive", daemon=True).start()
+    while True:
+        item = waiting.get()
+        if isinstance(item, BaseException):
+            raise item
+        yield item
+        if isinstance(item, _End):
+            return
 
 
 def release_memory() -> None:
