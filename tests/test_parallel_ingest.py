@@ -176,3 +176,49 @@ def test_a_block_the_sender_cannot_pick_from_is_said_as_a_failed_build(tmp_path)
     with pytest.raises(RuntimeError, match="building the derived tables failed: KeyError"):
         remote.wait()
     assert remote.proc.poll() is not None  # the second process is stopped, not left waiting
+
+
+def test_the_second_process_reads_ahead_within_its_byte_budget(monkeypatch):
+    """The second process reads picked blocks off the socket ahead of its builds, but holds no
+    more of them than its byte budget allows (always one): with a budget smaller than a block,
+    no block is read into Arrow before the one taken before it is done with. The blocks come in
+    order, then the end with the rows file formats filled."""
+    import pickle
+    import socket
+    import threading
+    import time
+    from multiprocessing.connection import Connection
+
+    import pyarrow as pa
+
+    from kitlib.ingestion import sink
+
+    monkeypatch.setattr(sink, "RECEIVE_AHEAD_BYTES", 1)
+    opened = []
+    real_open = pa.ipc.open_stream
+    monkeypatch.setattr(sink.pa.ipc, "open_stream", lambda src: opened.append(1) or real_open(src))
+    a, b = socket.socketpair()
+    ours, theirs = Connection(a.detach()), Connection(b.detach())
+
+    def send() -> None:
+        for i in range(4):
+            buf = pa.BufferOutputStream()
+            records = pa.table({"line": [i] * 100})
+            with pa.ipc.new_stream(buf, records.schema) as w:
+                w.write_table(records)
+            ours.send_bytes(b"E")
+            ours.send_bytes(b"group_events")
+            ours.send_bytes(buf.getvalue().to_pybytes())
+        ours.send_bytes(b"F")
+        ours.send_bytes(pickle.dumps({"group_events": []}))
+
+    threading.Thread(target=send, daemon=True).start()
+    got = sink._received(theirs)
+    first = next(got)
+    time.sleep(0.3)  # the reader has every block on its socket by now
+    assert len(opened) == 1  # and read none of the rest into Arrow while the first is held
+    rest = list(got)
+    assert [t["group_events"].column("line")[0].as_py() for t in [first, *rest[:-1]]] == [0, 1, 2, 3]
+    assert isinstance(rest[-1], sink._End) and rest[-1].filled == {"group_events": []}
+    ours.close()
+    theirs.close()

@@ -579,19 +579,23 @@ class _End:
         self.filled = filled
 
 
-# picked blocks read ahead by the second process: a batch's build takes a while, and the ingest
-# would wait on a full socket meanwhile (the two processes then took turns instead of both working)
-RECEIVE_AHEAD = 64
+# the picked records the second process reads ahead, in bytes: a batch's build takes a while, and
+# the ingest would wait on a full socket meanwhile (the two processes then took turns instead of
+# both working); about 40 blocks of the 1 GB mix, 5 to 10 of a dense incident
+RECEIVE_AHEAD_BYTES = 24 << 20
 
 
 def _received(conn):
     """The records picked from each events block (group -> records), in order, then an
-    :class:`_End`: read from the socket on a thread of their own, at most :data:`RECEIVE_AHEAD`
-    waiting. What the thread meets (the ingest gone: ``EOFError``) is raised here."""
+    :class:`_End`: read from the socket on a thread of their own, at most
+    :data:`RECEIVE_AHEAD_BYTES` waiting (and always one block). What the thread meets (the ingest
+    gone: ``EOFError``) is raised here."""
     import queue
     import threading
 
-    waiting: queue.Queue = queue.Queue(RECEIVE_AHEAD)
+    waiting: queue.SimpleQueue = queue.SimpleQueue()
+    room = threading.Condition()
+    held = [0]  # bytes read and not yet taken
 
     def read() -> None:
         try:
@@ -600,17 +604,27 @@ def _received(conn):
                 # the rows share the block's dictionaries, which as slices of one buffer kept every
                 # block whose rows wait for their batch whole (the process 310 to 650 MB)
                 names = [g for g in conn.recv_bytes().decode().split("\0") if g]
-                waiting.put({g: pa.ipc.open_stream(io.BytesIO(conn.recv_bytes())).read_all() for g in names})
-            waiting.put(_End(pickle.loads(conn.recv_bytes())))
+                messages = [conn.recv_bytes() for _ in names]
+                size = sum(len(m) for m in messages)
+                with room:
+                    room.wait_for(lambda size=size: held[0] == 0 or held[0] + size <= RECEIVE_AHEAD_BYTES)
+                    held[0] += size
+                picked = {g: pa.ipc.open_stream(io.BytesIO(m)).read_all() for g, m in zip(names, messages)}
+                del messages
+                waiting.put((picked, size))
+            waiting.put((_End(pickle.loads(conn.recv_bytes())), 0))
         except BaseException as e:  # noqa: BLE001 - raised where the blocks are taken
-            waiting.put(e)
+            waiting.put((e, 0))
 
     threading.Thread(target=read, name="kitlib-derive-receive", daemon=True).start()
     while True:
-        item = waiting.get()
+        item, size = waiting.get()
         if isinstance(item, BaseException):
             raise item
         yield item
+        with room:
+            held[0] -= size
+            room.notify()
         if isinstance(item, _End):
             return
 
