@@ -214,3 +214,44 @@ def test_random_literal_sets_of_every_size(method):
             rows += [rng.choice(texts).upper() + "x" for _ in range(10)] + [None, ""]
             got = candidates(pa.array(rows), found, method)
             assert (got == _holds(rows, found)).all(), (size, fold)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("bundle", sorted(p.name for p in SAMPLES.iterdir() if p.is_dir()))
+def test_derived_tables_with_the_prefilter_in_the_builders_are_those_of_re2_alone(bundle, monkeypatch):
+    """The builders' rule passes (``extract.hits``) run RE2 only on the texts holding one of a
+    rule's literals: every derived table of every sample bundle is the same, row for row, as
+    with RE2 on every text."""
+    import kitlib
+    from kitlib import tables
+
+    names = sorted(n for n in tables.SCHEMAS if n not in ("events", "unparsed", "files"))
+    with_prefilter = kitlib.load_bundle(SAMPLES / bundle, cache=False)
+    built = {name: getattr(with_prefilter, name) for name in names}
+    monkeypatch.setattr(extract, "PREFILTER", False)
+    alone = kitlib.load_bundle(SAMPLES / bundle, cache=False)
+    for name in names:
+        assert built[name].equals(getattr(alone, name)), name
+
+
+def test_a_rule_pass_runs_re2_on_the_texts_holding_its_literals_only(monkeypatch):
+    """On a group's lines, a rule's pass hands RE2 only the texts holding one of its literals
+    and answers the same as RE2 on every text."""
+    texts = pa.array(
+        [
+            "[GroupCoordinator 1]: Preparing to rebalance group orders in state PreparingRebalance with old "
+            "generation 4 (__consumer_offsets-12) (reason: Adding new member consumer-1-abc with group "
+            "instance id None)",
+            "[GroupCoordinator 1]: Stabilized group orders generation 5 (__consumer_offsets-12) with 3 members",
+            "[GroupCoordinator 1]: Assignment received from leader consumer-1-abc for group orders for "
+            "generation 5. The group has 3 members, 0 of which are static.",
+        ]
+        * 200
+    )
+    pattern = r"Stabilized group (?P<group>\S+) generation (?P<generation>\d+)"
+    given = []
+    real = extract._regex_hits
+    monkeypatch.setattr(extract, "_regex_hits", lambda t, p: given.append(len(t)) or real(t, p))
+    got = extract.hits(texts, pattern)
+    assert given == [200]
+    assert got.tolist() == _re2(texts, pattern).tolist() and got.sum() == 200

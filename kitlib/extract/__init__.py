@@ -449,6 +449,28 @@ _UNNAMED = re.compile(r"(?<!\\)\(\?P<\w+>")
 
 
 def hits(texts: pa.Array, pattern: str) -> np.ndarray:
+    """Whether each text matches ``pattern`` somewhere (bool per text). Where literals every
+    match must hold can be derived from it (:mod:`kitlib.extract.prefilter`), RE2 runs only on
+    the texts holding one of them: a builder's rules each take a pass over their texts, and most
+    texts hold none of a rule's words."""
+    lits = prefilter.necessary_literals(pattern) if PREFILTER and len(texts) >= PREFILTER_ROWS else None
+    if lits is None:
+        return _regex_hits(texts, pattern)
+    cand = prefilter.candidates(texts, lits)
+    rows = np.flatnonzero(cand)
+    if 2 * len(rows) > len(texts):  # most of them: matched where they are, not copied
+        return _regex_hits(texts, pattern) & cand
+    out = np.zeros(len(texts), bool)
+    if len(rows):
+        out[rows] = _regex_hits(texts.take(pa.array(rows)), pattern)
+    return out
+
+
+# fewer texts than this are matched by RE2 alone (deriving a pattern's literals is not worth it)
+PREFILTER_ROWS = 256
+
+
+def _regex_hits(texts: pa.Array, pattern: str) -> np.ndarray:
     return np.asarray(pc.match_substring_regex(texts, pattern).to_numpy(zero_copy_only=False), bool)
 
 

@@ -83,7 +83,7 @@ def _best(a: frozenset[str] | None, b: frozenset[str] | None) -> frozenset[str] 
     return b if _score(b) > _score(a) else a
 
 
-@functools.lru_cache(maxsize=256)
+@functools.lru_cache(maxsize=4096)
 def necessary_literals(pattern: str, min_length: int = MIN_LENGTH) -> Literals | None:
     """Literal texts one of which every text ``pattern`` matches holds, each at least
     ``min_length`` bytes long, or None where none can be derived (see the module's docstring)."""
