@@ -368,11 +368,25 @@ class Selection:
             path.unlink()
         self.spilled = {}
         kept, self.kept = self.kept, {}
-        for table, frame, err in extract.iter_build(kept, to_pandas):
-            if table in direct:
-                assert dest is not None  # only then are tables written here
-                frame = Written(write_sorted(table, direct.pop(table), dest))
-            yield table, frame, err if err is not None else self.block_errors.get(table)
+        # the spilled tables sorted and written on threads of their own (Parquet's encoding and
+        # compression, Arrow's sort and take let go of the GIL), at most WRITERS at once, while
+        # the others are built; each is said in its turn
+        pool = ThreadPoolExecutor(WRITERS, thread_name_prefix="kitlib-write") if len(direct) > 1 else None
+        writing = {t: pool.submit(write_sorted, t, path, dest) for t, path in direct.items()} if pool else {}
+        try:
+            for table, frame, err in extract.iter_build(kept, to_pandas):
+                if table in direct:
+                    assert dest is not None  # only then are tables written here
+                    path = direct.pop(table)
+                    frame = Written(writing.pop(table).result() if table in writing else write_sorted(table, path, dest))
+                yield table, frame, err if err is not None else self.block_errors.get(table)
+        finally:
+            if pool is not None:
+                pool.shutdown(cancel_futures=True)
+
+
+# spilled blockwise tables written at once (each holds its sort keys and a row group)
+WRITERS = 2
 
 
 class Written:
