@@ -371,14 +371,19 @@ class Selection:
         # the spilled tables sorted and written on threads of their own (Parquet's encoding and
         # compression, Arrow's sort and take let go of the GIL), at most WRITERS at once, while
         # the others are built; each is said in its turn
-        pool = ThreadPoolExecutor(WRITERS, thread_name_prefix="kitlib-write") if len(direct) > 1 else None
-        writing = {t: pool.submit(write_sorted, t, path, dest) for t, path in direct.items()} if pool else {}
+        pool, writing = None, {}
+        if dest is not None and len(direct) > 1:
+            to = dest
+            pool = ThreadPoolExecutor(WRITERS, thread_name_prefix="kitlib-write")
+            writing = {t: pool.submit(write_sorted, t, path, to) for t, path in direct.items()}
         try:
             for table, frame, err in extract.iter_build(kept, to_pandas):
                 if table in direct:
                     assert dest is not None  # only then are tables written here
                     path = direct.pop(table)
-                    frame = Written(writing.pop(table).result() if table in writing else write_sorted(table, path, dest))
+                    frame = Written(
+                        writing.pop(table).result() if table in writing else write_sorted(table, path, dest)
+                    )
                 yield table, frame, err if err is not None else self.block_errors.get(table)
         finally:
             if pool is not None:
