@@ -2,7 +2,6 @@
 authentication, transactions, quota throttling, request saturation), checked on the real contents
 of the bundles they write; and ``kitlib capture --every`` against the session broker."""
 
-import gzip
 import importlib.util
 import itertools
 import json
@@ -13,6 +12,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from rolled_logs import log_text, oldest_first
 
 import kitlib
 
@@ -27,17 +27,12 @@ def scenario(name):
     return mod
 
 
-def text(path: Path) -> str:
-    raw = path.read_bytes()
-    return (gzip.decompress(raw) if raw[:2] == b"\x1f\x8b" else raw).decode("utf-8", "replace")
-
-
 def lines(bundle: Path, pattern: str, contains: str) -> list[str]:
-    return [ln for f in sorted(bundle.glob(pattern)) for ln in text(f).splitlines() if contains in ln]
+    return [ln for f in oldest_first(list(bundle.glob(pattern))) for ln in log_text(f).splitlines() if contains in ln]
 
 
 def bundle_text(bundle: Path) -> str:
-    return "\n".join(text(f) for f in sorted(bundle.rglob("*")) if f.is_file())
+    return "\n".join(log_text(f) for f in sorted(bundle.rglob("*")) if f.is_file())
 
 
 def no_machine_paths(bundle: Path) -> None:

@@ -11,6 +11,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from rolled_logs import rolled_lines
 
 import kitlib
 from kitlib import lab
@@ -50,10 +51,8 @@ def jmx_rows(lines: list[str]) -> tuple[list[str], list[list[str]]]:
 
 
 def grep(bundle: Path, host: str, name: str, pattern: str) -> list[str]:
-    """Matching lines of a host's file and its rotated pieces (server.log.2026-11-23-11, .gz), oldest first."""
-    pieces = sorted((bundle / host).glob(name + "*"), key=lambda f: (f.name.removesuffix(".gz") == name, f.name))
-    assert pieces, f"{host}/{name} is missing"
-    return [ln for f in pieces for ln in read(f) if re.search(pattern, ln)]
+    """Matching lines of a host's file and its rolled pieces (server.log.2026-11-23-11, .gz), oldest first."""
+    return rolled_lines(bundle / host, name, pattern)
 
 
 def loads_cleanly_but_gc_logs(out: Path):
@@ -109,7 +108,7 @@ def test_cluster_nodes_write_stock_files_with_gc_logging_as_kafka_run_class(clus
         logs = Path(n.logs)
         for name in STOCK_FILES:
             assert (logs / name).is_file(), (n.name, name)
-        assert f"[KafkaRaftServer nodeId={n.node_id}] Kafka Server started" in (logs / "server.log").read_text()
+        assert rolled_lines(logs, "server.log", rf"\[KafkaRaftServer nodeId={n.node_id}\] Kafka Server started")
         cmdline = Path(f"/proc/{n.pid}/cmdline").read_bytes().split(b"\0")
         assert f"-Xlog:gc*:file={logs}/kafkaServer-gc.log:time,tags:filecount=10,filesize=100M".encode() in cmdline
         assert re.search(
