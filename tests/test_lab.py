@@ -87,6 +87,63 @@ def test_scrub_paths_replaces_machine_paths_in_plain_and_gzipped_files(tmp_path)
     assert (b / "other.log").read_text() == "nothing here\n"
 
 
+def roll_then_write(logs, line: str, after_s: float = 0.5) -> None:
+    """After ``after_s``, write ``line`` to server.log and roll it as log4j does each hour: the
+    file renamed to its dated piece, a new server.log begun with another line."""
+    import time
+
+    time.sleep(after_s)
+    with open(logs / "server.log", "a") as f:
+        f.write(line)
+    (logs / "server.log").rename(logs / "server.log.2026-11-29-22")
+    (logs / "server.log").write_text("[2026-11-29 23:00:00,001] INFO a new hour (kafka.Kafka)\n")
+
+
+def test_waits_for_a_log_line_find_it_when_the_log_rolls_meanwhile(tmp_path):
+    """The line waited for is written just before the hourly roll, then read in the rolled piece,
+    past the offset taken before (the same wait without the rolled piece would time out)."""
+    import threading
+
+    from kitlib.lab import clients, cluster, processes
+
+    old = "[2026-11-29 22:59:58,000] INFO Stabilized group g generation 3 (kafka.coordinator.group.GroupCoordinator)\n"
+    (tmp_path / "server.log").write_text(old)
+    node = lab.Proc("broker", "broker-1", str(tmp_path), 0, 0, logs=str(tmp_path))
+    at = cluster.log_offset(node)
+    wanted = (
+        "[2026-11-29 22:59:59,500] INFO Stabilized group g generation 4 (kafka.coordinator.group.GroupCoordinator)\n"
+    )
+    t = threading.Thread(target=roll_then_write, args=(tmp_path, wanted))
+    t.start()
+    assert cluster.wait_for_log(node, "generation 4", timeout=10, after=at) == wanted.rstrip("\n")
+    t.join()
+    with pytest.raises(lab.LabError):  # past the offset, in the rolled piece: not the old line
+        cluster.wait_for_log(node, "generation 3", timeout=1, after=at)
+    assert clients.log_has(node, "generation 3") and clients.log_has(node, "a new hour")
+    # a start-up wait reads the same way
+    (tmp_path / "server.log").write_text(old)
+    (tmp_path / "server.log.2026-11-29-22").unlink()
+    at = (tmp_path / "server.log").stat().st_size
+    t = threading.Thread(target=roll_then_write, args=(tmp_path, "[x] INFO Kafka Server started (kafka.Kafka)\n"))
+    t.start()
+    stand_in = subprocess.Popen(["sleep", "60"])  # what a failed wait stops: never this test's own group
+    try:
+        processes.wait_for_line(
+            tmp_path / "server.log",
+            "Kafka Server started",
+            stand_in,
+            stand_in.pid,
+            10,
+            "broker",
+            tmp_path / "out",
+            after=at,
+        )
+    finally:
+        stand_in.kill()
+        stand_in.wait()
+    t.join()
+
+
 # a lab run in a child process: a broker, a JmxTool sampling it and a ProducerPerformance loading
 # it, started through lab.Scenario as the scenarios do; prints what it started, then waits
 _LAB_RUN = """

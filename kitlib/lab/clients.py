@@ -22,7 +22,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from .errors import LabError
-from .processes import Proc, disown, popen, start_detached
+from .processes import Proc, disown, popen, rolled_pieces, start_detached
 
 CLIENT_LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s [%(threadName)s] %(message)s"
 
@@ -74,9 +74,9 @@ def wait_for(predicate, timeout: float, what: str, every: float = 0.5):
 
 
 def log_has(proc: Proc, text: str, name: str = "server.log") -> bool:
-    """Whether a lab process's log file ``name`` contains ``text`` yet."""
+    """Whether a lab process's log file ``name``, or a piece log4j rolled of it, contains ``text`` yet."""
     f = Path(proc.logs) / name
-    return f.is_file() and text in f.read_text(errors="replace")
+    return any(text in p.read_text(errors="replace") for p in [*rolled_pieces(f), f] if p.is_file())
 
 
 def start_lag_history(

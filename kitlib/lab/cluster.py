@@ -43,6 +43,7 @@ from .processes import (
     running,
     save_state,
     stop,
+    text_past,
     wait_for_line,
 )
 
@@ -305,14 +306,11 @@ def wait_for_log(
     tail on timeout."""
     path = Path(node.logs) / log
     deadline = time.monotonic() + timeout
+    since = time.time()
     while time.monotonic() < deadline:
-        if path.is_file():
-            with open(path, "rb") as f:
-                if os.fstat(f.fileno()).st_size >= after:
-                    f.seek(after)
-                for line in f.read().decode(errors="replace").splitlines():
-                    if text.search(line) if isinstance(text, re.Pattern) else text in line:
-                        return line
+        for line in text_past(path, after, since).splitlines():
+            if text.search(line) if isinstance(text, re.Pattern) else text in line:
+                return line
         time.sleep(0.25)
     raise LabError(
         f"node {node.name}: no line with {text!r} in {log} after {timeout:.0f} s.\n{log_errors(path)}"

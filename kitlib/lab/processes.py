@@ -122,6 +122,34 @@ def log_tail(path: Path, n: int = 40) -> str:
         return "(no log written)"
 
 
+# how long before a wait began its ``after`` offset may have been taken (a rolled piece last
+# written before that holds nothing past the offset)
+ROLL_SLACK_S = 120.0
+
+
+def rolled_pieces(log: Path) -> list[Path]:
+    """The pieces log4j's hourly roll made of ``log`` (``server.log.2026-11-29-22``), oldest first."""
+    return sorted(p for p in log.parent.glob(log.name + ".*") if p.is_file())
+
+
+def text_past(log: Path, after: int, since: float) -> str:
+    """What ``log`` got past byte ``after``, an offset taken when a wait began (at ``since``, epoch
+    seconds), also when log4j rolled it meanwhile: the piece rolled since, from ``after`` on, then
+    the new file whole. Without a roll, a file smaller than ``after`` (written anew) is read whole."""
+
+    def read(path: Path, start: int) -> str:
+        try:
+            with open(path, "rb") as f:
+                if os.fstat(f.fileno()).st_size >= start:
+                    f.seek(start)
+                return f.read().decode(errors="replace")
+        except OSError:
+            return ""
+
+    rolled = [p for p in rolled_pieces(log) if p.stat().st_mtime >= since - ROLL_SLACK_S]
+    return "".join(read(p, after) for p in rolled) + read(log, 0 if rolled else after)
+
+
 def wait_for_line(
     log: Path,
     text: str,
@@ -135,13 +163,9 @@ def wait_for_line(
     """Wait until ``text`` appears in ``log`` (past byte ``after``: lines of an earlier run of
     the same process do not count), the process dies or logs a fatal line, or ``timeout``."""
     deadline = time.monotonic() + timeout
+    since = time.time()
     while time.monotonic() < deadline:
-        content = ""
-        if log.is_file():
-            with open(log, "rb") as f:
-                if os.fstat(f.fileno()).st_size >= after:  # smaller: rotated since, read it all
-                    f.seek(after)
-                content = f.read().decode(errors="replace")
+        content = text_past(log, after, since)
         if text in content:
             return
         fatal = any(m in content for m in FATAL_MARKERS)
