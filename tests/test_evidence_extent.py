@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from samples import SAMPLE_DATA, sample
+from samples import NAMES, SAMPLE_DATA, sample
 
 import kitlib
 from kitlib.display import findings_html
@@ -374,3 +374,66 @@ def test_evidence_rows_read_from_their_columns_match_rows_of_the_whole_frame():
     assert evidence(df, text="lag") == evidence(df, text=lambda r: r["lag"])
     nums = df[["line", "lag"]]  # numbers alone: a row of one number type
     assert evidence(nums, text="lag") == evidence(nums, text=lambda r: r["lag"])
+
+
+# --- the extent counted from codes is the one counted from the rows' text ---
+
+
+def extent_from_text(f: Finding, bundle) -> tuple:
+    """A finding's extent counted the plain way, as an oracle: every part's rows with their names
+    as text (a missing one ""), joined, each distinct (file, line) or (file, host, ts, text) once,
+    evidence first; the table's rows as ``DataFrame.query`` selects them."""
+    from kitlib.findings.extent import _line_numbers
+
+    cols = ["file", "line", "host", "ts", "text"]
+    parts = []
+    if f.evidence:
+        ev = pd.DataFrame(f.evidence, columns=cols)
+        ev["ts"] = pd.to_datetime(
+            ev["ts"].where(ev["ts"].map(type).eq(str)), utc=True, errors="coerce", format="ISO8601"
+        )
+        parts.append(ev)
+    picked: dict[str, set] = {}
+    for table, query in f.counted_from.values():
+        whole = bundle.table(table).reset_index(drop=True)
+        picked.setdefault(table, set()).update(whole.query(query, engine="python").index)
+    for table, at in picked.items():
+        rows = bundle.table(table).reset_index(drop=True).iloc[sorted(at)]
+        got = rows[[c for c in cols[:4] if c in rows.columns]].reindex(columns=cols[:4]).assign(text=None)
+        got["ts"] = pd.to_datetime(got["ts"], utc=True, errors="coerce")
+        parts.append(got)
+    if not parts:
+        return (0, 0, (), 0, None, None)
+    d = pd.concat(
+        [
+            p.assign(
+                file=p["file"].map(lambda v: "" if pd.isna(v) else str(v)),
+                host=p["host"].map(lambda v: "" if pd.isna(v) else str(v)),
+                line=_line_numbers(p["line"]),
+                text=p["text"].map(lambda v: None if pd.isna(v) else str(v)),
+            )
+            for p in parts
+        ],
+        ignore_index=True,
+    )
+    keyed = d[d["line"].notna()].drop_duplicates(["file", "line"])
+    bare = d[d["line"].isna()].drop_duplicates(["file", "host", "ts", "text"])
+    both = pd.concat([keyed, bare])
+    ts = both["ts"].dropna()
+    return (
+        len(keyed),
+        len(bare),
+        tuple(sorted(h for h in both["host"].unique() if h != "")),
+        sum(1 for x in both["file"].unique() if x != ""),
+        ts.min() if len(ts) else None,
+        ts.max() if len(ts) else None,
+    )
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", NAMES)
+def test_extent_counted_from_codes_is_the_one_counted_from_text(name):
+    b = sample(name)
+    for f in kitlib.triage(b).findings:
+        e = f.extent
+        assert (e.lines, e.other, e.hosts, e.files, e.first, e.last) == extent_from_text(f, b), f.id

@@ -123,22 +123,36 @@ def _duration(secs: float) -> str:
 def extent_rows(f: Cited, bundle=None, masks: dict | None = None) -> pd.DataFrame:
     """The distinct rows ``f`` rests on (file, line, host, ts; ts in UTC): its evidence rows and,
     with ``bundle``, every row its ``counted_from`` queries select. A row with a line number is
-    one row per (file, line); one without is one row per (file, host, ts, text). ``masks`` keeps
-    each query clause's rows for the next finding that shares it (see :func:`_selected`)."""
-    parts = _extent_parts(f, bundle, masks)
-    return pd.concat(parts, ignore_index=True) if isinstance(parts, tuple) else parts
+    one row per (file, line); one without is one row per (file, host, ts, text); the first of
+    equal rows is kept, evidence before the tables. ``masks`` keeps each query clause's rows for
+    the next finding that shares it (see :func:`_selected`)."""
+    rows, names = _distinct_rows(f, bundle, masks)
+    text = np.array([*names, None], dtype=object)  # a code of -1 reads the last: no text
+    line = pd.Series(rows["line"].to_numpy(), dtype="Int64")
+    return pd.DataFrame(
+        {
+            "file": pd.Series(text[rows["file"].to_numpy()], dtype="string"),
+            "line": line.where(rows["has_line"].to_numpy()),
+            "host": pd.Series(text[rows["host"].to_numpy()], dtype="string"),
+            "ts": rows["ts"],
+            "text": pd.Series(text[rows["text"].to_numpy()], dtype="string"),
+        }
+    )
 
 
-def _extent_parts(f: Cited, bundle=None, masks: dict | None = None) -> tuple[pd.DataFrame, pd.DataFrame] | pd.DataFrame:
-    """:func:`extent_rows` as its rows with a line number and those without (not joined: a count
-    reads them apart), or the empty frame when ``f`` rests on no row."""
-    ev = pd.DataFrame(f.evidence, columns=[*_EXTENT_COLUMNS, "text"]) if f.evidence else None
-    parts = []
-    if ev is not None:
+def _distinct_rows(f: Cited, bundle=None, masks: dict | None = None) -> tuple[pd.DataFrame, list[str]]:
+    """:func:`extent_rows` with every name as a number: the distinct rows (``file``, ``host`` and
+    ``text`` as codes into the names returned, ``text`` -1 for none; ``line`` with ``has_line``;
+    ``ts`` in UTC), those with a line number first. Names are coded once per table and per
+    finding, so the rows are taken, joined and told apart as numbers, never as text."""
+    names: dict[str, int] = {}
+    parts: list[pd.DataFrame] = []
+    if f.evidence:
+        ev = pd.DataFrame(f.evidence, columns=[*_EXTENT_COLUMNS, "text"])
         # a time in evidence is ISO text (what ``plain`` makes of one); a number there is not a time
         is_text = ev["ts"].map(type).eq(str)
         ev["ts"] = pd.to_datetime(ev["ts"].where(is_text), utc=True, errors="coerce", format="ISO8601")
-        parts.append(ev)
+        parts.append(_coded_frame(ev, names))
     if bundle is not None:
         masks = {} if masks is None else masks
         queries: dict[str, list[str]] = {}
@@ -146,55 +160,121 @@ def _extent_parts(f: Cited, bundle=None, masks: dict | None = None) -> tuple[pd.
             queries.setdefault(table, []).append(query)
         for table, qs in queries.items():
             frame = _query_frame(bundle, table, qs)
-            # a row two of the queries select is one row: their masks joined, its four columns taken once
+            # a row two of the queries select is one row: their masks joined, taken once
             mask = np.logical_or.reduce([_selected(frame, table, q, masks) for q in qs])
             if mask.any():
-                parts.append(_table_part(frame, table, mask, masks))
+                parts.append(_table_part(frame, table, mask, masks, names))
     if not parts:
-        return pd.DataFrame({c: pd.Series(dtype=object) for c in [*_EXTENT_COLUMNS, "text"]})
-    # each part's names as text and its line numbers first, so the parts join in those dtypes (a
-    # table's categorical names and integer lines joined with the evidence's objects were made
-    # objects, then converted row by row)
-    parts = [d if d.attrs.get(_READY) else _as_extent(d) for d in parts]
+        return _coded(np.zeros(0, np.int64), np.zeros(0, np.int64), pd.Series([], dtype="datetime64[ns, UTC]")), []
     d = pd.concat(parts, ignore_index=True) if len(parts) > 1 else parts[0]
-    has_line = d["line"].notna()
-    keyed = d[has_line].drop_duplicates(["file", "line"])
-    bare = d[~has_line].astype({"text": "string"}).drop_duplicates(["file", "host", "ts", "text"])
-    return keyed, bare
+    has_line = d["has_line"].to_numpy()
+    keyed = d[has_line]
+    keyed = keyed[~keyed.duplicated(["file", "line"]).to_numpy()]
+    bare = d[~has_line]
+    bare = bare[~bare.duplicated(["file", "host", "ts", "text"]).to_numpy()]
+    return pd.concat([keyed, bare], ignore_index=True), list(names)
 
 
-_READY = "kitlib_extent_ready"
+def _coded(file: np.ndarray, host: np.ndarray, ts: pd.Series, line=None, has_line=None, text=None) -> pd.DataFrame:
+    """A coded part (see :func:`_distinct_rows`); no ``line`` is no line number, no ``text`` none."""
+    n = len(file)
+    return pd.DataFrame(
+        {
+            "file": file,
+            "host": host,
+            "line": np.zeros(n, np.int64) if line is None else line,
+            "has_line": np.zeros(n, bool) if has_line is None else has_line,
+            "ts": ts.reset_index(drop=True),
+            "text": np.full(n, -1, np.int64) if text is None else text,
+        }
+    )
 
 
-def _as_extent(d: pd.DataFrame) -> pd.DataFrame:
-    """``d``'s names as text and its line numbers as nullable integers (what a part is joined in)."""
-    return d.assign(file=_text(d["file"]), host=_text(d["host"]), line=_line_numbers(d["line"]))
+def _numbered(texts: list[str], names: dict[str, int]) -> np.ndarray:
+    """Each of ``texts`` (distinct) as its code in ``names``, a name new to it added."""
+    return np.array([names.setdefault(t, len(names)) for t in texts], dtype=np.int64)
 
 
-def _table_part(frame: pd.DataFrame, table: str, mask: np.ndarray, masks: dict) -> pd.DataFrame:
-    """The rows of ``frame`` that ``mask`` selects, as an extent's part (its four columns, ``text``
-    None). When the table has the four columns and its times are already times, they are converted
-    once for the whole table (kept in ``masks``) and each finding takes its rows of them: every
-    step is one value at a time, so the rows taken are the same as those converted alone."""
+def _codes_of(s: pd.Series, names: dict[str, int]) -> np.ndarray:
+    """``s`` (text with no missing value) as codes into ``names``, each distinct text looked up once."""
+    codes, uniques = pd.factorize(s.to_numpy(dtype=object))
+    return _numbered(uniques.tolist(), names)[codes]
+
+
+def _coded_frame(d: pd.DataFrame, names: dict[str, int]) -> pd.DataFrame:
+    """A part's rows (evidence, or a table's rows taken whole) coded: names as text first, missing
+    ones "" (:func:`_text`), then numbered; line numbers as :func:`_line_numbers` reads them."""
+    lines = _line_numbers(d["line"])
+    has_text = "text" in d.columns and d["text"].notna().any()
+    text = _codes_of(d["text"].where(d["text"].notna(), "").astype(str), names) if has_text else None
+    if text is not None:
+        text[d["text"].isna().to_numpy()] = -1
+    return _coded(
+        _codes_of(_text(d["file"]), names),
+        _codes_of(_text(d["host"]), names),
+        d["ts"],
+        lines.fillna(0).to_numpy(dtype=np.int64),
+        lines.notna().to_numpy(),
+        text,
+    )
+
+
+def _table_part(frame: pd.DataFrame, table: str, mask: np.ndarray, masks: dict, names: dict[str, int]) -> pd.DataFrame:
+    """The rows of ``frame`` that ``mask`` selects, coded as an extent's part (``text`` none). When
+    the table has the four columns and its times are already times, the table's names are coded
+    and its line numbers and times converted once (kept in ``masks``) and each finding takes its
+    rows of them: every step is one value at a time, so the rows taken are the same as those
+    converted alone."""
     cols = [c for c in _EXTENT_COLUMNS if c in frame.columns]
     if (
         len(cols) < len(_EXTENT_COLUMNS)
         or not frame.columns.is_unique
         or not pd.api.types.is_datetime64_any_dtype(frame["ts"].dtype)
     ):
-        got = frame.loc[mask, cols]
-        got = got.reindex(columns=_EXTENT_COLUMNS).assign(text=None)
+        got = frame.loc[mask, cols].reindex(columns=_EXTENT_COLUMNS)
         got["ts"] = pd.to_datetime(got["ts"], utc=True, errors="coerce")
-        return got
+        return _coded_frame(got, names)
     key = (table, ("extent-columns",))
     hit = masks.get(key)
     if hit is None or hit[0] is not frame:
-        whole = frame[_EXTENT_COLUMNS].assign(text=None)
-        whole["ts"] = pd.to_datetime(whole["ts"], utc=True, errors="coerce")
-        hit = masks[key] = (frame, _as_extent(whole))
-    got = hit[1].take(np.flatnonzero(mask))
-    got.attrs[_READY] = True
-    return got
+        hit = masks[key] = (frame, _TableCodes.of(frame))
+    codes: _TableCodes = hit[1]
+    at = np.flatnonzero(mask)
+    return _coded(
+        _numbered(codes.files, names)[codes.file[at]],
+        _numbered(codes.hosts, names)[codes.host[at]],
+        codes.ts.take(at),
+        codes.line[at],
+        codes.has_line[at],
+    )
+
+
+@dataclass(frozen=True)
+class _TableCodes:
+    """A table's four extent columns made once: file and host as codes into their distinct texts
+    (``files``, ``hosts``), line numbers with ``has_line``, times in UTC."""
+
+    file: np.ndarray
+    files: list[str]
+    host: np.ndarray
+    hosts: list[str]
+    line: np.ndarray
+    has_line: np.ndarray
+    ts: pd.Series
+
+    @classmethod
+    def of(cls, frame: pd.DataFrame) -> _TableCodes:
+        def names(s: pd.Series) -> tuple[np.ndarray, list[str]]:
+            # a missing name reads as "" (as :func:`_text` makes it): the code after the others
+            codes, uniques = pd.factorize(s)
+            texts = [*_text(pd.Series(uniques)).tolist(), ""]
+            return np.where(codes < 0, len(texts) - 1, codes).astype(np.int64), texts
+
+        file, files = names(frame["file"])
+        host, hosts = names(frame["host"])
+        lines = _line_numbers(frame["line"])
+        ts = pd.to_datetime(frame["ts"], utc=True, errors="coerce").reset_index(drop=True)
+        return cls(file, files, host, hosts, lines.fillna(0).to_numpy(dtype=np.int64), lines.notna().to_numpy(), ts)
 
 
 def _text(s: pd.Series) -> pd.Series:
@@ -363,17 +443,15 @@ def _selected(frame: pd.DataFrame, table: str, query: str, masks: dict) -> np.nd
 
 
 def evidence_extent(f: Cited, bundle=None, masks: dict | None = None) -> Extent:
-    """How much evidence ``f`` rests on (:class:`Extent`), from :func:`extent_rows`. The one place
-    an extent is measured: :func:`triage` calls it with the bundle for every finding, and one
-    ``masks`` for all the findings of a detector."""
-    parts = _extent_parts(f, bundle, masks)
-    # the rows with a line number and those without, read apart (not joined into one frame)
-    frames = [d for d in (parts if isinstance(parts, tuple) else (parts,)) if len(d)]
-    lines = sum(int(d["line"].notna().sum()) for d in frames)
-    # the distinct names first, so Python sees each once rather than every row
-    hosts = tuple(sorted({str(h) for d in frames for h in d["host"].unique() if h != ""}))
-    files = len({x for d in frames for x in d["file"].unique() if x != ""})
-    ts = [t for t in (d["ts"].dropna() for d in frames) if len(t)]
-    first = min(pd.Timestamp(t.min()) for t in ts) if ts else None
-    last = max(pd.Timestamp(t.max()) for t in ts) if ts else None
-    return Extent(lines, sum(len(d) for d in frames) - lines, hosts, files, first, last)
+    """How much evidence ``f`` rests on (:class:`Extent`): the rows of :func:`extent_rows`, counted
+    from their codes. The one place an extent is measured: :func:`triage` calls it with the bundle
+    for every finding, and one ``masks`` for all the findings of a detector."""
+    rows, names = _distinct_rows(f, bundle, masks)
+    lines = int(rows["has_line"].sum())
+    text = np.array(names + [""], dtype=object)
+    hosts = tuple(sorted({h for h in text[np.unique(rows["host"].to_numpy())].tolist() if h != ""}))
+    files = sum(1 for x in text[np.unique(rows["file"].to_numpy())].tolist() if x != "")
+    ts = rows["ts"].dropna()
+    first = pd.Timestamp(ts.min()) if len(ts) else None
+    last = pd.Timestamp(ts.max()) if len(ts) else None
+    return Extent(lines, len(rows) - lines, hosts, files, first, last)
