@@ -67,7 +67,7 @@ from .jars import (
 )
 from .jmx import BROKER_MBEANS, CLUSTER_MBEANS, enable_jmx, finish_jmxtool, run_jmxtool
 from .load import LoadStats, ProduceLoad
-from .processes import Proc, free_port, owned, release, running, stop, stop_owned
+from .processes import Proc, free_port, owned, release, running, stop, stop_owned, whole_log
 from .provenance import (
     Evidence,
     Hit,
@@ -139,6 +139,7 @@ __all__ = [
     "use_kafka",
     "wait_for_full_isr",
     "wait_for_log",
+    "whole_log",
     "work_root",
     "write_client_provenance",
     "write_manifest",

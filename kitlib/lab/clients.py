@@ -22,7 +22,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from .errors import LabError
-from .processes import Proc, disown, popen, rolled_pieces, start_detached
+from .processes import Proc, disown, popen, start_detached, whole_log
 
 CLIENT_LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s [%(threadName)s] %(message)s"
 
@@ -75,8 +75,7 @@ def wait_for(predicate, timeout: float, what: str, every: float = 0.5):
 
 def log_has(proc: Proc, text: str, name: str = "server.log") -> bool:
     """Whether a lab process's log file ``name``, or a piece log4j rolled of it, contains ``text`` yet."""
-    f = Path(proc.logs) / name
-    return any(text in p.read_text(errors="replace") for p in [*rolled_pieces(f), f] if p.is_file())
+    return text in whole_log(Path(proc.logs) / name)
 
 
 def start_lag_history(

@@ -132,6 +132,17 @@ def rolled_pieces(log: Path) -> list[Path]:
     return sorted(p for p in log.parent.glob(log.name + ".*") if p.is_file())
 
 
+def whole_log(log: Path) -> str:
+    """The text of ``log`` with the pieces log4j rolled of it before, oldest first ("" if none)."""
+    out = []
+    for p in [*rolled_pieces(log), log]:
+        try:
+            out.append(p.read_text(errors="replace"))
+        except OSError:
+            pass
+    return "".join(out)
+
+
 def text_past(log: Path, after: int, since: float) -> str:
     """What ``log`` got past byte ``after``, an offset taken when a wait began (at ``since``, epoch
     seconds), also when log4j rolled it meanwhile: the piece rolled since, from ``after`` on, then

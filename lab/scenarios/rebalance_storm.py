@@ -143,8 +143,7 @@ def run(out: str | Path, seconds: float = 60, work: Path | None = None) -> Path:
 
 
 def _server_log(b: lab.Proc) -> str:
-    f = Path(b.logs) / "server.log"
-    return f.read_text(errors="replace") if f.is_file() else ""
+    return lab.whole_log(Path(b.logs) / "server.log")  # with what log4j's hourly roll moved aside
 
 
 def _whole_group_formed(b: lab.Proc) -> bool:
