@@ -130,7 +130,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--json", help="write the samples here")
     args = ap.parse_args(argv)
 
-    from kitlib.ingestion.pipeline import lean_allocator
+    from kitlib.ingestion.memory import lean_allocator
 
     lean_allocator()
     from kitlib.bundle import ingest

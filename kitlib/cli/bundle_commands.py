@@ -76,7 +76,7 @@ def _cmd_ingest(args) -> int:
     gc.disable()  # nothing the imports below make is garbage: no collector passes over them
     from kitlib.bundle import ingest
     from kitlib.ingestion.guard import exit_on_sigterm
-    from kitlib.ingestion.pipeline import lean_allocator
+    from kitlib.ingestion.memory import lean_allocator
     from kitlib.summary import summary_text
 
     lean_allocator()  # (what the imports made is frozen: the collector's passes leave it alone)

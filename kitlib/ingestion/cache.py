@@ -495,9 +495,11 @@ def _ingest_main() -> None:
         job = json.loads(line)
     else:
         job = json.loads(sys.argv[1])
+    from kitlib.ingestion.memory import lean_allocator
     from kitlib.ingestion.store import ingest
     from kitlib.terminal import VisibleStream
 
+    lean_allocator()  # a process of the kit's own, for this one ingest
     sys.stderr = VisibleStream(sys.stderr)  # warnings shown as the command shows its own
     try:
         ingest(job["path"], job["out"], tz=job["tz"], progress=job["progress"], derive=True, writer=ENTRY_WRITER)

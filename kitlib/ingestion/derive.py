@@ -31,7 +31,7 @@ import pyarrow.parquet as pq
 
 from kitlib import registry, tables
 from kitlib.extract import BuildError
-from kitlib.ingestion.sink import Selection
+from kitlib.ingestion.sink import Selection, table_options
 
 
 @dataclass(frozen=True)
@@ -99,7 +99,7 @@ def write_cache(store: Path, built: dict[str, Derived]) -> bool:
                 if name in tables.SCHEMAS
                 else pa.Table.from_pandas(d.frame, preserve_index=False)
             )
-            pq.write_table(at, tmp / f"{name}.parquet", compression="zstd")
+            pq.write_table(at, tmp / f"{name}.parquet", **table_options(at.schema))
         index = {"tables": {name: d.error.message if d.error else "" for name, d in built.items()}}
         (tmp / "index.json").write_text(json.dumps(index, indent=1) + "\n")
         os.rename(tmp, store / CACHE)

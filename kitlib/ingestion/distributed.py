@@ -47,7 +47,7 @@ from kitlib.extract import BuildError, iter_build
 from kitlib.ingestion.accounting import not_read_rows
 from kitlib.ingestion.guard import check_replaceable, fresh_output
 from kitlib.ingestion.pipeline import deferred_tables, parse_file, summarize
-from kitlib.ingestion.sink import Sink, to_arrow
+from kitlib.ingestion.sink import Sink, table_options, to_arrow
 from kitlib.sources import SourceFile, check_output, count_lines, discover_all, head
 from kitlib.summary import BundleSummary
 
@@ -174,11 +174,8 @@ def parse_unit(unit: Unit, work: str, derive: bool = False) -> UnitResult:
     spills = sink.close_streams()
     for name, parts in sink.parts.items():  # tables other formats fill (metrics, configs, ...): small
         df = pd.concat([p.to_pandas() if isinstance(p, pa.Table) else p for p in parts], ignore_index=True)
-        pq.write_table(
-            to_arrow(name, df).drop_columns(["host"]) if "host" in df.columns else to_arrow(name, df),
-            folder / f"{name}.parquet",
-            compression="zstd",
-        )
+        at = to_arrow(name, df).drop_columns(["host"]) if "host" in df.columns else to_arrow(name, df)
+        pq.write_table(at, folder / f"{name}.parquet", **table_options(at.schema))
     return UnitResult(
         unit.index,
         unit.part,
@@ -256,7 +253,7 @@ def _write(out: Path, name: str, host: str, df: pd.DataFrame, rows: dict[str, in
         at = to_arrow(name, df)
         if "host" in at.column_names:
             at = at.drop_columns(["host"])
-        pq.write_table(at, _part_path(out, name, host, "0"), compression="zstd")
+        pq.write_table(at, _part_path(out, name, host, "0"), **table_options(at.schema))
 
 
 def files_table(results: list[UnitResult], not_read: list[dict] | None = None) -> pd.DataFrame:
@@ -369,7 +366,8 @@ def _run_on_dask(
         for e in host_errors:
             errors.setdefault(e.table, e)
     files = files_table(results, not_read_rows(skipped))
-    pq.write_table(to_arrow("files", files), dest / "files.parquet", compression="zstd")
+    at = to_arrow("files", files)
+    pq.write_table(at, dest / "files.parquet", **table_options(at.schema))
     lo = [r.span[0] for r in results if r.span[0] is not None]
     hi = [r.span[1] for r in results if r.span[1] is not None]
     span = (

@@ -155,40 +155,6 @@ class FileRows:
         return pd.DataFrame(self.columns, index=pd.RangeIndex(self.n))
 
 
-def lean_allocator() -> None:
-    """Set the process's allocators for a long ingest. Called by the ``kitlib ingest`` command,
-    not by the library (the allocator is the whole process's choice).
-
-    - Arrow allocates from jemalloc (when this pyarrow has it): it holds less memory than the
-      default allocator at the same speed, 237-244 MB peak against 270-278 MB on the 1 GB
-      benchmark log.
-    - glibc's malloc keeps the blocks of log it hands out (a few MiB each) in its heap instead
-      of mapping fresh pages for every one and giving them back after: the kernel had been
-      zeroing a gigabyte of new pages per gigabyte read. On the 1 GB log: 11 % less CPU and 10 %
-      less wall time for 12 MB more peak memory. Up to 16 MiB of free memory is kept at the top of
-      each of glibc's arenas (the parse, match and write threads have one each): 128 MiB kept
-      about 20 MB more on the 1 GB log for no CPU saved.
-    - Python's cyclic collector leaves alone the objects made so far (the imports' modules,
-      functions and classes, ~60,000 objects): ``gc.freeze``, so that each of its full passes
-      during the ingest walks only what the ingest made (about 0.1 CPU s a GB of those passes)."""
-    import ctypes
-    import gc
-
-    import pyarrow as pa
-
-    try:
-        pa.set_memory_pool(pa.jemalloc_memory_pool())
-    except (NotImplementedError, AttributeError, pa.ArrowException):  # a pyarrow built without jemalloc
-        pass
-    try:
-        libc = ctypes.CDLL("libc.so.6")
-        libc.mallopt(-3, 32 << 20)  # M_MMAP_THRESHOLD: blocks below 32 MiB come from the heap
-        libc.mallopt(-1, 16 << 20)  # M_TRIM_THRESHOLD: up to 16 MiB of free heap is kept (each arena)
-    except (OSError, AttributeError):  # not glibc
-        pass
-    gc.freeze()
-
-
 def deferred_tables() -> list[str]:
     """The tables an ingest without ``derive`` leaves to be built on first use: every table an
     extractor derives from log records."""

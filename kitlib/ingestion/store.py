@@ -16,7 +16,7 @@ from kitlib import tables
 from kitlib.events import to_pandas
 from kitlib.ingestion.guard import fresh_output, is_kit_output
 from kitlib.ingestion.pipeline import run
-from kitlib.ingestion.sink import to_arrow
+from kitlib.ingestion.sink import table_options, to_arrow
 from kitlib.sources import check_output, shown
 from kitlib.summary import BundleSummary
 from kitlib.window import Window
@@ -61,7 +61,8 @@ def ingest(
         result, summary = run(path, tz, tmp, progress, derive)
         for name, df in result.items():
             if isinstance(df, pd.DataFrame):
-                pq.write_table(to_arrow(name, df), tmp / f"{name}.parquet", compression="zstd")
+                at = to_arrow(name, df)
+                pq.write_table(at, tmp / f"{name}.parquet", **table_options(at.schema))
         (tmp / "summary.json").write_text(json.dumps(summary.to_dict(), indent=2, default=str) + "\n")
     return summary
 

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from kitlib.ingestion.memory import release_memory
 from kitlib.redact import redact_text
 from kitlib.report.catalog import Notebook, default_bundle, notebook_dir, notebooks
 from kitlib.report.jobs import EXEC_TIMEOUT, default_jobs
@@ -100,9 +101,9 @@ def prepare(
             chosen.append(n)
     summary = bundle.summary
     del bundle  # the summary page reads its cited lines and the store again
-    release_memory()  # what the detectors freed, before the comparison reads the store
+    release_memory(collect=True)  # what the detectors freed, before the comparison reads the store
     changes = changes_for(tables, pinned, result.findings)
-    release_memory()  # what the ingest, the detectors and the comparison held, while the notebooks run
+    release_memory(collect=True)  # what the ingest, the detectors and the comparison held, while the notebooks run
     plan = BundleReport(bundle_path, out, tables, summary, result, chosen, nb_dir, t0, pinned=pinned, changes=changes)
     plan.handed = hand_on(plan, tz)
     return plan
@@ -144,28 +145,6 @@ def _declared(path: Path) -> dict:
         return pm.inspect_notebook(str(path))
     except Exception:  # noqa: BLE001 - a notebook papermill cannot read fails when it runs
         return {}
-
-
-def release_memory() -> None:
-    """Give back to the system what this process no longer holds: Arrow's pool keeps freed
-    buffers and the C allocator its freed arenas, which a report's main process would otherwise
-    keep (several hundred MB after a big bundle's ingest and triage) while its notebooks run."""
-    import ctypes
-    import ctypes.util
-    import gc
-
-    gc.collect()
-    try:
-        import pyarrow as pa
-
-        pa.default_memory_pool().release_unused()
-    except Exception:  # noqa: BLE001 - only memory given back late
-        pass
-    try:
-        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
-        libc.malloc_trim(0)
-    except (OSError, AttributeError):  # not glibc
-        pass
 
 
 def submit(plan: BundleReport, pool: ThreadPoolExecutor, tz: str | None, timeout: int, show_code: bool, log) -> None:
