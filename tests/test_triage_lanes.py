@@ -60,3 +60,41 @@ def test_a_second_process_that_hangs_is_stopped_and_its_units_run_in_the_first()
     t0 = time.monotonic()
     assert lanes.run_units(range(5), run_unit, patience=1.0) == [1, 2, 3, 4, 5]
     assert time.monotonic() - t0 < 60
+
+
+@pytest.mark.skipif(not lanes.usable(2), reason="needs os.fork and two cores")
+def test_many_findings_of_one_detector_have_their_extents_measured_in_two_processes(tmp_path, monkeypatch):
+    # the bench's generated broker log (synthetic): 3 MB of it hold 40 groups' rebalance storms,
+    # one finding each, whose extents a triage in two processes measures in two
+    import sys
+
+    from kitlib import findings
+
+    sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "bench"))
+    from genlog import generate
+
+    (tmp_path / "b" / "broker-1").mkdir(parents=True)
+    with open(tmp_path / "b" / "broker-1" / "server.log", "wb") as fh:
+        generate(3 << 20, fh)
+    kitlib.ingest(tmp_path / "b", tmp_path / "kit", progress=False)
+    one = triage(kitlib.load(tmp_path / "kit"))
+    storms = [f for f in one.findings if f.detector == "rebalance_storm"]
+    assert len(storms) >= findings.EXTENTS_APART
+    # every storm rests on lines of its own group: no two extents alike, so a piece measured
+    # for the wrong finding, or the pieces put back out of order, would show
+    assert len({(e.lines, e.first, e.last) for e in (f.extent for f in storms)}) > 1
+
+    calls = tmp_path / "calls"  # written by whichever process calls (the storms' unit may run in the fork)
+    real = lanes.run_units
+
+    def spied(units, run_unit, patience=None):
+        with open(calls, "a") as fh:
+            fh.write(f"{len(units)}\n")
+        return real(units, run_unit, patience)
+
+    monkeypatch.setattr(lanes, "run_units", spied)
+    two = triage(kitlib.load(tmp_path / "kit"), jobs=2)
+    _same(two, one)
+    # the detectors' units, then the storms' extents in their pieces
+    said = calls.read_text().split()
+    assert len(said) == 2 and said[1] == str(findings.EXTENT_PIECES), said
