@@ -10,7 +10,10 @@ Two bundles: the bench's own mix (one generated 1 GB server.log, bench/genlog.py
 changes, rebalances, transaction rollbacks and authentication failures). ``--uncached`` also
 times `kitlib triage --no-cache` (the in-memory path: slow and big on these files).
 ``--report`` also times `kitlib report` of the raw bundle and samples the peak RSS of every
-process it starts (the notebooks' kernels included) from /proc.
+process it starts (the notebooks' kernels included) from /proc. ``--pairs N`` then runs lnav's
+open-and-query and a first `kitlib triage` (a fresh cache each time) one right after the other N
+more times and prints each pair's ratio and their median: on a machine whose speed drifts within
+minutes, a ratio of two runs taken together says more than one of runs taken apart.
 
 The findings of every kitlib run on a bundle are compared (the JSON of `--json`): they must be
 the same.
@@ -208,6 +211,40 @@ def bench(
     return rows
 
 
+def pairs(name: str, slug: str, root: Path, work: Path, n: int, min_mb: float | None) -> list[float]:
+    """``n`` pairs of lnav's open-and-query and a first ``kitlib triage`` (a fresh cache each),
+    run one right after the other; prints each pair and the median ratio, and returns the ratios."""
+    logs = sorted(str(p) for p in root.rglob("*") if p.is_file())
+    env = {**os.environ, "XDG_CACHE_HOME": str(work / f"cache-{slug}-pairs")}
+    env.pop("KITLIB_CACHE_DIR", None)
+    env.pop("KITLIB_NO_CACHE", None)
+    if min_mb is not None:
+        env["KITLIB_CACHE_MIN_MB"] = str(min_mb)
+    print(f"\n{name}, {n} pairs (lnav open+query, then the first kitlib triage):\n")
+    print(
+        "| pair | lnav s | lnav peak MB | first triage s | largest process MB | time ratio | memory ratio | findings |"
+    )
+    print("|---|---|---|---|---|---|---|---|")
+    ratios, found = [], None
+    for i in range(1, n + 1):
+        shutil.rmtree(env["XDG_CACHE_HOME"], ignore_errors=True)
+        q = timed(["lnav", "-n", "-c", LNAV_QUERY, *logs])
+        wall, largest, _, _, stdout = tree_run([str(KIT), "triage", str(root), "--json"], env, subprocess.PIPE)
+        got = json.loads(stdout)
+        found = got if found is None else found
+        ratios.append(wall / q[0])
+        print(
+            f"| {i} | {q[0]:.2f} | {q[1]:,.0f} | {wall:.2f} | {largest:,.0f} | {wall / q[0]:.2f}x | "
+            f"{largest / q[1]:.2f}x | {'same' if got == found else 'DIFFER'} |"
+        )
+    ordered = sorted(ratios)
+    mid = len(ordered) // 2
+    median = ordered[mid] if len(ordered) % 2 else (ordered[mid - 1] + ordered[mid]) / 2
+    print(f"\nmedian time ratio {median:.2f}x (lowest {ordered[0]:.2f}x, highest {ordered[-1]:.2f}x)")
+    shutil.rmtree(env["XDG_CACHE_HOME"], ignore_errors=True)
+    return ratios
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description="first and second kitlib triage on a raw bundle vs lnav")
     ap.add_argument("--size-mb", type=float, default=1024, help="the generated mix's server.log (default 1024)")
@@ -216,6 +253,9 @@ def main(argv=None) -> int:
     ap.add_argument("--report", action="store_true", help="also time kitlib report of the raw bundle")
     ap.add_argument("--min-mb", type=float, default=None, help="KITLIB_CACHE_MIN_MB (default: the kit's, 128)")
     ap.add_argument("--workdir", help="where the bundles and caches go (default: a temp dir)")
+    ap.add_argument(
+        "--pairs", type=int, default=0, help="then N pairs of lnav open+query and a first triage, one after the other"
+    )
     a = ap.parse_args(argv)
     if not shutil.which("lnav"):
         raise SystemExit("lnav is not installed: apt-get install lnav (Debian's package)")
@@ -224,9 +264,14 @@ def main(argv=None) -> int:
     load = os.getloadavg()
     lnav_v = subprocess.run(["lnav", "-V"], capture_output=True, text=True).stdout.strip()
     print(f"{os.cpu_count()} cores; load average before the runs {load[0]:.1f}; {lnav_v}")
-    bench("the bench's mix", "mix", mix_bundle(work, a.size_mb), work, a.uncached, a.report, a.min_mb)
+    mix = mix_bundle(work, a.size_mb)
+    bench("the bench's mix", "mix", mix, work, a.uncached, a.report, a.min_mb)
     if a.dense_records:
         bench("dense incident", "dense", dense_bundle(work, a.dense_records), work, a.uncached, a.report, a.min_mb)
+    if a.pairs:
+        pairs("the bench's mix", "mix", mix, work, a.pairs, a.min_mb)
+        if a.dense_records:
+            pairs("dense incident", "dense", dense_bundle(work, a.dense_records), work, a.pairs, a.min_mb)
     print(f"\nload average after: {os.getloadavg()[0]:.1f}")
     return 0
 
