@@ -222,3 +222,75 @@ def test_the_second_process_reads_ahead_within_its_byte_budget(monkeypatch):
     assert isinstance(rest[-1], sink._End) and rest[-1].filled == {"group_events": []}
     ours.close()
     theirs.close()
+
+
+FORK_SCRIPT = """
+import json, os, sys, threading
+from kitlib.ingestion import blockwise, sink
+from kitlib.ingestion.store import ingest
+
+kinds = []
+real_init = sink.BlockwiseProcess.__init__
+
+def spy(self, out):
+    real_init(self, out)
+    kinds.append(type(self.proc).__name__)
+
+sink.BlockwiseProcess.__init__ = spy
+bundle, tmp = sys.argv[1], sys.argv[2]
+
+def gone(pid):
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    return False
+
+# a spare forked ahead builds the first ingest's blockwise tables; the second has none: an interpreter
+assert blockwise.fork_ahead()
+first = blockwise._SPARE.pid
+ingest(bundle, tmp + "/forked", derive=True, progress=False)
+ingest(bundle, tmp + "/started", derive=True, progress=False)
+# a spare that died before its job: an interpreter instead, the same tables
+assert blockwise.fork_ahead()
+killed = blockwise._SPARE
+killed.kill()
+killed.wait()
+ingest(bundle, tmp + "/after-kill", derive=True, progress=False)
+# a spare no ingest took ends with end_spare (waited for: no process left behind)
+assert blockwise.fork_ahead()
+unused = blockwise._SPARE.pid
+blockwise.end_spare()
+# never forked while another thread of this process runs
+stop = threading.Event()
+t = threading.Thread(target=stop.wait)
+t.start()
+refused = not blockwise.fork_ahead()
+stop.set()
+t.join()
+print(json.dumps({"kinds": kinds, "first_gone": gone(first), "unused_gone": gone(unused), "refused": refused}))
+"""
+
+
+def test_a_second_process_forked_ahead_writes_what_a_started_one_writes(tmp_path):
+    """The process a raw bundle's ingest runs in forks its second process ahead, once it has
+    imported the ingest (``fork_ahead``): the ingest that takes it writes the tables, row for row,
+    that one with a freshly started interpreter writes; a spare that died is replaced by a started
+    one; one no ingest took is ended and waited for; and none is forked while another thread runs."""
+    env = {**os.environ, "KITLIB_INGEST_PROCESSES": "2", "PYTHONPATH": str(ROOT)}
+    r = subprocess.run(
+        [sys.executable, "-c", FORK_SCRIPT, str(ROOT / "sample_data" / "rebalance-storm"), str(tmp_path)],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=tmp_path,
+    )
+    assert r.returncode == 0, r.stderr[-2000:]
+    said = json.loads(r.stdout.strip().splitlines()[-1])
+    assert said == {"kinds": ["Forked", "Popen", "Popen"], "first_gone": True, "unused_gone": True, "refused": True}
+    forked = stored(tmp_path / "forked")
+    assert forked["summary"]["rows"]["group_events"] > 0
+    assert_same(forked, stored(tmp_path / "started"))
+    assert_same(forked, stored(tmp_path / "after-kill"))
+    for out in ("forked", "started", "after-kill"):
+        assert not list((tmp_path / out).glob(".[sd]*"))  # no spill or message file left

@@ -8,9 +8,11 @@ import contextlib
 import os
 import pickle
 import queue
+import signal
 import subprocess
 import sys
 import threading
+import time
 from pathlib import Path
 from typing import NoReturn
 
@@ -34,18 +36,39 @@ class BlockwiseProcess:
     AHEAD = 3  # blocks waiting to be sent
 
     def __init__(self, out: Path):
+        self._err = out / ".derive.err"  # what the process said before it could hand back an error
+        spare = _take_spare()
+        if spare is not None:
+            with open(self._err, "wb"):
+                pass  # (the forked process writes its stderr here from now on)
+            try:
+                spare.conn.send_bytes(f"{extract.BATCH_ROWS}\0{out}".encode())
+                self.proc, self._conn = spare, spare.conn
+            except OSError:  # it is gone: an interpreter of its own, as without one
+                spare.end()
+                spare = None
+        if spare is None:
+            self.proc, self._conn = self._start(out)
+        self._queue: queue.Queue = queue.Queue(self.AHEAD)
+        self._failed: BaseException | None = None
+        self._finisher: threading.Thread | None = None  # sends the end (start_finish)
+        self._sender = threading.Thread(target=self._send_all, name="kitlib-derive-send", daemon=True)
+        self._sender.start()
+
+    def _start(self, out: Path):
+        """A fresh interpreter running :func:`kitlib.ingestion.sink._blockwise_main`, and the
+        connection to it."""
         import socket
         from multiprocessing.connection import Connection
 
-        # a fresh interpreter, neither forked (this process already runs threads: Arrow's, the
-        # writer's, a notebook kernel's) nor spawned by multiprocessing (which would run the
-        # calling script again in it, and a script without a ``__main__`` guard would fail)
+        # neither forked (this process may already run threads: Arrow's, the writer's, a notebook
+        # kernel's) nor spawned by multiprocessing (which would run the calling script again in it,
+        # and a script without a ``__main__`` guard would fail)
         ours, theirs = socket.socketpair()
-        self._err = out / ".derive.err"  # what the process said before it could hand back an error
         # the folder this kitlib is imported from first, so the process runs the same code
         path = [str(Path(__file__).resolve().parents[2]), os.environ.get("PYTHONPATH", "")]
         with open(self._err, "wb") as err:
-            self.proc = subprocess.Popen(
+            proc = subprocess.Popen(
                 [sys.executable, "-c", "from kitlib.ingestion.sink import _blockwise_main; _blockwise_main()"]
                 + [str(theirs.fileno()), str(out), str(extract.BATCH_ROWS)],
                 pass_fds=(theirs.fileno(),),
@@ -55,12 +78,7 @@ class BlockwiseProcess:
                 env={**os.environ, "PYTHONPATH": os.pathsep.join(p for p in path if p)},
             )
         theirs.close()
-        self._conn = Connection(ours.detach())
-        self._queue: queue.Queue = queue.Queue(self.AHEAD)
-        self._failed: BaseException | None = None
-        self._finisher: threading.Thread | None = None  # sends the end (start_finish)
-        self._sender = threading.Thread(target=self._send_all, name="kitlib-derive-send", daemon=True)
-        self._sender.start()
+        return proc, Connection(ours.detach())
 
     def add(self, events: pa.Table) -> None:
         """Pass one events block on."""
@@ -149,6 +167,134 @@ class BlockwiseProcess:
         with contextlib.suppress(subprocess.TimeoutExpired):
             self.proc.wait(5)
         self._conn.close()
+
+
+class Forked:
+    """A process :func:`fork_ahead` forked, waiting for the job of :class:`BlockwiseProcess`:
+    its connection, and the few calls of ``subprocess.Popen`` that class makes."""
+
+    def __init__(self, pid: int, conn):
+        self.pid, self.conn = pid, conn
+        self.returncode: int | None = None
+
+    def poll(self) -> int | None:
+        if self.returncode is None:
+            with contextlib.suppress(ChildProcessError):
+                pid, status = os.waitpid(self.pid, os.WNOHANG)
+                if pid:
+                    self.returncode = os.waitstatus_to_exitcode(status)
+        return self.returncode
+
+    def wait(self, timeout: float | None = None) -> int | None:
+        if timeout is None:
+            if self.returncode is None:
+                with contextlib.suppress(ChildProcessError):
+                    self.returncode = os.waitstatus_to_exitcode(os.waitpid(self.pid, 0)[1])
+            return self.returncode
+        deadline = time.monotonic() + timeout
+        while self.poll() is None:
+            if time.monotonic() > deadline:
+                raise subprocess.TimeoutExpired(f"pid {self.pid}", timeout)
+            time.sleep(0.01)
+        return self.returncode
+
+    def terminate(self) -> None:
+        self._signal(signal.SIGTERM)
+
+    def kill(self) -> None:
+        self._signal(signal.SIGKILL)
+
+    def _signal(self, sig: int) -> None:
+        if self.poll() is None:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(self.pid, sig)
+
+    def end(self) -> None:
+        """End it unused: its connection closed, it ends by itself (and is waited for)."""
+        with contextlib.suppress(OSError):
+            self.conn.close()
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            self.wait(5)
+        self.kill()
+        self.wait()
+
+
+_SPARE: Forked | None = None
+
+
+def fork_ahead() -> bool:
+    """Fork, now, the second process the next :class:`BlockwiseProcess` of this process will use,
+    instead of starting a fresh interpreter then: it has this process's imports already, so it
+    neither spends a core on importing them again nor keeps the ingest waiting for its first
+    blocks meanwhile. Only in a process of the kit's own whose only Python thread is this one (a
+    fork copies one thread, and a lock another thread held would stay held in the copy): the
+    process a raw bundle's ingest runs in, once it imported the ingest. True when it was forked;
+    :func:`end_spare` ends it when no ingest took it."""
+    global _SPARE
+    if _SPARE is not None or not hasattr(os, "fork") or threading.active_count() > 1:
+        return False
+    import socket
+    from multiprocessing.connection import Connection
+
+    ours, theirs = socket.socketpair()
+    for stream in (sys.stdout, sys.stderr):  # nothing buffered here is written twice
+        with contextlib.suppress(OSError, ValueError):
+            stream.flush()
+    pid = os.fork()
+    if pid == 0:
+        ours.close()
+        _spare_main(Connection(theirs.detach()))
+    theirs.close()
+    _SPARE = Forked(pid, Connection(ours.detach()))
+    return True
+
+
+def _spare_main(conn) -> NoReturn:
+    """The forked process of :func:`fork_ahead`: it waits for its job (the batch size and the
+    output folder), then runs as the second process of :class:`BlockwiseProcess`; no job (the
+    connection closed): it ends."""
+    code = 1
+    try:
+        devnull = os.open(os.devnull, os.O_RDWR)
+        os.dup2(devnull, 0)  # (the stdin of the process it was forked from is not its own to read)
+        os.dup2(devnull, 1)
+        try:
+            job = conn.recv_bytes().decode()
+        except (EOFError, OSError):
+            os._exit(0)
+        rows, out = job.split("\0", 1)
+        # what it says goes where the ingest reads it when it stops, as for an interpreter of its own
+        err = os.open(os.path.join(out, ".derive.err"), os.O_WRONLY | os.O_APPEND)
+        os.dup2(err, 2)
+        os.close(err)
+        from kitlib.ingestion.sink import _blockwise_run
+
+        _blockwise_run(conn, out, int(rows))
+        code = 0
+    except BaseException:  # noqa: BLE001 - said on its stderr, which the ingest reads
+        import traceback
+
+        with contextlib.suppress(Exception):
+            traceback.print_exc()
+    finally:
+        with contextlib.suppress(Exception):
+            sys.stderr.flush()
+        os._exit(code)
+
+
+def _take_spare() -> Forked | None:
+    global _SPARE
+    spare, _SPARE = _SPARE, None
+    if spare is not None and spare.poll() is not None:  # it ended (killed): not used
+        return None
+    return spare
+
+
+def end_spare() -> None:
+    """End the process :func:`fork_ahead` forked when no ingest took it."""
+    spare = _take_spare()
+    if spare is not None:
+        spare.end()
 
 
 def _blockwise(group: str) -> bool:

@@ -480,21 +480,32 @@ def ingest_apart(path: Path, out: Path, tz, progress: bool | None) -> None:
 def _ingest_main() -> None:
     """The process :func:`ingest_apart` starts: one ingest, its error (type and message) written
     to the file it was given. Started ahead (:func:`warm_ingest`), it imports what the ingest
-    needs and then reads its job from stdin (none: it ends)."""
-    if sys.argv[1] == "-":
+    needs and then reads its job from stdin (none: it ends). Once it has imported the ingest, the
+    second process a big bundle's ingest builds its blockwise tables in is forked from it
+    (:func:`~kitlib.ingestion.blockwise.fork_ahead`), ready before the first block is."""
+    from kitlib import registry
+    from kitlib.ingestion import blockwise
+
+    ahead = sys.argv[1] == "-"
+    try:
         try:
-            from kitlib import registry
             from kitlib.ingestion import store  # noqa: F401 - imported while the command imports its own
 
             registry.load()
-            line = sys.stdin.readline()
-        except KeyboardInterrupt:  # the command was interrupted before it had a job for it
+            blockwise.fork_ahead()
+            job = json.loads(sys.stdin.readline() or "null") if ahead else json.loads(sys.argv[1])
+        except KeyboardInterrupt:
+            if ahead:  # the command was interrupted before it had a job for it
+                return
+            raise
+        if job is None:  # no job came
             return
-        if not line.strip():
-            return
-        job = json.loads(line)
-    else:
-        job = json.loads(sys.argv[1])
+        _ingest_job(job)
+    finally:
+        blockwise.end_spare()
+
+
+def _ingest_job(job: dict) -> None:
     from kitlib.ingestion.memory import lean_allocator
     from kitlib.ingestion.store import ingest
     from kitlib.terminal import VisibleStream

@@ -572,14 +572,20 @@ def _take(t: pa.Table, rows: pa.Array) -> pa.Table:
 
 
 def _blockwise_main() -> None:
-    """The second process of :class:`BlockwiseProcess` (its arguments: the socket's descriptor,
-    the output folder and the batch size): events blocks in, blockwise tables written."""
+    """The second process of :class:`BlockwiseProcess` when started as an interpreter of its own
+    (its arguments: the socket's descriptor, the output folder and the batch size)."""
     from multiprocessing.connection import Connection
 
+    _blockwise_run(Connection(int(sys.argv[1])), sys.argv[2], int(sys.argv[3]))
+
+
+def _blockwise_run(conn, out: str, batch_rows: int) -> None:
+    """What the second process of :class:`BlockwiseProcess` does, started either way (an
+    interpreter of its own, or forked ahead by :func:`kitlib.ingestion.blockwise.fork_ahead`):
+    events blocks in through ``conn``, blockwise tables written to ``out``."""
     from kitlib import registry
 
-    conn, out = Connection(int(sys.argv[1])), sys.argv[2]
-    extract.BATCH_ROWS = int(sys.argv[3])
+    extract.BATCH_ROWS = batch_rows
     registry.load()
     lean_allocator()  # a process of the kit's own, which builds from blocks of the log
     try:
