@@ -76,3 +76,49 @@ def test_progress_bar_on_big_ingests(monkeypatch):
     bar = _progress(True, 10, "x")
     assert bar is not None and bar.total == 10
     bar.close()
+
+
+def test_triage_reads_on_the_ingest_allocators_and_a_remembered_answer_imports_no_arrow(tmp_path):
+    """``kitlib triage`` sets its process's allocators as an ingest does (Arrow on jemalloc, where
+    this pyarrow has it) before it reads any table; printing an answer it remembers for the same
+    bundle (the memo) imports neither Arrow nor pandas."""
+    import subprocess
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    script = (
+        "import sys\n"
+        "from kitlib.cli import main\n"
+        "sys.argv = ['kitlib', 'triage', '--json', sys.argv[1]]\n"
+        "try:\n"
+        "    main()\n"
+        "except SystemExit:\n"
+        "    pass\n"
+        "arrow = sys.modules.get('pyarrow')\n"
+        "print('POOL', arrow.default_memory_pool().backend_name if arrow else 'none', 'pandas' in sys.modules)\n"
+    )
+    env = {
+        "PATH": "/usr/bin:/bin",
+        "XDG_CACHE_HOME": str(tmp_path / "cache"),
+        "KITLIB_CACHE_MIN_MB": "0",
+        "PYTHONPATH": str(root),
+    }
+    import pyarrow as pa
+
+    try:
+        pa.jemalloc_memory_pool()
+        first = "jemalloc"
+    except (NotImplementedError, pa.ArrowException):  # a pyarrow built without it keeps its default
+        first = pa.default_memory_pool().backend_name
+    said = []
+    for _ in range(2):
+        r = subprocess.run(
+            [sys.executable, "-c", script, str(root / "sample_data" / "rebalance-storm")],
+            capture_output=True,
+            text=True,
+            env=env,
+            cwd=tmp_path,
+        )
+        assert r.returncode == 0, r.stderr[-2000:]
+        said.append(r.stdout.strip().splitlines()[-1])
+    assert said == [f"POOL {first} True", "POOL none False"]
