@@ -9,12 +9,15 @@ from kitlib import tables
 from kitlib.ingestion import store
 
 
+@pytest.mark.parametrize("fill_rows", [13, 1 << 20])
 @pytest.mark.parametrize("bundle", ["isr-flapping", "log-dir-failure", "auth-failures"])
-def test_columns_read_in_slices_are_the_whole_tables_columns(tmp_path, monkeypatch, bundle):
+def test_columns_read_in_slices_are_the_whole_tables_columns(tmp_path, monkeypatch, bundle, fill_rows):
     from samples import SAMPLE_DATA
 
     kitlib.ingest(SAMPLE_DATA / bundle, tmp_path / "kit", progress=False, derive=True)
     monkeypatch.setattr(store, "SLICE_ROWS", 7)  # many slices, and a short last one
+    # the fixed-width columns converted a few slices at a time (two, a short last group), or at once
+    monkeypatch.setattr(store, "FILL_ROWS", fill_rows)
     seen = 0
     for name, path in sorted(store.stored_tables(tmp_path / "kit").items()):
         if name not in tables.SCHEMAS:
