@@ -62,7 +62,7 @@ def assert_same(a: dict, b: dict) -> None:
         assert t.equals(b["tables"][name]), name
 
 
-@pytest.mark.parametrize("name", ["cluster-config", "rebalance-storm", "isr-flapping", "transactions"])
+@pytest.mark.parametrize("name", ["cluster-config", "rebalance-storm", "isr-flapping", "transactions", "auth-failures"])
 def test_second_process_writes_the_same_tables_on_sample_bundles(name, tmp_path, monkeypatch):
     # batches of 40 records: many batches cross to the second process, in order
     monkeypatch.setattr(extract, "BATCH_ROWS", 40)
@@ -92,21 +92,23 @@ def test_second_process_on_multiline_records_across_batches(tmp_path, monkeypatc
 
 
 def test_the_two_processes_pick_between_them_what_one_process_picks(tmp_path):
-    """With a second process the ingest picks the groups that are not blockwise for itself and
-    the blockwise ones for the second process, each from the whole block: every group on one side
-    only, and its records the ones a one-process ingest picks."""
-    from kitlib.ingestion.sink import _blockwise
+    """With a second process the ingest picks for itself the groups that are not blockwise and
+    those it builds block by block itself (authentication failures), and the other blockwise ones
+    for the second process, each from the whole block: every group on one side only, and its
+    records the ones a one-process ingest picks."""
+    from kitlib.ingestion.blockwise import built_apart
 
     ingest(ROOT / "sample_data" / "transactions", tmp_path / "out", derive=False, progress=False)
     block = pq.read_table(tmp_path / "out" / "events.parquet")
     whole = extract.select(block)
-    here = extract.select(block, lambda g: not _blockwise(g))
-    there = extract.select(block, _blockwise)
+    here = extract.select(block, lambda g: not built_apart(g))
+    there = extract.select(block, built_apart)
     assert here and there and not set(here) & set(there)
     assert sorted({**here, **there}) == sorted(whole)
     for g, t in {**here, **there}.items():
         assert t.equals(whole[g]), g
     assert all(extract.EXTRACTORS[g].blockwise for g in there)
+    assert extract.EXTRACTORS["auth_failures"].blockwise and not built_apart(extract.groups()["auth_failures"])
 
 
 def test_small_bundle_stays_in_one_process(tmp_path, monkeypatch):

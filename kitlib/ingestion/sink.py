@@ -22,7 +22,7 @@ from kitlib import extract, tables
 from kitlib.events import to_pandas
 from kitlib.extract import BuildError
 from kitlib.formats.logs.matching import annotate
-from kitlib.ingestion.blockwise import BlockwiseProcess, _blockwise, blockwise_tables
+from kitlib.ingestion.blockwise import BlockwiseProcess, built_apart, tables_built_apart
 from kitlib.ingestion.memory import lean_allocator, release_memory
 from kitlib.redact import REDACTED_BY_PARSER, redact_table
 
@@ -253,15 +253,15 @@ class Sink:
         if remote is not None:
             # the blockwise tables are put together and written by the second process meanwhile,
             # given the rows file formats put in them (configs: logs + live capture)
-            theirs = blockwise_tables()
+            theirs = tables_built_apart()
             filled = {k: out.pop(k) for k in list(out) if k in theirs}
             remote.start_finish({k: v for k, v in filled.items() if len(v)})
             assert self.selection is not None
+            # (the blockwise tables built here are written from their spill files, as in one process)
+            here = self.selection.build(self.out, {k for k, v in out.items() if len(v)})
             done = {
                 k: (n, err)
-                for k, n, err, _ in write_derived(
-                    ((k, v, err) for k, v, err in self.selection.build() if k not in theirs), out, self.out
-                )
+                for k, n, err, _ in write_derived(((k, v, err) for k, v, err in here if k not in theirs), out, self.out)
             }
             done.update({k: (n, err) for k, n, err in remote.wait()})
             for k in extract.EXTRACTORS:  # in the order one process builds them
@@ -300,7 +300,7 @@ class Selection:
         self.spill = spill
         self.remote = remote  # picks and builds the blockwise groups in a second process
         # the groups picked here (None: all): with a second process, those that are not blockwise
-        self.picks = picks if picks is not None or remote is None else (lambda g: not _blockwise(g))
+        self.picks = picks if picks is not None or remote is None else (lambda g: not built_apart(g))
         self.kept: dict[str, list[pa.Table]] = {}
         self.spills: dict[str, pa.ipc.RecordBatchStreamWriter] = {}
         self.spilled: dict[str, Path] = {}  # closed spill files, read back by build()
@@ -590,7 +590,7 @@ def _blockwise_run(conn, out: str, batch_rows: int) -> None:
     lean_allocator()  # a process of the kit's own, which builds from blocks of the log
     try:
         # picks the blockwise groups and keeps (spills) the built pieces as a one-process ingest does
-        selection = Selection(Path(out), picks=_blockwise)
+        selection = Selection(Path(out), picks=built_apart)
         filled: dict = {}
         for picked in _received(conn):
             if isinstance(picked, dict):
@@ -598,7 +598,7 @@ def _blockwise_run(conn, out: str, batch_rows: int) -> None:
             else:
                 filled = picked.filled
         release_memory()
-        mine = blockwise_tables()
+        mine = tables_built_apart()
         keep = {k for k, v in filled.items() if len(v)}
         built = ((k, v, err) for k, v, err in selection.build(Path(out), keep) if k in mine)
         conn.send(("ok", [(k, n, err) for k, n, err, _ in write_derived(built, filled, Path(out))]))

@@ -132,6 +132,7 @@ _ANCHORS = r"(?i)authenticat|SSL handshake|is Denied operation|AuthorizationExce
         "sarama",
     ),
     contains=_ANCHORS + "|SASL_AUTHENTICATION_FAILED",
+    blockwise=True,
 )
 @in_slices
 def build(events: pd.DataFrame) -> pd.DataFrame:
