@@ -249,25 +249,25 @@ def gone(pid):
     return False
 
 # a spare forked ahead builds the first ingest's blockwise tables; the second has none: an interpreter
-assert blockwise.fork_ahead()
+assert blockwise.fork_ahead(sink.run_builder)
 first = blockwise._SPARE.pid
 ingest(bundle, tmp + "/forked", derive=True, progress=False)
 ingest(bundle, tmp + "/started", derive=True, progress=False)
 # a spare that died before its job: an interpreter instead, the same tables
-assert blockwise.fork_ahead()
+assert blockwise.fork_ahead(sink.run_builder)
 killed = blockwise._SPARE
 killed.kill()
 killed.wait()
 ingest(bundle, tmp + "/after-kill", derive=True, progress=False)
 # a spare no ingest took ends with end_spare (waited for: no process left behind)
-assert blockwise.fork_ahead()
+assert blockwise.fork_ahead(sink.run_builder)
 unused = blockwise._SPARE.pid
 blockwise.end_spare()
 # never forked while another thread of this process runs
 stop = threading.Event()
 t = threading.Thread(target=stop.wait)
 t.start()
-refused = not blockwise.fork_ahead()
+refused = not blockwise.fork_ahead(sink.run_builder)
 stop.set()
 t.join()
 print(json.dumps({"kinds": kinds, "first_gone": gone(first), "unused_gone": gone(unused), "refused": refused}))

@@ -13,8 +13,9 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import NoReturn
+from typing import Any, NoReturn
 
 import pandas as pd
 import pyarrow as pa
@@ -222,13 +223,14 @@ class Forked:
 _SPARE: Forked | None = None
 
 
-def fork_ahead() -> bool:
+def fork_ahead(run: Callable[[Any, str, int], None]) -> bool:
     """Fork, now, the second process the next :class:`BlockwiseProcess` of this process will use,
     instead of starting a fresh interpreter then: it has this process's imports already, so it
     neither spends a core on importing them again nor keeps the ingest waiting for its first
     blocks meanwhile. Only in a process of the kit's own whose only Python thread is this one (a
     fork copies one thread, and a lock another thread held would stay held in the copy): the
-    process a raw bundle's ingest runs in, once it imported the ingest. True when it was forked;
+    process a raw bundle's ingest runs in, once it imported the ingest. ``run`` is what it runs
+    once its job comes (:func:`kitlib.ingestion.sink.run_builder`). True when it was forked;
     :func:`end_spare` ends it when no ingest took it."""
     global _SPARE
     if _SPARE is not None or not hasattr(os, "fork") or threading.active_count() > 1:
@@ -243,13 +245,13 @@ def fork_ahead() -> bool:
     pid = os.fork()
     if pid == 0:
         ours.close()
-        _spare_main(Connection(theirs.detach()))
+        _spare_main(Connection(theirs.detach()), run)
     theirs.close()
     _SPARE = Forked(pid, Connection(ours.detach()))
     return True
 
 
-def _spare_main(conn) -> NoReturn:
+def _spare_main(conn, run: Callable[[Any, str, int], None]) -> NoReturn:
     """The forked process of :func:`fork_ahead`: it waits for its job (the batch size and the
     output folder), then runs as the second process of :class:`BlockwiseProcess`; no job (the
     connection closed): it ends."""
@@ -267,9 +269,7 @@ def _spare_main(conn) -> NoReturn:
         err = os.open(os.path.join(out, ".derive.err"), os.O_WRONLY | os.O_APPEND)
         os.dup2(err, 2)
         os.close(err)
-        from kitlib.ingestion.sink import _blockwise_run
-
-        _blockwise_run(conn, out, int(rows))
+        run(conn, out, int(rows))
         code = 0
     except BaseException:  # noqa: BLE001 - said on its stderr, which the ingest reads
         import traceback

@@ -489,10 +489,10 @@ def _ingest_main() -> None:
     ahead = sys.argv[1] == "-"
     try:
         try:
-            from kitlib.ingestion import store  # noqa: F401 - imported while the command imports its own
+            from kitlib.ingestion import sink, store  # noqa: F401 - imported while the command imports its own
 
             registry.load()
-            blockwise.fork_ahead()
+            blockwise.fork_ahead(sink.run_builder)
             job = json.loads(sys.stdin.readline() or "null") if ahead else json.loads(sys.argv[1])
         except KeyboardInterrupt:
             if ahead:  # the command was interrupted before it had a job for it

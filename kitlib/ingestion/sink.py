@@ -576,10 +576,10 @@ def _blockwise_main() -> None:
     (its arguments: the socket's descriptor, the output folder and the batch size)."""
     from multiprocessing.connection import Connection
 
-    _blockwise_run(Connection(int(sys.argv[1])), sys.argv[2], int(sys.argv[3]))
+    run_builder(Connection(int(sys.argv[1])), sys.argv[2], int(sys.argv[3]))
 
 
-def _blockwise_run(conn, out: str, batch_rows: int) -> None:
+def run_builder(conn, out: str, batch_rows: int) -> None:
     """What the second process of :class:`BlockwiseProcess` does, started either way (an
     interpreter of its own, or forked ahead by :func:`kitlib.ingestion.blockwise.fork_ahead`):
     events blocks in through ``conn``, blockwise tables written to ``out``."""
