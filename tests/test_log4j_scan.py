@@ -363,3 +363,31 @@ def test_records_of_one_line_and_of_several_flag_the_same_texts_as_the_numpy_pat
     assert_same(native, reference)
     messages = native[0].column("message").to_pylist()
     assert sum(redact.REDACTED in m for m in messages) >= 2 * len([r for r in B64_RUNS if len(r.strip()) >= 42])
+
+
+# every word of the pre-check, in either case, cut short or whole, at every position of texts of 0 to
+# 50 bytes around it: the sixteen-at-a-time look (SSSE3, where the CPU has it) flags exactly the texts
+# the hashed positions flag (flag(text, True)), vector ends and the last three bytes included
+PRECHECK_WORDS = (
+    "pass pwd private secret token api.key api_key api-key apikey aiza authorization auth.user.info access_key "
+    "akia asia abia acca credential bearer bind.pw jaas keystore.key user_ eyj ://u:p@h ghp_ gho_ ghu_ ghs_ ghr_ "
+    "xoxa- xoxb- xoxp- xoxr- xoxs- cookie accountkey encryptionkey signingkey licensekey hmackey masterkey "
+    "cipherkey sig= signature= monitorrole controlrole jdbc:oracle mysql mariadb redis-cli curl --user "
+    "--proxy-user"
+).split() + ["-u ", "-U\t"]
+
+
+def test_the_sixteen_position_look_flags_what_the_hashed_positions_flag():
+    rng = np.random.default_rng(7)
+    filler = np.frombuffer(b"abcdefghijklmnopqrstuvwxyz ABCXYZ0123456789-_.:/=@[]\t", np.uint8)
+    texts = []
+    for word in PRECHECK_WORDS:
+        for cut in (len(word), len(word) - 1, 3):
+            piece = "".join(c.upper() if rng.random() < 0.3 else c for c in word[:cut]).encode()
+            for size in (0, 5, 14, 15, 16, 17, 18, 19, 20, 31, 35, 50):
+                for at in range(0, size + 1, 3 if size > 20 else 1):
+                    base = bytes(rng.choice(filler, size))
+                    texts.append(base[:at] + piece + base[at:])
+    flags = [scan.flag(t) for t in texts]
+    assert flags == [scan.flag(t, True) for t in texts]
+    assert 0.3 < sum(flags) / len(flags) < 0.95  # whole words flag, most cut ones do not
