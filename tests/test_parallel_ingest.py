@@ -91,6 +91,40 @@ def test_second_process_on_multiline_records_across_batches(tmp_path, monkeypatc
     )  # a trace is 8 lines
 
 
+@pytest.mark.parametrize("name", ["rebalance-storm", "isr-flapping", "transactions", "multiline"])
+def test_batches_built_in_the_ingests_own_process_make_the_same_tables(name, tmp_path, monkeypatch):
+    """With the second process taken as behind whenever a batch starts (the sending waited no
+    time at all), the ingest's own process builds every batch it is free for and sends the
+    pieces instead of the records; the rest go to the second process, cut where it cuts them.
+    The stored tables are row for row those of one process."""
+    from kitlib.ingestion import blockwise
+
+    if name == "multiline":
+        bundle = tmp_path / "bundle"
+        (bundle / "broker-1").mkdir(parents=True)
+        lines = [
+            (TRACE, ISR, GROUP)[i % 3].format(m=(i // 600) % 60, s=(i // 10) % 60, ms=i % 1000, p=i % 5, o=i)
+            for i in range(3000)
+        ]
+        (bundle / "broker-1" / "server.log").write_text("".join(lines))
+    else:
+        bundle = ROOT / "sample_data" / name
+    built_here = []
+    real = blockwise.BlockwiseProcess._build_here
+
+    def spy(self, group, records):
+        built_here.append(group)
+        return real(self, group, records)
+
+    monkeypatch.setattr(blockwise.BlockwiseProcess, "_build_here", spy)
+    monkeypatch.setattr(blockwise, "BEHIND_S", 0.0)
+    monkeypatch.setattr(extract, "BATCH_ROWS", 40)
+    one, two = ingest_both(bundle, tmp_path, monkeypatch)
+    assert built_here  # some batches were built here ...
+    assert_same(one, two)  # ... and the tables are the same
+    assert sum(two["summary"]["rows"].get(k, 0) for k in extract.EXTRACTORS) > 0
+
+
 def test_the_two_processes_pick_between_them_what_one_process_picks(tmp_path):
     """With a second process the ingest picks for itself the groups that are not blockwise and
     those it builds block by block itself (authentication failures), and the other blockwise ones

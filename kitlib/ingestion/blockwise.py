@@ -23,6 +23,12 @@ import pyarrow as pa
 from kitlib import extract
 from kitlib.extract import BuildError
 
+# blocks whose sending waited this long for room in the second process's read-ahead (a running
+# mean, the last block weighing BEHIND_WEIGHT) say it is behind: the next batch of a group that starts
+# is built in this process instead (see BlockwiseProcess)
+BEHIND_S = 0.03
+BEHIND_WEIGHT = 0.25
+
 
 class BlockwiseProcess:
     """A second process that builds the blockwise derived tables (see
@@ -32,7 +38,16 @@ class BlockwiseProcess:
     builds. A thread of this process picks each block's records for it and sends them in order
     through a socket (Arrow IPC; at most ``AHEAD`` blocks wait, so memory stays bounded). It cuts
     the same batches and runs the same builders in the same order as :class:`Selection` does in
-    one process."""
+    one process.
+
+    When the second process falls behind (sending a block waited :data:`BEHIND_S` or more for
+    room, as a running mean: its read-ahead is full), the next batch of a group that starts is
+    held back and built in this process, on a thread of its own (one batch at a time; a batch
+    held while the last is still building goes to the second process after all), and its built
+    pieces are sent in place of its records: a dense incident's ISR changes and rebalances keep
+    the second process busier than this one. The batches are cut where the second process cuts
+    them (the same rows of each group, counted in order), and the stored tables are sorted by
+    their order keys, so the tables are the same whichever process builds a batch."""
 
     AHEAD = 3  # blocks waiting to be sent
 
@@ -52,6 +67,7 @@ class BlockwiseProcess:
             self.proc, self._conn = self._start(out)
         self._queue: queue.Queue = queue.Queue(self.AHEAD)
         self._failed: BaseException | None = None
+        self._sending = threading.Lock()  # one message on the socket at a time
         self._finisher: threading.Thread | None = None  # sends the end (start_finish)
         self._sender = threading.Thread(target=self._send_all, name="kitlib-derive-send", daemon=True)
         self._sender.start()
@@ -87,9 +103,22 @@ class BlockwiseProcess:
             self._queue.put(events)
 
     def _send_all(self) -> None:
+        counted: dict[str, int] = {}  # each group's records since its last batch was cut
+        held: dict[str, list[pa.Table]] = {}  # the records of batches held back to be built here
+        waited = 0.0  # seconds sending a block waited for room, a running mean over the last blocks
+        building: threading.Thread | None = None  # builds one held batch at a time
         while True:
             item = self._queue.get()
             if item is None:
+                if building is not None:
+                    building.join()
+                if self._failed is None:
+                    try:  # a held batch cut short by the end of the log: the other process builds it
+                        for group in list(held):
+                            for records in held.pop(group):
+                                self._send_tables(b"E", {group: records})
+                    except Exception as e:  # noqa: BLE001 - said by wait()
+                        self._failed = e
                 return
             if self._failed is not None:
                 continue  # drained, so that build() never blocks on a process that is gone
@@ -98,15 +127,63 @@ class BlockwiseProcess:
                 # lets go of the GIL): only they cross the socket, about a sixth of the block's bytes
                 # on the 1 GB mix, and the second process is left the building
                 picked = extract.select(item, built_apart)
-                self._conn.send_bytes(b"E")
-                self._conn.send_bytes("\0".join(picked).encode())
-                for records in picked.values():
-                    buf = pa.BufferOutputStream()
-                    with pa.ipc.new_stream(buf, records.schema) as w:
-                        w.write_table(records)
-                    self._conn.send_bytes(memoryview(buf.getvalue()))
+                sent: dict[str, pa.Table] = {}
+                full: list[str] = []
+                for group, records in picked.items():
+                    if not counted.get(group) and waited >= BEHIND_S and (building is None or not building.is_alive()):
+                        held[group] = []  # a batch starts, the other process is behind and this one is free
+                    if group in held:
+                        held[group].append(records)
+                    else:
+                        sent[group] = records
+                    counted[group] = counted.get(group, 0) + records.num_rows
+                    if counted[group] >= extract.BATCH_ROWS:  # where Selection.take cuts it
+                        counted[group] = 0
+                        if group in held:
+                            full.append(group)
+                if sent:
+                    start = time.perf_counter()
+                    self._send_tables(b"E", sent)
+                    waited += (time.perf_counter() - start - waited) * BEHIND_WEIGHT
+                for group in full:
+                    batch = held.pop(group)
+                    if building is None or not building.is_alive():
+                        building = threading.Thread(
+                            target=self._build_here, args=(group, batch), name="kitlib-derive-here", daemon=True
+                        )
+                        building.start()
+                    else:  # (the last one is still being built: the other process takes this one)
+                        for records in batch:
+                            self._send_tables(b"E", {group: records})
             except Exception as e:  # noqa: BLE001 - said by wait()
                 self._failed = e
+
+    def _build_here(self, group: str, records: list[pa.Table]) -> None:
+        """Build one batch of ``group`` in this process and send its pieces (and what failed)."""
+        try:
+            pieces, errors = extract.build_blockwise(group, pa.concat_tables(records, promote_options="permissive"))
+            del records
+            self._send_tables(b"B", pieces, pickle.dumps(errors, protocol=5))
+        except Exception as e:  # noqa: BLE001 - said by wait()
+            self._failed = self._failed or e
+
+    def _send_tables(self, kind: bytes, named: dict[str, pa.Table], tail: bytes | None = None) -> None:
+        """A message of ``kind`` (b"E": the records picked from a block, b"B": pieces built here,
+        then ``tail``, what failed): the tables' names, then each table as an Arrow IPC stream. One
+        message at a time (the sending thread and the one building here both send)."""
+        streams = []
+        for table in named.values():
+            buf = pa.BufferOutputStream()
+            with pa.ipc.new_stream(buf, table.schema) as w:
+                w.write_table(table)
+            streams.append(buf.getvalue())
+        with self._sending:
+            self._conn.send_bytes(kind)
+            self._conn.send_bytes("\0".join(named).encode())
+            for data in streams:
+                self._conn.send_bytes(memoryview(data))
+            if tail is not None:
+                self._conn.send_bytes(tail)
 
     def start_finish(self, filled: dict[str, pd.DataFrame]) -> None:
         """Once every batch is sent, send the rows file formats put in blockwise tables (put

@@ -337,7 +337,11 @@ class Selection:
 
     def built(self, group: str, records: pa.Table) -> None:
         """Build a batch of a blockwise group's records and keep the pieces."""
-        pieces, errors = extract.build_blockwise(group, records)
+        self.keep_built(*extract.build_blockwise(group, records))
+
+    def keep_built(self, pieces: dict[str, pa.Table], errors: list[BuildError]) -> None:
+        """Keep the pieces one batch was built into (here, or by the ingest's own process) and
+        what failed."""
         for err in errors:
             self.block_errors.setdefault(err.table, err)
         for table, piece in pieces.items():
@@ -601,6 +605,8 @@ def run_builder(conn, out: str, batch_rows: int) -> None:
         for picked in _received(conn):
             if isinstance(picked, dict):
                 selection.take(picked)
+            elif isinstance(picked, _Built):
+                selection.keep_built(picked.pieces, picked.errors)
             else:
                 filled = picked.filled
         release_memory()
@@ -623,6 +629,14 @@ class _End:
         self.filled = filled
 
 
+class _Built:
+    """A batch the ingest's own process built (the second process was behind): its pieces, and
+    the builders that failed on it."""
+
+    def __init__(self, pieces: dict[str, pa.Table], errors: list[BuildError]):
+        self.pieces, self.errors = pieces, errors
+
+
 # the picked records the second process reads ahead, in bytes: a batch's build takes a while, and
 # the ingest would wait on a full socket meanwhile (the two processes then took turns instead of
 # both working); about 40 blocks of the 1 GB mix, 5 to 10 of a dense incident
@@ -643,19 +657,22 @@ def _received(conn):
 
     def read() -> None:
         try:
-            while conn.recv_bytes() == b"E":  # the records picked from an events block (else the end: b"F")
+            # the records picked from an events block (b"E"), or a batch's pieces built by the
+            # ingest (b"B"); else the end (b"F")
+            while (kind := conn.recv_bytes()) in (b"E", b"B"):
                 # the groups' names, then their records, each message read into memory of its own:
                 # the rows share the block's dictionaries, which as slices of one buffer kept every
                 # block whose rows wait for their batch whole (the process 310 to 650 MB)
                 names = [g for g in conn.recv_bytes().decode().split("\0") if g]
                 messages = [conn.recv_bytes() for _ in names]
+                errors = pickle.loads(conn.recv_bytes()) if kind == b"B" else None
                 size = sum(len(m) for m in messages)
                 with room:
                     room.wait_for(lambda size=size: held[0] == 0 or held[0] + size <= RECEIVE_AHEAD_BYTES)
                     held[0] += size
                 picked = {g: pa.ipc.open_stream(io.BytesIO(m)).read_all() for g, m in zip(names, messages)}
                 del messages
-                waiting.put((picked, size))
+                waiting.put((picked if errors is None else _Built(picked, errors), size))
             waiting.put((_End(pickle.loads(conn.recv_bytes())), 0))
         except BaseException as e:  # noqa: BLE001 - raised where the blocks are taken
             waiting.put((e, 0))
