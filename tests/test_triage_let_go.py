@@ -60,3 +60,24 @@ def test_models_read_no_text_and_quote_only_the_rows_shown(tmp_path):
     assert "partition_changes" not in b.tables  # still never read whole
     # in memory the rows keep the text they have
     assert analysis.quoted(mem, analysis.shrink_rows(mem).head(2), "partition_changes")["message"].notna().all()
+
+
+@pytest.mark.slow
+def test_transaction_timeouts_reads_no_text_and_quotes_the_rows_it_shows(tmp_path):
+    """On an ingest output the transaction detector reads txn_events without its text (it never
+    holds the table whole) and reads the text of the rows it quotes only: its finding, evidence
+    text included, is the one the same detector gives on the bundle in memory."""
+    from kitlib.findings import DETECTORS
+
+    root = os.path.join(SAMPLES, "transactions")
+    out = tmp_path / "kit"
+    kitlib.ingest(root, out, progress=False, derive=True)
+    b, mem = kitlib.load(out), kitlib.load_bundle(root, cache=False)
+    detect = DETECTORS["transaction_timeouts"].fn
+    got, want = detect(b), detect(mem)
+    assert [f.id for f in got] == ["transaction-timeouts"] and len(got[0].evidence) > 1
+    assert [f.to_dict() for f in got] == [f.to_dict() for f in want]
+    assert all(e["text"] for e in got[0].evidence)
+    assert "txn_events" not in b.tables
+    read = [cols for name, cols in b.parts if name == "txn_events"]
+    assert read and all("message" not in cols for cols in read)
