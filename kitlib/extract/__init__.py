@@ -555,6 +555,28 @@ def wording_codes(events: pd.DataFrame) -> np.ndarray:
     return np.where(tid >= 0, tid, tid.max(initial=-1) + 1 + logger)
 
 
+def may_match_earlier(texts: pa.Array, patterns: list[str], keys: list[tuple[str, ...]], r: int) -> np.ndarray:
+    """Which of ``texts`` (each matched by ``patterns[r]``) may match an earlier pattern too, so
+    that the first pattern each matches is not settled by ``r``: an earlier pattern whose literal
+    key is part of one of ``r``'s (or holds it) is tried itself; the others only by their keys
+    (a text holding none of them matches none of them).
+
+    Example:
+        >>> may_match_earlier(pa.array(["a x", "b x"]), ["a", "x"], [("a",), ("x",)], 1).tolist()
+        [True, False]
+    """
+    doubt = np.zeros(len(texts), bool)
+    others: list[str] = []
+    for j in range(r):
+        if any(kj in kr for kj in keys[j] for kr in keys[r]):  # it holds j's key: try j
+            doubt |= hits(texts, patterns[j])
+        else:
+            others += keys[j]
+    if others:
+        doubt |= hits(texts, "|".join(_literal(k) for k in sorted(set(others))))
+    return doubt
+
+
 def first_rule_by_wording(
     texts: pa.Array,
     patterns: list[str],
@@ -618,15 +640,7 @@ def first_rule_by_wording(
                 continue
             mine, left = left[hit], left[~hit]
             sub = texts if len(mine) == len(texts) else texts.take(pa.array(mine))
-            doubt = np.zeros(len(mine), bool)
-            others: list[str] = []
-            for j in range(r):
-                if any(kj in kr for kj in keys[j] for kr in keys[r]):  # it holds j's key: try j
-                    doubt |= hits(sub, patterns[j])
-                else:
-                    others += keys[j]
-            if others:
-                doubt |= hits(sub, "|".join(_literal(k) for k in sorted(set(others))))
+            doubt = may_match_earlier(sub, patterns, keys, r)
             todo.append(mine[doubt])
             out[mine[~doubt]] = r
             if captures is not None and not doubt.all():

@@ -31,6 +31,7 @@ from kitlib.extract import (
     first_rule,
     first_rule_by_wording,
     hits,
+    may_match_earlier,
     wording_codes,
 )
 from kitlib.investigations.cluster_health.wording import NODE_KEYS, NODE_RULES, PARTITION_KEYS, PARTITION_RULES
@@ -134,15 +135,7 @@ def rules_by_wording(
                 continue
             mine, left = left[hit], left[~hit]
             sub = part if len(mine) == len(part) else part.filter(pa.array(hit))
-            doubt = np.zeros(len(mine), bool)
-            others: list[str] = []
-            for j in range(r):
-                if any(kj in kr for kj in keys[j] for kr in keys[r]):  # it holds j's key: try j
-                    doubt |= hits(sub, patterns[j])
-                else:
-                    others += keys[j]
-            if others:
-                doubt |= hits(sub, "|".join(_literal(k) for k in sorted(set(others))))
+            doubt = may_match_earlier(sub, patterns, keys, r)
             todo.append(mine[doubt])
             out[mine[~doubt]] = r
             if not doubt.all():
