@@ -280,6 +280,25 @@ def first_lines(messages: pa.Array) -> pa.Array:
     return pc.replace_with_mask(messages, mask, cut)
 
 
+# what a derived table's ``message`` holds of its record's: the first line, this many characters at most
+QUOTE_CHARS = 500
+
+
+def quotes(first: pa.Array) -> pa.Array:
+    """First lines (:func:`first_lines`) as a derived table keeps them: :data:`QUOTE_CHARS`
+    characters at most (sliced only when a text is longer than that in bytes: a character is at
+    least one byte, so shorter texts are kept whole).
+
+    Example:
+        >>> [len(t) for t in quotes(pa.array(["é" * 600, "short"])).to_pylist()]
+        [500, 5]
+    """
+    longest = pc.max(pc.binary_length(first)).as_py() if len(first) else None
+    if (longest or 0) > QUOTE_CHARS:
+        return pc.utf8_slice_codeunits(first, 0, QUOTE_CHARS)
+    return first
+
+
 def _has_newline(texts: pa.Array) -> np.ndarray | None:
     """Which texts hold a newline, from one scan of the array's bytes (None for an array that
     is not a plain string array)."""

@@ -23,7 +23,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from kitlib.extract import _literal, arrow_messages, first_lines, first_rule
+from kitlib.extract import _literal, arrow_messages, first_lines, first_rule, quotes
 
 _NAMES = re.compile(r"\(\?P<(\w+)>")
 _ALT = re.compile(r"(?<=[A-Za-z_])\d+$")  # group2 -> group
@@ -244,9 +244,7 @@ class Matches:
         characters at most), host, file and line. A column may be an Arrow array (strings
         stay in Arrow)."""
         ev = self.events
-        first = self.first
-        if len(first) and pc.max(pc.binary_length(first)).as_py() > 500:  # bytes: at least as many as characters
-            first = pc.utf8_slice_codeunits(first, 0, 500)
+        first = quotes(self.first)
         return pd.DataFrame(
             {
                 "ts": ev["ts"],

@@ -22,10 +22,9 @@ from __future__ import annotations
 import re
 
 import pandas as pd
-import pyarrow.compute as pc
 
 from kitlib import tables
-from kitlib.extract import extractor
+from kitlib.extract import extractor, quotes
 from kitlib.extract.rules import Rule, logger_keywords, match
 
 tables.declare(
@@ -91,7 +90,7 @@ def build(events: pd.DataFrame) -> pd.DataFrame:
                     "key": key,
                     "value": value,
                     "removed": value is None,
-                    "message": pc.utf8_slice_codeunits(first[i : i + 1], 0, 500)[0].as_py(),
+                    "message": quotes(first[i : i + 1])[0].as_py(),
                     "host": ev["host"].iat[i],
                     "file": ev["file"].iat[i],
                     "line": ev["line"].iat[i],

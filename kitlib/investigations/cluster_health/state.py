@@ -25,6 +25,7 @@ from kitlib.extract import (
     first_lines,
     group_arrays,
     hits,
+    quotes,
     rule_groups,
 )
 from kitlib.investigations.cluster_health.passes import rules, shared
@@ -128,21 +129,12 @@ def _base(events: pd.DataFrame, rows: np.ndarray, first: pa.Array, reporter: pd.
             "ts": ev["ts"],
             "reporter": rep,
             "level": _text(ev["level"]),
-            "message": pd.array(_at_most(texts, 500), dtype=pd.StringDtype("pyarrow")),
+            "message": pd.array(quotes(texts), dtype=pd.StringDtype("pyarrow")),
             "host": _text(ev["host"]),
             "file": _text(ev["file"]),
             "line": ev["line"],
         }
     )
-
-
-def _at_most(texts: pa.Array, n: int) -> pa.Array:
-    """``pc.utf8_slice_codeunits(texts, 0, n)``, sliced only when a text is longer than ``n`` bytes
-    (a character is at least one byte: shorter texts are kept whole)."""
-    longest = pc.max(pc.binary_length(texts)).as_py() if len(texts) else None
-    if (longest or 0) > n:
-        return pc.utf8_slice_codeunits(texts, 0, n)
-    return texts
 
 
 # the frequent kinds are built column by column (no Python per row): column <- (group, conversion)

@@ -23,7 +23,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from kitlib import tables
-from kitlib.extract import arrow_messages, extractor, first_lines, first_rule, group_arrays
+from kitlib.extract import arrow_messages, extractor, first_lines, first_rule, group_arrays, quotes
 
 tables.declare(
     "cleaner_runs",
@@ -311,7 +311,7 @@ def _events_slice(events: pd.DataFrame, parses: list) -> pd.DataFrame:
             "topic": pd.array(topic, dtype=pd.StringDtype("pyarrow")),
             "partition": pd.arrays.IntegerArray(*part),
             "level": ev["level"].astype("string"),
-            "message": pd.array(pc.utf8_slice_codeunits(first, 0, 500), dtype=pd.StringDtype("pyarrow")),
+            "message": pd.array(quotes(first), dtype=pd.StringDtype("pyarrow")),
             "host": ev["host"].astype("string"),
             "file": ev["file"].astype("string"),
             "line": ev["line"],
