@@ -53,13 +53,17 @@ class DerivedTables:
 
     def get(self, name: str) -> Derived:
         """Table ``name``: read from the output's cache of derived tables when an earlier reader
-        left one, else built (every derived table, in one pass over the events) and cached."""
+        left one, else built (every derived table, in one pass over the events, written to the
+        cache as each is built) and read from there; held here only when the output cannot be
+        written to."""
         if name not in self.built:
-            cached = read_cache(self.store)
-            if cached is None:
-                cached = build_all(self.store)
-                write_cache(self.store, cached)
-            self.built.update(cached)
+            got = read_cache(self.store, name)
+            if got is None:
+                self.built.update(build_all(self.store))
+                got = self.built.get(name) or read_cache(self.store, name)
+            if got is None:
+                raise KeyError(f"{name} is not a table derived from log records")
+            self.built[name] = got
         return self.built[name]
 
 
@@ -68,58 +72,75 @@ class DerivedTables:
 CACHE = ".derived"
 
 
-def read_cache(store: Path) -> dict[str, Derived] | None:
-    """The derived tables an earlier reader of ``store`` built and wrote, or None."""
+def read_cache(store: Path, name: str) -> Derived | None:
+    """Derived table ``name`` as an earlier reader of ``store`` built and wrote it, or None (no
+    cache, or not readable)."""
     from kitlib.ingestion.store import read_table
 
     folder = store / CACHE
     try:
-        index = json.loads((folder / "index.json").read_text())
-        return {
-            name: Derived(
-                read_table(folder / f"{name}.parquet", name),
-                BuildError(name, error) if error else None,
-            )
-            for name, error in index["tables"].items()
-        }
+        error = json.loads((folder / "index.json").read_text())["tables"][name]
+        return Derived(read_table(folder / f"{name}.parquet", name), BuildError(name, error) if error else None)
     except (OSError, ValueError, KeyError, TypeError, pa.ArrowException):  # none, or unreadable: built again
         return None
 
 
-def write_cache(store: Path, built: dict[str, Derived]) -> bool:
-    """Write ``built`` into ``store``'s cache folder, all or nothing: written to a temporary folder
-    beside it and renamed into place (two readers racing build the same tables; the first rename
-    wins). A store that cannot be written to (read-only, full) is left as it is: False."""
-    tmp = None
+def build_all(store: Path) -> dict[str, Derived]:
+    """Build every derived table from the events stored in ``store`` into its cache folder: in a
+    temporary folder beside it, renamed into place once whole (two readers racing build the same
+    tables; the first rename wins). Returns nothing to hold when the cache was written (the tables
+    are read from it, one at a time, when asked for); when ``store`` cannot be written to (read
+    only, full), the tables are built in a temporary folder elsewhere and every one is returned,
+    read back, and that folder removed.
+
+    Each table is written as it is built, so that no more than one is held: on the 1 GB mix the
+    first read of a derived table peaked at 1,008 MB when they were all built before any was
+    written."""
     try:
         tmp = Path(tempfile.mkdtemp(prefix=f"{CACHE}-", dir=store))
-        for name, d in built.items():
-            at = (
-                tables.to_arrow(name, d.frame)
-                if name in tables.SCHEMAS
-                else pa.Table.from_pandas(d.frame, preserve_index=False)
-            )
-            pq.write_table(at, tmp / f"{name}.parquet", **table_options(at.schema))
-        index = {"tables": {name: d.error.message if d.error else "" for name, d in built.items()}}
-        (tmp / "index.json").write_text(json.dumps(index, indent=1) + "\n")
+    except OSError:  # a store that cannot be written to: built elsewhere, held by the reader
+        with tempfile.TemporaryDirectory(prefix="kitlib-derive-") as apart:
+            return _read_all(Path(apart), build_into(store, Path(apart)))
+    try:
+        errors = build_into(store, tmp)
         os.rename(tmp, store / CACHE)
-        return True
+        return {}
     except OSError:
-        if tmp is not None:
-            shutil.rmtree(tmp, ignore_errors=True)
-        return False
+        if (store / CACHE / "index.json").exists():  # another reader's, renamed into place first
+            return {}
+        if not (tmp / "index.json").exists():  # not even built there (the disk is full): built elsewhere
+            with tempfile.TemporaryDirectory(prefix="kitlib-derive-") as apart:
+                return _read_all(Path(apart), build_into(store, Path(apart)))
+        return _read_all(tmp, errors)  # built, but it cannot be put in place: held by the reader
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
 
 
-def build_all(store: Path) -> dict[str, Derived]:
-    """Every derived table built from the events stored in ``store``, in one pass over them: each
-    scan batch goes through the same selection as a streaming ingest (:class:`~kitlib.ingestion.sink.Selection`), then
-    the same builders run. The rows a file format put in one of these tables at ingest (a live
-    capture's configs) come first, as an in-memory load puts them."""
+def _read_all(folder: Path, errors: dict[str, str]) -> dict[str, Derived]:
+    """Every table :func:`build_into` wrote to ``folder``, read back, with its build error."""
+    from kitlib.ingestion.store import read_table
+
+    return {
+        name: Derived(read_table(folder / f"{name}.parquet", name), BuildError(name, error) if error else None)
+        for name, error in errors.items()
+    }
+
+
+def build_into(store: Path, folder: Path) -> dict[str, str]:
+    """Every derived table built from the events stored in ``store``, in one pass over them, each
+    written to ``folder`` as it is built (with ``index.json``: each table's build error, "" for
+    none); returns those errors by table. Each scan batch goes through the same selection as a
+    streaming ingest (:class:`~kitlib.ingestion.sink.Selection`) and the same builders run; a
+    table built from batches is sorted and written row group by row group from its spill file
+    (:func:`~kitlib.ingestion.sink.write_sorted`), as a streaming ingest writes it. The rows a
+    file format put in one of these tables at ingest (a live capture's configs) come first, as an
+    in-memory load puts them."""
+    from kitlib.ingestion.sink import Written
     from kitlib.ingestion.store import read_table, stored_tables
 
     registry.load()
     stored = stored_tables(store)
-    out: dict[str, Derived] = {}
+    errors: dict[str, str] = {}
     # the kept records are spilled to a temporary folder (never into the store) and read back one
     # selection at a time, as a streaming ingest does
     with tempfile.TemporaryDirectory(prefix="kitlib-derive-") as spill:
@@ -128,24 +149,39 @@ def build_all(store: Path) -> dict[str, Derived]:
         if events is not None:
             for batch in scan(events):
                 selection.add(pa.Table.from_batches([batch]))
-        for table, frame, err in selection.build():
+        for table, frame, err in selection.build(dest=folder, keep=set(stored)):
+            errors[table] = err.message if err is not None else ""
+            if isinstance(frame, Written):
+                continue
             if table in stored:  # rows a file format put in this table come first
                 filled = read_table(stored[table], table)
                 if len(filled):
                     frame = (
                         tables.conform(table, pd.concat([filled, frame], ignore_index=True)) if len(frame) else filled
                     )
-            out[table] = Derived(frame.reset_index(drop=True), err)
-    return out
+            frame = frame.reset_index(drop=True)
+            at = (
+                tables.to_arrow(table, frame)
+                if table in tables.SCHEMAS
+                else pa.Table.from_pandas(frame, preserve_index=False)
+            )
+            del frame
+            pq.write_table(at, folder / f"{table}.parquet", **table_options(at.schema))
+            del at
+    (folder / "index.json").write_text(json.dumps({"tables": errors}, indent=1) + "\n")
+    return errors
 
 
 def scan(path: Path, rows: int = 65536) -> Iterator[pa.RecordBatch]:
     """The batches of a stored table (one Parquet file, or a dataset folder read file by file in
-    path order), read one at a time so that memory holds one batch, not the table."""
+    path order), read one at a time so that memory holds one batch, not the table: a single file
+    page by page with nothing read ahead (:func:`~kitlib.ingestion.store._batches`). The dataset
+    scanner's read-ahead held up to 508 MB of the 1 GB mix's decoded events at once (the first
+    read of a derived table then peaked at 900 MB)."""
     import pyarrow.dataset as ds
 
-    from kitlib.ingestion.store import host_partitioning
+    from kitlib.ingestion.store import _batches, host_partitioning
 
     dataset = ds.dataset(str(path), format="parquet", partitioning=host_partitioning(path))
     # one thread: the batches come in file order, one at a time
-    yield from dataset.scanner(batch_size=rows, use_threads=False).to_batches()
+    yield from _batches(dataset, None, None, rows)
