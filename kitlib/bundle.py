@@ -211,6 +211,16 @@ class Bundle:
         summary = self.__dict__.get("summary")
         return self.__dict__.get("store") is not None and summary is not None and name in summary.deferred
 
+    def derive_ahead(self, names) -> None:
+        """Build the tables of ``names`` that are derived from the ingest output's events (all of
+        them in one pass, as their first use does), now, unless held or cached already."""
+        store = self.__dict__.get("store")
+        if store is None or not any(self.deferred(n) and n not in self.tables for n in names):
+            return
+        if self.derived is None:
+            self.derived = DerivedTables(store)
+        self.derived.build()
+
     def _derive(self, name: str) -> pd.DataFrame:
         assert self.store is not None
         if self.derived is None:

@@ -5,6 +5,7 @@ import gzip
 import hashlib
 import json
 import os
+import shutil
 import sys
 
 import pandas as pd
@@ -580,3 +581,47 @@ def test_a_model_asked_for_twice_is_computed_once_per_bundle_and_tables():
     cut = kitlib.window(other, "2000-01-01", "2000-01-02")
     leaders(cut, "orders")
     assert len(calls) == 5
+
+
+@pytest.mark.slow
+def test_derived_tables_of_a_big_output_are_built_in_a_second_process_as_in_one(tmp_path, monkeypatch):
+    """An ingest output's first reader builds the blockwise tables of a big bundle in a second
+    process, as a streaming ingest does, while it reads the events: every derived table in the
+    cache is the one a build in one process writes (values, types and order), and so is what
+    the reader reads back. (The sample is small: the second process is asked for by
+    ``KITLIB_INGEST_PROCESSES``, as above the size at which it is used by itself.)"""
+    import pyarrow.parquet as pq
+
+    from kitlib.ingestion import blockwise, derive
+
+    root = os.path.join(os.path.dirname(__file__), "..", "sample_data", "rebalance-storm")
+    kitlib.ingest(root, tmp_path / "one", progress=False)
+    shutil.copytree(tmp_path / "one", tmp_path / "two")
+    monkeypatch.setenv("KITLIB_INGEST_PROCESSES", "1")
+    derive.build_all(tmp_path / "one")
+    started = []
+    real = blockwise.BlockwiseProcess.__init__
+
+    def init(self, out):
+        started.append(out)
+        real(self, out)
+
+    monkeypatch.setattr(blockwise.BlockwiseProcess, "__init__", init)
+    monkeypatch.setenv("KITLIB_INGEST_PROCESSES", "2")
+    assert derive.build_all(tmp_path / "two") == {}
+    assert len(started) == 1
+    one, two = tmp_path / "one" / derive.CACHE, tmp_path / "two" / derive.CACHE
+    assert sorted(p.name for p in one.iterdir()) == sorted(p.name for p in two.iterdir())
+    assert (one / "index.json").read_text() == (two / "index.json").read_text()
+    rows = 0
+    for f in sorted(one.glob("*.parquet")):
+        a, b = pq.read_table(f), pq.read_table(two / f.name)
+        assert a.schema.equals(b.schema, check_metadata=True) and a.equals(b), f.name
+        rows += a.num_rows
+    assert pq.read_table(one / "group_events.parquet").num_rows > 0 and rows > 0
+    mem = kitlib.load_bundle(root)
+    for name in ("group_events", "client_connections"):
+        pd.testing.assert_frame_equal(
+            kitlib.load(tmp_path / "two").table(name), kitlib.load(tmp_path / "one").table(name), obj=name
+        )
+    assert len(kitlib.load(tmp_path / "two").group_events) == len(mem.group_events)

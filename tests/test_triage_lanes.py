@@ -98,3 +98,38 @@ def test_many_findings_of_one_detector_have_their_extents_measured_in_two_proces
     # the detectors' units, then the storms' extents in their pieces
     said = calls.read_text().split()
     assert len(said) == 2 and said[1] == str(findings.EXTENT_PIECES), said
+
+
+@pytest.mark.skipif(not lanes.usable(2), reason="needs os.fork and two cores")
+def test_an_ingest_output_gets_its_derived_tables_built_once_before_the_second_process(tmp_path, monkeypatch):
+    """On a plain ingest output, whose derived tables the first reader builds, a triage in two
+    processes builds them once, in the process that starts it and before any detector runs: the
+    two processes had each built them all when their first units asked (twice the work, and the
+    memory of both builds at once)."""
+    from kitlib import findings
+    from kitlib.ingestion import derive
+
+    root = os.path.join(SAMPLES, "rebalance-storm")
+    one = triage(kitlib.load_bundle(root, cache=False))
+    out = tmp_path / "kit"
+    kitlib.ingest(root, out, progress=False)
+    said = tmp_path / "said"  # appended to by whichever process builds or runs a detector
+    first = os.getpid()
+    real_build, real_run = derive.build_all, findings._run
+
+    def build_all(store):
+        with open(said, "a") as fh:
+            fh.write(f"build {'first' if os.getpid() == first else 'second'}\n")
+        return real_build(store)
+
+    def run(*a, **k):
+        with open(said, "a") as fh:
+            fh.write("detector\n")
+        return real_run(*a, **k)
+
+    monkeypatch.setattr(derive, "build_all", build_all)
+    monkeypatch.setattr(findings, "_run", run)
+    _same(triage(kitlib.load(out), jobs=2), one)
+    lines = said.read_text().splitlines()
+    assert lines[0] == "build first" and lines.count("build first") + lines.count("build second") == 1, lines[:5]
+    assert (out / derive.CACHE / "group_events.parquet").exists()

@@ -29,9 +29,9 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from kitlib import registry, tables
+from kitlib import extract, registry
 from kitlib.extract import BuildError
-from kitlib.ingestion.sink import Selection, table_options
+from kitlib.ingestion.sink import Selection
 
 
 @dataclass(frozen=True)
@@ -65,6 +65,19 @@ class DerivedTables:
                 raise KeyError(f"{name} is not a table derived from log records")
             self.built[name] = got
         return self.built[name]
+
+    def build(self) -> None:
+        """Build every derived table now, unless the output's cache or this object has them
+        already (as the first :meth:`get` would): before a triage forks its second process, so
+        that the two do not each build them, each in its turn."""
+        if self.built:
+            return
+        try:
+            json.loads((self.store / CACHE / "index.json").read_text())["tables"]
+            return
+        except (OSError, ValueError, KeyError, TypeError):  # none, or unreadable: built
+            pass
+        self.built.update(build_all(self.store))
 
 
 # derived tables, once built, are kept here inside the ingest output (a hidden folder: never
@@ -134,42 +147,72 @@ def build_into(store: Path, folder: Path) -> dict[str, str]:
     table built from batches is sorted and written row group by row group from its spill file
     (:func:`~kitlib.ingestion.sink.write_sorted`), as a streaming ingest writes it. The rows a
     file format put in one of these tables at ingest (a live capture's configs) come first, as an
-    in-memory load puts them."""
-    from kitlib.ingestion.sink import Written
-    from kitlib.ingestion.store import read_table, stored_tables
+    in-memory load puts them.
+
+    Events of a big bundle (:func:`~kitlib.ingestion.pipeline.two_processes` of their size as
+    parsed) are built as a streaming ingest of it builds them: the blockwise groups in a second
+    process (:class:`~kitlib.ingestion.blockwise.BlockwiseProcess`, a fresh interpreter) while
+    this one reads the events and builds the rest. On the dense incident's plain ingest output
+    that first read took 70 s in one process."""
+    from kitlib.ingestion.blockwise import BlockwiseProcess, tables_built_apart
+    from kitlib.ingestion.pipeline import two_processes
+    from kitlib.ingestion.store import stored_tables
 
     registry.load()
     stored = stored_tables(store)
+    events = stored.get("events")
+    remote = BlockwiseProcess(folder) if events is not None and two_processes(parsed_bytes(events)) else None
+    try:
+        return _build_into(stored, folder, remote, tables_built_apart() if remote is not None else set())
+    except BaseException:
+        if remote is not None:
+            remote.close()
+        raise
+
+
+def _build_into(stored: dict[str, Path], folder: Path, remote, theirs: set[str]) -> dict[str, str]:
+    """:func:`build_into` of the tables ``stored``, the tables ``theirs`` built and written by
+    ``remote`` (None: every table here)."""
+    from kitlib.ingestion.sink import write_derived
+    from kitlib.ingestion.store import read_table
+
     errors: dict[str, str] = {}
+    # the rows a file format put in a derived table at ingest (a live capture's configs), which
+    # come first in it
+    filled = {t: read_table(stored[t], t) for t in extract.EXTRACTORS if t in stored}
     # the kept records are spilled to a temporary folder (never into the store) and read back one
     # selection at a time, as a streaming ingest does
     with tempfile.TemporaryDirectory(prefix="kitlib-derive-") as spill:
-        selection = Selection(Path(spill))
+        selection = Selection(Path(spill), remote)
         events = stored.get("events")
         if events is not None:
             for batch in scan(events):
                 selection.add(pa.Table.from_batches([batch]))
-        for table, frame, err in selection.build(dest=folder, keep=set(stored)):
+        if remote is not None:  # the second process puts them first in its tables, as here
+            remote.start_finish({t: filled.pop(t) for t in theirs if t in filled and len(filled[t])})
+        built = selection.build(dest=folder, keep=set(stored))
+        # (the tables of the second process are written by it, and said by wait below)
+        mine = ((t, frame, err) for t, frame, err in built if t not in theirs)
+        for table, _, err, _ in write_derived(mine, filled, folder):
             errors[table] = err.message if err is not None else ""
-            if isinstance(frame, Written):
-                continue
-            if table in stored:  # rows a file format put in this table come first
-                filled = read_table(stored[table], table)
-                if len(filled):
-                    frame = (
-                        tables.conform(table, pd.concat([filled, frame], ignore_index=True)) if len(frame) else filled
-                    )
-            frame = frame.reset_index(drop=True)
-            at = (
-                tables.to_arrow(table, frame)
-                if table in tables.SCHEMAS
-                else pa.Table.from_pandas(frame, preserve_index=False)
-            )
-            del frame
-            pq.write_table(at, folder / f"{table}.parquet", **table_options(at.schema))
-            del at
+        if remote is not None:
+            for table, _, err in remote.wait():
+                errors[table] = err.message if err is not None else ""
+    # in the order one process builds them
+    errors = {t: errors[t] for t in extract.EXTRACTORS if t in errors} | errors
     (folder / "index.json").write_text(json.dumps({"tables": errors}, indent=1) + "\n")
     return errors
+
+
+def parsed_bytes(path: Path) -> int:
+    """About how many bytes of log the events stored at ``path`` (a Parquet file or a dataset
+    folder) were parsed from: their size uncompressed, from the files' footers."""
+    files = [path] if path.is_file() else sorted(path.rglob("*.parquet"))
+    total = 0
+    for f in files:
+        meta = pq.ParquetFile(f).metadata
+        total += sum(meta.row_group(i).total_byte_size for i in range(meta.num_row_groups))
+    return total
 
 
 def scan(path: Path, rows: int = 65536) -> Iterator[pa.RecordBatch]:

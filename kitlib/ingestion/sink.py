@@ -547,8 +547,10 @@ def write_derived(built, out: dict[str, pd.DataFrame], dest: Path | None):
             v = tables.conform(k, pd.concat([out[k], v], ignore_index=True)) if len(v) else out[k]
         n = len(v)
         if dest is not None:
-            # already conformed and redacted (iter_build): written as it is
-            at = pa.Table.from_pandas(v, preserve_index=False)
+            # already conformed and redacted (iter_build): written as it is, in its declared schema
+            # (left to pandas, the columns of an empty categorical came out of Arrow's null type and
+            # read back as object, and a table's types depended on which process wrote it)
+            at = tables.to_arrow(k, v) if k in tables.SCHEMAS else pa.Table.from_pandas(v, preserve_index=False)
             pq.write_table(at, dest / f"{k}.parquet", **table_options(at.schema))
             del at
             out.pop(k, None)
