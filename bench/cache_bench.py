@@ -9,7 +9,9 @@ Two bundles: the bench's own mix (one generated 1 GB server.log, bench/genlog.py
 ``--dense-records N``, a dense incident (bench/dense_bench.py's three brokers full of ISR
 changes, rebalances, transaction rollbacks and authentication failures). ``--uncached`` also
 times `kitlib triage --no-cache` (the in-memory path: slow and big on these files).
-``--report`` also times `kitlib report` of the raw bundle and samples the peak RSS of every
+``--ingested`` also times the README's way for bundles of several GB: `kitlib ingest` to a
+folder, then the first `kitlib triage` of that folder (which builds the tables derived from the
+log records and keeps them in it) and the second. ``--report`` also times `kitlib report` of the raw bundle and samples the peak RSS of every
 process it starts (the notebooks' kernels included) from /proc. ``--pairs N`` then runs lnav's
 open-and-query and a first `kitlib triage` (a fresh cache each time) one right after the other N
 more times and prints each pair's ratio and their median: on a machine whose speed drifts within
@@ -150,7 +152,14 @@ def dense_bundle(work: Path, records: int) -> Path:
 
 
 def bench(
-    name: str, slug: str, root: Path, work: Path, uncached: bool, report: bool, min_mb: float | None
+    name: str,
+    slug: str,
+    root: Path,
+    work: Path,
+    uncached: bool,
+    report: bool,
+    min_mb: float | None,
+    ingested: bool = False,
 ) -> list[tuple[str, float, float, float]]:
     logs = sorted(str(p) for p in root.rglob("*") if p.is_file())
     size = sum(os.path.getsize(p) for p in logs)
@@ -186,6 +195,21 @@ def bench(
         plain = timed([str(KIT), "triage", str(root), "--json", "--no-cache"], env)
         rows.append(("kitlib triage --no-cache (in memory, as before)", plain[0], plain[1], cpu() - c))
         found.append(json.loads(plain[2]))
+    if ingested:
+        kit = work / f"ingested-{slug}.kit"
+        shutil.rmtree(kit, ignore_errors=True)
+        c = cpu()
+        wall, largest, _, _, _ = tree_run([str(KIT), "ingest", str(root), "--out", str(kit), "--no-progress"], env)
+        rows.append(("kitlib ingest to a folder (parsing only; largest process)", wall, largest, cpu() - c))
+        for run in ("first", "second"):
+            c = cpu()
+            wall, largest, _, _, stdout = tree_run([str(KIT), "triage", str(kit), "--json"], env, subprocess.PIPE)
+            what = "builds the derived tables into the folder" if run == "first" else "reads them"
+            rows.append(
+                (f"kitlib triage of that folder, {run} run ({what}; largest process)", wall, largest, cpu() - c)
+            )
+            found.append(json.loads(stdout))
+        shutil.rmtree(kit, ignore_errors=True)
     if report:
         out = work / f"report-{slug}"
         shutil.rmtree(out, ignore_errors=True)
@@ -251,6 +275,9 @@ def main(argv=None) -> int:
     ap.add_argument("--dense-records", type=int, default=0, help="also a dense incident of N records (0: no)")
     ap.add_argument("--uncached", action="store_true", help="also time kitlib triage --no-cache")
     ap.add_argument("--report", action="store_true", help="also time kitlib report of the raw bundle")
+    ap.add_argument(
+        "--ingested", action="store_true", help="also time kitlib ingest to a folder, then triage of that folder"
+    )
     ap.add_argument("--min-mb", type=float, default=None, help="KITLIB_CACHE_MIN_MB (default: the kit's, 128)")
     ap.add_argument("--workdir", help="where the bundles and caches go (default: a temp dir)")
     ap.add_argument(
@@ -265,9 +292,10 @@ def main(argv=None) -> int:
     lnav_v = subprocess.run(["lnav", "-V"], capture_output=True, text=True).stdout.strip()
     print(f"{os.cpu_count()} cores; load average before the runs {load[0]:.1f}; {lnav_v}")
     mix = mix_bundle(work, a.size_mb)
-    bench("the bench's mix", "mix", mix, work, a.uncached, a.report, a.min_mb)
+    bench("the bench's mix", "mix", mix, work, a.uncached, a.report, a.min_mb, a.ingested)
     if a.dense_records:
-        bench("dense incident", "dense", dense_bundle(work, a.dense_records), work, a.uncached, a.report, a.min_mb)
+        dense = dense_bundle(work, a.dense_records)
+        bench("dense incident", "dense", dense, work, a.uncached, a.report, a.min_mb, a.ingested)
     if a.pairs:
         pairs("the bench's mix", "mix", mix, work, a.pairs, a.min_mb)
         if a.dense_records:
