@@ -145,3 +145,39 @@ def test_a_memo_that_cannot_be_read_is_ignored(tmp_path, env, runs, capsys):
         assert again == first and runs["n"] == n, garbage
         assert json.loads(path.read_text()) == good  # written again, whole
     assert triage(capsys, bundle, "--json") == first and runs["n"] == len(bad) + 1
+
+
+@pytest.mark.slow
+def test_an_ingest_output_keeps_its_memo_in_itself(tmp_path, env, runs, capsys):
+    """A triage of a ``kitlib ingest`` output (no cache entry) keeps its memo in a hidden folder of
+    that output: the next one prints the same bytes without a detector; a changed output runs them
+    again; a new ingest into the same folder takes the memos with it; where none can be written,
+    none is kept and the answer is the same."""
+    from kitlib.ingestion import derive
+
+    out = tmp_path / "kit"
+    assert main(["ingest", str(SAMPLES / "rebalance-storm"), "--out", str(out), "--no-progress"]) == 0
+    capsys.readouterr()
+    first = triage(capsys, out, "--json")
+    assert runs["n"] == 1 and first[0] == 1 and json.loads(first[1])
+    kept = sorted((out / memo.IN_OUTPUT).glob("*.json"))
+    assert len(kept) == 1 and not memo_files()  # in the output, not in the kit's cache
+    assert (out / derive.CACHE / "index.json").exists()  # (built by that first triage)
+    assert triage(capsys, out, "--json") == first and runs["n"] == 1
+    text = triage(capsys, out)
+    assert triage(capsys, out)[1] == text[1] and runs["n"] == 2
+    # a file of the output changed: the detectors run again
+    st = (out / "summary.json").stat()
+    os.utime(out / "summary.json", ns=(st.st_atime_ns, st.st_mtime_ns + 1_000_000_000))
+    assert triage(capsys, out, "--json") == first and runs["n"] == 3
+    assert triage(capsys, out, "--json") == first and runs["n"] == 3
+    # the ingest again into the same folder: replaced whole, its memos gone with it
+    assert main(["ingest", str(SAMPLES / "rebalance-storm"), "--out", str(out), "--no-progress"]) == 0
+    capsys.readouterr()
+    assert not (out / memo.IN_OUTPUT).exists()
+    assert triage(capsys, out, "--json") == first and runs["n"] == 4
+    # where no memo can be written (its folder's name taken by a file): none kept, the same answer
+    shutil.rmtree(out / memo.IN_OUTPUT)
+    (out / memo.IN_OUTPUT).write_text("")
+    assert triage(capsys, out, "--json") == first and triage(capsys, out, "--json") == first
+    assert runs["n"] == 6 and (out / memo.IN_OUTPUT).is_file()

@@ -106,13 +106,19 @@ def seal(folder: Path) -> None:
     (folder / MARKER).write_text(json.dumps(info) + "\n", encoding="utf-8")
 
 
+# the folder of an ingest output in which triage keeps what it printed (kitlib.ingestion.memo),
+# added after the output was sealed, as the derived tables' cache is
+TRIAGE_MEMOS = ".triage"
+
+
 def _foreign(folder: Path, info: dict) -> list[str]:
     """Top-level names of a sealed kit output that its writer did not write."""
     wrote = info.get("wrote")
     if not isinstance(wrote, list):
         return []  # not sealed: written in place and cut short, all of it the kit's
     known = set(map(str, wrote)) | {MARKER}
-    return sorted(e.name for e in os.scandir(folder) if e.name not in known and not e.name.startswith(".derived"))
+    readers = (".derived", TRIAGE_MEMOS)  # (and the folder the cache is built in, .derived-*)
+    return sorted(e.name for e in os.scandir(folder) if e.name not in known and not e.name.startswith(readers))
 
 
 def is_kit_output(folder: Path) -> bool:

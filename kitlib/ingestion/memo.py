@@ -4,10 +4,13 @@ again without opening a table or importing the detectors.
 
 - **Where**: ``<entry>/triage/<key>.json`` beside the entry's ``store/`` (never in the bundle,
   never in a report's copy of the store); removed with its entry (``kitlib cache --clear``,
-  eviction).
+  eviction). A triage of a ``kitlib ingest`` output keeps its memo in that output, in a hidden
+  folder (``<out>/.triage/<key>.json``, beside the ``.derived/`` tables its first reader built),
+  which goes with the output when an ingest replaces it; an output that cannot be written to
+  keeps none.
 - **Key** (:func:`request`): everything that can change what triage prints: the bundle's resolved
   path and the path, size, modification time and mode of each of its files (as the entry's own
-  key), the command's arguments (output form, time zone, window and any other), the ``KITLIB_*``
+  key; for an ingest output, its resolved path: its files are the stamp below), the command's arguments (output form, time zone, window and any other), the ``KITLIB_*``
   environment, the kit's code and data (a hash of every file of the installed package: its
   modules, the statement catalogue, the templates), its version, and the installed distributions
   (names and versions). The memo also holds the stamp of the store it was computed from (each
@@ -31,9 +34,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from kitlib.ingestion import cache
-from kitlib.ingestion.guard import is_kit_output
+from kitlib.ingestion.guard import TRIAGE_MEMOS, is_kit_output, marker
 
 FOLDER = "triage"  # in a cache entry, beside store/
+IN_OUTPUT = TRIAGE_MEMOS  # in an ingest output (hidden: never taken for a table)
 FORMAT = 1  # bumped when a memo's shape changes
 _CODE: str | None = None
 
@@ -69,11 +73,12 @@ def code_stamp() -> str:
     return _CODE
 
 
-def store_stamp(store: Path) -> list:
-    """Each file under ``store``: (relative path, size, modification time in ns), sorted."""
+def store_stamp(store: Path, skip: str | None = None) -> list:
+    """Each file under ``store`` (but those in its folder ``skip``): (relative path, size,
+    modification time in ns), sorted."""
     out = []
     for dirpath, dirs, files in os.walk(store):
-        dirs.sort()
+        dirs[:] = sorted(d for d in dirs if not (skip and d == skip and dirpath == str(store)))
         for name in files:
             p = os.path.join(dirpath, name)
             with contextlib.suppress(OSError):
@@ -90,6 +95,7 @@ class Request:
     files: list
     tz: object
     key: str
+    output: bool = False  # the bundle is an ingest output (its memo is kept in it)
 
 
 def request(bundle: str | os.PathLike, args: dict) -> Request | None:
@@ -99,17 +105,32 @@ def request(bundle: str | os.PathLike, args: dict) -> Request | None:
     if cache.disabled():
         return None
     p = Path(bundle)
+    output = False
+    files: list = []  # (an ingest output's files are its stamp, checked when its memo is read)
     try:
-        if not os.path.lexists(p) or (p.is_dir() and is_kit_output(p)):  # an ingest output: no cache entry
+        if not os.path.lexists(p):
             return None
-        _total, files = cache.bundle_files(p)
+        if p.is_dir() and is_kit_output(p):  # a kit's folder: no cache entry
+            output = is_ingest_output(p)
+            if not output:  # (a report's folder, the cache's own store)
+                return None
+            p = p.resolve()
+        else:
+            _total, files = cache.bundle_files(p)
         resolved = str(p.resolve())
     except OSError:
         return None
     env = sorted((k, v) for k, v in os.environ.items() if k.startswith("KITLIB_"))
-    material = [FORMAT, code_stamp(), resolved, files, sorted(args.items()), env]
+    material = [FORMAT, code_stamp(), resolved, files, sorted(args.items()), env] + (
+        ["ingest output"] if output else []
+    )
     key = hashlib.sha256(json.dumps(material, default=str).encode()).hexdigest()[:40]
-    return Request(p, files, args.get("tz"), key)
+    return Request(p, files, args.get("tz"), key, output)
+
+
+def is_ingest_output(folder: Path) -> bool:
+    """Whether ``folder`` is what ``kitlib ingest --out`` wrote (its marker names that command)."""
+    return str((marker(folder) or {}).get("writer", "")) == "kitlib ingest"
 
 
 @dataclass(frozen=True)
@@ -153,6 +174,8 @@ def _read(path: Path, stamp: list, key: str) -> Memo | None:
 def lookup(req: Request) -> Memo | None:
     """The memo of ``req`` in any entry of the cache, when its store is as it was; the entry is
     marked used (as opening it would)."""
+    if req.output:
+        return _read(req.path / IN_OUTPUT / f"{req.key}.json", store_stamp(req.path, IN_OUTPUT), req.key)
     root = cache.cache_root()
     try:
         names = [e.name for e in os.scandir(root) if not e.name.startswith(".")]
@@ -182,12 +205,16 @@ def save(req: Request, store: Path | None, printed: str, seconds: str | None, co
     folder = Path(store).parent
     root = cache.cache_root()
     try:
-        if folder.parent.resolve() != root.resolve() or not cache.is_entry(folder):
+        if req.output:  # the output itself, read as it is (no entry of the cache)
+            if Path(store).resolve() != req.path:
+                return False
+        elif folder.parent.resolve() != root.resolve() or not cache.is_entry(folder):
             return False
-        if folder.name != cache.entry_key(req.path, req.files, req.tz):
+        elif folder.name != cache.entry_key(req.path, req.files, req.tz):
             return False
         parts = [printed]
-        if seconds is not None and not shown:
+        # (an ingest output's summary says how long its ingest took: printed as it was)
+        if seconds is not None and not shown and not req.output:
             needle = f" bytes) in {seconds} s"
             at = printed.find(needle)
             if at >= 0:
@@ -196,12 +223,12 @@ def save(req: Request, store: Path | None, printed: str, seconds: str | None, co
         d = {
             "format": FORMAT,
             "key": req.key,
-            "store": store_stamp(Path(store)),
+            "store": store_stamp(Path(store), IN_OUTPUT if req.output else None),
             "exit": code,
             "parts": parts,
             "shown": shown,
         }
-        out = folder / FOLDER
+        out = req.path / IN_OUTPUT if req.output else folder / FOLDER
         out.mkdir(exist_ok=True)
         fd, tmp = tempfile.mkstemp(prefix=".memo-", dir=out)
         try:
