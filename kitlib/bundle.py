@@ -374,7 +374,7 @@ def load_bundle(
         0
     """
     if is_store(path):
-        return load(path)
+        return load(path, progress)
     t0 = time.perf_counter()
     store = cached_store(path, tz, progress, cache)
     if store is not None:
@@ -386,14 +386,17 @@ def load_bundle(
     return Bundle(str(path), result, summary)
 
 
-def load(out: str | os.PathLike) -> Bundle:
+def load(out: str | os.PathLike, progress: bool | None = None) -> Bundle:
     """Open what :func:`~kitlib.ingestion.store.ingest` (or a Dask ingest) wrote, without parsing
     anything again. Tables are read when first asked for, and only the rows of the bundle's window
     (see :func:`window`), so a big output is never loaded whole by accident; use
-    :meth:`Bundle.sql` for aggregates DuckDB computes over the files."""
+    :meth:`Bundle.sql` for aggregates DuckDB computes over the files. ``progress``: a bar while
+    the first reader builds the tables derived from the log records (default: on a terminal or in
+    a notebook, for a big output)."""
     registry.load()
     summary = read_summary(Path(out))
-    return Bundle(summary.bundle or str(out), {}, summary, store=Path(out))
+    derived = DerivedTables(Path(out), progress=progress) if progress is not None else None
+    return Bundle(summary.bundle or str(out), {}, summary, store=Path(out), derived=derived)
 
 
 def window(bundle: Bundle, start=None, end=None, hosts=None) -> Bundle:

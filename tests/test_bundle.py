@@ -625,3 +625,24 @@ def test_derived_tables_of_a_big_output_are_built_in_a_second_process_as_in_one(
             kitlib.load(tmp_path / "two").table(name), kitlib.load(tmp_path / "one").table(name), obj=name
         )
     assert len(kitlib.load(tmp_path / "two").group_events) == len(mem.group_events)
+
+
+def test_the_first_reader_of_an_output_shows_its_build_when_asked(tmp_path, capsys):
+    """The derived tables' build shows a bar of the events it reads when progress is asked for
+    (by default on a terminal or in a notebook, for a big output), and nothing otherwise: a
+    ``kitlib triage --json`` of an output prints only its findings."""
+    from kitlib.cli import main
+    from kitlib.ingestion import derive
+
+    root = os.path.join(os.path.dirname(__file__), "..", "sample_data", "compaction")
+    kitlib.ingest(root, tmp_path / "a", progress=False)
+    shutil.copytree(tmp_path / "a", tmp_path / "b")
+    capsys.readouterr()
+    assert len(kitlib.load(tmp_path / "a", progress=True).cleaner_runs) > 0
+    err = capsys.readouterr().err
+    assert "derive tables of a:" in err and "writing the derived tables" in err
+    assert (tmp_path / "a" / derive.CACHE / "index.json").exists()
+    assert main(["triage", "--json", str(tmp_path / "b")]) == 1
+    said = capsys.readouterr()
+    assert json.loads(said.out) and said.err == ""
+    assert (tmp_path / "b" / derive.CACHE / "index.json").exists()

@@ -117,10 +117,10 @@ def test_an_ingest_output_gets_its_derived_tables_built_once_before_the_second_p
     first = os.getpid()
     real_build, real_run = derive.build_all, findings._run
 
-    def build_all(store):
+    def build_all(store, *rest):
         with open(said, "a") as fh:
             fh.write(f"build {'first' if os.getpid() == first else 'second'}\n")
-        return real_build(store)
+        return real_build(store, *rest)
 
     def run(*a, **k):
         with open(said, "a") as fh:

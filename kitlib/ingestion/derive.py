@@ -20,6 +20,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import sys
 import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -50,6 +51,7 @@ class DerivedTables:
 
     store: Path
     built: dict[str, Derived] = field(default_factory=dict)
+    progress: bool | None = None  # a bar while they are built (default: see build_into)
 
     def get(self, name: str) -> Derived:
         """Table ``name``: read from the output's cache of derived tables when an earlier reader
@@ -59,7 +61,7 @@ class DerivedTables:
         if name not in self.built:
             got = read_cache(self.store, name)
             if got is None:
-                self.built.update(build_all(self.store))
+                self.built.update(build_all(self.store, self.progress))
                 got = self.built.get(name) or read_cache(self.store, name)
             if got is None:
                 raise KeyError(f"{name} is not a table derived from log records")
@@ -77,7 +79,7 @@ class DerivedTables:
             return
         except (OSError, ValueError, KeyError, TypeError):  # none, or unreadable: built
             pass
-        self.built.update(build_all(self.store))
+        self.built.update(build_all(self.store, self.progress))
 
 
 # derived tables, once built, are kept here inside the ingest output (a hidden folder: never
@@ -98,7 +100,7 @@ def read_cache(store: Path, name: str) -> Derived | None:
         return None
 
 
-def build_all(store: Path) -> dict[str, Derived]:
+def build_all(store: Path, progress: bool | None = None) -> dict[str, Derived]:
     """Build every derived table from the events stored in ``store`` into its cache folder: in a
     temporary folder beside it, renamed into place once whole (two readers racing build the same
     tables; the first rename wins). Returns nothing to hold when the cache was written (the tables
@@ -113,9 +115,9 @@ def build_all(store: Path) -> dict[str, Derived]:
         tmp = Path(tempfile.mkdtemp(prefix=f"{CACHE}-", dir=store))
     except OSError:  # a store that cannot be written to: built elsewhere, held by the reader
         with tempfile.TemporaryDirectory(prefix="kitlib-derive-") as apart:
-            return _read_all(Path(apart), build_into(store, Path(apart)))
+            return _read_all(Path(apart), build_into(store, Path(apart), progress))
     try:
-        errors = build_into(store, tmp)
+        errors = build_into(store, tmp, progress)
         os.rename(tmp, store / CACHE)
         return {}
     except OSError:
@@ -123,7 +125,7 @@ def build_all(store: Path) -> dict[str, Derived]:
             return {}
         if not (tmp / "index.json").exists():  # not even built there (the disk is full): built elsewhere
             with tempfile.TemporaryDirectory(prefix="kitlib-derive-") as apart:
-                return _read_all(Path(apart), build_into(store, Path(apart)))
+                return _read_all(Path(apart), build_into(store, Path(apart), progress))
         return _read_all(tmp, errors)  # built, but it cannot be put in place: held by the reader
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
@@ -139,7 +141,7 @@ def _read_all(folder: Path, errors: dict[str, str]) -> dict[str, Derived]:
     }
 
 
-def build_into(store: Path, folder: Path) -> dict[str, str]:
+def build_into(store: Path, folder: Path, progress: bool | None = None) -> dict[str, str]:
     """Every derived table built from the events stored in ``store``, in one pass over them, each
     written to ``folder`` as it is built (with ``index.json``: each table's build error, "" for
     none); returns those errors by table. Each scan batch goes through the same selection as a
@@ -153,7 +155,10 @@ def build_into(store: Path, folder: Path) -> dict[str, str]:
     parsed) are built as a streaming ingest of it builds them: the blockwise groups in a second
     process (:class:`~kitlib.ingestion.blockwise.BlockwiseProcess`, a fresh interpreter) while
     this one reads the events and builds the rest. On the dense incident's plain ingest output
-    that first read took 70 s in one process."""
+    that first read took 70 s in one process.
+
+    ``progress``: a bar of the events read (default: as the ingest shows one, on a terminal or in
+    a notebook for a big output, never under CI)."""
     from kitlib.ingestion.blockwise import BlockwiseProcess, tables_built_apart
     from kitlib.ingestion.pipeline import two_processes
     from kitlib.ingestion.store import stored_tables
@@ -163,16 +168,17 @@ def build_into(store: Path, folder: Path) -> dict[str, str]:
     events = stored.get("events")
     remote = BlockwiseProcess(folder) if events is not None and two_processes(parsed_bytes(events)) else None
     try:
-        return _build_into(stored, folder, remote, tables_built_apart() if remote is not None else set())
+        return _build_into(stored, folder, remote, tables_built_apart() if remote is not None else set(), progress)
     except BaseException:
         if remote is not None:
             remote.close()
         raise
 
 
-def _build_into(stored: dict[str, Path], folder: Path, remote, theirs: set[str]) -> dict[str, str]:
+def _build_into(stored: dict[str, Path], folder: Path, remote, theirs: set[str], progress) -> dict[str, str]:
     """:func:`build_into` of the tables ``stored``, the tables ``theirs`` built and written by
     ``remote`` (None: every table here)."""
+    from kitlib.ingestion.pipeline import _progress
     from kitlib.ingestion.sink import write_derived
     from kitlib.ingestion.store import read_table
 
@@ -186,8 +192,16 @@ def _build_into(stored: dict[str, Path], folder: Path, remote, theirs: set[str])
         selection = Selection(Path(spill), remote)
         events = stored.get("events")
         if events is not None:
+            # the bar counts the events' bytes as parsed (their rows read, at the mean row's size)
+            size, rows = parsed_bytes(events), stored_rows(events)
+            bar = _progress(progress, size, events.parent.name, "derive tables of")
             for batch in scan(events):
                 selection.add(pa.Table.from_batches([batch]))
+                if bar is not None:
+                    bar.update(round(batch.num_rows * size / max(rows, 1)))
+            if bar is not None:
+                bar.close()  # (what is left: the last batches built, the tables sorted and written)
+                print("kitlib: writing the derived tables", file=getattr(bar, "fp", sys.stderr), flush=True)
         if remote is not None:  # the second process puts them first in its tables, as here
             remote.start_finish({t: filled.pop(t) for t in theirs if t in filled and len(filled[t])})
         built = selection.build(dest=folder, keep=set(stored))
@@ -202,6 +216,13 @@ def _build_into(stored: dict[str, Path], folder: Path, remote, theirs: set[str])
     errors = {t: errors[t] for t in extract.EXTRACTORS if t in errors} | errors
     (folder / "index.json").write_text(json.dumps({"tables": errors}, indent=1) + "\n")
     return errors
+
+
+def stored_rows(path: Path) -> int:
+    """How many rows the table stored at ``path`` (a Parquet file or a dataset folder) holds, from
+    the files' footers."""
+    files = [path] if path.is_file() else sorted(path.rglob("*.parquet"))
+    return sum(pq.ParquetFile(f).metadata.num_rows for f in files)
 
 
 def parsed_bytes(path: Path) -> int:

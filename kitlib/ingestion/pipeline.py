@@ -273,7 +273,7 @@ def summarize(
     )
 
 
-def _progress(progress, total: int, label: str):
+def _progress(progress, total: int, label: str, doing: str = "ingest"):
     # default: a bar for big bundles on a terminal or in a Jupyter kernel (tqdm.auto picks the widget),
     # never under CI (CI set in the environment, as CI services do)
     if progress is None:
@@ -296,7 +296,7 @@ def _progress(progress, total: int, label: str):
         unit="B",
         unit_scale=True,
         unit_divisor=1024,
-        desc=f"ingest {visible(label)}",
+        desc=f"{doing} {visible(label)}",
         leave=False,
         file=stream,
     )
