@@ -59,21 +59,21 @@ def test_errors_are_one_clear_line(kit, tmp_path):
 
 
 def test_progress_bar_on_big_ingests(monkeypatch):
-    from kitlib.ingestion.pipeline import _progress
+    from kitlib.ingestion.pipeline import progress_bar
 
     monkeypatch.delitem(sys.modules, "ipykernel", raising=False)  # not inside a Jupyter kernel
     monkeypatch.delenv("CI", raising=False)  # a user's terminal, not a CI service
     monkeypatch.setattr(sys.stderr, "isatty", lambda: False)
-    assert _progress(None, 10 * 2**30, "x") is None  # not a terminal, not Jupyter: no bar
+    assert progress_bar(None, 10 * 2**30, "x") is None  # not a terminal, not Jupyter: no bar
     monkeypatch.setattr(sys.stderr, "isatty", lambda: True)
-    assert _progress(None, 10, "x") is None  # a terminal, but a small bundle
-    bar = _progress(None, 64 * 2**20, "x")  # a terminal and 64 MB: a bar
+    assert progress_bar(None, 10, "x") is None  # a terminal, but a small bundle
+    bar = progress_bar(None, 64 * 2**20, "x")  # a terminal and 64 MB: a bar
     assert bar is not None and bar.total == 64 * 2**20
     bar.close()
     monkeypatch.setenv("CI", "true")
-    assert _progress(None, 10 * 2**30, "x") is None  # under CI: no bar, even on a terminal
+    assert progress_bar(None, 10 * 2**30, "x") is None  # under CI: no bar, even on a terminal
     monkeypatch.delenv("CI")
-    bar = _progress(True, 10, "x")
+    bar = progress_bar(True, 10, "x")
     assert bar is not None and bar.total == 10
     bar.close()
 

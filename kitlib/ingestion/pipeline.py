@@ -104,7 +104,7 @@ def run(
     gc.freeze()
     srcs, skipped = discover_all(root, tz)
     total = sum(s.size for s in srcs)
-    bar = _progress(progress, total, root.name)
+    bar = progress_bar(progress, total, root.name)
     if parallel is None:
         parallel = two_processes(total)
     sink = Sink(out, derive, parallel=bool(parallel) and derive and out is not None)
@@ -273,7 +273,10 @@ def summarize(
     )
 
 
-def _progress(progress, total: int, label: str, doing: str = "ingest"):
+def progress_bar(progress, total: int, label: str, doing: str = "ingest"):
+    """A tqdm bar of ``total`` bytes labelled ``doing label``, or None when none is shown:
+    ``progress`` says so, else the default below (the ingest's, and the first build of an ingest
+    output's derived tables)."""
     # default: a bar for big bundles on a terminal or in a Jupyter kernel (tqdm.auto picks the widget),
     # never under CI (CI set in the environment, as CI services do)
     if progress is None:
