@@ -12,8 +12,16 @@ detector reads are built (and cached) before it is timed, so the figure is the d
 Prints one row per detector: seconds at N, at 2N (each the best of three runs), and their ratio (about 2 means linear; 4 means
 quadratic). Paste the table into bench/README.md.
 
+With ``--builders``, it times the derived tables' blockwise builders instead, as a first triage
+runs them on the stream: the records each group wants picked from every stored block of the events
+(``kitlib.extract.select``), then built batch by batch (``kitlib.extract.build_blockwise``), all in
+one thread of one fresh process per size. One row per group: records, rows built, CPU seconds,
+microseconds per record, and the ratio at 2N; the picking's own cost is a row of its own. These
+are the figures to hold against the plain ingest's (about 1 CPU microsecond a record).
+
 Example:
     .venv/bin/python bench/dense_bench.py --records 200000
+    .venv/bin/python bench/dense_bench.py --records 1000000 --builders
 """
 
 from __future__ import annotations
@@ -146,14 +154,67 @@ def time_detectors(store: Path) -> dict[str, float]:
     return out
 
 
+def time_builders(store: Path) -> dict[str, dict[str, float]]:
+    """CPU seconds of picking each blockwise group's records from the ingest output ``store``'s
+    events, block by block (``select``), and of building each group from them in batches of
+    ``BATCH_ROWS`` (``build_blockwise``); with the records each took and the rows each built."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from kitlib import extract, registry
+
+    registry.load()
+    events = pq.ParquetFile(store / "events.parquet")
+    picked: dict[str, list[pa.Table]] = {}
+    records, cpu = 0, 0.0
+    for i in range(events.num_row_groups):
+        block = events.read_row_group(i)  # (the read is not timed: the stream has the block in hand)
+        records += block.num_rows
+        start = time.process_time()
+        for group, rows in extract.select(block).items():
+            picked.setdefault(group, []).append(rows)
+        cpu += time.process_time() - start
+    out = {"picking the records": {"records": records, "rows": 0, "cpu": cpu}}
+    for group in sorted(picked):
+        taken = pa.concat_tables(picked.pop(group), promote_options="permissive")
+        built = 0
+        start = time.process_time()
+        for at in range(0, taken.num_rows, extract.BATCH_ROWS):
+            pieces, errors = extract.build_blockwise(group, taken.slice(at, extract.BATCH_ROWS))
+            if errors:
+                print(f"{group}: {errors[0].table}: {errors[0].message}", file=sys.stderr)
+            built += sum(p.num_rows for p in pieces.values())
+        out[group] = {"records": taken.num_rows, "rows": built, "cpu": time.process_time() - start}
+    return out
+
+
+def print_builders(small: dict, big: dict, n: int) -> None:
+    """The table of :func:`time_builders` at ``n`` and ``2n`` records."""
+    print(f"| step | records at {n:,} | rows built | CPU s | us a record | CPU s at {2 * n:,} | ratio |")
+    print("|---|---|---|---|---|---|---|")
+    for name in sorted(small, key=lambda k: -big.get(k, {}).get("cpu", 0)):
+        a, b = small[name], big.get(name)
+        if b is None:
+            continue
+        per = 1e6 * a["cpu"] / a["records"] if a["records"] else float("nan")
+        ratio = b["cpu"] / a["cpu"] if a["cpu"] > 1e-3 else float("nan")
+        print(
+            f"| {name} | {a['records']:,} | {a['rows']:,} | {a['cpu']:.2f} | {per:.2f} | {b['cpu']:.2f} | {ratio:.2f} |"
+        )
+    total = sum(v["cpu"] for v in small.values()), sum(v["cpu"] for v in big.values())
+    print(f"| all | | | {total[0]:.2f} | | {total[1]:.2f} | {total[1] / total[0]:.2f} |")
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description="Each detector's time on a dense incident at N and 2N records.")
     ap.add_argument("--records", type=int, default=200_000, help="records at the smaller size (default 200,000)")
     ap.add_argument("--workdir", help="where the bundles go (default: a temp dir)")
+    ap.add_argument("--builders", action="store_true", help="time the derived tables' builders, not the detectors")
     ap.add_argument("--time-store", help=argparse.SUPPRESS)  # one size, in its own process: JSON out
     a = ap.parse_args(argv)
     if a.time_store:
-        print(json.dumps(time_detectors(Path(a.time_store))))
+        timed = time_builders if a.builders else time_detectors
+        print(json.dumps(timed(Path(a.time_store))))
         return 0
     work = Path(a.workdir or tempfile.mkdtemp(prefix="kit-dense-"))
     kit = Path(sys.executable).parent / "kitlib"
@@ -166,10 +227,16 @@ def main(argv=None) -> int:
             subprocess.run([str(kit), "ingest", str(bundle), "--out", str(store)], check=True, capture_output=True)
         # each size in a fresh process: the smaller size's tables and heap do not weigh on the larger
         got = subprocess.run(
-            [sys.executable, __file__, "--time-store", str(store)], check=True, capture_output=True, text=True
+            [sys.executable, __file__, "--time-store", str(store), *(["--builders"] if a.builders else [])],
+            check=True,
+            capture_output=True,
+            text=True,
         )
         figures[n] = json.loads(got.stdout)
     small, big = figures[a.records], figures[2 * a.records]
+    if a.builders:
+        print_builders(small, big, a.records)
+        return 0
     print(f"| detector | {a.records:,} records (s) | {2 * a.records:,} records (s) | ratio |")
     print("|---|---|---|---|")
     for name in sorted(small, key=lambda k: -big.get(k, 0)):

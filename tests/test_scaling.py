@@ -106,3 +106,28 @@ def test_model_time_grows_linearly(bundles, model):
 
     small, big = _best_pair(lambda: run(bundles[N]), lambda: run(bundles[2 * N]))
     assert big / small < MAX_RATIO, f"{model}: {small:.3f} s at {N:,} records, {big:.3f} s at {2 * N:,}"
+
+
+def test_the_builder_bench_builds_what_the_first_reader_builds(tmp_path):
+    """bench/dense_bench.py --builders times the blockwise groups on an ingest output's events: the
+    records it picks are every stored record, and the rows each group's batches build are the rows
+    the output's first reader derives for that group's tables (so its per-record costs are those
+    of the work a first triage does)."""
+    from kitlib import extract
+    from kitlib.ingestion.store import ingest
+
+    bench = _dense_bench()
+    root, out = tmp_path / "dense", tmp_path / "dense.out"
+    bench.write_bundle(root, N)
+    ingest(root, out)
+    timed = bench.time_builders(out)
+    assert timed["picking the records"]["records"] == N // 3 * 3
+    b = kitlib.load(out)
+    groups = extract.groups()
+    wanted = {g for t, g in groups.items() if extract.EXTRACTORS[t].blockwise and b.rows(t)}
+    assert wanted == {"partition_changes", "group_events", "auth_failures", "txn_events"}
+    assert wanted <= set(timed)
+    for group in wanted:
+        derived = sum(b.rows(t) for t, g in groups.items() if g == group)
+        assert timed[group]["rows"] == derived, group
+        assert timed[group]["records"] >= derived // 2 and timed[group]["cpu"] > 0
