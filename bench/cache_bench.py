@@ -16,6 +16,9 @@ process it starts (the notebooks' kernels included) from /proc. ``--pairs N`` th
 open-and-query and a first `kitlib triage` (a fresh cache each time) one right after the other N
 more times and prints each pair's ratio and their median: on a machine whose speed drifts within
 minutes, a ratio of two runs taken together says more than one of runs taken apart.
+``--ingest-pairs N`` does the same with `kitlib ingest` to a fresh folder as the kit's side (the
+ratio is then lnav's time over the ingest's: its speed against lnav's), and ``--pairs-only``
+skips the single runs before the pairs.
 
 The findings of every kitlib run on a bundle are compared (the JSON of `--json`): they must be
 the same.
@@ -235,24 +238,47 @@ def bench(
     return rows
 
 
-def pairs(name: str, slug: str, root: Path, work: Path, n: int, min_mb: float | None) -> list[float]:
+def pairs(
+    name: str, slug: str, root: Path, work: Path, n: int, min_mb: float | None, ingest: bool = False
+) -> list[float]:
     """``n`` pairs of lnav's open-and-query and a first ``kitlib triage`` (a fresh cache each),
-    run one right after the other; prints each pair and the median ratio, and returns the ratios."""
+    run one right after the other; prints each pair and the median ratio, and returns the ratios.
+    With ``ingest``, the kit's side of each pair is ``kitlib ingest`` of the bundle to a fresh
+    folder instead, and the ratio is lnav's time over the ingest's (its speed against lnav's)."""
     logs = sorted(str(p) for p in root.rglob("*") if p.is_file())
     env = {**os.environ, "XDG_CACHE_HOME": str(work / f"cache-{slug}-pairs")}
     env.pop("KITLIB_CACHE_DIR", None)
     env.pop("KITLIB_NO_CACHE", None)
     if min_mb is not None:
         env["KITLIB_CACHE_MIN_MB"] = str(min_mb)
-    print(f"\n{name}, {n} pairs (lnav open+query, then the first kitlib triage):\n")
-    print(
-        "| pair | lnav s | lnav peak MB | first triage s | largest process MB | time ratio | memory ratio | findings |"
-    )
-    print("|---|---|---|---|---|---|---|---|")
+    out = work / f"pairs-{slug}.kit"
+    kit = "kitlib ingest" if ingest else "the first kitlib triage"
+    print(f"\n{name}, {n} pairs (lnav open+query, then {kit}):\n")
+    if ingest:
+        print("| pair | lnav s | lnav peak MB | ingest s | largest process MB | speed ratio | memory ratio |")
+        print("|---|---|---|---|---|---|---|")
+    else:
+        print(
+            "| pair | lnav s | lnav peak MB | first triage s | largest process MB | time ratio | memory ratio | findings |"
+        )
+        print("|---|---|---|---|---|---|---|---|")
     ratios, found = [], None
     for i in range(1, n + 1):
         shutil.rmtree(env["XDG_CACHE_HOME"], ignore_errors=True)
+        shutil.rmtree(out, ignore_errors=True)
         q = timed(["lnav", "-n", "-c", LNAV_QUERY, *logs])
+        if ingest:
+            wall, largest, _, status, _ = tree_run(
+                [str(KIT), "ingest", str(root), "--out", str(out), "--no-progress"], env
+            )
+            if status:
+                raise SystemExit(f"kitlib ingest exited {status}")
+            ratios.append(q[0] / wall)
+            print(
+                f"| {i} | {q[0]:.2f} | {q[1]:,.0f} | {wall:.2f} | {largest:,.0f} | {q[0] / wall:.2f}x | "
+                f"{largest / q[1]:.2f}x |"
+            )
+            continue
         wall, largest, _, _, stdout = tree_run([str(KIT), "triage", str(root), "--json"], env, subprocess.PIPE)
         got = json.loads(stdout)
         found = got if found is None else found
@@ -264,8 +290,10 @@ def pairs(name: str, slug: str, root: Path, work: Path, n: int, min_mb: float | 
     ordered = sorted(ratios)
     mid = len(ordered) // 2
     median = ordered[mid] if len(ordered) % 2 else (ordered[mid - 1] + ordered[mid]) / 2
-    print(f"\nmedian time ratio {median:.2f}x (lowest {ordered[0]:.2f}x, highest {ordered[-1]:.2f}x)")
+    what = "speed" if ingest else "time"
+    print(f"\nmedian {what} ratio {median:.2f}x (lowest {ordered[0]:.2f}x, highest {ordered[-1]:.2f}x)")
     shutil.rmtree(env["XDG_CACHE_HOME"], ignore_errors=True)
+    shutil.rmtree(out, ignore_errors=True)
     return ratios
 
 
@@ -283,6 +311,15 @@ def main(argv=None) -> int:
     ap.add_argument(
         "--pairs", type=int, default=0, help="then N pairs of lnav open+query and a first triage, one after the other"
     )
+    ap.add_argument(
+        "--ingest-pairs",
+        type=int,
+        default=0,
+        help="then N pairs of lnav open+query and kitlib ingest (to a fresh folder), one after the other",
+    )
+    ap.add_argument(
+        "--pairs-only", action="store_true", help="only the pairs: skip the table of single runs before them"
+    )
     a = ap.parse_args(argv)
     if not shutil.which("lnav"):
         raise SystemExit("lnav is not installed: apt-get install lnav (Debian's package)")
@@ -292,14 +329,16 @@ def main(argv=None) -> int:
     lnav_v = subprocess.run(["lnav", "-V"], capture_output=True, text=True).stdout.strip()
     print(f"{os.cpu_count()} cores; load average before the runs {load[0]:.1f}; {lnav_v}")
     mix = mix_bundle(work, a.size_mb)
-    bench("the bench's mix", "mix", mix, work, a.uncached, a.report, a.min_mb, a.ingested)
-    if a.dense_records:
-        dense = dense_bundle(work, a.dense_records)
-        bench("dense incident", "dense", dense, work, a.uncached, a.report, a.min_mb, a.ingested)
-    if a.pairs:
-        pairs("the bench's mix", "mix", mix, work, a.pairs, a.min_mb)
-        if a.dense_records:
-            pairs("dense incident", "dense", dense_bundle(work, a.dense_records), work, a.pairs, a.min_mb)
+    dense = dense_bundle(work, a.dense_records) if a.dense_records else None
+    if not a.pairs_only:
+        bench("the bench's mix", "mix", mix, work, a.uncached, a.report, a.min_mb, a.ingested)
+        if dense is not None:
+            bench("dense incident", "dense", dense, work, a.uncached, a.report, a.min_mb, a.ingested)
+    for n, ingest in ((a.ingest_pairs, True), (a.pairs, False)):
+        if n:
+            pairs("the bench's mix", "mix", mix, work, n, a.min_mb, ingest)
+            if dense is not None:
+                pairs("dense incident", "dense", dense, work, n, a.min_mb, ingest)
     print(f"\nload average after: {os.getloadavg()[0]:.1f}")
     return 0
 
