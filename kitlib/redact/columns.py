@@ -296,7 +296,8 @@ def _hits(arrays: list) -> list[np.ndarray | None]:
                     out[i] = np.flatnonzero(np.array(known, bool))
                     continue
                 fresh[i] = values
-        elif len(a) > _BATCH_VALUES:  # not joined into one piece only to be left out
+        elif len(a) > _BATCH_VALUES or not (pa.types.is_string(a.type) or pa.types.is_large_string(a.type)):
+            # not joined into one piece only to be left out (a big array, or no text: times, numbers)
             if not (pa.types.is_string(a.type) or pa.types.is_large_string(a.type)) or a.null_count == len(a):
                 out[i] = none
             continue
@@ -363,8 +364,10 @@ _REPEATS = 4
 
 
 def _flat(a):
-    """An Arrow array in one piece (a chunked array's chunks joined)."""
-    return a.combine_chunks() if isinstance(a, pa.ChunkedArray) else a
+    """An Arrow array in one piece (a chunked array's chunks joined; its one chunk as it is)."""
+    if isinstance(a, pa.ChunkedArray):
+        return a.chunk(0) if a.num_chunks == 1 else a.combine_chunks()
+    return a
 
 
 # columns a parser already passed through these rules itself, on its worker threads (the log4j
