@@ -56,24 +56,24 @@ def stream_options(schema: pa.Schema) -> dict:
     rising = [n for n in RISING if n in names]
     zstd = [n for n in names if n not in rising]
     return dict(
+        table_options(schema),
         compression={n: "zstd" if n in zstd else "none" for n in names},
         compression_level={n: 1 for n in zstd},  # level 3 took 1.5x the time for the same size on broker logs
-        use_dictionary=[f.name for f in schema if pa.types.is_dictionary(f.type)],
         column_encoding={n: "DELTA_BINARY_PACKED" for n in rising},
         write_statistics=[n for n in names if n in PRUNED_BY],
-        # a row group's values go to the encoders in one batch, not 1,024 rows at a time: a tenth
-        # less of the writer's CPU on the 1 GB log, files the same size (pages larger: reads take row groups)
-        write_batch_size=4 * ROW_GROUP_ROWS,
     )
 
 
 def table_options(schema: pa.Schema) -> dict:
-    """The Parquet options of a table written whole or a row group at a time (the derived tables,
-    the small ones): zstd, and a dictionary for the columns Arrow holds as one (categories) only.
-    Parquet's default tries a dictionary on every text column too (a message, a group or member
-    name, an ISR list): on the dense incident's group, partition and node tables that took 15-25 %
-    of the write's CPU time, and the files came out 5-20 % larger."""
-    return dict(compression="zstd", use_dictionary=[f.name for f in schema if pa.types.is_dictionary(f.type)])
+    """The Parquet options of every table written: zstd, a dictionary for the columns Arrow holds
+    as one (categories) only (Parquet's default tries one on every text column: 15-25 % of the
+    write's CPU on the dense incident's tables, files 5-20 % larger), and a row group handed to
+    the encoders at once, not 1,024 rows at a time (a tenth less CPU, the same files)."""
+    return dict(
+        compression="zstd",
+        use_dictionary=[f.name for f in schema if pa.types.is_dictionary(f.type)],
+        write_batch_size=4 * ROW_GROUP_ROWS,
+    )
 
 
 class Sink:
