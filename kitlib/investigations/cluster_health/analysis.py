@@ -651,7 +651,9 @@ def joined_by_place(ep: pd.DataFrame, rest: pd.DataFrame) -> pd.DataFrame:
     line equal to a missing line): each row of ``ep`` in order, as many times as ``rest`` holds its
     (file, line), taken by position from integer keys rather than by a join on Python strings."""
     files, names = pd.factorize(text_values(rest["file"]))
-    at = pd.Index(names).get_indexer(text_values(ep["file"]))
+    # ``ep``'s files by their few distinct names (no text made for each of its rows)
+    codes, theirs = pd.factorize(ep["file"])
+    at = np.append(pd.Index(names).get_indexer(text_values(pd.Series(theirs))), -1)[codes]
     lines = [pd.array(df["line"], dtype="Int64") for df in (rest, ep)]
     (mine, _), (theirs, _) = int_keys(
         ((files, np.zeros(len(files), bool)), (np.maximum(at, 0), np.zeros(len(at), bool))),
