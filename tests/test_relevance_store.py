@@ -45,7 +45,7 @@ def test_relevance_on_a_store_is_the_bundles_and_reads_no_stored_table_whole(sto
     assert any(got.values())
     assert not on_disk & set(stored.tables), "a stored table was read whole"
     # a column condition on a stored table read that column alone
-    for table, columns in stored.parts:
+    for table, columns, _ in stored.parts:
         assert table in on_disk and len(columns) == 1
 
 

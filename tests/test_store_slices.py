@@ -35,3 +35,50 @@ def test_columns_read_in_slices_are_the_whole_tables_columns(tmp_path, monkeypat
                     assert got[c].array._pa_array.num_chunks <= 1, (name, c)
         seen += len(want) > 7
     assert seen
+
+
+@pytest.mark.parametrize("bundle", ["isr-flapping", "log-dir-failure"])
+def test_text_columns_asked_as_categories_are_the_texts_as_categories(tmp_path, monkeypatch, bundle):
+    """The cluster-health views hold their text columns of few values as categories: read from
+    the store in many slices, each equals the column's text made a category by pandas (same
+    categories in the same order, same codes, same missing rows)."""
+    from samples import SAMPLE_DATA
+
+    from kitlib.investigations.cluster_health.analysis import CHANGE_CATEGORIES, NODE_CATEGORIES
+
+    kitlib.ingest(SAMPLE_DATA / bundle, tmp_path / "kit", progress=False, derive=True)
+    monkeypatch.setattr(store, "SLICE_ROWS", 3)
+    stored = store.stored_tables(tmp_path / "kit")
+    rows = 0
+    for name, cats in (("partition_changes", CHANGE_CATEGORIES), ("node_events", NODE_CATEGORIES)):
+        whole = store.read_table(stored[name], name)
+        cols = ["ts", *cats, "line"]
+        for path_rows in (None, [2, 0, 1]):
+            if path_rows is not None and len(whole) < 3:
+                continue
+            got = store.read_table(stored[name], name, columns=cols, declared=True, categories=cats, rows=path_rows)
+            want = whole if path_rows is None else whole.iloc[path_rows].reset_index(drop=True)
+            for c in cats:
+                pd.testing.assert_series_equal(got[c], want[c].astype("category"), check_names=False)
+            pd.testing.assert_series_equal(got["line"], want["line"], check_names=False)
+        rows += len(whole)
+    assert rows
+
+
+def test_as_categories_of_pieces_with_their_own_dictionaries():
+    """Pieces whose values differ (each read slice encodes its own), missing values, text beyond
+    ASCII, and columns with no value at all: the categories are sorted as pandas sorts text."""
+    import pyarrow as pa
+
+    pieces = [["3,1", None, "é", "3,1"], [], ["2", "", None], ["zeta", "3,1", "Z"]]
+    col = pa.chunked_array([pa.array(p, pa.large_string()) for p in pieces], pa.large_string())
+    flat = [v for p in pieces for v in p]
+    want = pd.Series(flat, dtype="string").astype("category")
+    got = store.as_categories(col)
+    pd.testing.assert_series_equal(got, want)
+    assert list(got.cat.categories) == ["", "2", "3,1", "Z", "zeta", "é"]
+    assert got.cat.codes.tolist() == [2, -1, 5, 2, 1, 0, -1, 4, 2, 3]
+    none = store.as_categories(pa.chunked_array([pa.nulls(4, pa.large_string())]))
+    pd.testing.assert_series_equal(none, pd.Series([None] * 4, dtype="string").astype("category"))
+    empty = store.as_categories(pa.chunked_array([], pa.large_string()))
+    assert len(empty) == 0 and isinstance(empty.dtype, pd.CategoricalDtype)

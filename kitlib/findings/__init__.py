@@ -299,7 +299,7 @@ def triage(bundle, investigations: Iterable[str] | None = None, jobs: int = 1) -
         inv = registry.detector_investigation(d)
         if wanted is None or (inv.name if inv else "") in wanted:
             order.append((name, d, inv))
-    held = set(bundle.tables) | {t for t, _ in bundle.parts}
+    held = set(bundle.tables) | {key[0] for key in bundle.parts}
     if lanes.usable(jobs):
         # the tables an ingest output's first reader derives from its events are built here, once,
         # before the second process is forked: the two had each built them all when their first

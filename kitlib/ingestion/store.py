@@ -10,6 +10,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from kitlib import tables
@@ -138,14 +139,18 @@ _TEXT = {pa.large_string(): pd.StringDtype("pyarrow"), pa.string(): pd.StringDty
 _DIRECT = {"str": _TEXT, "int": {pa.int64(): pd.Int64Dtype()}}
 
 
-def _declared(name: str, t: pa.Table) -> pd.DataFrame:
+def _declared(name: str, t: pa.Table, categories: tuple[str, ...] = ()) -> pd.DataFrame:
     """Some columns of table ``name`` (an Arrow table of them) as :func:`read_table` gives them
     when it reads the whole table: each column converted as the whole table's is, then cast to its
-    declared dtype (:func:`kitlib.tables.conform`, column by column)."""
+    declared dtype (:func:`kitlib.tables.conform`, column by column); those named in
+    ``categories`` as :func:`as_categories` makes them."""
     spec = tables.SCHEMAS[name]
     out = {}
     for c in spec.columns:
         if c.name not in t.column_names:
+            continue
+        if c.name in categories:
+            out[c.name] = as_categories(t.column(c.name))
             continue
         one = t.select([c.name])
         mapper = (
@@ -157,6 +162,32 @@ def _declared(name: str, t: pa.Table) -> pd.DataFrame:
     return pd.DataFrame(out, index=pd.RangeIndex(t.num_rows))
 
 
+def as_categories(text: pa.ChunkedArray | pa.Array) -> pd.Series:
+    """A text column as a pandas category column, the same as the column's pandas text would give
+    with ``astype("category")`` (categories sorted, of the kit's text dtype; nulls as no category),
+    without that text ever in pandas: Arrow encodes it, and pandas gets a code per row.
+
+    Example:
+        >>> as_categories(pa.chunked_array([["b", None], ["a", "b"]])).tolist()
+        ['b', <NA>, 'a', 'b']
+    """
+    encoded = pc.dictionary_encode(text)
+    if isinstance(encoded, pa.ChunkedArray):
+        encoded = encoded.unify_dictionaries()
+        chunks = encoded.chunks
+        values = chunks[0].dictionary if chunks else pa.array([], pa.large_string())
+        index = pa.chunked_array([c.indices for c in chunks], pa.int32())
+    else:
+        values, index = encoded.dictionary, encoded.indices
+    order = np.asarray(pc.array_sort_indices(values), np.int64)
+    rank = np.empty(len(order), np.int64)
+    rank[order] = np.arange(len(order))
+    at = np.asarray(pc.fill_null(index, -1).to_numpy(zero_copy_only=False), np.int64)
+    codes = np.where(at >= 0, rank[np.maximum(at, 0)] if len(rank) else -1, -1)
+    names = pd.Index(values.take(pa.array(order)).to_pylist(), dtype=pd.StringDtype("pyarrow"))
+    return pd.Series(pd.Categorical.from_codes(codes, categories=names), copy=False)
+
+
 TAKE_BATCH = 8192  # rows a batch when rows are taken by position from whole files
 
 
@@ -166,18 +197,19 @@ SLICE_ROWS = 1 << 16  # rows a slice when a table's columns are read slice by sl
 FILL_ROWS = 1 << 20  # rows of the fixed-width columns converted at a time (8 MB a column)
 
 
-def _declared_slices(name: str, dataset, columns: list[str]) -> pd.DataFrame:
+def _declared_slices(name: str, dataset, columns: list[str], categories: tuple[str, ...] = ()) -> pd.DataFrame:
     """:func:`_declared` of ``columns`` of the whole stored table ``name`` (``dataset``, no
     filter), without holding the whole Arrow table beside its pandas copy: the time, number and
     flag columns are converted slice by slice (each slice as :func:`_declared` converts it) into
     arrays of the table's length; the text and category columns are kept in Arrow (a pandas text
     column is its Arrow data), joined one column at a time and converted whole as before. On the
     dense incident's ``node_events`` (1.6M rows, 137 MB as pandas) the read's peak went from
-    +440 to +530 MB of resident memory to +260 MB."""
+    +440 to +530 MB of resident memory to +260 MB. The text columns named in ``categories`` come
+    as :func:`as_categories` makes them, encoded from their pieces (never joined as text)."""
     spec = tables.SCHEMAS[name]
     rows = dataset.count_rows()
     if not rows:
-        return _declared(name, dataset.to_table(columns=columns))
+        return _declared(name, dataset.to_table(columns=columns), categories)
     filled = [c.name for c in spec.columns if c.name in columns and c.dtype in _FILLED]
     kept = [c for c in columns if c not in filled]
     pieces: dict[str, list] = {c: [] for c in kept}
@@ -217,17 +249,24 @@ def _declared_slices(name: str, dataset, columns: list[str]) -> pd.DataFrame:
         fill()
     if at != rows:
         raise OSError(f"{name}: {at} rows read, {rows} counted")
-    joined = {}
-    for c in kept:  # each column's pieces let go once it is joined
-        joined[c] = tables.contiguous(pa.table({c: pa.chunked_array(pieces.pop(c), dataset.schema.field(c).type)}))[c]
-    rest = _declared(name, pa.table(joined)) if kept else None
+    joined, coded = {}, {}
+    for c in kept:  # each column's pieces let go once it is joined (or encoded)
+        whole = pa.chunked_array(pieces.pop(c), dataset.schema.field(c).type)
+        if c in categories:
+            coded[c] = as_categories(whole)
+        else:
+            joined[c] = tables.contiguous(pa.table({c: whole}))[c]
+        del whole
+    rest = _declared(name, pa.table(joined)) if joined else None
     del joined
     out = {}
     for c in spec.columns:
         if c.name in into:
             out[c.name] = pd.Series(into[c.name][0], copy=False)
+        elif c.name in coded:
+            out[c.name] = coded.pop(c.name)
         elif c.name in kept:
-            assert rest is not None  # (made above whenever a column is kept)
+            assert rest is not None  # (made above whenever a text column is kept)
             out[c.name] = rest[c.name]
     return pd.DataFrame(out, index=pd.RangeIndex(rows), copy=False)
 
@@ -306,6 +345,7 @@ def read_table(
     isin: dict[str, list] | None = None,
     declared: bool = False,
     rows=None,
+    categories: tuple[str, ...] = (),
 ) -> pd.DataFrame:
     """One stored table as a DataFrame with its declared dtypes, only the rows in ``window`` when
     given (the filter is pushed down to the Parquet scan), and only the rows whose ``column`` is
@@ -313,18 +353,19 @@ def read_table(
 
     With ``columns``, only those columns are read (text as Arrow-backed strings); with
     ``declared`` as well, they come exactly as the whole table's columns do (declared dtypes,
-    categories kept), the columns of a table too big to want whole. ``rows`` (positions among
+    categories kept), the columns of a table too big to want whole; the text columns named in
+    ``categories`` then come as categories (:func:`as_categories`). ``rows`` (positions among
     the rows the window keeps) takes only those rows, in that order."""
     dataset, cond = _scan(path, name, window, isin)
     if rows is None and cond is None and columns is not None and declared and name in tables.SCHEMAS:
-        return _declared_slices(name, dataset, columns)
+        return _declared_slices(name, dataset, columns, categories)
     if rows is None:
         t = dataset.to_table(columns=columns, filter=cond)
     else:
         t = _take(dataset, cond, columns, rows)
     t = tables.contiguous(t)
     if columns is not None and declared and name in tables.SCHEMAS:
-        return _declared(name, t)
+        return _declared(name, t, categories)
     if columns is None:
         df = to_pandas(t) if name == "events" else t.to_pandas()
         return tables.conform(name, df, redact=False) if name in tables.SCHEMAS else df

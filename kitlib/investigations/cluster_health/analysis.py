@@ -24,7 +24,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from kitlib.bundle import Bundle
-from kitlib.investigations.cluster_health.codes import host_ids, text_values
+from kitlib.investigations.cluster_health.codes import arrow_text, host_ids, text_codes, text_values
 
 LONG_PAUSE_MS = 1000  # a pause this long can stall replication or heartbeats
 
@@ -42,15 +42,24 @@ CHANGE_COLUMNS = [
 ]  # fmt: skip
 
 
+# their text columns of few values (a few causes, directories, topics and ISR lists over millions of
+# rows), which the models hold as categories: on the dense incident's 2.7 M rows, 105 MB as text and
+# about 8 as codes
+NODE_CATEGORIES = ("cause", "dir", "partitions")
+CHANGE_CATEGORIES = ("topic", "isr_before", "isr_after", "removed", "added")
+
+
 def node_events(bundle) -> pd.DataFrame:
     """``node_events`` as the models read it: :data:`NODE_COLUMNS` at least (the whole table where
-    it is held whole), rows as :meth:`~kitlib.bundle.Bundle.table` gives them."""
-    return bundle.columns("node_events", NODE_COLUMNS)
+    it is held whole), rows as :meth:`~kitlib.bundle.Bundle.table` gives them, with
+    :data:`NODE_CATEGORIES` as categories."""
+    return bundle.columns("node_events", NODE_COLUMNS, NODE_CATEGORIES)
 
 
 def partition_changes(bundle) -> pd.DataFrame:
-    """``partition_changes`` as the models read it: :data:`CHANGE_COLUMNS` at least."""
-    return bundle.columns("partition_changes", CHANGE_COLUMNS)
+    """``partition_changes`` as the models read it: :data:`CHANGE_COLUMNS` at least, with
+    :data:`CHANGE_CATEGORIES` as categories."""
+    return bundle.columns("partition_changes", CHANGE_COLUMNS, CHANGE_CATEGORIES)
 
 
 def quoted(bundle, rows: pd.DataFrame, name: str) -> pd.DataFrame:
@@ -144,7 +153,7 @@ def id_lists(values: pd.Series) -> tuple[np.ndarray, np.ndarray]:
         >>> [a.tolist() for a in id_lists(pd.Series(["1,3", None, "2"], dtype="string"))]
         [[0, 0, 2], [1, 3, 2]]
     """
-    return _id_lists(pa.array(values.astype("string").array))
+    return _id_lists(arrow_text(values))
 
 
 def _id_lists(values) -> tuple[np.ndarray, np.ndarray]:
@@ -278,8 +287,7 @@ def isr_episodes(bundle) -> pd.DataFrame:
     # (topic, partition, broker) as one int64, for the rejoins and the departures alike (a missing
     # part is a value of its own): grouping and joining on it is joining on the three columns;
     # the topic as Arrow's dictionary code of its name (int32, no Python string per row)
-    topic = pc.dictionary_encode(arrow_text(p["topic"]).combine_chunks()).indices
-    topic = np.asarray(pc.fill_null(topic, -1).to_numpy(zero_copy_only=False))
+    topic = text_codes(p["topic"])
     part = p["partition"].astype("Int64").array
     part_v, part_na = part.to_numpy(np.int64, na_value=0), np.asarray(part.isna(), bool)
     del part
@@ -296,10 +304,8 @@ def isr_episodes(bundle) -> pd.DataFrame:
         ((part_v[at], None), (part_v[gone], part_na[gone])),
     )
     del topic, part_v, part_na, gone
-    # the ids added, else the ISR after: taken and joined in Arrow (no pandas copy of either column)
-    taken = pa.array(at)
-    rows, ids = _id_lists(pc.coalesce(arrow_text(p["added"]).take(taken), arrow_text(p["isr_after"]).take(taken)))
-    del taken
+    # the ids added, else the ISR after: only the rejoins' rows, joined in Arrow
+    rows, ids = _id_lists(pc.coalesce(arrow_text(p["added"].iloc[at]), arrow_text(p["isr_after"].iloc[at])))
     (ex_key, _), (ep_key, _) = int_keys(((place_ex[rows], None), (place_ep, None)), ((ids, None), (left_ids, None)))
     del place_ex, place_ep, ids, left_ids
     # only the rejoins of a (topic, partition, broker) that left are kept (the join is by key)
@@ -330,12 +336,6 @@ def isr_episodes(bundle) -> pd.DataFrame:
     ep["out_s"] = (ep["rejoined"] - ep["left"]).dt.total_seconds()
     ep["back_by"] = ep["rejoined"].fillna(ep["next_left"])
     return ep[cols].reset_index(drop=True)
-
-
-def arrow_text(values: pd.Series):
-    """A text column as Arrow strings (the column's own buffers where it is Arrow-backed)."""
-    got = pa.array(values.astype("string").array)
-    return got if isinstance(got, pa.ChunkedArray) else pa.chunked_array([got])
 
 
 def int_keys(*parts: tuple) -> tuple[tuple[np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray]]:
@@ -672,8 +672,7 @@ def place_codes(rows: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
     """One int64 per row equal where (topic, partition) are equal, and whether both are there."""
     if not len(rows):
         return np.zeros(0, np.int64), np.zeros(0, bool)
-    topic = pc.dictionary_encode(arrow_text(rows["topic"]).combine_chunks()).indices
-    topic = np.asarray(pc.fill_null(topic, -1).to_numpy(zero_copy_only=False), np.int64)
+    topic = text_codes(rows["topic"])
     part = rows["partition"].astype("Int64").array
     placed = (topic >= 0) & ~np.asarray(part.isna(), bool)
     (key, _), _ = int_keys(

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
 
 
 def host_ids(host: pd.Series, ids: dict[str, int]) -> pd.Series:
@@ -41,3 +43,34 @@ def text_values(values: pd.Series) -> np.ndarray:
     names = np.array([str(c) for c in values.cat.categories] + [np.nan], dtype=object)
     codes = values.cat.codes.to_numpy()
     return names[np.where(codes < 0, len(names) - 1, codes)]
+
+
+def arrow_text(values: pd.Series):
+    """A text column as Arrow strings (the column's own buffers where it is Arrow-backed; a
+    categorical one's categories taken by its codes, in Arrow).
+
+    Example:
+        >>> arrow_text(pd.Series(["b", None, "a"], dtype="category")).to_pylist()
+        ['b', None, 'a']
+    """
+    if isinstance(values.dtype, pd.CategoricalDtype):
+        codes = values.cat.codes.to_numpy()
+        names = pa.array(values.cat.categories.astype("string").array)
+        got = pc.take(names, pa.array(codes, mask=codes < 0))
+    else:
+        got = pa.array(values.astype("string").array)
+    return got if isinstance(got, pa.ChunkedArray) else pa.chunked_array([got])
+
+
+def text_codes(values: pd.Series) -> np.ndarray:
+    """One int64 code per row of a text column, equal where the texts are equal, -1 where there is
+    none: a categorical column's own codes, else Arrow's dictionary codes of the text.
+
+    Example:
+        >>> text_codes(pd.Series(["b", None, "b"], dtype="string")).tolist()
+        [0, -1, 0]
+    """
+    if isinstance(values.dtype, pd.CategoricalDtype):
+        return values.cat.codes.to_numpy().astype(np.int64)
+    codes = pc.dictionary_encode(arrow_text(values).combine_chunks()).indices
+    return np.asarray(pc.fill_null(codes, -1).to_numpy(zero_copy_only=False), np.int64)

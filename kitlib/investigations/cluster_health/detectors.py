@@ -586,7 +586,7 @@ def detect_log_dir_failure(bundle) -> list[Finding]:
     p = partition_changes(bundle)
     out = []
     # a broker whose lines carry no broker id (one line of an excerpt) is named by its host
-    dirs = e["dir"].fillna("?")
+    dirs = e["dir"].astype("string").fillna("?")
     bare = e["about"].isna().to_numpy(bool)
     groups = [(k, g, None) for k, g in e[~bare].groupby(["about", dirs[~bare]])]
     groups += [((np.nan, d), g, h) for (h, d), g in e[bare].groupby([e["host"].astype(str)[bare], dirs[bare]])]

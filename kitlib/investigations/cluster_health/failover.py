@@ -4,7 +4,7 @@ as a broker, the other brokers timing out heartbeats while there was no controll
 
 Example:
     >>> class Empty:
-    ...     def columns(self, name, names):
+    ...     def columns(self, name, names, categories=()):
     ...         return pd.DataFrame(columns=names)
     >>> failovers(Empty())
     []
