@@ -82,3 +82,31 @@ def test_as_categories_of_pieces_with_their_own_dictionaries():
     pd.testing.assert_series_equal(none, pd.Series([None] * 4, dtype="string").astype("category"))
     empty = store.as_categories(pa.chunked_array([], pa.large_string()))
     assert len(empty) == 0 and isinstance(empty.dtype, pd.CategoricalDtype)
+
+
+def test_a_number_column_with_no_value_costs_no_memory_a_row(tmp_path):
+    """A stored number or flag column with no value in any row (the Parquet footers say so) comes
+    as missing values that take a few bytes in all, not nine a row; a column with one value in
+    its last row is read as before."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from kitlib import registry
+
+    registry.load()  # (the table is declared by its investigation)
+    rows = 200_000
+    name = "node_events"
+    t = tables.to_arrow(name, tables.conform(name, pd.DataFrame({"line": np.arange(rows), "kind": ["fenced"] * rows})))
+    last = np.zeros(rows, bool)
+    last[-1] = True
+    t = t.set_column(t.schema.get_field_index("epoch"), "epoch", pa.array(np.where(last, 7, 0), pa.int64(), mask=~last))
+    pq.write_table(t, tmp_path / "node_events.parquet", row_group_size=50_000)
+    got = store.read_table(
+        tmp_path / "node_events.parquet", name, columns=["line", "waited_ms", "epoch"], declared=True
+    )
+    waited, epoch = got["waited_ms"].array, got["epoch"].array
+    assert str(waited.dtype) == "Int64" and waited.isna().all() and len(waited) == rows
+    assert waited._data.strides == (0,) and waited._mask.strides == (0,)
+    assert epoch.isna().sum() == rows - 1 and epoch[rows - 1] == 7 and epoch._data.strides == (8,)
+    assert got["line"].tolist()[-3:] == [rows - 3, rows - 2, rows - 1]

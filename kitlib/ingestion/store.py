@@ -211,7 +211,10 @@ def _declared_slices(name: str, dataset, columns: list[str], categories: tuple[s
     if not rows:
         return _declared(name, dataset.to_table(columns=columns), categories)
     filled = [c.name for c in spec.columns if c.name in columns and c.dtype in _FILLED]
-    kept = [c for c in columns if c not in filled]
+    # a number or flag column with no value in any row is not read: one missing value stands for all
+    empty = {c.name: c.dtype for c in spec.columns if c.name in _valueless(dataset, filled) and c.dtype in _NULLS}
+    filled = [c for c in filled if c not in empty]
+    kept = [c for c in columns if c not in filled and c not in empty]
     pieces: dict[str, list] = {c: [] for c in kept}
     into: dict[str, tuple] = {}  # column -> (its pandas array, the buffers filled)
     at = 0
@@ -261,7 +264,9 @@ def _declared_slices(name: str, dataset, columns: list[str], categories: tuple[s
     del joined
     out = {}
     for c in spec.columns:
-        if c.name in into:
+        if c.name in empty:
+            out[c.name] = pd.Series(_NULLS[c.dtype](rows), copy=False)
+        elif c.name in into:
             out[c.name] = pd.Series(into[c.name][0], copy=False)
         elif c.name in coded:
             out[c.name] = coded.pop(c.name)
@@ -269,6 +274,44 @@ def _declared_slices(name: str, dataset, columns: list[str], categories: tuple[s
             assert rest is not None  # (made above whenever a text column is kept)
             out[c.name] = rest[c.name]
     return pd.DataFrame(out, index=pd.RangeIndex(rows), copy=False)
+
+
+def _valueless(dataset, names: list[str]) -> set[str]:
+    """Those of columns ``names`` that the Parquet footers of the stored table show to have no
+    value in any row (a column chunk's null count equal to its row group's rows); a chunk without
+    that statistic counts as having values."""
+    left = set(names)
+    for path in dataset.files:
+        if not left:
+            break
+        meta = pq.read_metadata(path)
+        schema = meta.schema.to_arrow_schema()
+        at = {n: schema.get_field_index(n) for n in left}
+        for g in range(meta.num_row_groups):
+            group = meta.row_group(g)
+            for n, i in list(at.items()):
+                stats = group.column(i).statistics if i >= 0 else None
+                if stats is None or not stats.has_null_count or stats.null_count != group.num_rows:
+                    left.discard(n)
+                    del at[n]
+    return left
+
+
+def _all_missing_int(rows: int) -> pd.arrays.IntegerArray:
+    # read-only views of one value each: a missing value for every row in 2 bytes, not 9 a row
+    return pd.arrays.IntegerArray(np.broadcast_to(np.int64(0), rows), np.broadcast_to(np.True_, rows))
+
+
+def _all_missing_bool(rows: int) -> pd.arrays.BooleanArray:
+    return pd.arrays.BooleanArray(np.broadcast_to(np.False_, rows), np.broadcast_to(np.True_, rows))
+
+
+# declared dtype label -> a column of that many rows with no value, held in a few bytes whatever its length
+_NULLS = {
+    "int": _all_missing_int,
+    "bool": _all_missing_bool,
+    "float": lambda rows: np.broadcast_to(np.float64(np.nan), rows),
+}
 
 
 def _buffers(arr) -> tuple:
