@@ -425,20 +425,22 @@ GROUP_COLUMNS = ["ts", "source", "kind", "group", "generation", "client_id", "re
 # what the counts read (the client ids only name the clients of a storm seen in clients' logs
 # alone: read for that storm's rows then; on the 1 GB mix, most of the read's cost)
 COUNTED_COLUMNS = [c for c in GROUP_COLUMNS if c != "client_id"]
+# held as categories (a few groups over a million lines: on the dense incident 16 MB as text, 1 as codes)
+GROUP_CATEGORIES = ("group",)
 
 
 def group_rows(bundle, also: list[str] | None = None, *, counted: bool = False) -> pd.DataFrame:
     """The ``group_events`` rows with at least the columns :func:`rebalance_summary` and
     :func:`rebalance_storm` read (:data:`GROUP_COLUMNS`, and ``also``; with ``counted``,
-    :data:`COUNTED_COLUMNS`, what the counts read): on a big stored table, not its text. What the
-    read left free in Arrow's pool goes back to the system (on a 16-host fleet's million group
-    lines, about 200 MB a notebook's kernel would otherwise keep)."""
+    :data:`COUNTED_COLUMNS`, what the counts read; the group as a category): on a big stored table,
+    not its text. What the read left free in Arrow's pool goes back to the system (on a 16-host
+    fleet's million group lines, about 200 MB a notebook's kernel would otherwise keep)."""
     columns = getattr(bundle, "columns", None)
     if not callable(columns):
         return bundle.table("group_events")
     _give_back()  # what earlier reads left free in Arrow's pool, before the biggest read here
     base = COUNTED_COLUMNS if counted else GROUP_COLUMNS
-    got = columns("group_events", base + [c for c in also or [] if c not in base])
+    got = columns("group_events", base + [c for c in also or [] if c not in base], GROUP_CATEGORIES)
     _give_back()  # the scan's own buffers
     return got
 
