@@ -79,5 +79,5 @@ def test_transaction_timeouts_reads_no_text_and_quotes_the_rows_it_shows(tmp_pat
     assert [f.to_dict() for f in got] == [f.to_dict() for f in want]
     assert all(e["text"] for e in got[0].evidence)
     assert "txn_events" not in b.tables
-    read = [cols for name, cols in b.parts if name == "txn_events"]
+    read = [cols for name, cols, _ in b.parts if name == "txn_events"]
     assert read and all("message" not in cols for cols in read)
