@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import mmap
 import os
 from pathlib import Path
 
@@ -211,7 +212,7 @@ def _declared_slices(name: str, dataset, columns: list[str], categories: tuple[s
     if not rows:
         return _declared(name, dataset.to_table(columns=columns), categories)
     filled = [c.name for c in spec.columns if c.name in columns and c.dtype in _FILLED]
-    # a number or flag column with no value in any row is not read: one missing value stands for all
+    # a number or flag column with no value in any row is not read: made missing, its values never held
     empty = {c.name: c.dtype for c in spec.columns if c.name in _valueless(dataset, filled) and c.dtype in _NULLS}
     filled = [c for c in filled if c not in empty]
     kept = [c for c in columns if c not in filled and c not in empty]
@@ -297,20 +298,20 @@ def _valueless(dataset, names: list[str]) -> set[str]:
     return left
 
 
-def _all_missing_int(rows: int) -> pd.arrays.IntegerArray:
-    # read-only views of one value each: a missing value for every row in 2 bytes, not 9 a row
-    return pd.arrays.IntegerArray(np.broadcast_to(np.int64(0), rows), np.broadcast_to(np.True_, rows))
+def _untouched_zeros(rows: int, dtype) -> np.ndarray:
+    """A writable array of ``rows`` zeros in pages of their own that the system maps only when
+    written (an anonymous mapping): no memory a row until a value is set."""
+    dtype = np.dtype(dtype)
+    if not rows:
+        return np.zeros(0, dtype)
+    return np.frombuffer(mmap.mmap(-1, rows * dtype.itemsize), dtype)
 
 
-def _all_missing_bool(rows: int) -> pd.arrays.BooleanArray:
-    return pd.arrays.BooleanArray(np.broadcast_to(np.False_, rows), np.broadcast_to(np.True_, rows))
-
-
-# declared dtype label -> a column of that many rows with no value, held in a few bytes whatever its length
+# declared dtype label -> a column of that many rows with no value: its mask (a byte a row) and
+# values not yet written (none held), an array like any other that can be written to
 _NULLS = {
-    "int": _all_missing_int,
-    "bool": _all_missing_bool,
-    "float": lambda rows: np.broadcast_to(np.float64(np.nan), rows),
+    "int": lambda rows: pd.arrays.IntegerArray(_untouched_zeros(rows, np.int64), np.ones(rows, bool)),
+    "bool": lambda rows: pd.arrays.BooleanArray(_untouched_zeros(rows, bool), np.ones(rows, bool)),
 }
 
 
