@@ -122,3 +122,20 @@ def test_a_number_column_with_no_value_costs_no_memory_a_row(tmp_path):
     # and it is a column like any other: a value set in it is set
     got.loc[got["line"] < 2, "waited_ms"] = 5
     assert got["waited_ms"].tolist()[:3] == [5, 5, pd.NA] and got["waited_ms"].isna().sum() == rows - 2
+
+
+def test_a_column_with_no_value_is_the_process_own_after_a_fork():
+    """The detectors' second process is forked: a value it sets in a column with no value (its
+    pages a private mapping) is its own, never seen by the process it was forked from."""
+    import os
+
+    import numpy as np
+
+    values = store._untouched_zeros(100_000, np.int64)
+    pid = os.fork()
+    if pid == 0:  # the child writes every value, then is gone
+        values[:] = 7
+        os._exit(0 if int(values.sum()) == 700_000 else 1)
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
+    assert not values.any()

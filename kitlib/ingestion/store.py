@@ -300,11 +300,13 @@ def _valueless(dataset, names: list[str]) -> set[str]:
 
 def _untouched_zeros(rows: int, dtype) -> np.ndarray:
     """A writable array of ``rows`` zeros in pages of their own that the system maps only when
-    written (an anonymous mapping): no memory a row until a value is set."""
+    written (an anonymous private mapping: a process forked after it gets its own copy of a page
+    it writes, as with any memory): no memory a row until a value is set."""
     dtype = np.dtype(dtype)
-    if not rows:
-        return np.zeros(0, dtype)
-    return np.frombuffer(mmap.mmap(-1, rows * dtype.itemsize), dtype)
+    private = getattr(mmap, "MAP_PRIVATE", None)
+    if not rows or private is None:  # (no such mapping here: plain zeros)
+        return np.zeros(rows, dtype)
+    return np.frombuffer(mmap.mmap(-1, rows * dtype.itemsize, flags=private | mmap.MAP_ANONYMOUS), dtype)
 
 
 # declared dtype label -> a column of that many rows with no value: its mask (a byte a row) and

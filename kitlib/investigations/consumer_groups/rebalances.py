@@ -433,16 +433,15 @@ def group_rows(bundle, also: list[str] | None = None, *, counted: bool = False) 
     """The ``group_events`` rows with at least the columns :func:`rebalance_summary` and
     :func:`rebalance_storm` read (:data:`GROUP_COLUMNS`, and ``also``; with ``counted``,
     :data:`COUNTED_COLUMNS`, what the counts read; the group as a category): on a big stored table,
-    not its text. What the read left free in Arrow's pool goes back to the system (on a 16-host
-    fleet's million group lines, about 200 MB a notebook's kernel would otherwise keep)."""
+    not its text. What earlier reads left free in Arrow's pool goes back to the system first, and
+    what this one left after it (:meth:`~kitlib.bundle.Bundle.columns`): on a 16-host fleet's
+    million group lines, about 200 MB a notebook's kernel would otherwise keep."""
     columns = getattr(bundle, "columns", None)
     if not callable(columns):
         return bundle.table("group_events")
     _give_back()  # what earlier reads left free in Arrow's pool, before the biggest read here
     base = COUNTED_COLUMNS if counted else GROUP_COLUMNS
-    got = columns("group_events", base + [c for c in also or [] if c not in base], GROUP_CATEGORIES)
-    _give_back()  # the scan's own buffers
-    return got
+    return columns("group_events", base + [c for c in also or [] if c not in base], GROUP_CATEGORIES)
 
 
 def _give_back() -> None:
