@@ -6,6 +6,7 @@ from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
 
@@ -56,3 +57,37 @@ def test_take_reads_only_the_batches_it_needs():
         rows = pa.array(np.random.default_rng(seed).permutation(50)[: 20 + seed])
         assert _take(t, rows).equals(t.take(rows))
     assert _take(t, pa.array([], pa.int64())).num_rows == 0
+
+
+def test_sort_keys_order_rows_as_their_columns_do():
+    """Text keys held as ranks sort the rows as the text does: missing values last, text beyond
+    ASCII, a chunk with no row, chunks with their own values, ties broken by the next key."""
+    rng = np.random.default_rng(7)
+    order = ["ts", "host", "file", "line"]
+    hosts = ["broker-2", "broker-10", "broker-1", "Broker-1", "brøker-3", ""]
+    files = ["server.log", "server.log.1", "controller.log", "state-change.log"]
+    for _ in range(100):
+        chunks = []
+        for _ in range(int(rng.integers(1, 5))):
+            m = int(rng.integers(0, 40))
+            chunks.append(
+                pa.table(
+                    {
+                        "ts": pa.array(rng.integers(0, 4, m) * 1000, pa.timestamp("ms", tz="UTC")),
+                        "host": pa.array(
+                            [None if rng.random() < 0.1 else str(rng.choice(hosts)) for _ in range(m)],
+                            pa.large_string(),
+                        ),
+                        "file": pa.array(
+                            [None if rng.random() < 0.1 else str(rng.choice(files)) for _ in range(m)],
+                            pa.large_string(),
+                        ),
+                        "line": pa.array(rng.integers(1, 6, m), pa.int64()),
+                    }
+                )
+            )
+        t = pa.concat_tables(chunks)
+        keys = sink.sort_keys(t, order)
+        assert [keys.column(k).type for k in order] == [t.column("ts").type, pa.int32(), pa.int32(), pa.int64()]
+        by = [(k, "ascending") for k in order]
+        assert pc.sort_indices(keys, sort_keys=by).equals(pc.sort_indices(t.combine_chunks(), sort_keys=by))
