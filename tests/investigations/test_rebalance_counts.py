@@ -186,3 +186,21 @@ def test_busiest_window_with_skipped_grows_with_its_starts():
 
     small, big = case(20_000), case(40_000)
     assert best(big) < 3 * best(small)
+
+
+@pytest.mark.parametrize("sort", [False, True])
+def test_groups_factorized_by_codes_equal_the_groups_text_factorized(sort):
+    """A categorical group column (as a store reads it) factorized by its codes gives the codes,
+    names and types that factorizing its text gives: missing groups, unused and unsorted
+    categories, text beyond ASCII, no row at all."""
+    rng = np.random.default_rng(11)
+    groups = ["orders-b", "orders-a", "zahlungsläufe", "Orders", "g-10", "g-2", ""]
+    for _ in range(200):
+        vals = [None if rng.random() < 0.15 else str(rng.choice(groups)) for _ in range(int(rng.integers(0, 40)))]
+        cats = list(dict.fromkeys([v for v in vals if v is not None] + ["never-seen"]))
+        rng.shuffle(cats)
+        col = pd.Series(pd.Categorical(vals, categories=cats))
+        want_codes, want_names = pd.factorize(col.astype("string"), sort=sort)
+        codes, names = rebalances.text_factorized(col, sort=sort)
+        assert codes.dtype == want_codes.dtype and np.array_equal(codes, want_codes)
+        assert names.dtype == want_names.dtype and names.equals(want_names)

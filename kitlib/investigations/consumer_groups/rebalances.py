@@ -249,6 +249,34 @@ def _is(col: pd.Series, value: str) -> np.ndarray:
     return _kind_masks(col, (value,))[value]
 
 
+def text_factorized(values: pd.Series, sort: bool = False) -> tuple[np.ndarray, pd.Index]:
+    """``pd.factorize(values.astype("string"), sort=sort)``: each row's code (-1 where missing) and
+    the distinct texts. A categorical column is factorized by its codes and only its distinct
+    names are made text (a million group lines made into strings took 0.14 s, twice a storm
+    detector's run).
+
+    Example:
+        >>> codes, names = text_factorized(pd.Series(["b", None, "a", "b"], dtype="category"), sort=True)
+        >>> codes.tolist(), names.tolist()
+        ([1, -1, 0, 1], ['a', 'b'])
+    """
+    if not isinstance(values.dtype, pd.CategoricalDtype):
+        return pd.factorize(values.astype("string"), sort=sort)
+    raw = values.cat.codes.to_numpy()
+    named = raw >= 0
+    codes = np.full(len(raw), -1, np.int64)
+    first, seen = pd.factorize(raw[named])  # in the order the names first appear
+    codes[named] = first
+    names = pd.Index(values.cat.categories.take(seen).astype("string"))
+    if sort:
+        order = np.argsort(names.to_numpy(dtype=object), kind="stable")
+        rank = np.empty(len(order), np.int64)
+        rank[order] = np.arange(len(order))
+        codes[named] = rank[first]
+        names = names[order]
+    return codes, names
+
+
 def _kind_masks(kind: pd.Series, kinds) -> dict[str, np.ndarray]:
     """Which rows are of each kind in ``kinds`` (a boolean array each): on a categorical column
     by its codes, so no row's text is made."""
@@ -274,7 +302,7 @@ def _summary(ge: pd.DataFrame) -> pd.DataFrame:
     is_prep = masks[start].copy()
     if start == "rejoining":  # the members of one group rejoin together: one rebalance per burst
         is_prep &= _first_of_bursts(named["ts"], named["group"].astype("string"), is_prep)
-    gcodes, gnames = pd.factorize(named["group"].astype("string"), sort=True)
+    gcodes, gnames = text_factorized(named["group"], sort=True)
     gcodes = gcodes.astype(np.int64)
     ng = len(gnames)
     gen = pd.to_numeric(named["generation"], errors="coerce").astype("float64").to_numpy()
@@ -515,7 +543,7 @@ def rebalance_storm(bundle) -> list[Finding]:
     summary = _summary(ge)
     status = partition_status(lag_history(bundle))
     # group -> positions of its rows (in table order), and the kinds shown as masks over all rows
-    codes, names = pd.factorize(ge["group"].astype("string"))
+    codes, names = text_factorized(ge["group"])
     order = np.argsort(codes, kind="stable")
     bounds = np.searchsorted(codes[order], np.arange(-1, len(names) + 1))
     by_group = {str(n): order[bounds[j + 1] : bounds[j + 2]] for j, n in enumerate(names)}
