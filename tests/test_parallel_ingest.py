@@ -227,12 +227,12 @@ def test_the_second_process_reads_ahead_within_its_byte_budget(monkeypatch):
 
     import pyarrow as pa
 
-    from kitlib.ingestion import sink
+    from kitlib.ingestion import blockwise
 
-    monkeypatch.setattr(sink, "RECEIVE_AHEAD_BYTES", 1)
+    monkeypatch.setattr(blockwise, "RECEIVE_AHEAD_BYTES", 1)
     opened = []
     real_open = pa.ipc.open_stream
-    monkeypatch.setattr(sink.pa.ipc, "open_stream", lambda src: opened.append(1) or real_open(src))
+    monkeypatch.setattr(blockwise.pa.ipc, "open_stream", lambda src: opened.append(1) or real_open(src))
     a, b = socket.socketpair()
     ours, theirs = Connection(a.detach()), Connection(b.detach())
 
@@ -249,13 +249,13 @@ def test_the_second_process_reads_ahead_within_its_byte_budget(monkeypatch):
         ours.send_bytes(pickle.dumps({"group_events": []}))
 
     threading.Thread(target=send, daemon=True).start()
-    got = sink._received(theirs)
+    got = blockwise.received(theirs)
     first = next(got)
     time.sleep(0.3)  # the reader has every block on its socket by now
     assert len(opened) == 1  # and read none of the rest into Arrow while the first is held
     rest = list(got)
     assert [t["group_events"].column("line")[0].as_py() for t in [first, *rest[:-1]]] == [0, 1, 2, 3]
-    assert isinstance(rest[-1], sink._End) and rest[-1].filled == {"group_events": []}
+    assert isinstance(rest[-1], blockwise.EndOfBlocks) and rest[-1].filled == {"group_events": []}
     ours.close()
     theirs.close()
 

@@ -13,6 +13,7 @@ import pytest
 from kitlib import extract, registry
 from kitlib.ingestion import sink
 from kitlib.ingestion.derive import scan
+from kitlib.ingestion.keys import sort_keys
 from kitlib.ingestion.sink import Selection, Written, _take
 from kitlib.ingestion.store import ingest
 
@@ -87,7 +88,7 @@ def test_sort_keys_order_rows_as_their_columns_do():
                 )
             )
         t = pa.concat_tables(chunks)
-        keys = sink.sort_keys(t, order)
+        keys = sort_keys(t, order)
         assert [keys.column(k).type for k in order] == [t.column("ts").type, pa.int32(), pa.int32(), pa.int64()]
         by = [(k, "ascending") for k in order]
         assert pc.sort_indices(keys, sort_keys=by).equals(pc.sort_indices(t.combine_chunks(), sort_keys=by))

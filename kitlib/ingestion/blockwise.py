@@ -5,6 +5,7 @@ from every events block and builds and writes the blockwise derived tables (see
 from __future__ import annotations
 
 import contextlib
+import io
 import os
 import pickle
 import queue
@@ -391,3 +392,74 @@ def built_apart(group: str) -> bool:
 def tables_built_apart() -> set[str]:
     """The derived tables the second process builds (see :func:`built_apart`)."""
     return {name for name, g in extract.groups().items() if built_apart(g)}
+
+
+# --- the second process's end of the socket: what it reads, as the ingest's end above sends it ---
+
+
+class EndOfBlocks:
+    """The last message to the second process: the rows file formats put in blockwise tables."""
+
+    def __init__(self, filled: dict):
+        self.filled = filled
+
+
+class BuiltBatch:
+    """A batch the ingest's own process built (the second process was behind): its pieces, and
+    the builders that failed on it."""
+
+    def __init__(self, pieces: dict[str, pa.Table], errors: list[BuildError]):
+        self.pieces, self.errors = pieces, errors
+
+
+# the picked records the second process reads ahead, in bytes: a batch's build takes a while, and
+# the ingest would wait on a full socket meanwhile (the two processes then took turns instead of
+# both working); about 40 blocks of the 1 GB mix, 5 to 10 of a dense incident
+RECEIVE_AHEAD_BYTES = 24 << 20
+
+
+def received(conn):
+    """The records picked from each events block (group -> records), in order, then an
+    :class:`EndOfBlocks`: read from the socket on a thread of their own, at most
+    :data:`RECEIVE_AHEAD_BYTES` waiting (and always one block). What the thread meets (the ingest
+    gone: ``EOFError``) is raised here."""
+    import queue
+    import threading
+
+    waiting: queue.SimpleQueue = queue.SimpleQueue()
+    room = threading.Condition()
+    held = [0]  # bytes read and not yet taken
+
+    def read() -> None:
+        try:
+            # the records picked from an events block (b"E"), or a batch's pieces built by the
+            # ingest (b"B"); else the end (b"F")
+            while (kind := conn.recv_bytes()) in (b"E", b"B"):
+                # the groups' names, then their records, each message read into memory of its own:
+                # the rows share the block's dictionaries, which as slices of one buffer kept every
+                # block whose rows wait for their batch whole (the process 310 to 650 MB)
+                names = [g for g in conn.recv_bytes().decode().split("\0") if g]
+                messages = [conn.recv_bytes() for _ in names]
+                errors = pickle.loads(conn.recv_bytes()) if kind == b"B" else None
+                size = sum(len(m) for m in messages)
+                with room:
+                    room.wait_for(lambda size=size: held[0] == 0 or held[0] + size <= RECEIVE_AHEAD_BYTES)
+                    held[0] += size
+                picked = {g: pa.ipc.open_stream(io.BytesIO(m)).read_all() for g, m in zip(names, messages)}
+                del messages
+                waiting.put((picked if errors is None else BuiltBatch(picked, errors), size))
+            waiting.put((EndOfBlocks(pickle.loads(conn.recv_bytes())), 0))
+        except BaseException as e:  # noqa: BLE001 - raised where the blocks are taken
+            waiting.put((e, 0))
+
+    threading.Thread(target=read, name="kitlib-derive-receive", daemon=True).start()
+    while True:
+        item, size = waiting.get()
+        if isinstance(item, BaseException):
+            raise item
+        yield item
+        with room:
+            held[0] -= size
+            room.notify()
+        if isinstance(item, EndOfBlocks):
+            return

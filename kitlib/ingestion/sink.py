@@ -5,8 +5,6 @@ use from the stored events (``derive=False``, see :mod:`kitlib.ingestion.derive`
 
 from __future__ import annotations
 
-import io
-import pickle
 import sys
 from collections import deque
 from collections.abc import Callable
@@ -23,7 +21,8 @@ from kitlib import extract, tables
 from kitlib.events import to_pandas
 from kitlib.extract import BuildError
 from kitlib.formats.logs.matching import annotate
-from kitlib.ingestion.blockwise import BlockwiseProcess, built_apart, tables_built_apart
+from kitlib.ingestion.blockwise import BlockwiseProcess, BuiltBatch, built_apart, received, tables_built_apart
+from kitlib.ingestion.keys import sort_keys
 from kitlib.ingestion.memory import lean_allocator, release_memory
 from kitlib.redact import REDACTED_BY_PARSER, redact_table
 
@@ -496,37 +495,6 @@ def write_sorted(table: str, spilled: Path, dest: Path) -> int:
     return n
 
 
-def sort_keys(t: pa.Table, order: list[str]) -> pa.Table:
-    """The columns ``order`` of ``t`` as one table that sorts as they do (``pc.sort_indices``,
-    ascending, missing values last): numbers and times as they are, each text column as the
-    rank of its value among the column's distinct values (int32; missing stays missing). A
-    blockwise table's keys are a time, a line number and two names of a few distinct values
-    (host, file): held as ranks they take 24 bytes a row instead of the names' text, about a
-    hundred on the dense incident, where two tables are sorted at once."""
-    return pa.table(
-        {k: _ranks(t.column(k)) if _is_text(t.column(k).type) else t.column(k).combine_chunks() for k in order}
-    )
-
-
-def _is_text(kind: pa.DataType) -> bool:
-    if pa.types.is_dictionary(kind):
-        kind = kind.value_type
-    return pa.types.is_string(kind) or pa.types.is_large_string(kind)
-
-
-def _ranks(col: pa.ChunkedArray) -> pa.Array:
-    """Each value's rank among the distinct values of text column ``col`` in Arrow's order of
-    text (int32; missing stays missing), made chunk by chunk without a copy of the text."""
-    encoded = [c if pa.types.is_dictionary(c.type) else pc.dictionary_encode(c) for c in col.chunks]
-    if not encoded:
-        return pa.array([], pa.int32())
-    dictionaries = [e.dictionary.cast(pa.large_string()) for e in encoded]
-    distinct = pc.unique(pa.chunked_array(dictionaries, pa.large_string()))
-    distinct = distinct.take(pc.sort_indices(distinct))
-    ranks = [pc.index_in(d, value_set=distinct).cast(pa.int32()).take(e.indices) for d, e in zip(dictionaries, encoded)]
-    return pa.concat_arrays(ranks)
-
-
 def _as_written(rows: pa.Table, schema: pa.Schema, whole: dict[str, pd.CategoricalDtype]) -> pa.Table | None:
     """Conformed rows of a blockwise table put in ``schema`` (the file's, made through pandas
     from its first row group), the values a trip through pandas gives them: each categorical
@@ -635,10 +603,10 @@ def run_builder(conn, out: str, batch_rows: int) -> None:
         # picks the blockwise groups and keeps (spills) the built pieces as a one-process ingest does
         selection = Selection(Path(out), picks=built_apart)
         filled: dict = {}
-        for picked in _received(conn):
+        for picked in received(conn):
             if isinstance(picked, dict):
                 selection.take(picked)
-            elif isinstance(picked, _Built):
+            elif isinstance(picked, BuiltBatch):
                 selection.keep_built(picked.pieces, picked.errors)
             else:
                 filled = picked.filled
@@ -653,74 +621,6 @@ def run_builder(conn, out: str, batch_rows: int) -> None:
         conn.send(("error", f"{type(e).__name__}: {e}"))
     finally:
         conn.close()
-
-
-class _End:
-    """The last message to the second process: the rows file formats put in blockwise tables."""
-
-    def __init__(self, filled: dict):
-        self.filled = filled
-
-
-class _Built:
-    """A batch the ingest's own process built (the second process was behind): its pieces, and
-    the builders that failed on it."""
-
-    def __init__(self, pieces: dict[str, pa.Table], errors: list[BuildError]):
-        self.pieces, self.errors = pieces, errors
-
-
-# the picked records the second process reads ahead, in bytes: a batch's build takes a while, and
-# the ingest would wait on a full socket meanwhile (the two processes then took turns instead of
-# both working); about 40 blocks of the 1 GB mix, 5 to 10 of a dense incident
-RECEIVE_AHEAD_BYTES = 24 << 20
-
-
-def _received(conn):
-    """The records picked from each events block (group -> records), in order, then an
-    :class:`_End`: read from the socket on a thread of their own, at most
-    :data:`RECEIVE_AHEAD_BYTES` waiting (and always one block). What the thread meets (the ingest
-    gone: ``EOFError``) is raised here."""
-    import queue
-    import threading
-
-    waiting: queue.SimpleQueue = queue.SimpleQueue()
-    room = threading.Condition()
-    held = [0]  # bytes read and not yet taken
-
-    def read() -> None:
-        try:
-            # the records picked from an events block (b"E"), or a batch's pieces built by the
-            # ingest (b"B"); else the end (b"F")
-            while (kind := conn.recv_bytes()) in (b"E", b"B"):
-                # the groups' names, then their records, each message read into memory of its own:
-                # the rows share the block's dictionaries, which as slices of one buffer kept every
-                # block whose rows wait for their batch whole (the process 310 to 650 MB)
-                names = [g for g in conn.recv_bytes().decode().split("\0") if g]
-                messages = [conn.recv_bytes() for _ in names]
-                errors = pickle.loads(conn.recv_bytes()) if kind == b"B" else None
-                size = sum(len(m) for m in messages)
-                with room:
-                    room.wait_for(lambda size=size: held[0] == 0 or held[0] + size <= RECEIVE_AHEAD_BYTES)
-                    held[0] += size
-                picked = {g: pa.ipc.open_stream(io.BytesIO(m)).read_all() for g, m in zip(names, messages)}
-                del messages
-                waiting.put((picked if errors is None else _Built(picked, errors), size))
-            waiting.put((_End(pickle.loads(conn.recv_bytes())), 0))
-        except BaseException as e:  # noqa: BLE001 - raised where the blocks are taken
-            waiting.put((e, 0))
-
-    threading.Thread(target=read, name="kitlib-derive-receive", daemon=True).start()
-    while True:
-        item, size = waiting.get()
-        if isinstance(item, BaseException):
-            raise item
-        yield item
-        with room:
-            held[0] -= size
-            room.notify()
-        if isinstance(item, _End):
-            return
 
 
 def to_arrow(name: str, df: pd.DataFrame) -> pa.Table:
