@@ -1,10 +1,11 @@
-"""The compiled part of the kit: three C files, the log4j block scan (kitlib/formats/logs/_scan.c),
-template matching (kitlib/formats/logs/_match.c) and the literal prefilter of the extractors'
-message patterns (kitlib/formats/logs/_prefilter.c).
+"""The compiled part of the kit: four C files, the log4j block scan (kitlib/formats/logs/_scan.c),
+template matching (kitlib/formats/logs/_match.c), the literal prefilter of the extractors'
+message patterns (kitlib/formats/logs/_prefilter.c) and the cuts of the extraction rules' fixed
+wordings (kitlib/extract/_cut.c).
 
 All are optional: where no C compiler is found the install goes on without them, the log4j parser
-uses its numpy path for every block, template matching its Arrow path and the prefilter Arrow's
-literal search (same tables, slower).
+uses its numpy path for every block, template matching its Arrow path, the prefilter Arrow's
+literal search and the cuts Arrow's splits (same tables, slower).
 
 The packages are listed here too: the notebooks' home is the repository's top-level notebooks/
 folder, and a wheel carries them as the package kitlib.notebooks (package data only). Everything
@@ -32,6 +33,12 @@ setup(
         Extension(
             "kitlib.formats.logs._prefilter",
             ["kitlib/formats/logs/_prefilter.c"],
+            extra_compile_args=["-O2"],
+            optional=True,
+        ),
+        Extension(
+            "kitlib.extract._cut",
+            ["kitlib/extract/_cut.c"],
             extra_compile_args=["-O2"],
             optional=True,
         ),

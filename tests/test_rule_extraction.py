@@ -14,6 +14,7 @@ import pytest
 import kitlib
 from kitlib import extract
 from kitlib.extract import first_lines
+from kitlib.extract import rules as rules_module
 from kitlib.extract.rules import Rule, classify, match
 from kitlib.investigations.client_requests import auth, connections
 from kitlib.investigations.consumer_groups import groups, transactions
@@ -263,6 +264,44 @@ def test_layouts_read_what_the_regex_reads(rules):
             for f, vals in got.items():
                 assert vals.to_pylist() == want[f].filter(pa.array(ok)).to_pylist(), (rule.kind, f)
     assert cut >= 80  # the layouts read many of these texts (and the regex the rest)
+
+
+@pytest.mark.skipif(rules_module._cut is None, reason="the compiled cuts are not built here")
+@pytest.mark.parametrize("kind", [pa.large_string(), pa.string()])
+def test_compiled_cuts_equal_arrows_splits(kind):
+    """The compiled cuts give what Arrow's splits give, layout by layout of every rule: which
+    texts a layout reads, each field's values, nulls and type; on texts with nulls, a slice
+    (an array's offset), texts in chunks, and layouts ending on a piece without an end and on a
+    cut at the last occurrence of its end."""
+    from kitlib.extract.rules import Layout
+
+    layouts = [
+        layout for rules in (groups.RULES, transactions.RULES, auth.RULES) for r in rules for layout in r.layouts
+    ]
+    layouts += [
+        Layout("with ", r"[^ ]+ \(.*\)", (("first", " (", False), ("", "", False), ("whole", ")", True))),
+        Layout("é ", r"[^,]*,.*", (("a", ",", False), ("b", "", False))),
+    ]
+    assert len(layouts) >= 6
+    raw = _layout_texts() + EXTRA + [None, "", "with ", "with x (y) (z)", "é a,b,c", "é ,", "x é é ,"]
+    texts = pa.array(raw, kind)
+    shapes = [texts, texts.slice(7, 500), pa.chunked_array([texts.slice(0, 300), texts.slice(300)])]
+    compared = 0
+    for layout in layouts:
+        for t in shapes:
+            ok, got = layout.cut(t)
+            want_ok, want = layout._split(t.combine_chunks() if isinstance(t, pa.ChunkedArray) else t)
+            assert np.array_equal(ok, want_ok), layout.lead
+            assert got.keys() == want.keys(), layout.lead
+            for f in got:
+                assert got[f].type == want[f].type and got[f].to_pylist() == want[f].to_pylist(), (layout.lead, f)
+            compared += int(ok.sum())
+    assert compared > 500
+    # a layout whose form lets a text without a piece's end through is refused on it either way
+    loose = Layout("é ", r".*", (("a", ",", False),))
+    for cut in (loose.cut, loose._split):
+        with pytest.raises(ValueError):
+            cut(pa.array(["é a,b", "é ab"], kind))
 
 
 def test_labels_are_the_categoricals_conform_makes():

@@ -54,7 +54,13 @@ class Layout:
 
     def cut(self, texts: pa.Array) -> tuple[np.ndarray, dict[str, pa.Array]]:
         """Which ``texts`` this layout reads (boolean mask) and their fields (null where empty,
-        as :func:`extract`)."""
+        as :func:`extract`): in compiled code where it is built (:func:`_compiled_cut`), else
+        with Arrow's splits, the same values either way."""
+        got = _compiled_cut(self, texts)
+        return got if got is not None else self._split(texts)
+
+    def _split(self, texts: pa.Array) -> tuple[np.ndarray, dict[str, pa.Array]]:
+        """:meth:`cut` with Arrow's kernels: a split, a list element and an empty test a piece."""
         # one split at the first lead: a text without it is left whole (one piece)
         parts = pc.split_pattern(texts, self.lead, max_splits=1)
         has = np.asarray(pc.equal(pc.list_value_length(parts), 2).to_numpy(zero_copy_only=False), bool)
@@ -79,6 +85,54 @@ class Layout:
                 empty = pc.equal(pc.binary_length(val), 0)
                 out[name] = pc.if_else(empty, pa.scalar(None, val.type), val) if pc.any(empty).as_py() else val
         return has, out
+
+
+try:  # the compiled cuts (_cut.c, built by setup.py where a C compiler is found)
+    from kitlib.extract import _cut
+except ImportError:  # pragma: no cover - an install without a compiler: Arrow's splits
+    _cut = None  # type: ignore[assignment]
+
+
+def _compiled_cut(layout: Layout, texts: pa.Array | pa.ChunkedArray) -> tuple[np.ndarray, dict[str, pa.Array]] | None:
+    """:meth:`Layout.cut` with its splits in compiled code: the text after the first lead in one
+    pass, the layout's form checked with RE2 (Arrow) as before, then every piece of the texts
+    that fit in one more pass. None where the module is not built or ``texts`` is not a string
+    array (Arrow's splits then)."""
+    if _cut is None:
+        return None
+    if isinstance(texts, pa.ChunkedArray):
+        texts = texts.combine_chunks()
+    large = pa.types.is_large_string(texts.type)
+    if not (large or pa.types.is_string(texts.type)):
+        return None
+    n = len(texts)
+    valid, offsets, data = texts.buffers()
+    has_bytes, rest_offsets, rest_data, rows = _cut.lead(
+        offsets, data if data is not None else b"", valid, texts.offset, n, large, layout.lead.encode()
+    )
+    has = np.frombuffer(has_bytes, np.bool_).copy()
+    if not rows:
+        return has, {}
+    rest = pa.Array.from_buffers(pa.large_string(), rows, [None, pa.py_buffer(rest_offsets), pa.py_buffer(rest_data)])
+    ok = pc.match_substring_regex(rest, "^(?:" + layout.form + ")$")
+    good = np.asarray(ok.to_numpy(zero_copy_only=False), bool)
+    has[has] = good
+    if not good.any():
+        return has, {}
+    if not good.all():
+        rest = rest.filter(ok)
+    _, rest_offsets_buf, rest_data_buf = rest.buffers()
+    steps = [(end.encode(), last, bool(name)) for name, end, last in layout.steps]
+    pieces, missing = _cut.steps(rest_offsets_buf, rest_data_buf, None, rest.offset, len(rest), True, steps)
+    if missing:  # (what Arrow's list element says of a piece its split did not find)
+        raise ValueError(f"layout {layout.lead!r}: a text its form accepts lacks a piece's end")
+    out: dict[str, pa.Array] = {}
+    kept = [name for name, _, _ in layout.steps if name]
+    for name, (o, d, v, nulls) in zip(kept, pieces):
+        buffers = [pa.py_buffer(v) if nulls else None, pa.py_buffer(o), pa.py_buffer(d)]
+        field = pa.Array.from_buffers(pa.large_string(), len(rest), buffers, null_count=nulls)
+        out[name] = field if large else field.cast(texts.type)
+    return has, out
 
 
 @dataclass(frozen=True)
