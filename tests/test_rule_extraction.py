@@ -281,9 +281,11 @@ def test_compiled_cuts_equal_arrows_splits(kind):
     layouts += [
         Layout("with ", r"[^ ]+ \(.*\)", (("first", " (", False), ("", "", False), ("whole", ")", True))),
         Layout("é ", r"[^,]*,.*", (("a", ",", False), ("b", "", False))),
+        Layout("the end", r"|x", (("tail", "", False),)),  # pieces all empty, or one byte
     ]
     assert len(layouts) >= 6
-    raw = _layout_texts() + EXTRA + [None, "", "with ", "with x (y) (z)", "é a,b,c", "é ,", "x é é ,"]
+    raw = _layout_texts() + EXTRA + [None, "", "with ", "with x (y) (z)", "é a,b,c", "é ,", "x é é ,", "the end"]
+    raw += ["at the end", "the endx", "the end y"]
     texts = pa.array(raw, kind)
     shapes = [texts, texts.slice(7, 500), pa.chunked_array([texts.slice(0, 300), texts.slice(300)])]
     compared = 0

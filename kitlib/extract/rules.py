@@ -123,7 +123,8 @@ def _compiled_cut(layout: Layout, texts: pa.Array | pa.ChunkedArray) -> tuple[np
         rest = rest.filter(ok)
     _, rest_offsets_buf, rest_data_buf = rest.buffers()
     steps = [(end.encode(), last, bool(name)) for name, end, last in layout.steps]
-    pieces, missing = _cut.steps(rest_offsets_buf, rest_data_buf, None, rest.offset, len(rest), True, steps)
+    data_buf = rest_data_buf if rest_data_buf is not None else b""  # (Arrow has none for texts all empty)
+    pieces, missing = _cut.steps(rest_offsets_buf, data_buf, None, rest.offset, len(rest), True, steps)
     if missing:  # (what Arrow's list element says of a piece its split did not find)
         raise ValueError(f"layout {layout.lead!r}: a text its form accepts lacks a piece's end")
     out: dict[str, pa.Array] = {}
