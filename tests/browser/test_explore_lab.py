@@ -167,6 +167,17 @@ def _open_and_run_all(browser, base: str, token: str, name: str, outside: list, 
 def _brush(page, total: int) -> tuple[str, int]:
     """Drag across the middle of the timeline; wait for the evidence count to leave ``total``.
     Returns the window label and the evidence rows the panel then shows."""
+    # every cell run first (no prompt waiting, the kernel idle): a brush made while cells still
+    # run is answered only after them, and outputs still drawn above the timeline move it away
+    # from the pointer (on a loaded machine the drag then missed the chart)
+    page.wait_for_function(
+        "(() => { const w = window.jupyterapp.shell.currentWidget;"
+        " const k = w && w.sessionContext.session && w.sessionContext.session.kernel;"
+        " const waiting = [...document.querySelectorAll('.jp-InputPrompt')].some(p => p.textContent.includes('*'));"
+        " return k && k.status === 'idle' && !waiting; })()",
+        timeout=600_000,
+    )
+    page.wait_for_timeout(1000)  # (the last outputs drawn)
     page.wait_for_selector(".kit-timeline canvas, .kit-timeline svg.marks", timeout=120_000)
     area = page.locator(".kit-timeline canvas, .kit-timeline svg.marks").first
     area.scroll_into_view_if_needed()
