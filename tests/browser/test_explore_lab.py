@@ -179,19 +179,31 @@ def _brush(page, total: int) -> tuple[str, int]:
     )
     page.wait_for_timeout(1000)  # (the last outputs drawn)
     page.wait_for_selector(".kit-timeline canvas, .kit-timeline svg.marks", timeout=120_000)
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
+
     area = page.locator(".kit-timeline canvas, .kit-timeline svg.marks").first
-    area.scroll_into_view_if_needed()
-    box = area.bounding_box()
-    y = box["y"] + box["height"] * 0.5
-    page.mouse.move(box["x"] + box["width"] * 0.35, y)
-    page.mouse.down()
-    page.mouse.move(box["x"] + box["width"] * 0.55, y, steps=8)
-    page.mouse.move(box["x"] + box["width"] * 0.6, y, steps=4)
-    page.mouse.up()
-    page.wait_for_function(
-        f"(() => {{ const e = document.querySelector('.kit-evidence-count'); return e && e.dataset.rows !== '{total}'; }})()",
-        timeout=120_000,
-    )
+    changed = f"(() => {{ const e = document.querySelector('.kit-evidence-count'); return e && e.dataset.rows !== '{total}'; }})()"
+    for attempt in range(3):  # a drag on a chart JupyterLab was still attaching is lost: drag again
+        area.scroll_into_view_if_needed()
+        box = area.bounding_box()
+        for _ in range(20):  # the chart where it stays (the notebook may still scroll or lay out)
+            page.wait_for_timeout(300)
+            again = area.bounding_box()
+            if again == box:
+                break
+            box = again
+        y = box["y"] + box["height"] * 0.5
+        page.mouse.move(box["x"] + box["width"] * 0.35, y)
+        page.mouse.down()
+        page.mouse.move(box["x"] + box["width"] * 0.55, y, steps=8)
+        page.mouse.move(box["x"] + box["width"] * 0.6, y, steps=4)
+        page.mouse.up()
+        try:
+            page.wait_for_function(changed, timeout=60_000)
+            break
+        except PlaywrightTimeout:
+            if attempt == 2:
+                raise
 
     def now():
         return page.locator(".kit-window").inner_text(), int(
