@@ -159,7 +159,9 @@ class Bundle:
                 del self.memo[key]
         return True
 
-    def columns(self, name: str, columns: list[str], categories: tuple[str, ...] = ()) -> pd.DataFrame:
+    def columns(
+        self, name: str, columns: list[str], categories: tuple[str, ...] = (), *, held_as_is: bool = False
+    ) -> pd.DataFrame:
         """Table ``name`` with at least ``columns``: the same rows, in the same order and with the
         same dtypes as :meth:`table` gives. On an ingest output, a table not read whole is read
         with only those of its declared columns (kept for the next call asking for them or for
@@ -169,7 +171,11 @@ class Bundle:
         ``categories`` names text columns among them that a model reads as pandas categories
         instead (as ``astype("category")`` makes them: a code of a byte or two a row where text
         takes nine or more). Columns of few values over millions of rows are held that way:
-        the topic and ISR lists of the dense incident's partition changes, about 100 MB less."""
+        the topic and ISR lists of the dense incident's partition changes, about 100 MB less.
+
+        ``held_as_is``: columns read before are taken as they were read, text or categories alike
+        (for choosing rows, where a category answers as its text does), so that no second copy of
+        a big table's columns is read."""
         path = self._on_disk(name)
         spec = tables.SCHEMAS.get(name)
         cats = tuple(sorted(set(categories)))
@@ -188,7 +194,7 @@ class Bundle:
         wanted = set(columns) | set(cats)
         for (table, held, held_cats), part in self.parts.items():
             # read already, with others (those asked for as text or as categories the same way)
-            if table == name and wanted <= set(held) and set(held_cats) & wanted == set(cats):
+            if table == name and wanted <= set(held) and (held_as_is or set(held_cats) & wanted == set(cats)):
                 return part
         key = (name, tuple(c for c in spec.names if c in wanted), cats)
         got = self.parts.get(key)

@@ -437,3 +437,37 @@ def test_extent_counted_from_codes_is_the_one_counted_from_text(name):
     for f in kitlib.triage(b).findings:
         e = f.extent
         assert (e.lines, e.other, e.hosts, e.files, e.first, e.last) == extent_from_text(f, b), f.id
+
+
+def test_an_exact_query_selects_the_counted_rows_and_no_other():
+    """A count's query (``exact_query``) selects exactly the rows counted: the base query when it
+    selects nothing more, else the base with the rows it selects beyond them left out by file and
+    line; no query when the base misses a counted row, a row is counted twice, too many rows would
+    be left out, or a row left out shares its file and line with a counted one."""
+    from kitlib.findings.extent import exact_query
+
+    t = pd.DataFrame(
+        {
+            "kind": ["fenced", "fenced", "unfenced", "fenced", "fenced", "fenced"],
+            "node": pd.array([1, 1, 1, 2, 1, pd.NA], dtype="Int64"),
+            "file": ["b1/server.log", "b1/server.log", "b1/server.log", "b2/server.log", "b2/server.log", "b1/x.log"],
+            "line": [10, 11, 12, 10, 10, 3],
+        }
+    )
+
+    def picked(query):
+        return t.query(query, engine="python").index.tolist()
+
+    base = "kind == 'fenced' and node == 1"
+    assert exact_query(t, [0, 1, 4], base) == base
+    # a row the detector left out (one a stall explains, say) is left out of the query too
+    query = exact_query(t, [0, 4], base)
+    assert query is not None and picked(query) == [0, 4]
+    assert "file == 'b1/server.log' and line in [11]" in query
+    assert exact_query(t, [0, 3], base) is None  # row 3 is about node 2: the base misses it
+    assert exact_query(t, [0, 0, 1, 4], base) is None  # a row counted twice: no query counts it so
+    assert exact_query(t, [0], base, most=1) is None  # two rows to leave out, one allowed
+    # rows 3 and 4 share their file and line: leaving out one by file and line leaves out both
+    assert exact_query(t, [3], "kind == 'fenced' and file == 'b2/server.log'") is None
+    # a missing node is no node: a base naming the host's rows alike keeps them
+    assert picked(exact_query(t, [5], "kind == 'fenced' and node.isna()")) == [5]

@@ -35,7 +35,8 @@ MUST_COUNT = {
         "commit_failures_in_client_logs",
     ),
     "broker-fenced": ("isr_shrinks", "events"),
-    "isr-shrink": ("isr_shrinks",),
+    "isr-shrink": ("isr_shrinks", "shrinks"),
+    "transaction-timeouts": ("timeout_rollbacks",),
 }
 
 

@@ -131,3 +131,20 @@ def test_the_builder_bench_builds_what_the_first_reader_builds(tmp_path):
         derived = sum(b.rows(t) for t, g in groups.items() if g == group)
         assert timed[group]["rows"] == derived, group
         assert timed[group]["records"] >= derived // 2 and timed[group]["cpu"] > 0
+
+
+def test_the_storms_findings_rest_on_every_line_they_count(bundles):
+    """On the storm, a finding's extent is the rows its numbers count, not its eight evidence rows:
+    the fencings, ISR departures and rollbacks each finding states are said where they come from
+    (``counted_from``, recounted here with pandas), and the triage's extent holds every one of them
+    (it was 8 lines for 355,975 fencings on the 1 GB dense incident)."""
+    b = bundles[2 * N]
+    keys = {"broker-fenced": "events", "isr-shrink": "shrinks", "transaction-timeouts": "timeout_rollbacks"}
+    found = [f for f in kitlib.triage(b).findings if f.id in keys]
+    assert {f.id for f in found} == set(keys)
+    for f in found:
+        key = keys[f.id]
+        assert key in f.counted_from, f"{f.id}: {key} = {f.numbers[key]} says no rows it counts"
+        for k, (table, query) in f.counted_from.items():
+            assert len(b.table(table).query(query, engine="python")) == f.numbers[k], (f.id, k, query)
+        assert f.rests_on().lines >= f.numbers[key] > 20

@@ -301,7 +301,8 @@ def _query_frame(bundle, table: str, queries: list[str]) -> pd.DataFrame:
     columns = getattr(bundle, "columns", None)
     if columns is None:
         return bundle.table(table)
-    frame = columns(table, sorted(names))
+    # the columns as the models read them, text or categories alike: a query chooses the same rows
+    frame = columns(table, sorted(names), held_as_is=True)
     if "index" in names and not isinstance(frame.index, pd.RangeIndex):
         # the index a query names is the whole table's: the same as the columns' when both number
         # the rows from 0 (what a stored table is read as)
@@ -455,3 +456,58 @@ def evidence_extent(f: Cited, bundle=None, masks: dict | None = None) -> Extent:
     first = pd.Timestamp(ts.min()) if len(ts) else None
     last = pd.Timestamp(ts.max()) if len(ts) else None
     return Extent(lines, len(rows) - lines, hosts, files, first, last)
+
+
+# rows a base query selects beyond those a count names that :func:`exact_query` leaves out one by
+# one (by file and line); beyond this many the count says no query
+EXCLUDED_MOST = 200
+
+
+def exact_query(frame: pd.DataFrame, rows, base: str, most: int = EXCLUDED_MOST) -> str | None:
+    """A pandas query (for ``counted_from``) that selects exactly the rows of ``frame`` at
+    positions ``rows``, the rows a finding's number counts: ``base``, with the rows it selects
+    beyond those left out by file and line (a detector that drops rows a stall, a GC pause or a
+    controlled shutdown explains counts fewer than its kind and node select). ``frame`` is the
+    table as the query will be run on it (same rows, same order; ``file`` and ``line`` among its
+    columns). None when no such query is made: ``base`` misses a counted row, a row is counted
+    twice, more than ``most`` rows would be left out, or a row left out shares its file and line
+    with a counted one. The query is checked on ``frame`` before it is handed back.
+
+    Example:
+        >>> t = pd.DataFrame({"kind": ["a", "a", "b", "a"], "file": ["f"] * 4, "line": [1, 2, 3, 4]})
+        >>> exact_query(t, [0, 3], "kind == 'a'")
+        "kind == 'a' and not ((file == 'f' and line in [2]))"
+    """
+    at = np.asarray(rows, dtype=np.int64)
+    want = np.zeros(len(frame), bool)
+    want[at] = True
+    if int(want.sum()) != len(at):
+        return None
+    base_mask = _row_mask(frame, base)
+    if base_mask is None:
+        return None
+    base_rows = base_mask.fillna(False).to_numpy(dtype=bool)
+    if (want & ~base_rows).any():
+        return None
+    extra = np.flatnonzero(base_rows & ~want)
+    if not len(extra):
+        return base
+    if len(extra) > most:
+        return None
+    files = frame["file"].iloc[extra].astype("string")
+    lines = pd.to_numeric(frame["line"].iloc[extra], errors="coerce")
+    if files.isna().any() or lines.isna().any():
+        return None
+    left: dict[str, list[int]] = {}
+    for f, n in zip(files.tolist(), lines.astype("int64").tolist()):
+        left.setdefault(f, []).append(n)
+    out = (
+        base
+        + " and not ("
+        + " or ".join(f"(file == {f!r} and line in {sorted(set(n))!r})" for f, n in left.items())
+        + ")"
+    )
+    got = _row_mask(frame, out)
+    if got is None or not np.array_equal(got.fillna(False).to_numpy(dtype=bool), want):
+        return None
+    return out

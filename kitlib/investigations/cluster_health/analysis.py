@@ -193,14 +193,16 @@ def pairs_within(sorted_ts: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> tuple
     return win, first + np.arange(int(n.sum()))
 
 
-def shrink_rows(bundle, columns: list[str] | None = None) -> pd.DataFrame:
+def shrink_rows(bundle, columns: list[str] | None = None, *, positions: bool = False) -> pd.DataFrame:
     """One row per (ISR shrink, broker that left), with ``node`` = the broker that left; with
-    ``columns``, only those of the table's columns (and ``node``)."""
+    ``columns``, only those of the table's columns (and ``node``); with ``positions``, ``row`` too:
+    the row's position in :func:`partition_changes`."""
     p = partition_changes(bundle)
     at = np.flatnonzero((p["kind"] == "isr_shrink").to_numpy(bool))
     if not len(at):
         s = p.iloc[at] if columns is None else p[columns].iloc[at]
-        return s.assign(node=pd.Series(dtype="Int64"))
+        s = s.assign(node=pd.Series(dtype="Int64"))
+        return s.assign(row=pd.Series(dtype="int64")) if positions else s
     rows, ids = id_lists(p["removed"].iloc[at])
     at = at[rows]
     out = (  # with columns, each taken alone (no copy of them over every row first)
@@ -209,6 +211,8 @@ def shrink_rows(bundle, columns: list[str] | None = None) -> pd.DataFrame:
         else pd.DataFrame({c: p[c].array.take(at) for c in columns}, index=pd.RangeIndex(len(at)))
     )
     out["node"] = pd.array(ids, dtype="Int64")
+    if positions:
+        out["row"] = at
     return out
 
 

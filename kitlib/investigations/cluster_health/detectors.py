@@ -31,6 +31,7 @@ from kitlib.investigations.cluster_health.analysis import (
     shrink_rows,
 )
 from kitlib.investigations.cluster_health.causes import drop_explained, explained_rows, gc_links, in_shutdown
+from kitlib.investigations.cluster_health.counts import fenced_counts, shrink_counts
 from kitlib.investigations.cluster_health.failover import STORM_S, described_quorum_leader, failover_owned, failovers
 
 PAUSE_SHARE_ALERT = 0.05  # 5 % of wall-clock time in pauses
@@ -200,7 +201,7 @@ def detect_gc_pauses(bundle) -> list[Finding]:
 )
 def detect_isr_shrink(bundle) -> list[Finding]:
     # the columns read below and by the evidence (its text read by file and line: ``quoted``)
-    sh = shrink_rows(bundle, ["ts", "topic", "partition", "host", "file", "line"])
+    sh = shrink_rows(bundle, ["ts", "topic", "partition", "host", "file", "line"], positions=True)
     pchg = partition_changes(bundle)
     urp = metric_series(bundle, URP_MBEAN, "Value")
     urp_max = float(urp["value"].max()) if len(urp) else 0.0
@@ -353,6 +354,7 @@ def detect_isr_shrink(bundle) -> list[Finding]:
                         bundle, rest.iloc[pos[ts.reset_index(drop=True).sort_values().index[:8]]], "partition_changes"
                     )
                 ),
+                counted_from=shrink_counts(pchg, rest["row"].to_numpy()[pos], int(node)),
             )
         )
     return out
@@ -555,6 +557,7 @@ def detect_broker_fenced(bundle) -> list[Finding]:
                     + " While fenced it leads no partitions, so producers with acks=all may stall on min.insync.replicas."
                 ),
                 evidence=evidence(quoted(bundle, grp.sort_values("ts").head(8), "node_events")),
+                counted_from=fenced_counts(ne, grp, node, kinds.index.tolist()),
             )
         )
     return out

@@ -9,6 +9,7 @@ import numpy as np
 import pandas as pd
 
 from kitlib.findings import Finding, detector, evidence
+from kitlib.findings.extent import exact_query
 
 LATE_TXN_MBEAN = "PartitionsWithLateTransactionsCount"
 
@@ -233,5 +234,19 @@ def transaction_timeouts(bundle) -> list[Finding]:
             },
             recommendation=_sentence("; ".join(fixes)),
             evidence=ev_list,
+            counted_from=_rollback_counts(te, int(trouble["timeout_rollbacks"].sum()) if len(trouble) else 0),
         )
     ]
+
+
+def _rollback_counts(te: pd.DataFrame, rollbacks: int) -> dict[str, tuple[str, str]]:
+    """Where the count of rollbacks on timeout comes from (``counted_from``): every
+    ``txn_events`` row of that kind naming a transactional id (each id with one is in trouble),
+    as a query that selects exactly them; nothing when they are not the rows counted."""
+    rows = np.flatnonzero(
+        (te["kind"] == "timeout_rollback").fillna(False).to_numpy(bool) & te["transactional_id"].notna().to_numpy(bool)
+    )
+    if not rollbacks or len(rows) != rollbacks:
+        return {}
+    query = exact_query(te, rows, "kind == 'timeout_rollback' and transactional_id.notna()")
+    return {} if query is None else {"timeout_rollbacks": ("txn_events", query)}
