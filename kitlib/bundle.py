@@ -33,6 +33,7 @@ from kitlib.ingestion.pipeline import run
 from kitlib.ingestion.store import (
     count_rows,
     duckdb_connection,
+    footer_span,
     host_partitioning,
     ingest,
     is_store,
@@ -282,9 +283,14 @@ class Bundle:
 
     def span(self) -> tuple[pd.Timestamp, pd.Timestamp] | None:
         """First and last record time (UTC) within the bundle's window; None without records.
-        On an ingest output it is computed from the Parquet files' statistics and columns by
-        DuckDB, not by loading the events."""
+        On an ingest output it is read from the Parquet files' footers (the whole bundle), or
+        computed from their statistics and columns by DuckDB (a window), not by loading the events."""
         if self.lazy("events"):
+            if self.window.whole and self.store is not None:
+                try:
+                    return footer_span(stored_tables(self.store)["events"])
+                except LookupError:  # a file without the statistics: its times are read
+                    pass
             got = self.sql("select min(ts) as lo, max(ts) as hi from events where " + self.where())
             lo, hi = got["lo"].iloc[0], got["hi"].iloc[0]
             if pd.isna(lo):

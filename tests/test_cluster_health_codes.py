@@ -95,3 +95,36 @@ def test_triage_extents_are_unchanged_by_the_parts():
         d = extent_rows(f, b)
         lines = int(d["line"].notna().sum())
         assert (f.extent.lines, f.extent.other) == (lines, len(d) - lines), f.id
+
+
+def test_the_earliest_rows_and_the_kinds_counted_are_what_sorting_and_astype_give():
+    """earliest(rows, n) is rows.sort_values("ts").head(n) with ties, missing times and an index
+    that is not 0..n; text_counts(col) is col.astype(str).value_counts(), ties included, on a
+    categorical column with unused categories and on text."""
+    from kitlib.investigations.cluster_health.codes import earliest, text_counts
+
+    rng = np.random.default_rng(7)
+    n = 5000
+    ts = pd.Series(pd.to_datetime(rng.integers(0, 40, n), unit="s", utc=True))  # many ties
+    ts[rng.random(n) < 0.1] = pd.NaT
+    rows = pd.DataFrame({"ts": ts, "x": np.arange(n)}, index=rng.permutation(n) * 3)
+    for k in (0, 1, 8, 200, n + 5):
+        pd.testing.assert_frame_equal(earliest(rows, k), rows.sort_values("ts").head(k))
+    kinds = ["fenced", "broker_failed", "zk_session_expired", "heartbeat_timeout"]
+    col = pd.Series(pd.Categorical(rng.choice(kinds[:3], n), categories=kinds))
+    tied = pd.Series(pd.Categorical(["b", "a"] * 50, categories=["a", "b", "c"]))
+    for c in (col, tied, col.astype("string")):
+        pd.testing.assert_series_equal(text_counts(c), c.astype(str).value_counts())
+
+
+def test_rows_repeating_a_file_and_line_are_found_as_a_frame_finds_them():
+    """_repeated (an extent's rows told apart by file and line) is DataFrame.duplicated of the two
+    columns: with lines close together (one key) and lines too far apart for one (the frame)."""
+    from kitlib.findings.extent import _repeated
+
+    rng = np.random.default_rng(9)
+    file = rng.integers(0, 5, 20000)
+    for line in (rng.integers(1, 300, 20000), rng.choice([-(2**62), 3, 2**62], 20000)):
+        want = pd.DataFrame({"f": file, "l": line}).duplicated().to_numpy()
+        assert (_repeated(file, line) == want).all() and want.any() and not want.all()
+    assert _repeated(np.zeros(0, np.int64), np.zeros(0, np.int64)).tolist() == []

@@ -31,3 +31,33 @@ def test_rows_by_position_across_batches_as_the_scanner_gives_them(tmp_path):
     assert store._take(dataset, None, None, rows[:4]).equals(table.take(pa.array(rows[:4])))
     with pytest.raises(IndexError):
         store._take(dataset, None, ["message"], [n])
+
+
+def test_the_span_from_the_footers_is_the_columns_min_and_max(tmp_path):
+    """footer_span gives what min and max over the time column give: across files and row groups,
+    past a row group with no time at all, and None when no row holds one; a file written without
+    statistics is refused (the caller reads the column then)."""
+    import pandas as pd
+
+    rng = np.random.default_rng(5)
+    ms = np.sort(rng.integers(1_700_000_000_000, 1_800_000_000_000, 5000))
+    times = pa.array(ms, pa.timestamp("ms", tz="UTC"))
+    folder = tmp_path / "events"
+    (folder / "host=b1").mkdir(parents=True)
+    (folder / "host=b2").mkdir(parents=True)
+    pq.write_table(pa.table({"ts": times.slice(0, 3000)}), folder / "host=b1" / "part-0.parquet", row_group_size=700)
+    nulls = pa.concat_arrays([pa.nulls(900, times.type), times.slice(3000)])  # a first group of no time
+    pq.write_table(pa.table({"ts": nulls}), folder / "host=b2" / "part-0.parquet", row_group_size=900)
+    lo, hi = store.footer_span(folder)
+    assert (lo, hi) == (
+        pd.Timestamp(int(ms.min()), unit="ms", tz="UTC"),
+        pd.Timestamp(int(ms.max()), unit="ms", tz="UTC"),
+    )
+    assert str(lo.tz) == "UTC"
+    empty = tmp_path / "empty.parquet"
+    pq.write_table(pa.table({"ts": pa.nulls(10, times.type)}), empty)
+    assert store.footer_span(empty) is None
+    bare = tmp_path / "bare.parquet"
+    pq.write_table(pa.table({"ts": times}), bare, write_statistics=False)
+    with pytest.raises(LookupError):
+        store.footer_span(bare)

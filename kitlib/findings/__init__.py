@@ -419,6 +419,11 @@ def _run(
         return
     stray = sorted({f.id for f in got if f.id not in d.ids})
     got = [f for f in got if f.id in d.ids]
+    if any(f.counted_from for f in got):
+        # what the detector let go back to the system first: the extents read the tables the
+        # counts name, and their arrays landed on top of the detector's freed memory (the dense
+        # incident's rebalance storm: 40 MB above its own peak)
+        release_memory()
     try:
         # what each finding rests on, measured here for every detector alike
         extents = _extents(got, bundle, apart)

@@ -167,12 +167,29 @@ def _distinct_rows(f: Cited, bundle=None, masks: dict | None = None) -> tuple[pd
     if not parts:
         return _coded(np.zeros(0, np.int64), np.zeros(0, np.int64), pd.Series([], dtype="datetime64[ns, UTC]")), []
     d = pd.concat(parts, ignore_index=True) if len(parts) > 1 else parts[0]
+    del parts
+    # the first of equal rows found by position and the rows taken once (a copy of the rows for
+    # each step had held five copies of a count of half a million rows at once)
     has_line = d["has_line"].to_numpy()
-    keyed = d[has_line]
-    keyed = keyed[~keyed.duplicated(["file", "line"]).to_numpy()]
-    bare = d[~has_line]
-    bare = bare[~bare.duplicated(["file", "host", "ts", "text"]).to_numpy()]
-    return pd.concat([keyed, bare], ignore_index=True), list(names)
+    keyed, bare = np.flatnonzero(has_line), np.flatnonzero(~has_line)
+    keyed = keyed[~_repeated(d["file"].to_numpy()[keyed], d["line"].to_numpy()[keyed])]
+    if len(bare):
+        bare = bare[~d.iloc[bare].duplicated(["file", "host", "ts", "text"]).to_numpy()]
+    return d.take(np.concatenate([keyed, bare])).reset_index(drop=True), list(names)
+
+
+def _repeated(file: np.ndarray, line: np.ndarray) -> np.ndarray:
+    """Which rows repeat an earlier row's ``file`` (codes from 0) and ``line`` (integers):
+    ``DataFrame.duplicated`` of the two, on one int64 key made of both where their ranges allow
+    (a file's lines counted from the smallest line), else on a frame of the two."""
+    if not len(file):
+        return np.zeros(0, bool)
+    lo, hi = int(line.min()), int(line.max())
+    width = hi - lo + 1
+    if int(file.max()) < (1 << 62) // width:
+        key = file.astype(np.int64) * width + (line - lo)
+        return pd.Series(key, copy=False).duplicated().to_numpy()
+    return pd.DataFrame({"file": file, "line": line}, copy=False).duplicated().to_numpy()
 
 
 def _coded(file: np.ndarray, host: np.ndarray, ts: pd.Series, line=None, has_line=None, text=None) -> pd.DataFrame:
@@ -268,13 +285,22 @@ class _TableCodes:
             # a missing name reads as "" (as :func:`_text` makes it): the code after the others
             codes, uniques = pd.factorize(s)
             texts = [*_text(pd.Series(uniques)).tolist(), ""]
-            return np.where(codes < 0, len(texts) - 1, codes).astype(np.int64), texts
+            # (four bytes a row: a table's files and hosts are few)
+            return np.where(codes < 0, len(texts) - 1, codes).astype(np.int32), texts
 
         file, files = names(frame["file"])
         host, hosts = names(frame["host"])
-        lines = _line_numbers(frame["line"])
+        col = frame["line"]
+        if isinstance(col.dtype, pd.Int64Dtype):  # read as it is held: no copy of the column
+            arr = col.array
+            has_line = ~arr._mask
+            line = np.where(has_line, arr._data, 0)
+        else:
+            lines = _line_numbers(col)
+            line, has_line = lines.fillna(0).to_numpy(dtype=np.int64), lines.notna().to_numpy()
+            del lines
         ts = pd.to_datetime(frame["ts"], utc=True, errors="coerce").reset_index(drop=True)
-        return cls(file, files, host, hosts, lines.fillna(0).to_numpy(dtype=np.int64), lines.notna().to_numpy(), ts)
+        return cls(file, files, host, hosts, line, has_line, ts)
 
 
 def _text(s: pd.Series) -> pd.Series:

@@ -204,3 +204,36 @@ def test_groups_factorized_by_codes_equal_the_groups_text_factorized(sort):
         codes, names = rebalances.text_factorized(col, sort=sort)
         assert codes.dtype == want_codes.dtype and np.array_equal(codes, want_codes)
         assert names.dtype == want_names.dtype and names.equals(want_names)
+
+
+def test_the_reasons_read_apart_give_the_summary_the_column_gives():
+    """rebalance_summary of rows without their reasons, each rebalance start's reason read by its
+    place (stored_reasons on an ingest output), is the summary of the rows with the column: the
+    same top reasons and counts, groups filled from client lines and rows without a group alike."""
+    rng = np.random.default_rng(23)
+    ge = _coordinator_rows(rng, 4000)
+    ge.loc[rng.random(len(ge)) < 0.05, "group"] = pd.NA  # rows that name no group are left out
+    ge["reason"] = pd.array(
+        rng.choice(
+            [
+                "Adding new member c-1-0f8e4f4e-2c4a-4f7e-9d1b-3a6f2b8c9d10 with group instance id None",
+                "Adding new member c-2-1f8e4f4e-2c4a-4f7e-9d1b-3a6f2b8c9d10 with group instance id None",
+                "removing member x on heartbeat expiration",
+                None,
+            ],
+            len(ge),
+        ),
+        dtype="string",
+    )
+    asked: list[np.ndarray] = []
+
+    def reasons(at: np.ndarray) -> pd.Series:
+        asked.append(at)
+        return ge["reason"].iloc[at].reset_index(drop=True)
+
+    want = rebalances.rebalance_summary(ge)
+    got = rebalances.rebalance_summary(ge.drop(columns=["reason"]), reasons)
+    pd.testing.assert_frame_equal(got, want)
+    assert "<member>" in " ".join(want["top_reasons"]) and "(not logged)" in " ".join(want["top_reasons"])
+    starts = np.flatnonzero((ge["kind"] == "prepare_rebalance").to_numpy(bool) & ge["group"].notna().to_numpy(bool))
+    assert len(asked) == 1 and asked[0].tolist() == starts.tolist()  # only the starts' reasons were read

@@ -31,6 +31,7 @@ from kitlib.investigations.cluster_health.analysis import (
     shrink_rows,
 )
 from kitlib.investigations.cluster_health.causes import drop_explained, explained_rows, gc_links, in_shutdown
+from kitlib.investigations.cluster_health.codes import earliest, text_counts
 from kitlib.investigations.cluster_health.counts import fenced_counts, shrink_counts
 from kitlib.investigations.cluster_health.failover import STORM_S, described_quorum_leader, failover_owned, failovers
 
@@ -412,7 +413,7 @@ def detect_controller_failover(bundle) -> list[Finding]:
             & ne["kind"].isin(["controller_active", "controller_renounce", "controller_epoch", "fenced"])
         ]
         ev_rows = ev_rows[(ev_rows["kind"] != "controller_epoch") | (ev_rows["node"] == -1)]
-        evid = evidence(quoted(bundle, ev_rows.sort_values("ts").head(8), "node_events"))
+        evid = evidence(quoted(bundle, earliest(ev_rows, 8), "node_events"))
         if len(offline):
             evid += evidence(quoted(bundle, offline.head(4), "partition_changes"))
         out.append(
@@ -515,7 +516,7 @@ def detect_broker_fenced(bundle) -> list[Finding]:
         who = f"The broker on host {node}" if isinstance(node, str) else f"Broker {node}"
         grp = lost.iloc[pos]
         back = fenced_s[pos[is_fen[pos]]]
-        kinds = grp["kind"].astype(str).value_counts()
+        kinds = text_counts(grp["kind"])
         words = {
             "fenced": "fenced by the controller (session timed out)",
             "broker_failed": "declared failed by the controller",
@@ -556,7 +557,7 @@ def detect_broker_fenced(bundle) -> list[Finding]:
                     )
                     + " While fenced it leads no partitions, so producers with acks=all may stall on min.insync.replicas."
                 ),
-                evidence=evidence(quoted(bundle, grp.sort_values("ts").head(8), "node_events")),
+                evidence=evidence(quoted(bundle, earliest(grp, 8), "node_events")),
                 counted_from=fenced_counts(ne, grp, node, kinds.index.tolist()),
             )
         )
@@ -642,7 +643,7 @@ def detect_log_dir_failure(bundle) -> list[Finding]:
                     )
                     + " Partitions whose only in-sync replica lived there stay offline until it returns."
                 ),
-                evidence=evidence(quoted(bundle, grp.sort_values("ts").head(6), "node_events"))
+                evidence=evidence(quoted(bundle, earliest(grp, 6), "node_events"))
                 + (evidence(quoted(bundle, lead.head(3), "partition_changes")) if len(lead) else []),
             )
         )

@@ -35,6 +35,7 @@ from kitlib.investigations.cluster_health.analysis import (
     shrink_rows,
 )
 from kitlib.investigations.cluster_health.causes import drop_explained, explained_rows, gc_links
+from kitlib.investigations.cluster_health.codes import earliest, text_counts
 from kitlib.investigations.cluster_health.failover import failover_owned, failovers
 
 GAP_MIN_S = 3.0  # a sampling gap shorter than this is noise
@@ -347,7 +348,7 @@ def stall_finding(bundle, story: StallStory, finding_id: str, urp_mbean: str) ->
     numbers: dict = {"broker": node, "stalls": len(st), "longest_stall_s": round(float(secs.max()), 1)}
     ses = story.session
     lost = ses[ses["kind"] != "heartbeat_timeout"] if len(ses) else ses
-    kinds = lost["kind"].astype(str).value_counts() if len(lost) else pd.Series(dtype=int)
+    kinds = text_counts(lost["kind"]) if len(lost) else pd.Series(dtype=int)
     if len(kinds):
         words = {
             "fenced": "fenced by the controller (session timed out)",
@@ -435,8 +436,8 @@ def stall_finding(bundle, story: StallStory, finding_id: str, urp_mbean: str) ->
         if len(gaps)
         else []
     )
-    evid += evidence(quoted(bundle, lost.sort_values("ts").head(4), "node_events")) if len(lost) else []
-    evid += evidence(quoted(bundle, sh.sort_values("ts").head(8), "partition_changes")) if len(sh) else []
+    evid += evidence(quoted(bundle, earliest(lost, 4), "node_events")) if len(lost) else []
+    evid += evidence(quoted(bundle, earliest(sh, 8), "partition_changes")) if len(sh) else []
     if story.failovers:
         ne = node_events(bundle)
         won = pd.DataFrame({"file": [fo.file for fo in story.failovers], "line": [fo.line for fo in story.failovers]})

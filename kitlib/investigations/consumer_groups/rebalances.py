@@ -6,6 +6,8 @@ Windows and skipped generations are counted in ``windows``.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 import pandas as pd
 import pyarrow as pa
@@ -221,11 +223,24 @@ SUMMARY_COLUMNS = [
 ]
 
 
-def rebalance_summary(group_events: pd.DataFrame) -> pd.DataFrame:
+def rebalance_summary(group_events: pd.DataFrame, reasons: Reasons | None = None) -> pd.DataFrame:
     """Per group: rebalances started (and how many were churn, see :func:`churn_mask`), the busiest
     10 minutes of churn, generations reached, members
-    removed or left, the client-side symptoms and the most frequent reasons."""
-    return _summary(client_groups(group_events))
+    removed or left, the client-side symptoms and the most frequent reasons. ``group_events``
+    without its ``reason`` column: ``reasons`` reads the reasons of the rows that start a
+    rebalance (see :func:`stored_reasons`)."""
+    return _summary(client_groups(group_events), reasons)
+
+
+# the reasons of the rows at some positions of group_events (ascending), as text
+Reasons = Callable[[np.ndarray], pd.Series]
+
+
+def stored_reasons(bundle) -> Reasons:
+    """Reads the ``reason`` of the ``group_events`` rows at some positions, and only of those: a
+    big stored table's reasons are as many as its rows, and the text of them all, held through a
+    rebalance count, was its largest part (on the dense incident, 110 MB of a 540 MB process)."""
+    return lambda at: bundle.rows_at("group_events", at, ["reason"])["reason"]
 
 
 _SUMMARY_KINDS = (
@@ -288,7 +303,7 @@ def _kind_masks(kind: pd.Series, kinds) -> dict[str, np.ndarray]:
     return {kd: (txt == kd).fillna(False).to_numpy(bool) for kd in kinds}
 
 
-def _summary(ge: pd.DataFrame) -> pd.DataFrame:
+def _summary(ge: pd.DataFrame, reasons: Reasons | None = None) -> pd.DataFrame:
     """:func:`rebalance_summary` of rows whose groups :func:`client_groups` already filled in.
     Every step runs once over the whole table (kinds by category codes, the skipped rebalances
     of every group in one sort, the counts per group by one bincount each, the busiest window of
@@ -312,7 +327,11 @@ def _summary(ge: pd.DataFrame) -> pd.DataFrame:
     t_ns = ts.astype(np.int64)
     prep_at = np.flatnonzero(is_prep)
     pg = gcodes[prep_at]  # the group of each rebalance start
-    pat_code, pat_names, adding = _start_reasons(named["reason"], prep_at)
+    if "reason" in named.columns or reasons is None:
+        pat_code, pat_names, adding = _start_reasons(named["reason"], prep_at)
+    else:  # only the rebalance starts' reasons, read by their place in the table
+        in_table = np.flatnonzero(has)[prep_at] if named is not ge else prep_at
+        pat_code, pat_names, adding = _start_reasons(reasons(in_table), np.arange(len(prep_at)))
     # rebalances the generation numbers show but the lines skip (an excerpt): coordinator lines
     # only; the rows that neither start a rebalance nor report a generation change nothing there
     if start == "prepare_rebalance":
@@ -451,8 +470,9 @@ def _summary(ge: pd.DataFrame) -> pd.DataFrame:
 # what the rebalance counts read of group_events (the text of a line only for the rows shown)
 GROUP_COLUMNS = ["ts", "source", "kind", "group", "generation", "client_id", "reason", "host", "file", "line"]
 # what the counts read (the client ids only name the clients of a storm seen in clients' logs
-# alone: read for that storm's rows then; on the 1 GB mix, most of the read's cost)
-COUNTED_COLUMNS = [c for c in GROUP_COLUMNS if c != "client_id"]
+# alone: read for that storm's rows then; on the 1 GB mix, most of the read's cost; the reasons
+# only for the rows that start a rebalance, by :func:`stored_reasons`)
+COUNTED_COLUMNS = [c for c in GROUP_COLUMNS if c not in ("client_id", "reason")]
 # held as categories (a few groups over a million lines: on the dense incident 16 MB as text, 1 as codes)
 GROUP_CATEGORIES = ("group",)
 
@@ -540,7 +560,7 @@ def rebalance_storm(bundle) -> list[Finding]:
     raw = group_rows(bundle, counted=True)
     ge = client_groups(raw)
     out = []
-    summary = _summary(ge)
+    summary = _summary(ge, stored_reasons(bundle))
     status = partition_status(lag_history(bundle))
     # group -> positions of its rows (in table order), and the kinds shown as masks over all rows
     codes, names = text_factorized(ge["group"])

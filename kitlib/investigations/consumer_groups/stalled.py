@@ -17,7 +17,12 @@ import pandas as pd
 from kitlib.findings import Finding, detector, evidence
 from kitlib.investigations.consumer_groups.lag import LagRules, lag_history, partition_status
 from kitlib.investigations.consumer_groups.lag_time import lag_times
-from kitlib.investigations.consumer_groups.rebalances import STORM_REBALANCES, group_rows, rebalance_summary
+from kitlib.investigations.consumer_groups.rebalances import (
+    STORM_REBALANCES,
+    group_rows,
+    rebalance_summary,
+    stored_reasons,
+)
 
 
 def _fmt_ts(ts, missing: str = "an unknown time") -> str:
@@ -42,7 +47,7 @@ def consumer_stalled(bundle, rules: LagRules | None = None) -> list[Finding]:
         return []
     times = lag_times(history, rules.window).set_index(["group", "topic", "partition"])
     # a group in a rebalance storm stops and falls behind because of it: rebalance-storm says so
-    storms = rebalance_summary(group_rows(bundle, counted=True))
+    storms = rebalance_summary(group_rows(bundle, counted=True), stored_reasons(bundle))
     storming = set(storms.loc[storms["busiest_10min"] >= STORM_REBALANCES, "group"])
     bad = bad[~bad["group"].astype("string").isin(storming)]
     out = []
