@@ -133,3 +133,35 @@ def test_an_ingest_output_gets_its_derived_tables_built_once_before_the_second_p
     lines = said.read_text().splitlines()
     assert lines[0] == "build first" and lines.count("build first") + lines.count("build second") == 1, lines[:5]
     assert (out / derive.CACHE / "group_events.parquet").exists()
+
+
+@pytest.mark.skipif(not lanes.usable(2), reason="needs os.fork and two cores")
+def test_a_table_with_no_rows_puts_no_detectors_in_one_unit(monkeypatch):
+    """Detectors are run in one unit when they name a table in common, but not through a table
+    with no rows (nothing is read or shared): the transactions' detector and the cluster's, which
+    both read an empty metrics table, run apart; the findings are the same either way."""
+    from kitlib import findings
+
+    def without_metrics():  # the bundle as one without any JMX file gives it
+        b = kitlib.load_bundle(os.path.join(SAMPLES, "rebalance-storm"), cache=False)
+        b.tables["metrics"] = b.table("metrics").iloc[:0]
+        return b
+
+    one = triage(without_metrics())
+    handed: list[list[int]] = []
+    real = lanes.run_units
+
+    def spied(units, run_unit, *a, **k):
+        handed.extend(list(u) for u in units)
+        return real(units, run_unit, *a, **k)
+
+    monkeypatch.setattr(lanes, "run_units", spied)
+    b = without_metrics()
+    assert not len(b.table("metrics")) and len(b.table("group_events"))
+    _same(triage(b, jobs=2), one)
+    names = sorted(findings.DETECTORS)
+    units = [{names[i] for i in u} for u in handed]
+    txn = next(u for u in units if "transaction_timeouts" in u)
+    assert "detect_isr_shrink" not in txn  # joined only through metrics, which is empty here
+    storm = next(u for u in units if "rebalance_storm" in u)
+    assert "consumer_stalled" in storm  # group_events has rows: still one unit

@@ -328,7 +328,12 @@ def _triage_in_lanes(bundle, order: list, held: set, found: list[Finding], runs:
     its process lets it go after the last detector naming it, as one process does. The units are
     handed out those with the most stored rows first, so a process meets the biggest tables
     before memory let go by other units is still held, and the longest unit starts first."""
-    members = _units([(*d.needs, *d.reads) for _, d, _ in order])
+    # a table with no rows shares nothing: it does not put the detectors naming it in one unit (on
+    # the dense incident the transactions' detector had joined the cluster's through an empty
+    # metrics table, and that process ran a second longer than the other)
+    named = {t for _, d, _ in order for t in (*d.needs, *d.reads)}
+    empty = {t for t in named if not _has_rows(bundle, t)}
+    members = _units([tuple(t for t in (*d.needs, *d.reads) if t not in empty) for _, d, _ in order])
     last = {t: i for i, (_, d, _) in enumerate(order) for t in (*d.needs, *d.reads) if t not in held}
 
     def run_unit(u: int) -> dict[int, tuple[list[Finding], list[DetectorRun]]]:
@@ -474,6 +479,14 @@ def _extents(got: list[Finding], bundle, apart: bool) -> list[Extent]:
         pieces, lambda k: [evidence_extent(f, bundle, masks) for f in pieces[k]], patience=EXTENT_PATIENCE_S
     )
     return [e for piece in measured for e in piece]
+
+
+def _has_rows(bundle, name: str) -> bool:
+    """Whether table ``name`` has a row (True when that cannot be told)."""
+    try:
+        return _rows(bundle, name) > 0
+    except Exception:  # noqa: BLE001 - a table that cannot be counted is taken to have rows
+        return True
 
 
 def _rows(bundle, name: str) -> int:
