@@ -424,7 +424,8 @@ def _run(
         return
     stray = sorted({f.id for f in got if f.id not in d.ids})
     got = [f for f in got if f.id in d.ids]
-    if any(f.counted_from for f in got):
+    counts = any(f.counted_from for f in got)
+    if counts:
         # what the detector let go back to the system first: the extents read the tables the
         # counts name, and their arrays landed on top of the detector's freed memory (the dense
         # incident's rebalance storm: 40 MB above its own peak)
@@ -435,6 +436,8 @@ def _run(
     except Exception as e:  # noqa: BLE001 - a count that names no rows is the detector's failure
         runs.append(DetectorRun(name, inv_name, d.checks, "failed", reason=f"{type(e).__name__}: {e}"))
         return
+    if counts:  # and theirs, before the next detector (which met them held in the heap's holes)
+        release_memory()
     for f, ext in zip(got, extents):
         f.detector = f.detector or name
         f.investigation = inv_name
