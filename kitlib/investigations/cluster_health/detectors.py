@@ -281,6 +281,7 @@ def detect_isr_shrink(bundle) -> list[Finding]:
     # kept its session
     out, stalled, _ = stalls.stall_findings(bundle, "isr-shrink", URP_MBEAN)
     rest = drop_explained(sh, explained_rows(links) | owned | stalled)
+    del sh  # (the departures left are ``rest``: not held through the episodes as well)
     if not len(rest):
         return out
     # a departure the lines end right after is not seen back for want of lines, which is no sign that it
@@ -483,6 +484,7 @@ def detect_broker_fenced(bundle) -> list[Finding]:
     )
     # heartbeat time-outs alone are a symptom of a missing controller, not a fencing
     lost = e[e["kind"] != "heartbeat_timeout"]
+    del e  # (a copy of every fencing row: not held through the rest)
     if not len(lost):
         return out
     # seconds from each fencing to the node's next unfencing (NaN: never seen), one as-of join
@@ -505,6 +507,8 @@ def detect_broker_fenced(bundle) -> list[Finding]:
             allow_exact_matches=False,
         )
         fenced_s[got["at"].to_numpy()] = (got["back"] - got["ts"]).dt.total_seconds().to_numpy(float, na_value=np.nan)
+        del fen, got
+    del unf
     # one finding per node (a handful): each pass below is vectorised over its rows
     groups: dict = dict(lost.groupby("about").indices)
     # a broker whose own lines carry no broker id (only its ZooKeeper client's lines) is named by its host
