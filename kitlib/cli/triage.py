@@ -48,12 +48,13 @@ def _cmd_triage(args) -> int:
     try:
         from kitlib.bundle import load_bundle
         from kitlib.findings import triage, triage_text
-        from kitlib.ingestion.memory import lean_allocator
+        from kitlib.ingestion.memory import give_back_at_once, lean_allocator
         from kitlib.summary import summary_text
 
         # the command's own process reads the stored tables and runs the detectors: Arrow on
         # jemalloc there too (on the 1 GB mix's biggest detector, 0.3 s of the kernel's page faults less)
         lean_allocator()
+        give_back_at_once()  # (a raw bundle big enough is ingested in a process of its own, without it)
 
         # a first run on a big bundle shows its progress on a terminal, never with --json; it
         # ingests in a process of its own, whose memory goes with it

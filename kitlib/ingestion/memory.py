@@ -57,3 +57,17 @@ def lean_allocator() -> None:
     except (OSError, AttributeError):  # not glibc
         pass
     gc.freeze()
+
+
+def give_back_at_once() -> None:
+    """Have Arrow's jemalloc hand back freed memory to the system at once rather than about a second
+    later (its decay set to 0): for a process that reads stored tables and runs detectors on them,
+    whose arrays are made right after a read let go of what it decoded. On the dense incident the
+    cluster lane's peak fell from 496-508 to 479-498 MB at the same speed. Not for an ingest, whose
+    blocks come and go many times a second."""
+    import pyarrow as pa
+
+    try:
+        pa.jemalloc_set_decay_ms(0)
+    except (NotImplementedError, AttributeError, pa.ArrowException):  # a pyarrow built without jemalloc
+        pass
