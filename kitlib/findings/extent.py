@@ -299,7 +299,8 @@ class _TableCodes:
             lines = _line_numbers(col)
             line, has_line = lines.fillna(0).to_numpy(dtype=np.int64), lines.notna().to_numpy()
             del lines
-        ts = pd.to_datetime(frame["ts"], utc=True, errors="coerce").reset_index(drop=True)
+        # (taken from by position: the table's own index kept, not a copy numbered anew)
+        ts = pd.to_datetime(frame["ts"], utc=True, errors="coerce")
         return cls(file, files, host, hosts, line, has_line, ts)
 
 

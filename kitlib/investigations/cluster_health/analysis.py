@@ -161,7 +161,7 @@ def _id_lists(values) -> tuple[np.ndarray, np.ndarray]:
     (the lists and their pieces of one slice held at once, not of every row)."""
     if isinstance(values, pa.ChunkedArray):  # the rows' positions are counted in one piece
         values = values.combine_chunks()
-    got_rows, got_ids = [np.zeros(0, np.int64)], [np.zeros(0, np.int64)]
+    got_rows, got_ids = [np.zeros(0, np.int32)], [np.zeros(0, np.int64)]
     for start in range(0, len(values), ID_ROWS):
         parts = pc.split_pattern(pc.fill_null(values.slice(start, ID_ROWS), ""), ",")
         flat = pc.utf8_trim_whitespace(pc.list_flatten(parts))
@@ -169,7 +169,7 @@ def _id_lists(values) -> tuple[np.ndarray, np.ndarray]:
         del parts
         keep = np.asarray(pc.not_equal(flat, "").to_numpy(zero_copy_only=False), bool)
         ids = np.asarray(pc.cast(flat.filter(pa.array(keep)), pa.int64()).to_numpy(zero_copy_only=False), np.int64)
-        got_rows.append(rows[keep] + start)
+        got_rows.append((rows[keep] + start).astype(np.int32))  # (a row's place: four bytes)
         got_ids.append(ids)
     return np.concatenate(got_rows), np.concatenate(got_ids)
 
