@@ -42,8 +42,8 @@ test: check chromium
 
 venv: $(STAMP)
 
-# setup.py builds the compiled log4j scan, template matcher, literal prefilter and cuts; a change to their C source reinstalls (and rebuilds) the kit
-$(STAMP): pyproject.toml setup.py kitlib/formats/logs/_scan.c kitlib/formats/logs/_match.c kitlib/formats/logs/_prefilter.c kitlib/extract/_cut.c
+# setup.py builds the compiled log4j scan, template matcher, literal prefilter, cuts and secret pre-check; a change to their C source reinstalls (and rebuilds) the kit
+$(STAMP): pyproject.toml setup.py kitlib/formats/logs/_scan.c kitlib/formats/logs/_match.c kitlib/formats/logs/_prefilter.c kitlib/extract/_cut.c kitlib/redact/_precheck.c kitlib/redact/_precheck.h
 	@$(PYTHON) -c 'import sys; assert sys.version_info >= (3, 11), "Python 3.11+ is needed, found " + sys.version.split()[0]'
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	@$(BIN)/python -m pip install -q --disable-pip-version-check uv >/dev/null 2>&1 || true

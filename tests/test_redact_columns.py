@@ -127,8 +127,10 @@ def test_a_frame_is_prechecked_once_and_redacted_like_each_text(monkeypatch):
     }
     dtypes = df.dtypes.astype(str).to_dict()
     out = redact_frame("demo", df.copy())
-    # the small columns in one pass; the mixed one (no Arrow form) value by value, as before
-    assert passes == [2 + 4 + 4 + 4]  # kind's two categories, then reason, raw and clean
+    # the small columns in one pass; the mixed one (no Arrow form) value by value, as before. Of
+    # kind's two categories, then reason, raw and clean (14 values), RE2 reads only the four the
+    # compiled pre-check leaves in (the token, the failed login, the password and the bearer)
+    assert passes == [2 + 4 + 4 + 4] if rc._compiled is None else [4]
     for c, values in want.items():
         assert [_plain(v) for v in out[c].astype(object).tolist()] == values, c
     assert out["reason"].tolist()[1] == "password=[redacted]"
@@ -196,8 +198,9 @@ def test_blocks_with_the_same_dictionaries_are_prechecked_once_and_redacted_alik
     # the joint pre-check: the first block's two dictionaries (2 + 1 names), then only the third
     # block's logger dictionary, which has a new name (3); a dictionary with a flagged name is
     # still redacted with redact_array's own pass in every block that has it (3, then 2). Without
-    # the memo: 3, 3, 4, 3, 3, 2
-    assert passes == [2 + 1, 3, 3, 2]
+    # the memo: 3, 3, 4, 3, 3, 2. With the compiled pre-check RE2 reads only the values it leaves
+    # in: the flagged name, in each of those three passes
+    assert passes == ([2 + 1, 3, 3, 2] if rc._compiled is None else [1, 1, 1])
     assert first[2].column("logger").to_pylist() == [
         "kafka.log.LogSegment",
         "app.token=[redacted]",
@@ -251,3 +254,48 @@ def test_big_columns_are_prechecked_alone_and_few_distinct_texts_redacted_once(m
         np.flatnonzero(rc._bools(pc.match_substring_regex(pa.array(a), PREFILTER))) for a in (repeated[:many], distinct)
     ]
     assert np.array_equal(hits[0], pre[0]) and not len(hits[1]) and np.array_equal(hits[2], pre[1])
+
+
+# --- the compiled pre-check over whole columns ----------------------------------------------------
+PRECHECK_PIECES = st.sampled_from(
+    "pass PWD secret token api_key Credential accesskey auth.user.info jaas private-key user_ Bearer :// : @ "
+    'eyJ ghp_ xoxb- AIza AKIA apiKey = " ſecret toKen é 日本 \x7f \x01 QUJDREVGR0hJSktMTU5PUFFSU1RVVldYWVo0MTIz '
+    "ISR updated to 1,2 Preparing to rebalance".split(" ")
+    + [" ", "\t", "\n", "\r", ""]
+)
+
+
+@pytest.mark.skipif(rc._compiled is None, reason="the compiled pre-check is not built")
+@settings(max_examples=400, deadline=None)
+@given(
+    st.lists(st.one_of(st.none(), st.lists(PRECHECK_PIECES, max_size=10).map("".join)), max_size=40),
+    st.booleans(),
+    st.integers(0, 3),
+)
+def test_the_compiled_precheck_finds_what_re2_finds(texts, large, cut):
+    # the same positions as RE2 over every value, for either string type, a slice, nulls and
+    # texts with case folded beyond ASCII (the long s, which RE2 reads as an s); and the
+    # not-plain code where the rules' own test finds a character outside plain ASCII text
+    arr = pa.array(texts, pa.large_string() if large else pa.string())[cut:]
+    want = np.flatnonzero(np.asarray(pc.fill_null(pc.match_substring_regex(arr, PREFILTER), False)))
+    assert rc.precheck_hits(arr).tolist() == want.tolist()
+    codes = rc._suspects(arr)
+    assert codes is not None and len(codes) == len(arr)
+    assert set(want.tolist()) <= set(np.flatnonzero(codes & 1).tolist())  # a superset of RE2's
+    odd = pc.fill_null(pc.match_substring_regex(arr, r"[^\t\n\r\x20-\x7e]"), False).to_pylist()
+    assert ((codes & 2) > 0).tolist() == odd
+
+
+@pytest.mark.skipif(rc._compiled is None, reason="the compiled pre-check is not built")
+def test_the_compiled_precheck_refuses_offsets_that_do_not_fit():
+    data = b"plaintoken"
+    good = np.array([0, 5, 10], np.int32).tobytes()
+    assert rc._compiled.suspects(good, data, None, 0, 2, False) == b"\x00\x01"
+    with pytest.raises(ValueError, match="offsets"):
+        rc._compiled.suspects(np.array([0, 7, 3], np.int32).tobytes(), data, None, 0, 2, False)
+    with pytest.raises(ValueError, match="offsets"):
+        rc._compiled.suspects(np.array([0, 5, 99], np.int32).tobytes(), data, None, 0, 2, False)
+    with pytest.raises(ValueError, match="too short"):
+        rc._compiled.suspects(good, data, None, 1, 5, False)
+    with pytest.raises(ValueError, match="negative"):
+        rc._compiled.suspects(good, data, None, -1, 1, False)

@@ -8,8 +8,9 @@ match that is the secret is replaced by ``[redacted]``; everything else, newline
 kept, so a redacted text has the same lines as the original.
 
 How it stays fast on big tables: a column is first checked with one RE2 expression
-(:data:`PREFILTER`, ``pyarrow.compute.match_substring_regex``) over the whole column; only the
-few values it flags go through the Python rules.
+(:data:`PREFILTER`, ``pyarrow.compute.match_substring_regex``), over only the values a compiled
+pre-check of its words (``_precheck.c``, a superset of its matches) leaves in; only the few
+values it flags go through the Python rules.
 
 One module a part: :mod:`kitlib.redact.keys` (which key names are secrets' names),
 :mod:`kitlib.redact.rules` (the rules and the pre-check), :mod:`kitlib.redact.text` (one text or
