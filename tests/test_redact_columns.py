@@ -261,7 +261,7 @@ PRECHECK_PIECES = st.sampled_from(
     "pass PWD secret token api_key Credential accesskey auth.user.info jaas private-key user_ Bearer :// : @ "
     'eyJ ghp_ xoxb- AIza AKIA apiKey = " ſecret toKen é 日本 \x7f \x01 QUJDREVGR0hJSktMTU5PUFFSU1RVVldYWVo0MTIz '
     "ISR updated to 1,2 Preparing to rebalance".split(" ")
-    + [" ", "\t", "\n", "\r", ""]
+    + [" ", "\t", "\n", "\r", "", "~", "\x1f", "\x80", "\x7e\x7f", "0123456789abcdef"]
 )
 
 
@@ -299,3 +299,24 @@ def test_the_compiled_precheck_refuses_offsets_that_do_not_fit():
         rc._compiled.suspects(good, data, None, 1, 5, False)
     with pytest.raises(ValueError, match="negative"):
         rc._compiled.suspects(good, data, None, -1, 1, False)
+
+
+@pytest.mark.skipif(rc._compiled is None, reason="the compiled pre-check is not built")
+def test_the_compiled_precheck_sees_one_odd_character_wherever_it_stands():
+    # eight bytes are looked at together: one character below 0x20, at 0x7f or beyond ASCII in
+    # every position of texts up to three words long, next to plain text that borrows or carries
+    texts = [
+        pre * k + ch + "x" * m
+        for ch in ("\t", "\n", "\r", "\x00", "\x1f", "\x7f", "é", "ſ", " ", "~")
+        for pre in ("a", "\x20", "\x7e")
+        for k in range(0, 20)
+        for m in (0, 3)
+    ]
+    arr = pa.array(texts, pa.large_string())
+    codes = rc._suspects(arr)
+    assert codes is not None
+    odd = pc.fill_null(pc.match_substring_regex(arr, r"[^\t\n\r\x20-\x7e]"), False).to_pylist()
+    assert ((codes & 2) > 0).tolist() == odd
+    assert sum(odd) == 5 * 3 * 20 * 2  # the NUL, 0x1f, DEL, é and the long s
+    want = np.flatnonzero(np.asarray(pc.fill_null(pc.match_substring_regex(arr, PREFILTER), False)))
+    assert rc.precheck_hits(arr).tolist() == want.tolist()

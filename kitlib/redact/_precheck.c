@@ -3,6 +3,46 @@
  * the values it leaves in. */
 #include "_precheck.h"
 
+/* Whether the n bytes at p hold a byte >= 0x80 (high), one that is not plain text (odd: not tab,
+ * newline, carriage return or printable ASCII) and a newline (nl). Eight bytes at a time where
+ * none is below 0x20 or at or above 0x7f (most of a log's text), byte by byte otherwise. */
+static void scan_bytes(const unsigned char *p, Py_ssize_t n, int *high, int *odd, int *nl) {
+    const uint64_t ones = 0x0101010101010101ULL, tops = 0x8080808080808080ULL;
+    Py_ssize_t j = 0;
+    for (; j + 8 <= n; j += 8) {
+        uint64_t w;
+        memcpy(&w, p + j, 8);
+        /* a byte below 0x20, or at or above 0x7f (its top bit, or 0x7f + 1 carrying into it) */
+        uint64_t special = ((w - 0x2020202020202020ULL) | (w + ones) | w) & tops;
+        if (!special)
+            continue;
+        for (int k = 0; k < 8; k++) {
+            unsigned char c = p[j + k];
+            if (c >= 0x7f) {
+                *odd = 1;
+                *high |= c >= 0x80;
+            } else if (c < 0x20) {
+                if (c == '\n')
+                    *nl = 1;
+                else if (c != '\t' && c != '\r')
+                    *odd = 1;
+            }
+        }
+    }
+    for (; j < n; j++) {
+        unsigned char c = p[j];
+        if (c >= 0x7f) {
+            *odd = 1;
+            *high |= c >= 0x80;
+        } else if (c < 0x20) {
+            if (c == '\n')
+                *nl = 1;
+            else if (c != '\t' && c != '\r')
+                *odd = 1;
+        }
+    }
+}
+
 /* The pre-check over a whole Arrow string array (kitlib.redact.columns): one byte a value, bit 1
  * set where the value may hold a secret (it holds a byte >= 0x80, where RE2 folds case beyond
  * ASCII, or ``suspect`` flags it: together a superset of what PREFILTER matches), bit 2 where it
@@ -63,18 +103,7 @@ static PyObject *suspects(PyObject *self, PyObject *args) {
         const unsigned char *p = data + OFF(k);
         Py_ssize_t n = (Py_ssize_t)(OFF(k + 1) - OFF(k));
         int high = 0, odd = 0, nl = 0;
-        for (Py_ssize_t j = 0; j < n; j++) {
-            unsigned char c = p[j];
-            if (c >= 0x7f) {
-                odd = 1;
-                high |= c >= 0x80;
-            } else if (c < 0x20) {
-                if (c == '\n')
-                    nl = 1;
-                else if (c != '\t' && c != '\r')
-                    odd = 1;
-            }
-        }
+        scan_bytes(p, n, &high, &odd, &nl);
         out[i] = (unsigned char)((high || suspect(p, n, !nl) ? 1 : 0) | (odd ? 2 : 0));
     }
     Py_END_ALLOW_THREADS;
