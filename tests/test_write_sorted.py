@@ -92,3 +92,30 @@ def test_sort_keys_order_rows_as_their_columns_do():
         assert [keys.column(k).type for k in order] == [t.column("ts").type, pa.int32(), pa.int32(), pa.int64()]
         by = [(k, "ascending") for k in order]
         assert pc.sort_indices(keys, sort_keys=by).equals(pc.sort_indices(t.combine_chunks(), sort_keys=by))
+
+
+def test_spilled_pieces_keep_their_dictionaries_and_read_back_as_text(tmp_path):
+    # pieces as pandas gives them: categories of their own, codes of 8 or 16 bits (300 values),
+    # a category column with no value; spilled as dictionaries of one type, read back as text
+    import pandas as pd
+
+    many = [f"broker-{i}" for i in range(300)]
+    frames = [
+        pd.DataFrame({"host": pd.Series(["b", "a", None], dtype="category"), "n": [1, 2, 3]}),
+        pd.DataFrame({"host": pd.Series(many, dtype="category"), "n": range(300)}),
+        pd.DataFrame({"host": pd.Series([None, None], dtype="string").astype("category"), "n": [7, 8]}),
+    ]
+    pieces = [pa.Table.from_pandas(f, preserve_index=False) for f in frames]
+    assert {p.schema.field("host").type.index_type for p in pieces} == {pa.int8(), pa.int16()}
+    sel = Selection(tmp_path)
+    for p in pieces:
+        sel._keep("demo", p)
+    path = sel.close()["demo"]
+    with pa.memory_map(str(path)) as f:
+        back = pa.ipc.open_stream(f).read_all()
+    assert back.schema.field("host").type == pa.dictionary(pa.int32(), pa.large_string())
+    assert [len(c.dictionary) for c in back.column("host").chunks] == [2, 300, 0]
+    text = back.cast(sel.spill_decoded["demo"])
+    assert text.schema.field("host").type == pa.large_string()
+    assert text.column("host").to_pylist() == ["b", "a", None, *many, None, None]
+    assert text.column("n").to_pylist() == [1, 2, 3, *range(300), 7, 8]
