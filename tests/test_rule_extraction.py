@@ -355,3 +355,27 @@ def test_fields_where_reads_what_fields_of_reads():
             got = fields_where(part, pattern, literals)
             assert {k: v.to_pylist() for k, v in got.items()} == {k: v.to_pylist() for k, v in want.items()}
             assert all(got[k].type == want[k].type for k in want)
+
+
+@pytest.mark.skipif(extract._cut is None, reason="the compiled cuts are not built")
+def test_rows_with_a_newline_are_found_alike_in_compiled_code_and_numpy(monkeypatch):
+    # newlines first, last, alone and twice in a row; empty texts and nulls; a slice; both string types
+    rng = np.random.default_rng(3)
+    pieces = ["a", "bc", "\n", " ", "é", "\r\n", "xyz" * 20]
+    texts = ["".join(rng.choice(pieces, int(rng.integers(0, 6)))) for _ in range(3000)]
+    texts = [None if i % 17 == 0 else t for i, t in enumerate(texts)]
+    for kind in (pa.string(), pa.large_string()):
+        for arr in (pa.array(texts, kind), pa.array(texts, kind)[5:2900]):
+            compiled = extract._has_newline(arr)
+            monkeypatch.setattr(extract, "_cut", None)
+            numpy_way = extract._has_newline(arr)
+            monkeypatch.undo()
+            assert compiled is not None and numpy_way is not None
+            assert compiled.tolist() == numpy_way.tolist()
+            want = [t is not None and "\n" in t for t in arr.to_pylist()]
+            assert compiled.tolist() == want
+    # a null row whose slot still holds bytes with a newline: found, as a scan of the bytes finds it
+    base = pa.array(["a\nb", "c"], pa.large_string())
+    valid = pa.array([False, True]).buffers()[1]
+    masked = pa.Array.from_buffers(pa.large_string(), 2, [valid, *base.buffers()[1:]], null_count=1)
+    assert extract._has_newline(masked).tolist() == [True, False]

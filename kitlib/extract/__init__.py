@@ -299,6 +299,12 @@ def quotes(first: pa.Array) -> pa.Array:
     return first
 
 
+try:  # the compiled cuts (_cut.c, built by setup.py where a C compiler is found): its newline search
+    from kitlib.extract import _cut
+except ImportError:  # pragma: no cover - an install without a compiler: numpy finds them
+    _cut = None  # type: ignore[assignment]
+
+
 def _has_newline(texts: pa.Array) -> np.ndarray | None:
     """Which texts hold a newline, from one scan of the array's bytes (None for an array that
     is not a plain string array)."""
@@ -306,7 +312,11 @@ def _has_newline(texts: pa.Array) -> np.ndarray | None:
         return None
     if not (pa.types.is_string(texts.type) or pa.types.is_large_string(texts.type)):
         return None
-    _, obuf, dbuf = texts.buffers()
+    valid, obuf, dbuf = texts.buffers()
+    if _cut is not None:  # one memchr over each row's bytes, in compiled code
+        large = pa.types.is_large_string(texts.type)
+        found = _cut.newlines(obuf, dbuf if dbuf is not None else b"", valid, texts.offset, len(texts), large)
+        return np.frombuffer(found, np.bool_)
     width = np.int64 if pa.types.is_large_string(texts.type) else np.int32
     offsets = np.frombuffer(obuf, width)[texts.offset : texts.offset + len(texts) + 1].astype(np.int64)
     if dbuf is None:

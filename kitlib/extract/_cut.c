@@ -336,6 +336,32 @@ done:
     return result;
 }
 
+/* which rows of a string array hold a newline: one byte a row (1: it does), read with memchr over
+ * each row's bytes (a null row's too, as a scan of the array's bytes finds them) */
+static PyObject *newlines(PyObject *self, PyObject *args) {
+    PyObject *off_o, *data_o, *valid_o;
+    Py_ssize_t offset, length;
+    int large;
+    if (!PyArg_ParseTuple(args, "OOOnnp", &off_o, &data_o, &valid_o, &offset, &length, &large))
+        return NULL;
+    Py_buffer ov, dv, vv;
+    Texts t;
+    if (get_texts(off_o, data_o, valid_o, offset, length, large, &ov, &dv, &vv, &t) < 0)
+        return NULL;
+    PyObject *out = PyBytes_FromStringAndSize(NULL, length);
+    if (out) {
+        unsigned char *o = (unsigned char *)PyBytes_AS_STRING(out);
+        Py_BEGIN_ALLOW_THREADS;
+        for (Py_ssize_t i = 0; i < length; i++) {
+            int64_t a = text_offset(&t, offset + i), b = text_offset(&t, offset + i + 1);
+            o[i] = b > a && memchr(t.data + a, '\n', (size_t)(b - a)) != NULL;
+        }
+        Py_END_ALLOW_THREADS;
+    }
+    release_texts(&ov, &dv, &vv);
+    return out;
+}
+
 static PyMethodDef METHODS[] = {
     {"lead", lead, METH_VARARGS,
      "lead(offsets, data, valid, offset, length, large, lead: bytes) -> (has: bytes, offsets: bytes, data: bytes, "
@@ -348,6 +374,9 @@ static PyMethodDef METHODS[] = {
      "(last, with ``last``) ``end`` and goes on after it, or all that is left when ``end`` is empty (the next step "
      "reads it again) or not found (counted in ``missing``); for each kept step, its pieces as (offsets, data, validity, nulls), the buffers of a "
      "string array with 64-bit offsets, null where the piece is empty"},
+    {"newlines", newlines, METH_VARARGS,
+     "newlines(offsets, data, valid, offset, length, large) -> bytes: 1 for each row of the string array that holds "
+     "a newline, else 0"},
     {NULL, NULL, 0, NULL},
 };
 
