@@ -63,6 +63,10 @@ def run(out: str | Path, seconds: float = 40, rate: int = 400, work: Path | None
         s.mark(f"consumer group order-ledger read {read} records and committed")
         if read != load.stats.acked:
             raise lab.LabError(f"the consumer read {read} records, the producer had {load.stats.acked} acknowledged")
+        # the group's __consumer_offsets leaders come up one broker after another; let JmxTool record
+        # the settled LeaderCount before the capture ends
+        lab.wait_for_full_isr(c, "__consumer_offsets")
+        time.sleep(3)
         s.finish(logs={f"broker-{n.node_id}": n for n in c.nodes}, live=c)
     lab.write_provenance(
         s,

@@ -466,3 +466,45 @@ def test_replica_fetchers_and_network_threads_on_planted_metrics():
     # 3 threads at a median 20 % idle of the busy samples: 3 x 0.8 / 0.5 = 4.8 -> 5
     assert n.numbers["host"] == "broker-3" and n.numbers["current"] == 3 and n.numbers["recommended"] == 5
     assert n.numbers["busy_intervals"] == net.sum() and "num.network.threads=3" in n.summary
+
+
+def _healthy_cluster_cut(tmp_path: Path, end_ms: int, leader_count: dict[int, float] | None = None) -> Path:
+    """The healthy-cluster bundle with its JmxTool files ending at ``end_ms`` (epoch ms). With
+    ``leader_count``, that broker's LeaderCount is replaced from the middle of its kept samples on
+    (synthetic: a skew planted on real samples)."""
+    dst = tmp_path / "healthy-cluster"
+    shutil.copytree(ROOT / "sample_data" / "healthy-cluster", dst)
+    for n in (1, 2, 3):
+        path = dst / f"broker-{n}" / "jmx-broker.csv"
+        header, *rows = path.read_text().splitlines()
+        kept = [r for r in rows if int(r.split(",", 1)[0]) <= end_ms]
+        if leader_count and n in leader_count:
+            col = next(i for i, h in enumerate(header.split('","')) if "name=LeaderCount" in h)
+            for i in range(len(kept) // 2, len(kept)):
+                cells = kept[i].split(",")
+                cells[col] = f"{leader_count[n]:g}"
+                kept[i] = ",".join(cells)
+        path.write_text("\n".join([header, *kept]) + "\n")
+    shutil.rmtree(dst / "live")  # no describe output: leaders come from JMX alone
+    return dst
+
+
+@pytest.mark.slow
+def test_leader_counts_from_jmx_only_once_they_have_settled(tmp_path):
+    # In healthy-cluster, __consumer_offsets comes up with the first group and each broker's
+    # LeaderCount climbs 2 -> 19 over four seconds, one broker after another. A capture ending at
+    # 12:12:59.000 (broker 1 at 9, broker 2 at 5, broker 3 at 9) is mid-climb: no skew to report.
+    mid_climb = 1795435979000
+    b = kitlib.load_bundle(_healthy_cluster_cut(tmp_path / "a", mid_climb))
+    lc = layout.leader_counts(b)
+    assert lc.empty and lc.attrs["unsettled"]
+    assert findings(b) == []
+    # the whole capture: settled at 19/19/18, balanced
+    b = kitlib.load_bundle(_healthy_cluster_cut(tmp_path / "b", 1795435999999))
+    lc = layout.leader_counts(b)
+    assert lc.attrs["source"] == "metrics" and sorted(lc["count"].tolist()) == [18.0, 19.0, 19.0]
+    assert findings(b) == []
+    # a skew that holds for the second half of the capture is still reported
+    b = kitlib.load_bundle(_healthy_cluster_cut(tmp_path / "c", 1795435999999, leader_count={1: 40}))
+    (f,) = by_id(findings(b))["leader-skew"]
+    assert f.numbers["broker"] == 1 and f.numbers["count"] == 40 and f.numbers["source"] == "metrics"

@@ -8,7 +8,11 @@ from :data:`SKEW_LOW` (10 %) a finding of low severity, from :data:`SKEW_MEDIUM`
 Too few items say nothing: a skew needs at least :data:`MIN_ITEMS` per broker on average.
 
 Leaders come from kafka-topics --describe (who leads each partition) or, without it, from each
-broker's JMX ``LeaderCount``; replicas from the describe output or the log-dir sizes.
+broker's JMX ``LeaderCount``; replicas from the describe output or the log-dir sizes. The JMX
+counts are used only once they have **settled**: every broker's last value held for
+:data:`SETTLED_SAMPLES` samples. While a topic is created or leadership moves (a broker
+restarting, ``__consumer_offsets`` coming up with the first group) the counts climb one broker
+after another over a few seconds, and a capture that ends then shows a skew that is not there.
 
 **Preferred leaders**: the first broker of a replica list is the partition's preferred leader;
 Kafka moves leadership back when more than ``leader.imbalance.per.broker.percentage`` (10 %) of
@@ -37,6 +41,7 @@ SKEW_LOW = 10.0
 SKEW_MEDIUM = 20.0
 MIN_ITEMS = 3  # items per broker on average below which a skew is noise
 PREFERRED_IMBALANCE_PCT = 10.0  # Kafka's leader.imbalance.per.broker.percentage default
+SETTLED_SAMPLES = 3  # samples a broker's last LeaderCount must have held for the counts to be read
 
 
 def skew(counts: pd.Series) -> pd.DataFrame:
@@ -70,7 +75,8 @@ def partition_counts(bundle) -> pd.DataFrame:
 @per_bundle
 def leader_counts(bundle) -> pd.DataFrame:
     """Leaders per broker with skew: from kafka-topics --describe, else the last JMX LeaderCount
-    of each broker. ``attrs["source"]`` says which; empty when neither is in the bundle."""
+    of each broker. ``attrs["source"]`` says which; empty when neither is in the bundle, or when
+    the JMX counts were still moving as the capture ended (``attrs["unsettled"]``)."""
     reps = model.replicas(bundle)
     if reps.attrs.get("source") == "topic_partitions" and reps["leads"].any():
         ids = sorted(set(model.brokers(bundle)["broker_id"]) | set(reps["broker_id"]))
@@ -82,6 +88,11 @@ def leader_counts(bundle) -> pd.DataFrame:
         lc = m[(m["name"].astype("string") == "LeaderCount") & (m["type"].astype("string") == "ReplicaManager")]
         lc = lc[lc["value"].notna()]
         if len(lc) and lc["host"].nunique() >= 2:
+            if not _settled(lc):
+                out = pd.DataFrame(columns=["count", "even", "best", "skew_pct"])
+                out.attrs["source"] = ""
+                out.attrs["unsettled"] = True
+                return out
             last = lc.sort_values("ts").drop_duplicates("host", keep="last")
             # one id per host, from the host's own config dump (a live capture's host is the cluster's)
             node = model.broker_hosts(bundle)
@@ -97,6 +108,22 @@ def leader_counts(bundle) -> pd.DataFrame:
     out = pd.DataFrame(columns=["count", "even", "best", "skew_pct"])
     out.attrs["source"] = ""
     return out
+
+
+def _settled(samples: pd.DataFrame) -> bool:
+    """True when every host's last ``value`` held for its last :data:`SETTLED_SAMPLES` samples (or
+    for all of them, on a host sampled fewer times: one snapshot shows no movement)."""
+    s = samples.sort_values(["host", "ts"], kind="stable")
+    host = s["host"].astype("string").to_numpy(dtype=object)
+    value = s["value"].to_numpy(dtype="float64")
+    # a run starts where the host or the value changes; the trailing run of each host is its last
+    starts = np.r_[True, (host[1:] != host[:-1]) | (value[1:] != value[:-1])]
+    run = np.cumsum(starts)
+    last_of_host = np.r_[host[1:] != host[:-1], True]
+    run_sizes = np.bincount(run)
+    _, per_host = np.unique(host, return_counts=True)
+    need = np.minimum(per_host, SETTLED_SAMPLES)  # hosts in sorted order, as the trailing runs
+    return bool((run_sizes[run[last_of_host]] >= need).all())
 
 
 def _broker_name(b) -> str:
